@@ -1,0 +1,27 @@
+# CoordsCore — build and test entry points. `make test` is what CI runs (.ci/run).
+SWIFT ?= swift
+SWIFT_TEST_FLAGS ?=
+
+.PHONY: all deps build test test-swift clean help
+
+all: build
+
+help:
+	@echo "make deps    install missing system packages (libsodium-dev, liblmdb-dev, pkg-config) with apt-get"
+	@echo "make build   build the library and tools (debug)"
+	@echo "make test    everything CI checks: Swift tests (runs deps first)"
+	@echo "make clean   remove build output"
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	$(SWIFT) build
+
+test: deps test-swift
+
+test-swift:
+	$(SWIFT) test $(SWIFT_TEST_FLAGS)
+
+clean:
+	rm -rf .build .build-* .build_*

@@ -1,0 +1,31 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "CoordsCore",
+    products: [
+        .library(name: "CoordsCore", targets: ["CoordsCore"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLMDB",
+            pkgConfig: "lmdb",
+            providers: [.apt(["liblmdb-dev"])]
+        ),
+        .target(
+            name: "CoordsCore",
+            dependencies: ["CSodium", "CLMDB"]
+        ),
+        .testTarget(
+            name: "CoordsCoreTests",
+            dependencies: ["CoordsCore"],
+            exclude: ["Vectors"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,194 @@
+internal import CSodium
+
+/// AES-256-GCM through libsodium (`crypto_aead_aes256gcm_*`), with explicit 12-byte nonces.
+///
+/// Output is ciphertext ‖ 16-byte tag, the layout Coords uses everywhere. libsodium implements
+/// AES-GCM only with AES-NI and CLMUL; on a CPU without them every call throws
+/// ``CryptoError/unsupportedHardware`` (check ``isAvailable`` up front for a friendlier message).
+///
+/// Nonces must never repeat under one key; Coords draws a fresh random nonce per call.
+public enum AES256GCM {
+    /// Key size in bytes (`crypto_aead_aes256gcm_keybytes()`, 32).
+    public static var keyByteCount: Int { Int(crypto_aead_aes256gcm_keybytes()) }
+    /// Nonce size in bytes (`crypto_aead_aes256gcm_npubbytes()`, 12).
+    public static var nonceByteCount: Int { Int(crypto_aead_aes256gcm_npubbytes()) }
+    /// Tag size in bytes (`crypto_aead_aes256gcm_abytes()`, 16).
+    public static var tagByteCount: Int { Int(crypto_aead_aes256gcm_abytes()) }
+    /// The largest plaintext libsodium accepts (`crypto_aead_aes256gcm_messagebytes_max()`).
+    public static var maximumPlaintextByteCount: Int {
+        Int(clamping: UInt64(crypto_aead_aes256gcm_messagebytes_max()))
+    }
+
+    /// Whether this CPU can run AES-256-GCM (AES-NI and CLMUL present).
+    public static var isAvailable: Bool { Sodium.isAESAvailable }
+
+    /// Encrypts and authenticates `plaintext`.
+    /// - Parameters:
+    ///   - plaintext: the bytes to encrypt (may be empty).
+    ///   - key: a 32-byte key.
+    ///   - nonce: 12 bytes, unique for this key.
+    ///   - associatedData: authenticated but not encrypted (may be empty).
+    /// - Returns: ciphertext ‖ tag (`plaintext.count + 16` bytes).
+    /// - Throws: ``CryptoError/invalidKeyLength(what:expected:actual:)``,
+    ///   ``CryptoError/invalidNonceLength(expected:actual:)``, ``CryptoError/invalidParameter(_:)``
+    ///   (plaintext too long), ``CryptoError/unsupportedHardware``.
+    public static func seal(_ plaintext: [UInt8], key: SecretBytes, nonce: [UInt8], associatedData: [UInt8] = []) throws -> [UInt8] {
+        try checkArguments(keyCount: key.count, nonceCount: nonce.count, plaintextCount: plaintext.count)
+        var out = [UInt8](repeating: 0, count: plaintext.count + tagByteCount)
+        key.withUnsafeBytes { k in
+            plaintext.withUnsafeBytes { m in
+                nonce.withUnsafeBytes { n in
+                    associatedData.withUnsafeBytes { ad in
+                        out.withUnsafeMutableBytes { c in
+                            sealRaw(m, key: k, nonce: n, associatedData: ad, into: c)
+                        }
+                    }
+                }
+            }
+        }
+        return out
+    }
+
+    /// Verifies and decrypts `sealed` (ciphertext ‖ tag).
+    /// - Returns: the plaintext (`sealed.count - 16` bytes).
+    /// - Throws: ``CryptoError/authenticationFailed`` when the tag does not verify (any changed
+    ///   bit in ciphertext, tag, nonce or associated data, or the wrong key);
+    ///   ``CryptoError/ciphertextTooShort(minimum:actual:)``; the argument errors of ``seal(_:key:nonce:associatedData:)``.
+    public static func open(_ sealed: [UInt8], key: SecretBytes, nonce: [UInt8], associatedData: [UInt8] = []) throws -> [UInt8] {
+        try checkArguments(keyCount: key.count, nonceCount: nonce.count, plaintextCount: 0)
+        guard sealed.count >= tagByteCount else { throw CryptoError.ciphertextTooShort(minimum: tagByteCount, actual: sealed.count) }
+        var out = [UInt8](repeating: 0, count: sealed.count - tagByteCount)
+        let ok = key.withUnsafeBytes { k in
+            sealed.withUnsafeBytes { c in
+                nonce.withUnsafeBytes { n in
+                    associatedData.withUnsafeBytes { ad in
+                        out.withUnsafeMutableBytes { m in
+                            openRaw(c, key: k, nonce: n, associatedData: ad, into: m)
+                        }
+                    }
+                }
+            }
+        }
+        guard ok else { throw CryptoError.authenticationFailed }
+        return out
+    }
+
+    static func checkArguments(keyCount: Int, nonceCount: Int, plaintextCount: Int) throws {
+        try Sodium.ensureAESAvailable()
+        guard keyCount == keyByteCount else {
+            throw CryptoError.invalidKeyLength(what: "AES-256-GCM key", expected: keyByteCount, actual: keyCount)
+        }
+        guard nonceCount == nonceByteCount else { throw CryptoError.invalidNonceLength(expected: nonceByteCount, actual: nonceCount) }
+        guard plaintextCount <= maximumPlaintextByteCount else {
+            throw CryptoError.invalidParameter("plaintext of \(plaintextCount) bytes exceeds the AES-256-GCM limit")
+        }
+    }
+
+    /// Unchecked one-shot seal: the caller guarantees a 32-byte key, a 12-byte nonce, AES
+    /// availability and `plaintext.count + 16` writable bytes in `out`.
+    @inline(__always)
+    static func sealRaw(_ plaintext: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
+                        associatedData: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
+        _ = crypto_aead_aes256gcm_encrypt(out.u8, nil, plaintext.u8, UInt64(plaintext.count),
+                                          associatedData.u8, UInt64(associatedData.count), nil, nonce.u8, key.u8)
+    }
+
+    /// Unchecked one-shot open: `sealed.count >= 16`, `sealed.count - 16` writable bytes in `out`.
+    /// - Returns: whether the tag verified (on failure `out` holds no plaintext).
+    @inline(__always)
+    static func openRaw(_ sealed: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
+                        associatedData: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Bool {
+        crypto_aead_aes256gcm_decrypt(out.u8, nil, nil, sealed.u8, UInt64(sealed.count),
+                                      associatedData.u8, UInt64(associatedData.count), nonce.u8, key.u8) == 0
+    }
+
+    /// A key expanded once (libsodium `beforenm`) for many seal/open calls (`afternm`).
+    ///
+    /// Use it when one key protects many messages, or when one key is tried against many
+    /// ciphertexts. The expanded state is secret and wiped on deinit; it is read-only after
+    /// creation, so one instance may be used from several threads at once.
+    public final class PrecomputedKey: @unchecked Sendable {
+        private let state: UnsafeMutableRawPointer
+        private let stateByteCount: Int
+
+        /// Expands `key`.
+        /// - Throws: ``CryptoError/invalidKeyLength(what:expected:actual:)``, ``CryptoError/unsupportedHardware``.
+        public init(key: SecretBytes) throws {
+            try Sodium.ensureAESAvailable()
+            guard key.count == AES256GCM.keyByteCount else {
+                throw CryptoError.invalidKeyLength(what: "AES-256-GCM key", expected: AES256GCM.keyByteCount, actual: key.count)
+            }
+            stateByteCount = crypto_aead_aes256gcm_statebytes()
+            state = UnsafeMutableRawPointer.allocate(byteCount: stateByteCount, alignment: 16)
+            state.initializeMemory(as: UInt8.self, repeating: 0, count: stateByteCount)
+            key.withUnsafeBytes { k in
+                _ = crypto_aead_aes256gcm_beforenm(statePointer, k.u8)
+            }
+        }
+
+        /// Creates the expanded key directly from raw key bytes (internal hot paths).
+        init(unsafeKey key: UnsafeRawPointer) {
+            stateByteCount = crypto_aead_aes256gcm_statebytes()
+            state = UnsafeMutableRawPointer.allocate(byteCount: stateByteCount, alignment: 16)
+            state.initializeMemory(as: UInt8.self, repeating: 0, count: stateByteCount)
+            _ = crypto_aead_aes256gcm_beforenm(statePointer, key.assumingMemoryBound(to: UInt8.self))
+        }
+
+        deinit {
+            sodium_memzero(state, stateByteCount)
+            state.deallocate()
+        }
+
+        /// Same as ``AES256GCM/seal(_:key:nonce:associatedData:)`` with this key.
+        public func seal(_ plaintext: [UInt8], nonce: [UInt8], associatedData: [UInt8] = []) throws -> [UInt8] {
+            try AES256GCM.checkArguments(keyCount: AES256GCM.keyByteCount, nonceCount: nonce.count, plaintextCount: plaintext.count)
+            var out = [UInt8](repeating: 0, count: plaintext.count + AES256GCM.tagByteCount)
+            plaintext.withUnsafeBytes { m in
+                nonce.withUnsafeBytes { n in
+                    associatedData.withUnsafeBytes { ad in
+                        out.withUnsafeMutableBytes { c in sealRaw(m, nonce: n, associatedData: ad, into: c) }
+                    }
+                }
+            }
+            return out
+        }
+
+        /// Same as ``AES256GCM/open(_:key:nonce:associatedData:)`` with this key.
+        public func open(_ sealed: [UInt8], nonce: [UInt8], associatedData: [UInt8] = []) throws -> [UInt8] {
+            try AES256GCM.checkArguments(keyCount: AES256GCM.keyByteCount, nonceCount: nonce.count, plaintextCount: 0)
+            guard sealed.count >= AES256GCM.tagByteCount else {
+                throw CryptoError.ciphertextTooShort(minimum: AES256GCM.tagByteCount, actual: sealed.count)
+            }
+            var out = [UInt8](repeating: 0, count: sealed.count - AES256GCM.tagByteCount)
+            let ok = sealed.withUnsafeBytes { c in
+                nonce.withUnsafeBytes { n in
+                    associatedData.withUnsafeBytes { ad in
+                        out.withUnsafeMutableBytes { m in openRaw(c, nonce: n, associatedData: ad, into: m) }
+                    }
+                }
+            }
+            guard ok else { throw CryptoError.authenticationFailed }
+            return out
+        }
+
+        private var statePointer: UnsafeMutablePointer<crypto_aead_aes256gcm_state> {
+            state.assumingMemoryBound(to: crypto_aead_aes256gcm_state.self)
+        }
+
+        /// Unchecked seal with this key (see ``AES256GCM/sealRaw(_:key:nonce:associatedData:into:)``).
+        @inline(__always)
+        func sealRaw(_ plaintext: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer,
+                     into out: UnsafeMutableRawBufferPointer) {
+            _ = crypto_aead_aes256gcm_encrypt_afternm(out.u8, nil, plaintext.u8, UInt64(plaintext.count),
+                                                      associatedData.u8, UInt64(associatedData.count), nil, nonce.u8, statePointer)
+        }
+
+        /// Unchecked open with this key (see ``AES256GCM/openRaw(_:key:nonce:associatedData:into:)``).
+        @inline(__always)
+        func openRaw(_ sealed: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer,
+                     into out: UnsafeMutableRawBufferPointer) -> Bool {
+            crypto_aead_aes256gcm_decrypt_afternm(out.u8, nil, nil, sealed.u8, UInt64(sealed.count),
+                                                  associatedData.u8, UInt64(associatedData.count), nonce.u8, statePointer) == 0
+        }
+    }
+}

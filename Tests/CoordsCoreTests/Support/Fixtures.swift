@@ -1,0 +1,96 @@
+import Foundation
+@testable import CoordsCore
+
+/// Shared test fixtures: vector files, hex, temporary directories.
+enum Fixtures {
+    /// `Tests/CoordsCoreTests/Vectors/`, the unchanged copies of `../shared/vectors/`.
+    static let vectorsDirectory: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Vectors")
+
+    /// The repository root (three levels above this file).
+    static let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// Decodes a vector file into `T`.
+    static func load<T: Decodable>(_ name: String, as type: T.Type = T.self) throws -> T {
+        let data = try Data(contentsOf: vectorsDirectory.appendingPathComponent(name))
+        return try JSONDecoder().decode(T.self, from: data)
+    }
+
+    /// A fresh empty directory under the system temp folder; the caller removes it.
+    static func makeTemporaryDirectory(_ label: String = "coords") throws -> URL {
+        let url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("\(label)-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}
+
+/// Hex helpers for vectors (tests only).
+enum Hex {
+    struct InvalidHex: Error, CustomStringConvertible {
+        let text: String
+        var description: String { "not hex: \(text.prefix(40))" }
+    }
+
+    static func decode(_ text: String) throws -> [UInt8] {
+        let chars = Array(text.utf8)
+        guard chars.count % 2 == 0 else { throw InvalidHex(text: text) }
+        var out = [UInt8]()
+        out.reserveCapacity(chars.count / 2)
+        var i = 0
+        while i < chars.count {
+            guard let hi = nibble(chars[i]), let lo = nibble(chars[i + 1]) else { throw InvalidHex(text: text) }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        return out
+    }
+
+    static func encode(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
+
+/// `standard.json`: published vectors (RFC 8032, RFC 7748, RFC 5869, GCM spec).
+struct StandardVectors: Decodable, Sendable {
+    struct Ed25519Case: Decodable, Sendable, CustomStringConvertible {
+        let secret_key: String, public_key: String, message: String, signature: String
+        var description: String { "RFC 8032 message of \(message.count / 2) bytes" }
+    }
+    struct ScalarMult: Decodable, Sendable { let scalar: String, u: String, output: String }
+    struct Exchange: Decodable, Sendable {
+        let alice_private: String, alice_public: String, bob_private: String, bob_public: String, shared: String
+    }
+    struct X25519Section: Decodable, Sendable { let scalar_mult: [ScalarMult]; let exchange: Exchange }
+    struct GCMCase: Decodable, Sendable, CustomStringConvertible {
+        let `case`: Int, key: String, iv: String, plaintext: String, aad: String, ciphertext: String, tag: String
+        var description: String { "GCM case \(`case`)" }
+    }
+    struct HKDFCase: Decodable, Sendable, CustomStringConvertible {
+        let `case`: Int, ikm: String, salt: String, info: String, length: Int, okm: String
+        var description: String { "RFC 5869 case \(`case`)" }
+    }
+    let ed25519_rfc8032: [Ed25519Case]
+    let x25519_rfc7748: X25519Section
+    let aes256gcm_mcgrew_viega: [GCMCase]
+    let hkdf_sha256_rfc5869: [HKDFCase]
+
+    static func load() throws -> StandardVectors { try Fixtures.load("standard.json") }
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs the system packages CoordsCore needs, only when they are missing, and says what it did.
+# Usage: scripts/deps.sh            (called by `make deps`, which `make build` and `make test` run)
+set -euo pipefail
+
+packages_for_missing() {
+    local missing=()
+    command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+    if command -v pkg-config >/dev/null 2>&1; then
+        pkg-config --exists libsodium || missing+=(libsodium-dev)
+        pkg-config --exists lmdb || missing+=(liblmdb-dev)
+    else
+        missing+=(libsodium-dev liblmdb-dev)
+    fi
+    command -v python3 >/dev/null 2>&1 || missing+=(python3)
+    command -v cc >/dev/null 2>&1 || missing+=(gcc)
+    echo "${missing[@]:-}"
+}
+
+missing=$(packages_for_missing)
+if [ -z "$missing" ]; then
+    echo "deps: ok (libsodium $(pkg-config --modversion libsodium), lmdb $(pkg-config --modversion lmdb))"
+    exit 0
+fi
+
+echo "deps: missing system packages: $missing — installing with apt-get"
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "deps: error: apt-get is not available; install these packages by hand: $missing" >&2
+    exit 1
+fi
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+        echo "deps: error: not root and no sudo; run as root: apt-get install -y $missing" >&2
+        exit 1
+    fi
+fi
+# shellcheck disable=SC2086
+$sudo apt-get update -qq
+# shellcheck disable=SC2086
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
+
+still=$(packages_for_missing)
+if [ -n "$still" ]; then
+    echo "deps: error: still missing after apt-get install: $still" >&2
+    exit 1
+fi
+echo "deps: installed $missing (libsodium $(pkg-config --modversion libsodium), lmdb $(pkg-config --modversion lmdb))"
