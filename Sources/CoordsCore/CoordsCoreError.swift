@@ -6,7 +6,6 @@
 ///
 /// | Range   | Layer                                   |
 /// |---------|-----------------------------------------|
-/// | 100–199 | invalid arguments / validation          |
 /// | 200–299 | crypto (``CryptoError``)                 |
 /// | 300–399 | wire format (``WireError``)             |
 ///

@@ -61,6 +61,13 @@ public final class SecretBytes: @unchecked Sendable {
         try body(UnsafeRawBufferPointer(start: pointer, count: count))
     }
 
+    /// Mutable access for scratch buffers that have not been shared yet (internal hot paths that
+    /// reuse one wiped allocation for several intermediate keys). Never call it on a secret that
+    /// another thread may read.
+    func withUnsafeMutableBytes<R, E: Error>(_ body: (UnsafeMutableRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try body(UnsafeMutableRawBufferPointer(start: pointer, count: count))
+    }
+
     /// A new secret holding `range` of these bytes (used to split a derived key).
     /// - Throws: ``CryptoError/invalidParameter(_:)`` if `range` is outside `0..<count`.
     public func slice(_ range: Range<Int>) throws -> SecretBytes {

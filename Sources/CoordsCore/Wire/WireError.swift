@@ -1,0 +1,125 @@
+/// Errors of the wire layer (locations, blobs, relay bodies, links). Codes 300–399, stable.
+public enum WireError: CoordsCoreError, Equatable {
+    // 300–309: locations
+    /// A coordinate was NaN or infinite, or outside ±90° / ±180°.
+    case invalidLocation(String)
+    /// A wire location was not exactly 20 bytes.
+    case invalidWireLocationLength(Int)
+
+    // 310–329: location blobs
+    /// The blob is shorter than the smallest possible blob (123 bytes).
+    case blobTooShort(actual: Int, minimum: Int)
+    /// The first byte is not 0x03.
+    case unsupportedBlobVersion(UInt8)
+    /// The entry count in the header needs more bytes than the blob has.
+    case blobTruncated(entryCount: Int, required: Int, actual: Int)
+    /// No entry authenticated under our key: the blob was not sealed for us.
+    case notARecipient
+    /// The ephemeral public key in the blob is of small order.
+    case invalidEphemeralKey
+    /// The location ciphertext did not authenticate under the DEK (tampered or corrupted).
+    case blobDataTampered
+    /// The location plaintext authenticated but was not 20 bytes.
+    case invalidLocationPlaintext(length: Int)
+    /// Sealing for more recipients than a relay accepts (1050 entries, 1049 friends plus self).
+    case tooManyRecipients(count: Int, maximum: Int)
+    /// Sealing needs at least the sender as recipient.
+    case noRecipients
+    /// The recipient at this position has a key that cannot be used (invalid or small-order point).
+    case invalidRecipientKey(index: Int)
+
+    // 330–339: encodings
+    /// Base64 text was not canonical for its variant (padding, alphabet, trailing bits, whitespace).
+    case invalidBase64(field: String)
+    /// A decoded value had the wrong number of bytes.
+    case invalidLength(field: String, expected: Int, actual: Int)
+    /// JSON text was malformed, too deep, or had duplicate keys.
+    case invalidJSON(String)
+    /// JSON was well formed but did not have the expected shape.
+    case unexpectedJSON(String)
+
+    // 340–349: relay requests and responses
+    /// A server string is not an absolute http(s) URL with a host.
+    case invalidServerURL(String)
+    /// An id is not base64url of a valid 32-byte Ed25519 key.
+    case invalidPublicKeyID(String)
+    /// The fetched entry's signature does not verify for the id it was filed under.
+    case tamperedEntry(id: String)
+    /// Strict mode: the relay did not sign-stamp this entry, so its uploader is unknown.
+    case unverifiedEntry(id: String)
+    /// The fetched location is older than the one cached (a rollback), so it was ignored.
+    case rollback(id: String, cachedTimestamp: UInt64, fetchedTimestamp: UInt64)
+    /// The relay answered with an error status.
+    case relayError(status: Int, code: String?, message: String)
+    /// A fix timestamp is not newer than the last successful upload.
+    case staleLocation(timestamp: UInt64, lastUploaded: UInt64)
+
+    // 350–359: friend links
+    /// The friend link is malformed; the text names the part that is wrong.
+    case invalidFriendLink(String)
+
+    /// The stable numeric code of this error.
+    public var code: Int32 {
+        switch self {
+        case .invalidLocation: 300
+        case .invalidWireLocationLength: 301
+        case .blobTooShort: 310
+        case .unsupportedBlobVersion: 311
+        case .blobTruncated: 312
+        case .notARecipient: 313
+        case .invalidEphemeralKey: 314
+        case .blobDataTampered: 315
+        case .invalidLocationPlaintext: 316
+        case .tooManyRecipients: 317
+        case .noRecipients: 318
+        case .invalidRecipientKey: 319
+        case .invalidBase64: 330
+        case .invalidLength: 331
+        case .invalidJSON: 332
+        case .unexpectedJSON: 333
+        case .invalidServerURL: 340
+        case .invalidPublicKeyID: 341
+        case .tamperedEntry: 342
+        case .unverifiedEntry: 343
+        case .rollback: 344
+        case .relayError: 345
+        case .staleLocation: 346
+        case .invalidFriendLink: 350
+        }
+    }
+
+    /// A sentence saying what was wrong and, where possible, what to do.
+    public var description: String {
+        switch self {
+        case .invalidLocation(let why): "invalid location: \(why)"
+        case .invalidWireLocationLength(let n): "a wire location is exactly 20 bytes, got \(n)"
+        case .blobTooShort(let actual, let minimum): "location blob is \(actual) bytes, shorter than the minimum of \(minimum)"
+        case .unsupportedBlobVersion(let v): "location blob version 0x\(String(v, radix: 16)) is not supported (expected 0x03)"
+        case .blobTruncated(let e, let required, let actual):
+            "location blob declares \(e) entries, which need at least \(required) bytes, but it has \(actual)"
+        case .notARecipient: "this location blob was not sealed for this identity (no entry opens with its key)"
+        case .invalidEphemeralKey: "location blob carries an invalid (small-order) ephemeral key"
+        case .blobDataTampered: "location blob data does not authenticate: it was modified or corrupted"
+        case .invalidLocationPlaintext(let n): "location blob decrypted to \(n) bytes instead of 20"
+        case .tooManyRecipients(let count, let maximum):
+            "cannot seal for \(count) recipients: relays refuse blobs over 65,536 bytes, which allows at most \(maximum) (\(maximum - 1) friends plus yourself); share with fewer friends"
+        case .noRecipients: "a location blob needs at least one recipient (the sender itself comes first)"
+        case .invalidRecipientKey(let index): "recipient \(index) has an unusable key (not a valid, full-order curve point)"
+        case .invalidBase64(let field): "\(field) is not canonical base64 for its variant (check padding, alphabet and whitespace)"
+        case .invalidLength(let field, let expected, let actual): "\(field) must be \(expected) bytes, got \(actual)"
+        case .invalidJSON(let why): "invalid JSON: \(why)"
+        case .unexpectedJSON(let why): "unexpected JSON: \(why)"
+        case .invalidServerURL(let s): "server \"\(s.prefix(200))\" is not an absolute http:// or https:// URL with a host"
+        case .invalidPublicKeyID(let s): "\"\(s.prefix(64))\" is not a Coords id (base64url of a 32-byte Ed25519 public key)"
+        case .tamperedEntry(let id): "the relay's entry for \(id.prefix(8))… carries a signature that does not verify: it was substituted or modified"
+        case .unverifiedEntry(let id): "the relay's entry for \(id.prefix(8))… is not signed (reference relay); strict mode refuses it"
+        case .rollback(let id, let cached, let fetched):
+            "ignored the location of \(id.prefix(8))… from \(fetched) ms: it is older than the cached one from \(cached) ms (rollback)"
+        case .relayError(let status, let code, let message):
+            "relay answered \(status)\(code.map { " (\($0))" } ?? ""): \(message)"
+        case .staleLocation(let timestamp, let last):
+            "location fix from \(timestamp) ms is not newer than the last uploaded fix (\(last) ms); take a new fix"
+        case .invalidFriendLink(let why): "invalid friend link: \(why)"
+        }
+    }
+}
