@@ -21,9 +21,14 @@ let package = Package(
             name: "CoordsCore",
             dependencies: ["CSodium", "CLMDB"]
         ),
+        .executableTarget(
+            name: "StoreCrashChild",
+            dependencies: ["CoordsCore"],
+            path: "Tests/StoreCrashChild"
+        ),
         .testTarget(
             name: "CoordsCoreTests",
-            dependencies: ["CoordsCore"],
+            dependencies: ["CoordsCore", "StoreCrashChild"],
             exclude: ["Vectors"]
         ),
     ],

@@ -8,6 +8,7 @@
 /// |---------|-----------------------------------------|
 /// | 200–299 | crypto (``CryptoError``)                 |
 /// | 300–399 | wire format (``WireError``)             |
+/// | 400–499 | store (``StoreError``)                  |
 ///
 /// Codes are never reused or renumbered; new cases take new numbers. The C ABI passes the code
 /// through unchanged as an `int32_t`, together with ``CustomStringConvertible/description``.

@@ -46,3 +46,31 @@ public struct PreparedRequest: Sendable, Equatable {
         ])
     }
 }
+
+extension PreparedRequest.Header: Codable {}
+
+extension PreparedRequest: Codable {
+    private enum CodingKeys: String, CodingKey { case url, method, headers, body }
+
+    /// Decodes `{"url","method","headers":[{"name","value"}],"body": base64}`.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        url = try c.decode(String.self, forKey: .url)
+        method = try c.decode(String.self, forKey: .method)
+        headers = try c.decode([Header].self, forKey: .headers)
+        let text = try c.decode(String.self, forKey: .body)
+        guard let bytes = try? Base64.decode(text, variant: .standard, field: "body") else {
+            throw DecodingError.dataCorruptedError(forKey: .body, in: c, debugDescription: "body is not standard base64")
+        }
+        body = bytes
+    }
+
+    /// Encodes the body as standard base64 (compact, unlike an array of numbers).
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(url, forKey: .url)
+        try c.encode(method, forKey: .method)
+        try c.encode(headers, forKey: .headers)
+        try c.encode(Base64.encode(body, variant: .standard), forKey: .body)
+    }
+}

@@ -94,3 +94,27 @@ struct StandardVectors: Decodable, Sendable {
 
     static func load() throws -> StandardVectors { try Fixtures.load("standard.json") }
 }
+
+/// A database in a fresh temporary directory, removed (after closing) when the value is dropped.
+final class TemporaryStore {
+    let directory: URL
+    let db: Database
+
+    init(schema: Schema, options: Database.Options = Database.Options()) throws {
+        directory = try Fixtures.makeTemporaryDirectory("store")
+        db = try Database.open(path: directory.path, options: options, schema: schema)
+    }
+
+    deinit {
+        db.close()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// Test-only tables.
+enum TestTables {
+    static let numbers = TableDefinition<Int64, String>("numbers")
+    static let names = TableDefinition<String, UInt64>("names")
+    static let blobs = TableDefinition<Bytes32, [UInt8]>("blobs")
+    static let schema = Schema(version: 1, tables: [numbers.erased, names.erased, blobs.erased])
+}

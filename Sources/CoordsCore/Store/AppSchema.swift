@@ -1,0 +1,141 @@
+/// The tables of a CoordsCore data directory. See docs/STORE.md for how to add one.
+public enum Tables {
+    /// Friends by public key.
+    public static let friends = TableDefinition<Ed25519PublicKey, FriendRecord>("friends")
+    /// The last location opened for each friend.
+    public static let locations = TableDefinition<Ed25519PublicKey, CachedLocation>("location_cache")
+    /// Upload bookkeeping, one row per identity (key ``UploadState/key``).
+    public static let uploadState = TableDefinition<String, UploadState>("upload_state")
+    /// Settings by name (``SettingKey``); values are strings.
+    public static let settings = TableDefinition<String, String>("settings")
+    /// Prepared requests waiting to be sent, by increasing id.
+    public static let outbox = TableDefinition<UInt64, OutboxItem>("outbox")
+}
+
+/// The current schema and its migrations.
+public enum AppSchema {
+    /// Version 1: friends, location_cache, upload_state, settings, outbox.
+    public static let version: UInt32 = 1
+
+    /// Every table, in creation order.
+    public static var tables: [AnyTableDefinition] {
+        [Tables.friends.erased, Tables.locations.erased, Tables.uploadState.erased, Tables.settings.erased, Tables.outbox.erased]
+    }
+
+    /// The schema ``Database/open(path:options:schema:)`` is given for a data directory.
+    public static var current: Schema { Schema(version: version, tables: tables, migrations: []) }
+}
+
+/// Names of the rows in ``Tables/settings``.
+public enum SettingKey {
+    /// The user's own relay (`https://…`).
+    public static let server = "server"
+    /// The user's display name (used in their friend link).
+    public static let name = "name"
+    /// `"true"` to refuse fetched entries without the relay's signature stamp (§6 strict mode).
+    public static let strictMode = "strict_mode"
+}
+
+/// Trust in a friend's key: compared safety numbers make it verified; blocked friends are ignored.
+public enum TrustState: String, Sendable, Codable, Equatable {
+    case unverified, verified, blocked
+}
+
+/// A friend (value of ``Tables/friends``).
+public struct FriendRecord: StoreJSONValue, Equatable {
+    public static var storeTypeName: String { "json:FriendRecord/1" }
+
+    /// Display name.
+    public var name: String
+    /// The friend's relay, exactly as their link gave it (fetches group by this string).
+    public var server: String
+    /// Whether our uploads include them as a recipient.
+    public var shareWith: Bool
+    /// Whether we fetch their location.
+    public var fetchFrom: Bool
+    /// When they were added (ms since the epoch).
+    public var addedAt: UInt64
+    /// Their X25519 key, converted once at add time (base64url), so sealing never converts again.
+    public var x25519PublicKey: String
+    /// Trust state (unverified until safety numbers are compared).
+    public var trust: TrustState
+
+    public init(name: String, server: String, shareWith: Bool = true, fetchFrom: Bool = true, addedAt: UInt64,
+                x25519PublicKey: String, trust: TrustState = .unverified) {
+        self.name = name
+        self.server = server
+        self.shareWith = shareWith
+        self.fetchFrom = fetchFrom
+        self.addedAt = addedAt
+        self.x25519PublicKey = x25519PublicKey
+        self.trust = trust
+    }
+}
+
+/// A friend's last opened location (value of ``Tables/locations``).
+public struct CachedLocation: StoreJSONValue, Equatable {
+    public static var storeTypeName: String { "json:CachedLocation/1" }
+
+    /// The opened location.
+    public var location: Location
+    /// The relay's `updated` time (Unix seconds).
+    public var updated: UInt64?
+    /// When we fetched it (ms since the epoch).
+    public var fetchedAt: UInt64
+    /// Whether the relay proved the uploader.
+    public var authenticity: RelayAPI.Authenticity
+
+    public init(location: Location, updated: UInt64?, fetchedAt: UInt64, authenticity: RelayAPI.Authenticity) {
+        self.location = location
+        self.updated = updated
+        self.fetchedAt = fetchedAt
+        self.authenticity = authenticity
+    }
+}
+
+/// Upload bookkeeping (value of ``Tables/uploadState``).
+public struct UploadState: StoreJSONValue, Equatable {
+    public static var storeTypeName: String { "json:UploadState/1" }
+    /// The row key for the local identity.
+    public static let key = "self"
+
+    /// Fix timestamp (ms) of the last upload the relay acknowledged; newer fixes only.
+    public var lastUploadedFix: UInt64?
+    /// When that upload was acknowledged (ms since the epoch).
+    public var lastUploadAt: UInt64?
+    /// Fix timestamp of the upload prepared and not yet acknowledged.
+    public var pendingFix: UInt64?
+
+    public init(lastUploadedFix: UInt64? = nil, lastUploadAt: UInt64? = nil, pendingFix: UInt64? = nil) {
+        self.lastUploadedFix = lastUploadedFix
+        self.lastUploadAt = lastUploadAt
+        self.pendingFix = pendingFix
+    }
+}
+
+/// A prepared request waiting in the outbox (value of ``Tables/outbox``).
+public struct OutboxItem: StoreJSONValue, Equatable {
+    public static var storeTypeName: String { "json:OutboxItem/1" }
+
+    /// What the request does (`upload`, `delete`, `message`, …).
+    public var kind: String
+    /// The request to send.
+    public var request: PreparedRequest
+    /// How many times sending failed.
+    public var attempts: UInt32
+    /// Not before this time (ms since the epoch).
+    public var nextAttemptAt: UInt64
+    /// When it was queued (ms since the epoch).
+    public var createdAt: UInt64
+    /// The last failure, for display.
+    public var lastError: String?
+
+    public init(kind: String, request: PreparedRequest, attempts: UInt32 = 0, nextAttemptAt: UInt64, createdAt: UInt64, lastError: String? = nil) {
+        self.kind = kind
+        self.request = request
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+        self.createdAt = createdAt
+        self.lastError = lastError
+    }
+}

@@ -1,0 +1,60 @@
+/// A named table with typed keys and values. Declare tables as static constants:
+/// ```swift
+/// enum Tables { static let friends = TableDefinition<Ed25519PublicKey, FriendRecord>("friends") }
+/// ```
+public struct TableDefinition<Key: StoreKey, Value: StoreValue>: Sendable, Hashable {
+    /// The table's name in the file (LMDB named database). Names starting with `__` are reserved.
+    public let name: String
+
+    /// Creates a definition.
+    public init(_ name: String) { self.name = name }
+
+    /// The type-erased form used in a ``Schema``.
+    public var erased: AnyTableDefinition {
+        AnyTableDefinition(name: name, keyTypeName: Key.storeTypeName, valueTypeName: Value.storeTypeName)
+    }
+}
+
+/// A table definition without its Swift types: name and stored type names.
+public struct AnyTableDefinition: Sendable, Hashable {
+    public let name: String
+    public let keyTypeName: String
+    public let valueTypeName: String
+
+    /// The signature recorded in the metadata table, e.g. `u64 -> json:OutboxItem/1`.
+    public var typeSignature: String { "\(keyTypeName) -> \(valueTypeName)" }
+}
+
+/// One step of schema evolution: brings a store from `version - 1` to `version`.
+///
+/// Migrations run at open, in ascending order, inside the same write transaction that opens
+/// the tables, so an upgrade is all-or-nothing. In a migration, any table may be opened
+/// (including ones the current schema no longer lists), and ``WriteTransaction/redefine(_:)``
+/// records a table's new types after its values were rewritten.
+public struct Migration: Sendable {
+    /// The version this migration produces.
+    public let version: UInt32
+    /// The work. It must not call `read`/`write` on the database (it already is in one).
+    public let body: @Sendable (borrowing WriteTransaction) throws -> Void
+
+    public init(to version: UInt32, _ body: @escaping @Sendable (borrowing WriteTransaction) throws -> Void) {
+        self.version = version
+        self.body = body
+    }
+}
+
+/// The tables a database holds, its current version, and how to get there from older files.
+public struct Schema: Sendable {
+    /// The current version (stored in the metadata table).
+    public var version: UInt32
+    /// Every table the application uses; all are opened (created if missing) at open.
+    public var tables: [AnyTableDefinition]
+    /// Steps from older versions, any order (they are sorted by version).
+    public var migrations: [Migration]
+
+    public init(version: UInt32, tables: [AnyTableDefinition], migrations: [Migration] = []) {
+        self.version = version
+        self.tables = tables
+        self.migrations = migrations.sorted { $0.version < $1.version }
+    }
+}

@@ -1,0 +1,179 @@
+internal import CLMDB
+
+/// An LMDB return code, every one of them named (none is ignored or collapsed).
+public enum LMDBCode: Sendable, Equatable, CustomStringConvertible {
+    case keyExists, notFound, pageNotFound, corrupted, panic, versionMismatch, invalid, mapFull, dbsFull
+    case readersFull, tlsFull, txnFull, cursorFull, pageFull, mapResized, incompatible, badReaderSlot
+    case badTransaction, badValueSize, badDBI
+    /// An operating-system error (`errno`: ENOENT, EACCES, ENOSPC, EIO, ENOMEM, EINVAL, …).
+    case system(Int32)
+
+    /// Maps a non-zero LMDB return value.
+    init(_ rc: Int32) {
+        switch rc {
+        case MDB_KEYEXIST: self = .keyExists
+        case MDB_NOTFOUND: self = .notFound
+        case MDB_PAGE_NOTFOUND: self = .pageNotFound
+        case MDB_CORRUPTED: self = .corrupted
+        case MDB_PANIC: self = .panic
+        case MDB_VERSION_MISMATCH: self = .versionMismatch
+        case MDB_INVALID: self = .invalid
+        case MDB_MAP_FULL: self = .mapFull
+        case MDB_DBS_FULL: self = .dbsFull
+        case MDB_READERS_FULL: self = .readersFull
+        case MDB_TLS_FULL: self = .tlsFull
+        case MDB_TXN_FULL: self = .txnFull
+        case MDB_CURSOR_FULL: self = .cursorFull
+        case MDB_PAGE_FULL: self = .pageFull
+        case MDB_MAP_RESIZED: self = .mapResized
+        case MDB_INCOMPATIBLE: self = .incompatible
+        case MDB_BAD_RSLOT: self = .badReaderSlot
+        case MDB_BAD_TXN: self = .badTransaction
+        case MDB_BAD_VALSIZE: self = .badValueSize
+        case MDB_BAD_DBI: self = .badDBI
+        default: self = .system(rc)
+        }
+    }
+
+    /// The raw LMDB/errno value.
+    public var rawValue: Int32 {
+        switch self {
+        case .keyExists: MDB_KEYEXIST
+        case .notFound: MDB_NOTFOUND
+        case .pageNotFound: MDB_PAGE_NOTFOUND
+        case .corrupted: MDB_CORRUPTED
+        case .panic: MDB_PANIC
+        case .versionMismatch: MDB_VERSION_MISMATCH
+        case .invalid: MDB_INVALID
+        case .mapFull: MDB_MAP_FULL
+        case .dbsFull: MDB_DBS_FULL
+        case .readersFull: MDB_READERS_FULL
+        case .tlsFull: MDB_TLS_FULL
+        case .txnFull: MDB_TXN_FULL
+        case .cursorFull: MDB_CURSOR_FULL
+        case .pageFull: MDB_PAGE_FULL
+        case .mapResized: MDB_MAP_RESIZED
+        case .incompatible: MDB_INCOMPATIBLE
+        case .badReaderSlot: MDB_BAD_RSLOT
+        case .badTransaction: MDB_BAD_TXN
+        case .badValueSize: MDB_BAD_VALSIZE
+        case .badDBI: MDB_BAD_DBI
+        case .system(let errno): errno
+        }
+    }
+
+    /// Whether the code means the file is damaged or not an LMDB file at all.
+    public var isCorruption: Bool {
+        switch self {
+        case .pageNotFound, .corrupted, .panic, .invalid, .versionMismatch: true
+        default: false
+        }
+    }
+
+    /// LMDB's own text (`mdb_strerror`, which covers errno values too).
+    public var description: String {
+        guard let text = mdb_strerror(rawValue) else { return "LMDB error \(rawValue)" }
+        return String(cString: text)
+    }
+}
+
+/// Errors of the store layer. Codes 400–499, stable. Families: 400–409 storage (the file and
+/// LMDB itself), 410–419 tables, 420–429 transactions, 430–439 values, 440–449 schema.
+public enum StoreError: CoordsCoreError, Equatable {
+    // 400–409 storage
+    /// Creating or opening the environment failed (permissions, a missing disk, a damaged file).
+    case openFailed(path: String, LMDBCode)
+    /// This process already has a database open at this path (LMDB forbids a second handle).
+    case alreadyOpen(path: String)
+    /// The store reached its maximum size.
+    case mapFull(mapSize: Int, maximumMapSize: Int)
+    /// LMDB reported that the file is damaged or not an LMDB file.
+    case corrupted(LMDBCode)
+    /// Another LMDB failure, with the operation that hit it.
+    case storage(operation: String, LMDBCode)
+    /// The database was closed.
+    case closed
+
+    // 410–419 tables
+    /// The table was not declared in the schema the database was opened with.
+    case unknownTable(String)
+    /// The table exists with other key/value type names (stored, requested).
+    case tableTypeMismatch(table: String, stored: String, requested: String)
+    /// More tables than `Options.maximumTables`.
+    case tooManyTables(Int)
+
+    // 420–429 transactions
+    /// The transaction already ended (it was used outside its closure).
+    case transactionClosed
+    /// `write` was called inside a `write` on the same thread (LMDB would deadlock).
+    case nestedWrite
+
+    // 430–439 values
+    /// A stored value could not be decoded as the table's type.
+    case decodingFailed(table: String, type: String, reason: String)
+    /// A value could not be encoded.
+    case encodingFailed(type: String, reason: String)
+    /// A key is empty or longer than LMDB allows (511 bytes by default).
+    case invalidKeySize(size: Int, maximum: Int)
+
+    // 440–449 schema
+    /// The file was written by a newer schema than this build knows.
+    case schemaTooNew(stored: UInt32, supported: UInt32)
+    /// A migration threw.
+    case migrationFailed(from: UInt32, to: UInt32, reason: String)
+
+    /// The stable numeric code.
+    public var code: Int32 {
+        switch self {
+        case .openFailed: 400
+        case .alreadyOpen: 401
+        case .mapFull: 402
+        case .corrupted: 403
+        case .storage: 404
+        case .closed: 405
+        case .unknownTable: 410
+        case .tableTypeMismatch: 411
+        case .tooManyTables: 412
+        case .transactionClosed: 420
+        case .nestedWrite: 421
+        case .decodingFailed: 430
+        case .encodingFailed: 431
+        case .invalidKeySize: 432
+        case .schemaTooNew: 440
+        case .migrationFailed: 441
+        }
+    }
+
+    /// A sentence saying what was wrong and what to do.
+    public var description: String {
+        switch self {
+        case .openFailed(let path, let code):
+            "cannot open the store at \(path): \(code) (check that the directory exists, is writable and is on a local disk)"
+        case .alreadyOpen(let path):
+            "the store at \(path) is already open in this process; share that instance or close it first"
+        case .mapFull(let size, let maximum):
+            "the store is full: it uses its whole map of \(size) bytes and may not grow past \(maximum); raise Options.maximumMapSize"
+        case .corrupted(let code): "the store file is damaged or not an LMDB file: \(code); restore it from a backup"
+        case .storage(let operation, let code): "store operation \(operation) failed: \(code)"
+        case .closed: "the store is closed"
+        case .unknownTable(let name): "table \"\(name)\" is not part of the schema this store was opened with"
+        case .tableTypeMismatch(let table, let stored, let requested):
+            "table \"\(table)\" holds \(stored) but was opened as \(requested); add a migration that converts it"
+        case .tooManyTables(let n): "the schema declares \(n) tables, more than Options.maximumTables"
+        case .transactionClosed: "the transaction has ended; use tables only inside the read/write closure"
+        case .nestedWrite: "write() called inside another write() on the same thread; do the work in the outer transaction"
+        case .decodingFailed(let table, let type, let reason): "a value in table \"\(table)\" is not a valid \(type): \(reason)"
+        case .encodingFailed(let type, let reason): "cannot encode \(type): \(reason)"
+        case .invalidKeySize(let size, let maximum): "keys must be 1…\(maximum) bytes, got \(size)"
+        case .schemaTooNew(let stored, let supported):
+            "the store was written by schema version \(stored) but this build knows up to \(supported); update the app"
+        case .migrationFailed(let from, let to, let reason): "migration from schema \(from) to \(to) failed: \(reason)"
+        }
+    }
+
+    /// Wraps a non-zero LMDB return value of `operation` in the right family.
+    static func lmdb(_ rc: Int32, _ operation: String) -> StoreError {
+        let code = LMDBCode(rc)
+        return code.isCorruption ? .corrupted(code) : .storage(operation: operation, code)
+    }
+}

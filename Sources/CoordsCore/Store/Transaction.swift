@@ -1,0 +1,321 @@
+internal import CLMDB
+
+/// The live state behind a transaction value: the LMDB handle until the transaction ends.
+/// Every table operation checks it, so a table used after its closure returned throws
+/// ``StoreError/transactionClosed`` instead of touching freed memory.
+final class TransactionState {
+    private(set) var txn: OpaquePointer?
+    let writable: Bool
+    unowned let database: Database
+    var isMigrating = false
+
+    init(txn: OpaquePointer, writable: Bool, database: Database) {
+        self.txn = txn
+        self.writable = writable
+        self.database = database
+    }
+
+    /// Commits (write, `commit == true`) or aborts; returns LMDB's commit code (0 on abort).
+    @discardableResult
+    func finish(commit: Bool) -> Int32 {
+        guard let txn else { return 0 }
+        self.txn = nil
+        if commit { return mdb_txn_commit(txn) }
+        mdb_txn_abort(txn)
+        return 0
+    }
+
+    func live() throws -> OpaquePointer {
+        guard let txn else { throw StoreError.transactionClosed }
+        return txn
+    }
+
+    func get<K: StoreCodable, V: StoreCodable>(dbi: MDB_dbi, table: String, key: K, as type: V.Type) throws -> V? {
+        let txn = try live()
+        return try key.withStoreBytes { k -> V? in
+            try database.validateKey(k)
+            var keyVal = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+            var dataVal = MDB_val()
+            let rc = mdb_get(txn, dbi, &keyVal, &dataVal)
+            if rc == MDB_NOTFOUND { return nil }
+            guard rc == 0 else { throw StoreError.lmdb(rc, "get from \(table)") }
+            return try decode(V.self, dataVal, table: table)
+        }
+    }
+
+    func put<K: StoreCodable, V: StoreCodable>(dbi: MDB_dbi, key: K, value: V) throws {
+        let txn = try live()
+        try key.withStoreBytes { k in
+            try database.validateKey(k)
+            try value.withStoreBytes { v in
+                var keyVal = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+                var dataVal = MDB_val(mv_size: v.count, mv_data: UnsafeMutableRawPointer(mutating: v.baseAddress))
+                let rc = mdb_put(txn, dbi, &keyVal, &dataVal, 0)
+                if rc == MDB_MAP_FULL { throw database.lockedMapFullError() }
+                if rc == MDB_BAD_VALSIZE { throw StoreError.invalidKeySize(size: k.count, maximum: database.maximumKeySize) }
+                guard rc == 0 else { throw StoreError.lmdb(rc, "put") }
+            }
+        }
+    }
+
+    func decode<V: StoreCodable>(_ type: V.Type, _ val: MDB_val, table: String) throws -> V {
+        do {
+            return try V(storeBytes: UnsafeRawBufferPointer(start: val.mv_data, count: val.mv_size))
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError.decodingFailed(table: table, type: V.storeTypeName, reason: "\(error)")
+        }
+    }
+}
+
+/// A read-only snapshot, valid only inside ``Database/read(_:)``. Not copyable: it cannot be
+/// stored or returned from the closure.
+public struct ReadTransaction: ~Copyable {
+    let state: TransactionState
+
+    /// Opens a declared table for reading.
+    /// - Throws: ``StoreError/unknownTable(_:)``, ``StoreError/tableTypeMismatch(table:stored:requested:)``,
+    ///   ``StoreError/transactionClosed``.
+    public func open<K, V>(_ definition: TableDefinition<K, V>) throws -> ReadOnlyTable<K, V> {
+        _ = try state.live()
+        return ReadOnlyTable(access: TableAccess(state: state, dbi: try state.database.handle(for: definition.erased, in: state),
+                                                 name: definition.name))
+    }
+}
+
+/// The write transaction, valid only inside ``Database/write(_:)``. Not copyable.
+public struct WriteTransaction: ~Copyable {
+    let state: TransactionState
+
+    /// Opens a declared table for reading and writing. In a migration, any table may be
+    /// opened (it is created if missing).
+    /// - Throws: ``StoreError/unknownTable(_:)``, ``StoreError/tableTypeMismatch(table:stored:requested:)``,
+    ///   ``StoreError/transactionClosed``.
+    public func open<K, V>(_ definition: TableDefinition<K, V>) throws -> Table<K, V> {
+        _ = try state.live()
+        return Table(access: TableAccess(state: state, dbi: try state.database.handle(for: definition.erased, in: state),
+                                         name: definition.name))
+    }
+
+    /// In a migration: records that `definition`'s table now holds these key/value types (call
+    /// it after rewriting every value). Outside migrations it throws.
+    /// - Throws: ``StoreError/unknownTable(_:)`` outside a migration.
+    public func redefine<K, V>(_ definition: TableDefinition<K, V>) throws {
+        guard state.isMigrating else { throw StoreError.unknownTable(definition.name) }
+        try state.database.recordSignature(of: definition.erased, in: state)
+    }
+}
+
+/// The shared implementation of table operations.
+struct TableAccess<Key: StoreKey, Value: StoreValue> {
+    let state: TransactionState
+    let dbi: MDB_dbi
+    let name: String
+
+    func get(_ key: Key) throws -> Value? {
+        try state.get(dbi: dbi, table: name, key: key, as: Value.self)
+    }
+
+    func contains(_ key: Key) throws -> Bool {
+        let txn = try state.live()
+        return try key.withStoreBytes { k in
+            try state.database.validateKey(k)
+            var keyVal = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+            var dataVal = MDB_val()
+            let rc = mdb_get(txn, dbi, &keyVal, &dataVal)
+            if rc == MDB_NOTFOUND { return false }
+            guard rc == 0 else { throw StoreError.lmdb(rc, "contains in \(name)") }
+            return true
+        }
+    }
+
+    func count() throws -> Int {
+        var stat = MDB_stat()
+        let rc = mdb_stat(try state.live(), dbi, &stat)
+        guard rc == 0 else { throw StoreError.lmdb(rc, "count \(name)") }
+        return stat.ms_entries
+    }
+
+    func put(_ key: Key, _ value: Value) throws {
+        try state.put(dbi: dbi, key: key, value: value)
+    }
+
+    func remove(_ key: Key) throws -> Value? {
+        let txn = try state.live()
+        return try key.withStoreBytes { k -> Value? in
+            try state.database.validateKey(k)
+            var keyVal = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+            var dataVal = MDB_val()
+            var rc = mdb_get(txn, dbi, &keyVal, &dataVal)
+            if rc == MDB_NOTFOUND { return nil }
+            guard rc == 0 else { throw StoreError.lmdb(rc, "remove from \(name)") }
+            // Decode before deleting: the value's memory is only valid until the page changes.
+            let previous = try? state.decode(Value.self, dataVal, table: name)
+            rc = mdb_del(txn, dbi, &keyVal, nil)
+            guard rc == 0 else { throw StoreError.lmdb(rc, "remove from \(name)") }
+            return previous
+        }
+    }
+
+    func removeAll() throws {
+        let rc = mdb_drop(try state.live(), dbi, 0)
+        guard rc == 0 else { throw StoreError.lmdb(rc, "clear \(name)") }
+    }
+
+    /// Walks keys in order. `from` is inclusive, `to` exclusive, both optional; `prefix`, when
+    /// given, limits the walk to keys whose bytes start with its encoding. `body` returns
+    /// `false` to stop.
+    func forEach(from: Key?, to: Key?, prefix: Key?, reverse: Bool, _ body: (Key, Value) throws -> Bool) throws {
+        let txn = try state.live()
+        var cursor: OpaquePointer?
+        var rc = mdb_cursor_open(txn, dbi, &cursor)
+        guard rc == 0, let cursor else { throw StoreError.lmdb(rc, "open cursor on \(name)") }
+        defer { mdb_cursor_close(cursor) }
+
+        let lower: [UInt8]? = try (prefix ?? from).map { try $0.withStoreBytes { Array($0) } }
+        let upper: [UInt8]? = try to.map { try $0.withStoreBytes { Array($0) } }
+        let prefixBytes: [UInt8]? = try prefix.map { try $0.withStoreBytes { Array($0) } }
+        var keyVal = MDB_val(), dataVal = MDB_val()
+
+        func position(_ bytes: [UInt8]?, _ op: MDB_cursor_op) -> Int32 {
+            guard let bytes else { return mdb_cursor_get(cursor, &keyVal, &dataVal, op) }
+            return bytes.withUnsafeBytes { b in
+                keyVal = MDB_val(mv_size: b.count, mv_data: UnsafeMutableRawPointer(mutating: b.baseAddress))
+                return mdb_cursor_get(cursor, &keyVal, &dataVal, op)
+            }
+        }
+        if !reverse {
+            rc = lower == nil ? position(nil, MDB_FIRST) : position(lower, MDB_SET_RANGE)
+        } else if let upper {
+            rc = position(upper, MDB_SET_RANGE)
+            rc = rc == MDB_NOTFOUND ? position(nil, MDB_LAST) : (rc == 0 ? position(nil, MDB_PREV) : rc)
+        } else if let prefixBytes {
+            // Last key with the prefix: position after the prefix range, then step back.
+            rc = position(Self.successor(of: prefixBytes), MDB_SET_RANGE)
+            rc = rc == MDB_NOTFOUND ? position(nil, MDB_LAST) : (rc == 0 ? position(nil, MDB_PREV) : rc)
+        } else {
+            rc = position(nil, MDB_LAST)
+        }
+        while rc == 0 {
+            let keyBytes = UnsafeRawBufferPointer(start: keyVal.mv_data, count: keyVal.mv_size)
+            if let prefixBytes {
+                guard keyBytes.count >= prefixBytes.count,
+                      prefixBytes.withUnsafeBytes({ compareBytes(UnsafeRawBufferPointer(rebasing: keyBytes[0..<prefixBytes.count]), $0) }) == 0 else { return }
+            }
+            if !reverse, let upper, upper.withUnsafeBytes({ compareBytes(keyBytes, $0) }) >= 0 { return }
+            if reverse, let lower, prefix == nil, lower.withUnsafeBytes({ compareBytes(keyBytes, $0) }) < 0 { return }
+            let key = try state.decode(Key.self, keyVal, table: name)
+            let value = try state.decode(Value.self, dataVal, table: name)
+            guard try body(key, value) else { return }
+            rc = mdb_cursor_get(cursor, &keyVal, &dataVal, reverse ? MDB_PREV : MDB_NEXT)
+        }
+        guard rc == MDB_NOTFOUND else { throw StoreError.lmdb(rc, "iterate \(name)") }
+    }
+
+    /// The smallest byte string greater than every string starting with `prefix`, or nil if none.
+    static func successor(of prefix: [UInt8]) -> [UInt8]? {
+        var bytes = prefix
+        while let last = bytes.last {
+            if last < 0xff {
+                bytes[bytes.count - 1] = last + 1
+                return bytes
+            }
+            bytes.removeLast()
+        }
+        return nil
+    }
+
+    func entries(from: Key?, to: Key?, prefix: Key?, reverse: Bool, limit: Int?) throws -> [(key: Key, value: Value)] {
+        var out: [(key: Key, value: Value)] = []
+        guard limit.map({ $0 > 0 }) ?? true else { return out }
+        try forEach(from: from, to: to, prefix: prefix, reverse: reverse) { key, value in
+            out.append((key, value))
+            return limit.map { out.count < $0 } ?? true
+        }
+        return out
+    }
+}
+
+/// A table opened in a ``ReadTransaction``: reads only. Not copyable; valid inside the closure.
+public struct ReadOnlyTable<Key: StoreKey, Value: StoreValue>: ~Copyable {
+    let access: TableAccess<Key, Value>
+
+    /// The value for `key`, or nil.
+    /// - Throws: ``StoreError/invalidKeySize(size:maximum:)``, ``StoreError/decodingFailed(table:type:reason:)``, LMDB failures.
+    public func get(_ key: Key) throws -> Value? { try access.get(key) }
+    /// Whether `key` has a value.
+    public func contains(_ key: Key) throws -> Bool { try access.contains(key) }
+    /// The number of entries.
+    public func count() throws -> Int { try access.count() }
+    /// The entry with the smallest key.
+    public func first() throws -> (key: Key, value: Value)? { try access.entries(from: nil, to: nil, prefix: nil, reverse: false, limit: 1).first }
+    /// The entry with the largest key.
+    public func last() throws -> (key: Key, value: Value)? { try access.entries(from: nil, to: nil, prefix: nil, reverse: true, limit: 1).first }
+    /// Calls `body` for each entry with `from ≤ key < to` (bounds optional) in key order (or
+    /// reverse); return `false` from `body` to stop.
+    public func forEach(from: Key? = nil, to: Key? = nil, reverse: Bool = false, _ body: (Key, Value) throws -> Bool) throws {
+        try access.forEach(from: from, to: to, prefix: nil, reverse: reverse, body)
+    }
+    /// Calls `body` for each entry whose key's bytes start with `prefix`'s.
+    public func forEach(prefix: Key, reverse: Bool = false, _ body: (Key, Value) throws -> Bool) throws {
+        try access.forEach(from: nil, to: nil, prefix: prefix, reverse: reverse, body)
+    }
+    /// The entries with `from ≤ key < to`, in order, at most `limit`.
+    public func entries(from: Key? = nil, to: Key? = nil, reverse: Bool = false, limit: Int? = nil) throws -> [(key: Key, value: Value)] {
+        try access.entries(from: from, to: to, prefix: nil, reverse: reverse, limit: limit)
+    }
+    /// The entries whose key bytes start with `prefix`'s.
+    public func entries(prefix: Key, reverse: Bool = false, limit: Int? = nil) throws -> [(key: Key, value: Value)] {
+        try access.entries(from: nil, to: nil, prefix: prefix, reverse: reverse, limit: limit)
+    }
+}
+
+/// A table opened in a ``WriteTransaction``: reads and writes. Not copyable; valid inside the closure.
+public struct Table<Key: StoreKey, Value: StoreValue>: ~Copyable {
+    let access: TableAccess<Key, Value>
+
+    /// Stores `value` under `key`, returning the value it replaced (nil if none).
+    /// - Throws: ``StoreError/invalidKeySize(size:maximum:)``, ``StoreError/encodingFailed(type:reason:)``,
+    ///   ``StoreError/mapFull(mapSize:maximumMapSize:)`` (after growth failed), LMDB failures.
+    @discardableResult
+    public func insert(_ key: Key, _ value: Value) throws -> Value? {
+        let previous = try? access.get(key)
+        try access.put(key, value)
+        return previous ?? nil
+    }
+    /// Stores `value` under `key` without reading the old value (cheaper than ``insert(_:_:)``).
+    public func put(_ key: Key, _ value: Value) throws { try access.put(key, value) }
+    /// Removes `key`, returning its value (nil if absent or undecodable).
+    @discardableResult
+    public func remove(_ key: Key) throws -> Value? { try access.remove(key) }
+    /// Removes every entry (the table stays declared).
+    public func removeAll() throws { try access.removeAll() }
+
+    /// See ``ReadOnlyTable/get(_:)``.
+    public func get(_ key: Key) throws -> Value? { try access.get(key) }
+    /// See ``ReadOnlyTable/contains(_:)``.
+    public func contains(_ key: Key) throws -> Bool { try access.contains(key) }
+    /// See ``ReadOnlyTable/count()``.
+    public func count() throws -> Int { try access.count() }
+    /// See ``ReadOnlyTable/first()``.
+    public func first() throws -> (key: Key, value: Value)? { try access.entries(from: nil, to: nil, prefix: nil, reverse: false, limit: 1).first }
+    /// See ``ReadOnlyTable/last()``.
+    public func last() throws -> (key: Key, value: Value)? { try access.entries(from: nil, to: nil, prefix: nil, reverse: true, limit: 1).first }
+    /// See ``ReadOnlyTable/forEach(from:to:reverse:_:)``.
+    public func forEach(from: Key? = nil, to: Key? = nil, reverse: Bool = false, _ body: (Key, Value) throws -> Bool) throws {
+        try access.forEach(from: from, to: to, prefix: nil, reverse: reverse, body)
+    }
+    /// See ``ReadOnlyTable/forEach(prefix:reverse:_:)``.
+    public func forEach(prefix: Key, reverse: Bool = false, _ body: (Key, Value) throws -> Bool) throws {
+        try access.forEach(from: nil, to: nil, prefix: prefix, reverse: reverse, body)
+    }
+    /// See ``ReadOnlyTable/entries(from:to:reverse:limit:)``.
+    public func entries(from: Key? = nil, to: Key? = nil, reverse: Bool = false, limit: Int? = nil) throws -> [(key: Key, value: Value)] {
+        try access.entries(from: from, to: to, prefix: nil, reverse: reverse, limit: limit)
+    }
+    /// See ``ReadOnlyTable/entries(prefix:reverse:limit:)``.
+    public func entries(prefix: Key, reverse: Bool = false, limit: Int? = nil) throws -> [(key: Key, value: Value)] {
+        try access.entries(from: nil, to: nil, prefix: prefix, reverse: reverse, limit: limit)
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+@testable import CoordsCore
+
+/// A child process commits numbered transactions and is killed with SIGKILL at random moments;
+/// the reopened store must hold exactly a prefix of the commits (never a torn one) that
+/// includes every acknowledged commit.
+@Suite(.serialized) struct CrashSafetyTests {
+    static let records = TableDefinition<UInt64, [UInt8]>("records")
+    static let head = TableDefinition<String, UInt64>("head")
+    static let schema = Schema(version: 1, tables: [records.erased, head.erased])
+    static let perTransaction: UInt64 = 8
+
+    /// The child's record layout (Tests/StoreCrashChild/main.swift): key big-endian, then a pattern.
+    static let pattern: [UInt8] = (0..<2040).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }
+    static func value(for key: UInt64) -> [UInt8] {
+        withUnsafeBytes(of: key.bigEndian) { Array($0) } + pattern
+    }
+
+    static func matches(_ value: [UInt8], key: UInt64) -> Bool {
+        let expected = Self.value(for: key)
+        return value.count == expected.count && value.withUnsafeBytes { a in
+            expected.withUnsafeBytes { b in a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
+        }
+    }
+
+    static var childExecutable: URL? {
+        let candidates = [
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("StoreCrashChild"),
+            Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("StoreCrashChild"),
+            Fixtures.repositoryRoot.appendingPathComponent(".build/debug/StoreCrashChild"),
+        ]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }
+
+    /// Runs the child until it has acknowledged something (or briefly), kills it, returns the acks.
+    func runAndKill(directory: URL, mode: String, killAfter: TimeInterval) throws -> (acks: [UInt64], stderr: String) {
+        let executable = try #require(Self.childExecutable, "build the StoreCrashChild product first (swift build)")
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = [directory.path, mode]
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let collected = LockedBox<Data>(Data())
+        let reader = Thread {
+            let data = out.fileHandleForReading.readDataToEndOfFile()
+            collected.set(data)
+        }
+        try process.run()
+        reader.start()
+        Thread.sleep(forTimeInterval: killAfter)
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        while !collected.isSet { Thread.sleep(forTimeInterval: 0.005) }
+        let text = String(decoding: collected.value, as: UTF8.self)
+        let acks = text.split(separator: "\n").compactMap { line -> UInt64? in
+            line.hasPrefix("ack ") ? UInt64(line.dropFirst(4)) : nil
+        }
+        let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return (acks, errors)
+    }
+
+    @Test func killedWriterLeavesExactlyAPrefixOfItsCommits() throws {
+        let directory = try Fixtures.makeTemporaryDirectory("crash")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var committed: UInt64 = 0  // transactions 0..<committed are in the store
+        var totalAcks = 0
+        for round in 0..<24 {
+            let killAfter = 0.05 + Double.random(in: 0...0.15)
+            let (acks, errors) = try runAndKill(directory: directory, mode: round % 3 == 2 ? "nosync" : "durable", killAfter: killAfter)
+            #expect(errors.isEmpty, "child failed: \(errors)")
+            totalAcks += acks.count
+            let db = try Database.open(path: directory.path, schema: Self.schema)
+            let (next, count, intact) = try db.read { tx -> (UInt64, Int, Bool) in
+                let next = try tx.open(Self.head).get("next") ?? 0
+                let records = try tx.open(Self.records)
+                var intact = true
+                var expectedKey: UInt64 = 0
+                try records.forEach { key, value in
+                    if key != expectedKey || !Self.matches(value, key: key) { intact = false }
+                    expectedKey += 1
+                    return intact
+                }
+                return (next, try records.count(), intact)
+            }
+            db.close()
+            // Every record of transactions < next, none beyond: no torn transaction.
+            #expect(intact, "round \(round): a record is missing or damaged")
+            #expect(UInt64(count) == next * Self.perTransaction, "round \(round): \(count) records for \(next) transactions")
+            // Every acknowledged transaction is there; at most one unacknowledged one made it.
+            let floor = (acks.last.map { $0 + 1 }) ?? committed
+            #expect(next >= floor, "round \(round): acknowledged \(floor) transactions, found \(next)")
+            #expect(next <= floor + 1, "round \(round): found \(next) transactions, only \(floor) acknowledged")
+            #expect(next >= committed, "round \(round): the store went backwards")
+            committed = next
+        }
+        #expect(totalAcks > 24, "the child should have committed during most rounds")
+    }
+}
+
+/// A value set once from another thread.
+final class LockedBox<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: T
+    private var wasSet = false
+    init(_ value: T) { stored = value }
+    func set(_ value: T) { lock.lock(); stored = value; wasSet = true; lock.unlock() }
+    var value: T { lock.lock(); defer { lock.unlock() }; return stored }
+    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return wasSet }
+}

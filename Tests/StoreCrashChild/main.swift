@@ -1,0 +1,60 @@
+// Test helper for StoreCrashSafetyTests: commits numbered transactions into a store as fast as
+// it can and acknowledges each one on stdout ("ack N") only after `write` returned. The parent
+// kills it with SIGKILL at a random moment and checks the reopened store.
+//
+// Usage: store-crash-child <directory> <durable|nosync>
+import CoordsCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+enum CrashSchema {
+    static let records = TableDefinition<UInt64, [UInt8]>("records")
+    static let head = TableDefinition<String, UInt64>("head")
+    static let schema = Schema(version: 1, tables: [records.erased, head.erased])
+    /// Records written by transaction `n`: keys n*perTransaction ..< (n+1)*perTransaction.
+    static let perTransaction: UInt64 = 8
+
+    /// ~2 KiB per record so commits span several pages: the key (8 bytes, big-endian), then a
+    /// fixed pattern. The parent rebuilds it the same way and compares with memcmp.
+    static let pattern: [UInt8] = (0..<2040).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }
+    static func value(for key: UInt64) -> [UInt8] {
+        withUnsafeBytes(of: key.bigEndian) { Array($0) } + pattern
+    }
+}
+
+/// Writes a line straight to a file descriptor (unbuffered, so an ack is out before the next commit).
+func say(_ line: String, to fd: Int32 = 1) {
+    let text = line + "\n"
+    _ = text.withCString { write(fd, $0, strlen($0)) }
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 2 else {
+    say("usage: store-crash-child <directory> [durable|nosync]", to: 2)
+    exit(2)
+}
+var options = Database.Options()
+options.mapSize = 1 << 24
+options.durability = arguments.count > 2 && arguments[2] == "nosync" ? .noSync : .durable
+do {
+    let db = try Database.open(path: arguments[1], options: options, schema: CrashSchema.schema)
+    var next = try db.read { tx in try tx.open(CrashSchema.head).get("next") } ?? 0
+    say("ready \(next)")
+    while true {
+        let n = next
+        try db.write { tx in
+            let records = try tx.open(CrashSchema.records)
+            for i in 0..<CrashSchema.perTransaction {
+                let key = n * CrashSchema.perTransaction + i
+                try records.put(key, CrashSchema.value(for: key))
+            }
+            try tx.open(CrashSchema.head).put("next", n + 1)
+        }
+        say("ack \(n)")
+        next += 1
+    }
+} catch {
+    say("store-crash-child: \(error)", to: 2)
+    exit(1)
+}
