@@ -387,28 +387,3 @@ extension UInt32 {
         self = try bytes.withUnsafeBytes { try UInt32(storeBytes: $0) }
     }
 }
-
-/// A `pthread_mutex_t` that can be held across a closure (Swift's `Mutex` only lends itself to one).
-final class PthreadMutex: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    init() { pthread_mutex_init(mutex, nil) }
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-    func lock() { pthread_mutex_lock(mutex) }
-    func unlock() { pthread_mutex_unlock(mutex) }
-}
-
-/// A `pthread_rwlock_t`: transactions hold it shared, map resizing holds it exclusively.
-final class ReadWriteLock: @unchecked Sendable {
-    private let lock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
-    init() { pthread_rwlock_init(lock, nil) }
-    deinit {
-        pthread_rwlock_destroy(lock)
-        lock.deallocate()
-    }
-    func lockShared() { pthread_rwlock_rdlock(lock) }
-    func lockExclusive() { pthread_rwlock_wrlock(lock) }
-    func unlock() { pthread_rwlock_unlock(lock) }
-}

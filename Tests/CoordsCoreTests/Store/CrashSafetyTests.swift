@@ -106,6 +106,7 @@ final class LockedBox<T>: @unchecked Sendable {
     private var wasSet = false
     init(_ value: T) { stored = value }
     func set(_ value: T) { lock.lock(); stored = value; wasSet = true; lock.unlock() }
+    func update(_ body: (inout T) -> Void) { lock.lock(); body(&stored); lock.unlock() }
     var value: T { lock.lock(); defer { lock.unlock() }; return stored }
     var isSet: Bool { lock.lock(); defer { lock.unlock() }; return wasSet }
 }

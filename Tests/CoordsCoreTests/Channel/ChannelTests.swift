@@ -1,0 +1,358 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import CoordsCore
+
+/// Starts `body` on a new thread; `join()` waits for it.
+final class TestThread: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    init(_ body: @escaping @Sendable () -> Void) {
+        let thread = Thread { [done] in
+            body()
+            done.signal()
+        }
+        thread.start()
+    }
+    func join() { done.wait() }
+}
+
+func elapsed(_ body: () throws -> Void) rethrows -> Duration {
+    let start = ContinuousClock.now
+    try body()
+    return ContinuousClock.now - start
+}
+
+/// Ports of the behaviours flume's tests/basic.rs checks (counts scaled down for CI).
+@Suite struct ChannelConformanceTests {
+    @Test func sendRecv() throws {
+        let (tx, rx) = Channel.unbounded(of: Int.self)
+        for i in 0..<1000 { try tx.send(i) }
+        for i in 0..<1000 { #expect(try rx.tryRecv() == i) }
+        #expect(throws: ChannelError.empty) { try rx.tryRecv() }
+    }
+
+    @Test func iterEndsWhenTheSenderIsGone() throws {
+        let (tx, rx) = Channel.unbounded(of: Int.self)
+        for i in 0..<1000 { try tx.send(i) }
+        tx.close()
+        #expect(rx.blockingValues.reduce(0, +) == (0..<1000).reduce(0, +))
+    }
+
+    @Test func tryIterTakesWhatIsQueued() throws {
+        let (tx, rx) = Channel.unbounded(of: Int.self)
+        for i in 0..<1000 { try tx.send(i) }
+        #expect(rx.drain().reduce(0, +) == (0..<1000).reduce(0, +))
+        #expect(!rx.isDisconnected)
+        _ = tx
+    }
+
+    @Test func iterThreaded() throws {
+        let (tx, rx) = Channel.unbounded(of: Int.self)
+        var threads: [TestThread] = []
+        for i in 0..<200 {
+            let clone = tx.clone()
+            threads.append(TestThread { try? clone.send(i); clone.close() })
+        }
+        tx.close()
+        #expect(rx.blockingValues.reduce(0, +) == (0..<200).reduce(0, +))
+        threads.forEach { $0.join() }
+    }
+
+    @Test func recvTimeout() throws {
+        let (tx, rx) = Channel.unbounded(of: Int.self)
+        let wait = Duration.milliseconds(100)
+        let took = elapsed { #expect(throws: ChannelError.timedOut) { try rx.recv(timeout: wait) } }
+        let lower: Duration = wait - .milliseconds(2), upper: Duration = wait + .milliseconds(80)
+        #expect(took >= lower)
+        #expect(took < upper)
+        try tx.send(42)
+        var value = 0
+        let fast = try elapsed { value = try rx.recv(timeout: wait) }
+        #expect(value == 42)
+        #expect(fast < .milliseconds(20))
+    }
+
+    @Test func disconnectTx() {
+        let (tx, rx) = Channel.unbounded(of: Int.self)
+        tx.close()
+        #expect(throws: ChannelError.disconnected) { try rx.recv() }
+        #expect(rx.isDisconnected)
+    }
+
+    @Test func disconnectRx() {
+        let (tx, rx) = Channel.unbounded(of: Int.self)
+        rx.close()
+        do {
+            try tx.send(7)
+            Issue.record("send to a channel without receivers succeeded")
+        } catch {
+            #expect(error.reason == .disconnected)
+            #expect(error.value == 7)  // the value is handed back
+        }
+        #expect(tx.isDisconnected)
+    }
+
+    @Test func dropOfLastReferenceDisconnects() throws {
+        let rx: Receiver<Int>
+        do {
+            let (tx, r) = Channel.unbounded(of: Int.self)
+            try tx.send(1)
+            rx = r
+        }  // `tx` released here
+        #expect(try rx.recv() == 1)  // queued values are drained first
+        #expect(throws: ChannelError.disconnected) { try rx.recv() }
+    }
+
+    @Test func drain() throws {
+        let (tx, rx) = Channel.unbounded(of: Int.self)
+        for i in 0..<100 { try tx.send(i) }
+        #expect(rx.drain().reduce(0, +) == (0..<100).reduce(0, +))
+        for i in 0..<100 { try tx.send(i) }
+        for i in 0..<100 { try tx.send(i) }
+        _ = try rx.recv()
+        #expect(rx.drain() == Array(1..<100) + Array(0..<100))
+    }
+
+    @Test func trySend() throws {
+        let (tx, rx) = Channel.bounded(5, of: Int.self)
+        for i in 0..<5 { try tx.trySend(i) }
+        #expect(throws: SendError<Int>.self) { try tx.trySend(42) }
+        do { try tx.trySend(42) } catch { #expect(error.reason == .full && error.value == 42) }
+        #expect(try rx.recv() == 0)
+        try tx.trySend(42)
+        #expect(try rx.recv() == 1)
+        rx.close()
+        do { try tx.trySend(42) } catch { #expect(error.reason == .disconnected) }
+    }
+
+    @Test func sendBounded() throws {
+        let (tx, rx) = Channel.bounded(5, of: Int.self)
+        for _ in 0..<5 { try tx.send(42) }
+        _ = try rx.recv()
+        try tx.send(42)
+        #expect(throws: SendError<Int>.self) { try tx.trySend(42) }
+        _ = rx.drain()
+        var threads: [TestThread] = []
+        for _ in 0..<16 {
+            let clone = tx.clone()
+            threads.append(TestThread {
+                for i in 0..<2000 { try? clone.send(i) }
+                clone.close()
+            })
+        }
+        tx.close()
+        let expected: Int = (0..<2000).reduce(0, +) * 16
+        let total: Int = rx.blockingValues.reduce(0, +)
+        #expect(total == expected)
+        threads.forEach { $0.join() }
+        #expect(throws: ChannelError.disconnected) { try rx.recv() }
+    }
+
+    @Test func rendezvous() throws {
+        let (tx, rx) = Channel.bounded(0, of: Int.self)
+        for i in 0..<5 {
+            let clone = tx.clone()
+            let blocked = Atomic<Int64>(0)
+            let thread = TestThread {
+                let refused = (try? clone.trySend(i)) == nil  // nobody is receiving yet
+                #expect(refused)
+                let start = ContinuousClock.now
+                try? clone.send(i)
+                let took = ContinuousClock.now - start
+                blocked.store(took.components.seconds * 1000 + took.components.attoseconds / 1_000_000_000_000_000, ordering: .relaxed)
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+            #expect(try rx.recv() == i)
+            thread.join()
+            #expect(blocked.load(ordering: .relaxed) >= 50, "send returned before a receiver took the value")
+        }
+    }
+
+    @Test func rendezvousTrySendSucceedsWhenAReceiverWaits() throws {
+        let (tx, rx) = Channel.bounded(0, of: Int.self)
+        let got = Atomic<Int>(-1)
+        let thread = TestThread { got.store((try? rx.recv()) ?? -2, ordering: .relaxed) }
+        var sent = false
+        for _ in 0..<200 where !sent {
+            do { try tx.trySend(9); sent = true } catch { Thread.sleep(forTimeInterval: 0.005) }
+        }
+        thread.join()
+        #expect(sent)
+        #expect(got.load(ordering: .relaxed) == 9)
+    }
+
+    @Test func sendTimeoutHandsTheValueBack() throws {
+        let (tx, _rx) = Channel.bounded(1, of: String.self)
+        try tx.send("first")
+        let took = elapsed {
+            do { try tx.send("second", timeout: .milliseconds(50)) } catch let error as SendError<String> {
+                #expect(error.reason == .timedOut)
+                #expect(error.value == "second")
+            } catch {
+                Issue.record("unexpected \(error)")
+            }
+        }
+        #expect(took >= .milliseconds(48))
+        #expect(_rx.count == 1)
+    }
+
+    @Test func blockedSenderIsReleasedWhenReceiversDisappear() throws {
+        let (tx, rx) = Channel.bounded(1, of: Int.self)
+        try tx.send(1)
+        let result = Atomic<Int>(0)
+        let thread = TestThread {
+            do { try tx.send(2); result.store(1, ordering: .relaxed) } catch let error as SendError<Int> {
+                result.store(error.reason == .disconnected ? 2 : 3, ordering: .relaxed)
+            } catch {
+                result.store(4, ordering: .relaxed)
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.05)
+        rx.close()
+        thread.join()
+        #expect(result.load(ordering: .relaxed) == 2)
+    }
+
+    @Test func hydra() throws {
+        let threadCount = 8, messages = 100
+        let (mainTx, mainRx) = Channel.unbounded(of: Int.self)
+        var txs: [Sender<Int>] = []
+        var threads: [TestThread] = []
+        for _ in 0..<threadCount {
+            let forward = mainTx.clone()
+            let (tx, rx) = Channel.unbounded(of: Int.self)
+            txs.append(tx)
+            threads.append(TestThread {
+                for message in rx.blockingValues { try? forward.send(message) }
+                forward.close()
+            })
+        }
+        mainTx.close()
+        for _ in 0..<20 {
+            for tx in txs { for _ in 0..<messages { try tx.send(1) } }
+            for _ in 0..<(threadCount * messages) { _ = try mainRx.recv() }
+        }
+        txs.forEach { $0.close() }
+        threads.forEach { $0.join() }
+        #expect(throws: ChannelError.disconnected) { try mainRx.recv() }
+    }
+
+    @Test func robin() throws {
+        let threadCount = 8, messages = 10
+        let main = Channel.bounded(1, of: Int.self)
+        var mainTx = main.sender
+        let mainRx = main.receiver
+        var threads: [TestThread] = []
+        for _ in 0..<threadCount {
+            let link = Channel.bounded(100, of: Int.self)
+            var tx = link.sender
+            let rx = link.receiver
+            swap(&tx, &mainTx)
+            let forward = tx
+            threads.append(TestThread { for message in rx.blockingValues { try? forward.send(message) }; forward.close() })
+        }
+        for _ in 0..<200 {
+            let sender = mainTx.clone()
+            let producer = TestThread { for _ in 0..<messages { try? sender.send(1) }; sender.close() }
+            for _ in 0..<messages { _ = try mainRx.recv() }
+            producer.join()
+        }
+        mainTx.close()
+        _ = mainRx
+        threads.forEach { $0.join() }
+    }
+
+    @Test func asyncReceiveFromAnotherThread() async throws {
+        let (tx, rx) = Channel.unbounded(of: UInt32.self)
+        let thread = TestThread {
+            Thread.sleep(forTimeInterval: 0.05)
+            try? tx.send(42)
+        }
+        #expect(try await rx.receive() == 42)
+        thread.join()
+    }
+
+    @Test func asyncIterationDrainsThenEnds() async throws {
+        let (tx, rx) = Channel.bounded(4, of: Int.self)
+        let producer = TestThread {
+            for i in 0..<100 { try? tx.send(i) }
+            tx.close()
+        }
+        var received: [Int] = []
+        for await value in rx { received.append(value) }
+        producer.join()
+        #expect(received == Array(0..<100))
+    }
+
+    @Test func asyncReceiveCanBeCancelled() async throws {
+        let (tx, rx) = Channel.unbounded(of: Int.self)
+        let task = Task { try await rx.receive() }
+        try await Task.sleep(for: .milliseconds(20))
+        task.cancel()
+        await #expect(throws: ChannelError.cancelled) { try await task.value }
+        try tx.send(5)  // the cancelled waiter did not swallow it
+        #expect(try rx.tryRecv() == 5)
+    }
+
+    @Test func asyncReceiversAreWokenByDisconnection() async throws {
+        let (tx, rx) = Channel.unbounded(of: Int.self)
+        let task = Task { try await rx.receive() }
+        try await Task.sleep(for: .milliseconds(20))
+        tx.close()
+        await #expect(throws: ChannelError.disconnected) { try await task.value }
+    }
+
+    @Test func closedHandlesRefuseWork() throws {
+        let (tx, rx) = Channel.unbounded(of: Int.self)
+        let extra = tx.clone()
+        tx.close()
+        tx.close()  // idempotent
+        do { try tx.send(1) } catch { #expect(error.reason == .disconnected) }
+        try extra.send(2)  // the clone keeps the channel connected
+        #expect(try rx.recv() == 2)
+        let rx2 = rx.clone()
+        rx.close()
+        #expect(throws: ChannelError.disconnected) { try rx.tryRecv() }
+        try extra.send(3)
+        #expect(try rx2.recv() == 3)
+    }
+}
+
+/// Several senders and receivers on threads: every value is received exactly once.
+/// CI also runs this suite under ThreadSanitizer (`make test-tsan`).
+@Suite struct ChannelStressTests {
+    @Test(arguments: [nil, 0, 1, 64] as [Int?])
+    func everyValueIsReceivedExactlyOnce(capacity: Int?) throws {
+        let (tx, rx) = capacity.map { Channel.bounded($0, of: Int.self) } ?? Channel.unbounded(of: Int.self)
+        let senders = 4, receivers = 4, perSender = capacity == 0 ? 2_000 : 20_000
+        // NSLock (pthread underneath), not Synchronization.Mutex: TSan cannot see futex-based locks.
+        let seen = LockedBox<[Int: Int]>([:])
+        var threads: [TestThread] = []
+        for s in 0..<senders {
+            let handle = tx.clone()
+            threads.append(TestThread {
+                for i in 0..<perSender { try? handle.send(s * perSender + i) }
+                handle.close()
+            })
+        }
+        tx.close()
+        for r in 0..<receivers {
+            let handle = rx.clone()
+            let useTimeout = r % 2 == 0
+            threads.append(TestThread {
+                var local: [Int] = []
+                while true {
+                    do {
+                        local.append(useTimeout ? try handle.recv(timeout: .seconds(5)) : try handle.recv())
+                    } catch { break }
+                }
+                seen.update { counts in for v in local { counts[v, default: 0] += 1 } }
+            })
+        }
+        rx.close()
+        threads.forEach { $0.join() }
+        let counts = seen.value
+        #expect(counts.count == senders * perSender)
+        #expect(counts.values.allSatisfy { $0 == 1 })
+    }
+}
