@@ -6,6 +6,9 @@ let package = Package(
     products: [
         .library(name: "CoordsCore", targets: ["CoordsCore"]),
     ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
     targets: [
         .systemLibrary(
             name: "CSodium",
@@ -19,7 +22,7 @@ let package = Package(
         ),
         .target(
             name: "CoordsCore",
-            dependencies: ["CSodium", "CLMDB"]
+            dependencies: ["CSodium", "CLMDB", .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
             name: "StoreCrashChild",

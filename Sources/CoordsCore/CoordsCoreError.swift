@@ -9,6 +9,8 @@
 /// | 200–299 | crypto (``CryptoError``)                 |
 /// | 300–399 | wire format (``WireError``)             |
 /// | 400–499 | store (``StoreError``)                  |
+/// | 500–599 | channels (``ChannelError``)             |
+/// | 600–699 | managers and keychains                  |
 ///
 /// Codes are never reused or renumbered; new cases take new numbers. The C ABI passes the code
 /// through unchanged as an `int32_t`, together with ``CustomStringConvertible/description``.

@@ -73,6 +73,42 @@ public enum AES256GCM {
         return out
     }
 
+    /// Seals secret plaintext (a seed, a keychain table) without copying it into an array that
+    /// cannot be wiped. Same layout and errors as ``seal(_:key:nonce:associatedData:)``.
+    public static func seal(secret plaintext: SecretBytes, key: SecretBytes, nonce: [UInt8], associatedData: [UInt8] = []) throws -> [UInt8] {
+        try checkArguments(keyCount: key.count, nonceCount: nonce.count, plaintextCount: plaintext.count)
+        var out = [UInt8](repeating: 0, count: plaintext.count + tagByteCount)
+        key.withUnsafeBytes { k in
+            plaintext.withUnsafeBytes { m in
+                nonce.withUnsafeBytes { n in
+                    associatedData.withUnsafeBytes { ad in
+                        out.withUnsafeMutableBytes { c in sealRaw(m, key: k, nonce: n, associatedData: ad, into: c) }
+                    }
+                }
+            }
+        }
+        return out
+    }
+
+    /// Opens into wiped memory, for plaintexts that are secrets. Same errors as
+    /// ``open(_:key:nonce:associatedData:)``.
+    public static func openSecret(_ sealed: [UInt8], key: SecretBytes, nonce: [UInt8], associatedData: [UInt8] = []) throws -> SecretBytes {
+        try checkArguments(keyCount: key.count, nonceCount: nonce.count, plaintextCount: 0)
+        guard sealed.count >= tagByteCount else { throw CryptoError.ciphertextTooShort(minimum: tagByteCount, actual: sealed.count) }
+        var ok = false
+        let plaintext = SecretBytes(count: sealed.count - tagByteCount) { m in
+            ok = key.withUnsafeBytes { k in
+                sealed.withUnsafeBytes { c in
+                    nonce.withUnsafeBytes { n in
+                        associatedData.withUnsafeBytes { ad in openRaw(c, key: k, nonce: n, associatedData: ad, into: m) }
+                    }
+                }
+            }
+        }
+        guard ok else { throw CryptoError.authenticationFailed }
+        return plaintext
+    }
+
     static func checkArguments(keyCount: Int, nonceCount: Int, plaintextCount: Int) throws {
         try Sodium.ensureAESAvailable()
         guard keyCount == keyByteCount else {

@@ -103,13 +103,13 @@ public struct UploadState: StoreJSONValue, Equatable {
     public var lastUploadedFix: UInt64?
     /// When that upload was acknowledged (ms since the epoch).
     public var lastUploadAt: UInt64?
-    /// Fix timestamp of the upload prepared and not yet acknowledged.
-    public var pendingFix: UInt64?
+    /// Fix timestamps of uploads prepared and not yet acknowledged (the most recent 16).
+    public var pendingFixes: [UInt64]
 
-    public init(lastUploadedFix: UInt64? = nil, lastUploadAt: UInt64? = nil, pendingFix: UInt64? = nil) {
+    public init(lastUploadedFix: UInt64? = nil, lastUploadAt: UInt64? = nil, pendingFixes: [UInt64] = []) {
         self.lastUploadedFix = lastUploadedFix
         self.lastUploadAt = lastUploadAt
-        self.pendingFix = pendingFix
+        self.pendingFixes = pendingFixes
     }
 }
 

@@ -1,0 +1,90 @@
+import Logging
+import Synchronization
+
+/// What every manager of one ``CoordsApp`` shares: the store, the keychain, the identity, the
+/// clock and randomness. One per open data directory; never global.
+final class AppContext: Sendable {
+    let database: Database
+    let keychain: any Keychain
+    let identity: IdentityHolder
+    let clock: TimeSource
+    let random: any RandomSource
+    let logger: Logger
+    let backupParameters: Argon2id.Parameters
+
+    init(database: Database, keychain: any Keychain, identity: IdentityHolder, clock: TimeSource,
+         random: any RandomSource, logger: Logger, backupParameters: Argon2id.Parameters) {
+        self.database = database
+        self.keychain = keychain
+        self.identity = identity
+        self.clock = clock
+        self.random = random
+        self.logger = logger
+        self.backupParameters = backupParameters
+    }
+}
+
+/// The loaded identity: signing key and its X25519 form (derived once).
+struct Identity: Sendable {
+    let signing: Ed25519SigningKey
+    let x25519: X25519PrivateKey
+
+    init(signing: Ed25519SigningKey) throws {
+        self.signing = signing
+        x25519 = try X25519PrivateKey(ed25519: signing)
+    }
+
+    var publicKey: Ed25519PublicKey { signing.publicKey }
+    var id: String { signing.publicKey.base64URL }
+}
+
+/// The identity currently loaded from the keychain (nil before one is created or imported).
+final class IdentityHolder: Sendable {
+    /// The keychain entry holding the 32-byte seed.
+    static let keychainName = "identity.ed25519.seed"
+    private let current = Mutex<Identity?>(nil)
+
+    /// The identity.
+    /// - Throws: ``WalletManagerError/noIdentity``.
+    func get() throws -> Identity {
+        guard let identity = current.withLock({ $0 }) else { throw WalletManagerError.noIdentity }
+        return identity
+    }
+
+    var isLoaded: Bool { current.withLock { $0 != nil } }
+
+    func set(_ identity: Identity?) { current.withLock { $0 = identity } }
+}
+
+/// Deferred dispatch: collects a manager's reconcile messages while its write transaction runs
+/// and sends them only after the commit succeeded. A full channel never blocks the manager:
+/// the message is dropped with a warning and the state stays readable through the getters.
+struct Reconciler<Message: Sendable>: Sendable {
+    let sender: Sender<Message>
+    let logger: Logger
+    let manager: String
+
+    /// Runs `body` in a write transaction; its messages go out after the commit (none if it throws).
+    /// `body` may run more than once when the store grows; messages of an aborted attempt are discarded.
+    func write<R>(_ database: Database, _ body: (borrowing WriteTransaction, inout [Message]) throws -> R) throws -> R {
+        let (result, messages) = try database.write { tx -> (R, [Message]) in
+            var messages: [Message] = []
+            let result = try body(tx, &messages)
+            return (result, messages)
+        }
+        for message in messages { send(message) }
+        return result
+    }
+
+    /// Sends one message now (no transaction involved).
+    func send(_ message: Message) {
+        do {
+            try sender.trySend(message)
+        } catch {
+            switch error.reason {
+            case .full: logger.warning("reconcile channel full: dropped a message", metadata: ["manager": "\(manager)"])
+            default: logger.debug("nobody listens for reconcile messages", metadata: ["manager": "\(manager)"])
+            }
+        }
+    }
+}

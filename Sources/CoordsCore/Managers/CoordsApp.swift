@@ -1,0 +1,138 @@
+import Logging
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Any manager's reconcile message, as ``CoordsApp/nextUpdate(timeout:)`` delivers them.
+public enum AppUpdate: Sendable, Equatable {
+    case wallet(WalletManagerReconcileMessage)
+    case friends(FriendsManagerReconcileMessage)
+    case location(LocationManagerReconcileMessage)
+}
+
+/// The result of waiting for an update.
+public enum NextUpdate: Sendable, Equatable {
+    case update(AppUpdate)
+    case timedOut
+    /// The app was closed; no more updates will come.
+    case closed
+}
+
+/// The root object for one data directory: the store, the keychain and the managers.
+///
+/// ```swift
+/// let app = try CoordsApp.open(directory: "/var/lib/me/coords", options: .init(keychain: .file(.passphrase("…"))))
+/// let id = try await app.wallet.createIdentity(name: "Alice", server: "https://coord.is")
+/// let upload = try await app.location.prepareUpload(try Location(latitude: 47.37, longitude: 8.54, timestamp: now))
+/// ```
+/// There is no process-wide instance: open as many apps (on different directories) as you
+/// like. The directory holds `store/` (LMDB, 0600) and, with the file keychain, `keychain.bin` (0600).
+public final class CoordsApp: Sendable {
+    /// Where the identity key lives.
+    public enum KeychainChoice: Sendable {
+        /// ``FileKeychain`` in the data directory, unlocked with a host key or a passphrase.
+        case file(FileKeychain.Unlock)
+        /// The host's own keychain.
+        case custom(any Keychain)
+    }
+
+    /// How to open an app.
+    public struct Options: Sendable {
+        public var keychain: KeychainChoice
+        /// Argon2id cost of a new passphrase keychain (default: interactive).
+        public var keychainParameters: Argon2id.Parameters = .interactive
+        /// Argon2id cost of exported backups (default: moderate).
+        public var backupParameters: Argon2id.Parameters = .moderate
+        /// Capacity of each manager's reconcile channel; when full, messages are dropped with a warning.
+        public var updateCapacity: Int = 256
+        public var clock: TimeSource = .system
+        public var random: any RandomSource = SystemRandomSource()
+        public var logger = Logger(label: "coords.core")
+        public var store = Database.Options()
+
+        public init(keychain: KeychainChoice) { self.keychain = keychain }
+    }
+
+    /// The data directory.
+    public let directory: String
+    public let wallet: WalletManager
+    public let friends: FriendsManager
+    public let location: LocationManager
+    let context: AppContext
+    private let doorbell = Doorbell()
+    private let closers: [@Sendable () -> Void]
+
+    /// Opens (creating if needed) the app in `directory` and loads the identity if there is one.
+    /// - Throws: ``KeychainError/wrongPassphrase`` (checked at open), ``StoreError`` (including
+    ///   ``StoreError/alreadyOpen(path:)`` when this directory is already open in this process),
+    ///   ``KeychainError``, ``CryptoError``.
+    public static func open(directory: String, options: Options) throws -> CoordsApp {
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+            throw StoreError.openFailed(path: directory, .system(errno))
+        }
+        let database = try Database.open(path: directory + "/store", options: options.store, schema: AppSchema.current)
+        do {
+            let keychain: any Keychain
+            switch options.keychain {
+            case .file(let unlock):
+                keychain = try FileKeychain(path: directory + "/keychain.bin", unlock: unlock,
+                                            parameters: options.keychainParameters, random: options.random)
+            case .custom(let custom):
+                keychain = custom
+            }
+            let identity = IdentityHolder()
+            if let seed = try keychain.load(name: IdentityHolder.keychainName) {
+                identity.set(try Identity(signing: Ed25519SigningKey(seed: seed)))
+            }
+            let context = AppContext(database: database, keychain: keychain, identity: identity, clock: options.clock,
+                                     random: options.random, logger: options.logger, backupParameters: options.backupParameters)
+            return CoordsApp(directory: directory, context: context, capacity: options.updateCapacity)
+        } catch {
+            database.close()
+            throw error
+        }
+    }
+
+    private init(directory: String, context: AppContext, capacity: Int) {
+        self.directory = directory
+        self.context = context
+        let walletChannel: (sender: Sender<WalletManagerReconcileMessage>, receiver: Receiver<WalletManagerReconcileMessage>) =
+            Channel.make(capacity: capacity, doorbell: doorbell)
+        let friendsChannel: (sender: Sender<FriendsManagerReconcileMessage>, receiver: Receiver<FriendsManagerReconcileMessage>) =
+            Channel.make(capacity: capacity, doorbell: doorbell)
+        let locationChannel: (sender: Sender<LocationManagerReconcileMessage>, receiver: Receiver<LocationManagerReconcileMessage>) =
+            Channel.make(capacity: capacity, doorbell: doorbell)
+        wallet = WalletManager(context: context, channel: walletChannel)
+        friends = FriendsManager(context: context, channel: friendsChannel)
+        location = LocationManager(context: context, channel: locationChannel)
+        closers = [walletChannel.sender.close, friendsChannel.sender.close, locationChannel.sender.close]
+    }
+
+    /// Closes the store and ends the update channels (listeners finish after draining).
+    /// Later calls on the managers throw ``StoreError/closed``. Idempotent.
+    public func close() {
+        context.database.close()
+        for close in closers { close() }
+    }
+
+    /// Whether ``close()`` was called.
+    public var isClosed: Bool { context.database.isClosed }
+
+    /// Waits for the next reconcile message of any manager (wallet, then friends, then location
+    /// when several are queued). For hosts that poll (the C ABI); Swift hosts may instead
+    /// iterate each manager's `updates`. The two compete: each message is delivered once.
+    /// - Parameter timeout: how long to wait; nil waits until a message arrives or the app closes.
+    public func nextUpdate(timeout: Duration?) -> NextUpdate {
+        let deadline = timeout.map(monotonicDeadline(after:))
+        while true {
+            let generation = doorbell.generation
+            if let message = try? wallet.updates.tryRecv() { return .update(.wallet(message)) }
+            if let message = try? friends.updates.tryRecv() { return .update(.friends(message)) }
+            if let message = try? location.updates.tryRecv() { return .update(.location(message)) }
+            if wallet.updates.isDisconnected && friends.updates.isDisconnected && location.updates.isDisconnected { return .closed }
+            if !doorbell.wait(after: generation, until: deadline) { return .timedOut }
+        }
+    }
+}

@@ -1,0 +1,204 @@
+/// A friend as hosts see it.
+public struct Friend: Sendable, Equatable {
+    /// base64url public key.
+    public var id: String
+    public var publicKey: Ed25519PublicKey
+    public var name: String
+    /// Their relay, exactly as their link gave it.
+    public var server: String
+    /// Whether our uploads are sealed for them.
+    public var shareWith: Bool
+    /// Whether we fetch their location.
+    public var fetchFrom: Bool
+    /// When they were added (ms since the epoch).
+    public var addedAt: UInt64
+    public var trust: TrustState
+    /// The marker colour the apps draw for them (`#RRGGBB`).
+    public var markerColor: String
+
+    init(key: Ed25519PublicKey, record: FriendRecord) {
+        id = key.base64URL
+        publicKey = key
+        name = record.name
+        server = record.server
+        shareWith = record.shareWith
+        fetchFrom = record.fetchFrom
+        addedAt = record.addedAt
+        trust = record.trust
+        markerColor = MarkerColor(id: id).hex
+    }
+}
+
+/// What a host can ask the friends list to do.
+public enum FriendsManagerAction: Sendable {
+    case addLink(String)
+    case add(id: String, server: String, name: String, shareWith: Bool, fetchFrom: Bool)
+    case update(id: String, name: String?, shareWith: Bool?, fetchFrom: Bool?)
+    case setTrust(id: String, trust: TrustState)
+    case remove(id: String)
+}
+
+/// What the friends list tells the host, after the fact.
+public enum FriendsManagerReconcileMessage: Sendable, Equatable {
+    case friendAdded(Friend)
+    case friendUpdated(Friend)
+    case friendRemoved(id: String)
+    case errorOccurred(code: Int32, message: String)
+}
+
+/// The friends list: who we share with and fetch from. Each friend's X25519 key is converted
+/// once, when they are added, and kept with them, so sealing never converts keys again.
+public actor FriendsManager {
+    let context: AppContext
+    let reconciler: Reconciler<FriendsManagerReconcileMessage>
+    /// Reconcile messages, after the change they describe was committed.
+    public nonisolated let updates: Receiver<FriendsManagerReconcileMessage>
+
+    init(context: AppContext, channel: (sender: Sender<FriendsManagerReconcileMessage>, receiver: Receiver<FriendsManagerReconcileMessage>)) {
+        self.context = context
+        reconciler = Reconciler(sender: channel.sender, logger: context.logger, manager: "friends")
+        updates = channel.receiver
+    }
+
+    /// Performs `action`; a failure is reported as ``FriendsManagerReconcileMessage/errorOccurred(code:message:)``.
+    public func dispatch(_ action: FriendsManagerAction) {
+        do {
+            switch action {
+            case .addLink(let link): _ = try add(link: link)
+            case .add(let id, let server, let name, let share, let fetch): _ = try add(id: id, server: server, name: name, shareWith: share, fetchFrom: fetch)
+            case .update(let id, let name, let share, let fetch): _ = try update(id: id, name: name, shareWith: share, fetchFrom: fetch)
+            case .setTrust(let id, let trust): _ = try setTrust(id: id, trust)
+            case .remove(let id): try remove(id: id)
+            }
+        } catch {
+            reconciler.send(.errorOccurred(code: (error as? any CoordsCoreError)?.code ?? 0, message: "\(error)"))
+        }
+    }
+
+    /// Adds (or refreshes) the friend a `coord://` link describes; sharing and fetching start on.
+    /// Adding someone already on the list updates their name and server and keeps the rest.
+    /// - Throws: ``WireError/invalidFriendLink(_:)``, ``WireError/invalidPublicKeyID(_:)``,
+    ///   ``FriendsManagerError/cannotAddSelf``, store errors.
+    public func add(link: String) throws -> Friend {
+        let parsed = try FriendLink.parse(link)
+        return try add(id: parsed.id, server: parsed.server, name: parsed.name, shareWith: true, fetchFrom: true)
+    }
+
+    /// Adds (or refreshes) a friend from fields.
+    /// - Throws: ``WireError/invalidPublicKeyID(_:)``, ``WireError/invalidServerURL(_:)``,
+    ///   ``FriendsManagerError/cannotAddSelf``, store errors.
+    public func add(id: String, server: String, name: String, shareWith: Bool = true, fetchFrom: Bool = true) throws -> Friend {
+        let key = try Ed25519PublicKey(base64URL: id)
+        _ = try RelayAPI.endpoint(server: server, path: "")
+        if let own = try? context.identity.get(), own.publicKey == key { throw FriendsManagerError.cannotAddSelf }
+        guard let x25519 = try? X25519PublicKey(ed25519: key) else { throw WireError.invalidPublicKeyID(id) }
+        let now = context.clock.now()
+        return try reconciler.write(context.database) { tx, messages in
+            let friends = try tx.open(Tables.friends)
+            if var existing = try friends.get(key) {
+                existing.name = name
+                existing.server = server
+                try friends.put(key, existing)
+                let friend = Friend(key: key, record: existing)
+                messages.append(.friendUpdated(friend))
+                return friend
+            }
+            let record = FriendRecord(name: name, server: server, shareWith: shareWith, fetchFrom: fetchFrom, addedAt: now,
+                                      x25519PublicKey: Base64.encode(x25519.rawRepresentation))
+            try friends.put(key, record)
+            let friend = Friend(key: key, record: record)
+            messages.append(.friendAdded(friend))
+            return friend
+        }
+    }
+
+    /// Changes a friend's name, sharing or fetching (nil leaves a field as it is).
+    /// - Throws: ``FriendsManagerError/notFound(id:)``, ``WireError/invalidPublicKeyID(_:)``, store errors.
+    public func update(id: String, name: String? = nil, shareWith: Bool? = nil, fetchFrom: Bool? = nil) throws -> Friend {
+        try modify(id: id) { record in
+            if let name { record.name = name }
+            if let shareWith { record.shareWith = shareWith }
+            if let fetchFrom { record.fetchFrom = fetchFrom }
+        }
+    }
+
+    /// Sets a friend's trust (verified after comparing safety numbers; blocked friends are
+    /// neither shared with nor fetched).
+    /// - Throws: ``FriendsManagerError/notFound(id:)``, store errors.
+    public func setTrust(id: String, _ trust: TrustState) throws -> Friend {
+        try modify(id: id) { $0.trust = trust }
+    }
+
+    private func modify(id: String, _ change: (inout FriendRecord) -> Void) throws -> Friend {
+        let key = try Ed25519PublicKey(base64URL: id)
+        return try reconciler.write(context.database) { tx, messages in
+            let friends = try tx.open(Tables.friends)
+            guard var record = try friends.get(key) else { throw FriendsManagerError.notFound(id: id) }
+            change(&record)
+            try friends.put(key, record)
+            let friend = Friend(key: key, record: record)
+            messages.append(.friendUpdated(friend))
+            return friend
+        }
+    }
+
+    /// Removes a friend and their cached location. Later uploads are no longer sealed for them.
+    /// - Throws: ``FriendsManagerError/notFound(id:)``, store errors.
+    public func remove(id: String) throws {
+        let key = try Ed25519PublicKey(base64URL: id)
+        try reconciler.write(context.database) { tx, messages in
+            guard try tx.open(Tables.friends).remove(key) != nil else { throw FriendsManagerError.notFound(id: id) }
+            try tx.open(Tables.locations).remove(key)
+            messages.append(.friendRemoved(id: id))
+        }
+    }
+
+    // MARK: Getters
+
+    /// Every friend, ordered by name, then id.
+    /// - Throws: store errors.
+    public nonisolated func list() throws -> [Friend] {
+        try context.database.read { tx in
+            try tx.open(Tables.friends).entries().map { Friend(key: $0.key, record: $0.value) }
+        }.sorted { ($0.name, $0.id) < ($1.name, $1.id) }
+    }
+
+    /// One friend, or nil.
+    /// - Throws: ``WireError/invalidPublicKeyID(_:)``, store errors.
+    public nonisolated func friend(id: String) throws -> Friend? {
+        let key = try Ed25519PublicKey(base64URL: id)
+        return try context.database.read { tx in try tx.open(Tables.friends).get(key).map { Friend(key: key, record: $0) } }
+    }
+
+    /// The cached X25519 keys of everyone we share with (not blocked), in key order.
+    /// - Throws: store errors; ``StoreError/decodingFailed(table:type:reason:)`` for a damaged cache entry.
+    public nonisolated func shareRecipients() throws -> [X25519PublicKey] {
+        try context.database.read { tx in try Self.shareRecipients(in: tx) }
+    }
+
+    static func shareRecipients(in tx: borrowing ReadTransaction) throws -> [X25519PublicKey] {
+        var keys: [X25519PublicKey] = []
+        try tx.open(Tables.friends).forEach { key, record in
+            guard record.shareWith, record.trust != .blocked else { return true }
+            guard let bytes = try? Base64.decode(record.x25519PublicKey), let x = try? X25519PublicKey(rawRepresentation: bytes) else {
+                throw StoreError.decodingFailed(table: Tables.friends.name, type: FriendRecord.storeTypeName,
+                                                reason: "cached X25519 key of \(key.base64URL.prefix(8))… is damaged")
+            }
+            keys.append(x)
+            return true
+        }
+        return keys
+    }
+
+    /// Everyone we fetch from (not blocked), as (id, server) pairs.
+    /// - Throws: store errors.
+    public nonisolated func fetchTargets() throws -> [RelayAPI.FetchTarget] {
+        try context.database.read { tx in try Self.fetchTargets(in: tx) }
+    }
+
+    static func fetchTargets(in tx: borrowing ReadTransaction) throws -> [RelayAPI.FetchTarget] {
+        try tx.open(Tables.friends).entries()
+            .filter { $0.value.fetchFrom && $0.value.trust != .blocked }
+            .map { RelayAPI.FetchTarget(id: $0.key.base64URL, server: $0.value.server) }
+    }
+}

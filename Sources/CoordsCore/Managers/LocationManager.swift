@@ -1,0 +1,277 @@
+/// Why a host wants to upload; decides whether a recent fix may be reused.
+public enum UploadReason: String, Sendable, Codable {
+    /// The user asked (share now): needs a fresh fix.
+    case explicit
+    /// App launch: a fix younger than 5 minutes may be reused.
+    case launch
+    /// A background refresh: a fix younger than 5 minutes may be reused.
+    case background
+}
+
+/// An upload ready to send.
+public struct PreparedUpload: Sendable, Equatable {
+    /// `PUT <server>/api/location`.
+    public var request: PreparedRequest
+    /// The fix's timestamp (ms); pass it to ``LocationManager/markUploadSucceeded(fixTimestamp:)``.
+    public var fixTimestamp: UInt64
+    /// The upload time signed into the request (Unix seconds).
+    public var uploadTimestamp: UInt64
+    /// Real recipients, the sender included.
+    public var recipientCount: Int
+    /// Size of the sealed blob.
+    public var blobByteCount: Int
+}
+
+/// A friend's position as the host shows it.
+public struct FriendLocation: Sendable, Equatable {
+    public var id: String
+    public var name: String
+    /// The last opened location, if any.
+    public var location: Location?
+    /// The relay's `updated` time of that location (Unix seconds).
+    public var updated: UInt64?
+    /// When it was fetched (ms since the epoch).
+    public var fetchedAt: UInt64?
+    /// Whether the relay proved who uploaded it.
+    public var authenticity: RelayAPI.Authenticity?
+    /// The friend's marker colour (`#RRGGBB`).
+    public var markerColor: String
+}
+
+/// A refused fetch entry and why.
+public struct FetchRejection: Sendable, Equatable {
+    public var id: String
+    public var error: WireError
+}
+
+/// What processing one fetch response did.
+public struct FetchOutcome: Sendable, Equatable {
+    /// Friends whose cached location changed.
+    public var updated: [FriendLocation] = []
+    /// Friends with nothing new (no blob, or the same fix again).
+    public var unchanged: [String] = []
+    /// Entries refused: tampered, unverified in strict mode, rollbacks, blobs that do not open.
+    public var rejected: [FetchRejection] = []
+    /// Ids in the response that are not friends we fetch from.
+    public var ignored: [String] = []
+}
+
+/// What a host can ask location sharing to do.
+public enum LocationManagerAction: Sendable {
+    case prepareUpload(Location)
+    case markUploadSucceeded(fixTimestamp: UInt64)
+    case markUploadFailed(fixTimestamp: UInt64, reason: String)
+    case prepareFetches
+    case processFetchResponse([UInt8])
+}
+
+/// What location sharing tells the host, after the fact.
+public enum LocationManagerReconcileMessage: Sendable, Equatable {
+    case uploadPrepared(fixTimestamp: UInt64, recipientCount: Int)
+    case uploadSucceeded(fixTimestamp: UInt64)
+    case uploadFailed(fixTimestamp: UInt64, reason: String)
+    case fetchesPrepared(requestCount: Int)
+    case locationsUpdated([FriendLocation])
+    case entryRejected(id: String, code: Int32, message: String)
+    case errorOccurred(code: Int32, message: String)
+}
+
+/// Location sharing: seals the user's fixes for themselves and their friends, prepares fetches,
+/// and turns relay responses into friends' locations, refusing tampered entries and rollbacks.
+public actor LocationManager {
+    /// A cached fix younger than this may be reused for launch and background uploads.
+    public static let maximumReuseAge: UInt64 = 5 * 60 * 1000
+    /// Fixes further in the future than this (clock skew) are refused: they would block every
+    /// later upload as "stale".
+    public static let maximumFutureSkew: UInt64 = 10 * 60 * 1000
+    /// How many prepared-but-unacknowledged fixes are remembered.
+    static let pendingLimit = 16
+
+    let context: AppContext
+    let reconciler: Reconciler<LocationManagerReconcileMessage>
+    /// Reconcile messages, after the change they describe was committed.
+    public nonisolated let updates: Receiver<LocationManagerReconcileMessage>
+
+    init(context: AppContext, channel: (sender: Sender<LocationManagerReconcileMessage>, receiver: Receiver<LocationManagerReconcileMessage>)) {
+        self.context = context
+        reconciler = Reconciler(sender: channel.sender, logger: context.logger, manager: "location")
+        updates = channel.receiver
+    }
+
+    /// Performs `action`; a failure is reported as ``LocationManagerReconcileMessage/errorOccurred(code:message:)``.
+    public func dispatch(_ action: LocationManagerAction) {
+        do {
+            switch action {
+            case .prepareUpload(let fix): _ = try prepareUpload(fix)
+            case .markUploadSucceeded(let fix): try markUploadSucceeded(fixTimestamp: fix)
+            case .markUploadFailed(let fix, let reason): markUploadFailed(fixTimestamp: fix, reason: reason)
+            case .prepareFetches: _ = try prepareFetches()
+            case .processFetchResponse(let body): _ = try processFetchResponse(body)
+            }
+        } catch {
+            reconciler.send(.errorOccurred(code: (error as? any CoordsCoreError)?.code ?? 0, message: "\(error)"))
+        }
+    }
+
+    /// Whether a fix taken at `fixTimestamp` may be reused now for an upload of `reason`
+    /// (the reference apps' policy: launch and background uploads may reuse a fix younger than
+    /// 5 minutes; an explicit share needs a fresh fix).
+    public nonisolated static func mayReuseFix(fixTimestamp: UInt64, now: UInt64, reason: UploadReason) -> Bool {
+        guard reason != .explicit, now >= fixTimestamp else { return false }
+        return now - fixTimestamp < maximumReuseAge
+    }
+
+    // MARK: Upload
+
+    /// Seals `fix` for the user and every friend shared with (cached X25519 keys) and signs the
+    /// upload. Send the request, then call ``markUploadSucceeded(fixTimestamp:)`` after a 2xx.
+    /// - Throws: ``WireError/invalidLocation(_:)``, ``WireError/staleLocation(timestamp:lastUploaded:)``
+    ///   (not newer than the last acknowledged upload), ``LocationManagerError/fixInFuture(fixTimestamp:now:)``,
+    ///   ``WalletManagerError/noIdentity``, ``WalletManagerError/noServer``,
+    ///   ``WireError/tooManyRecipients(count:maximum:)``, store errors.
+    public func prepareUpload(_ fix: Location) throws -> PreparedUpload {
+        try fix.validate()
+        let identity = try context.identity.get()
+        let now = context.clock.now()
+        guard fix.timestamp <= now + Self.maximumFutureSkew else {
+            throw LocationManagerError.fixInFuture(fixTimestamp: fix.timestamp, now: now)
+        }
+        let (server, friends, state) = try context.database.read { tx in
+            (try tx.open(Tables.settings).get(SettingKey.server),
+             try FriendsManager.shareRecipients(in: tx),
+             try tx.open(Tables.uploadState).get(UploadState.key) ?? UploadState())
+        }
+        guard let server, !server.isEmpty else { throw WalletManagerError.noServer }
+        if let last = state.lastUploadedFix, fix.timestamp <= last {
+            throw WireError.staleLocation(timestamp: fix.timestamp, lastUploaded: last)
+        }
+        let recipients = [identity.x25519.publicKey] + friends
+        let blob = try LocationBlob.seal(fix.wire, for: recipients, using: context.random)
+        let uploadTimestamp = now / 1000
+        let request = try RelayAPI.prepareUpload(blob: blob, timestamp: uploadTimestamp, signer: identity.signing, server: server)
+        try reconciler.write(context.database) { tx, messages in
+            let table = try tx.open(Tables.uploadState)
+            var state = try table.get(UploadState.key) ?? UploadState()
+            var pending = state.pendingFixes.filter { $0 != fix.timestamp }
+            pending.append(fix.timestamp)
+            state.pendingFixes = Array(pending.suffix(Self.pendingLimit))
+            try table.put(UploadState.key, state)
+            messages.append(.uploadPrepared(fixTimestamp: fix.timestamp, recipientCount: recipients.count))
+        }
+        return PreparedUpload(request: request, fixTimestamp: fix.timestamp, uploadTimestamp: uploadTimestamp,
+                              recipientCount: recipients.count, blobByteCount: blob.count)
+    }
+
+    /// Records that the relay acknowledged the upload of the fix from `fixTimestamp` (a 2xx):
+    /// older or equal fixes are refused as stale from now on.
+    /// - Throws: ``LocationManagerError/unknownUpload(fixTimestamp:)`` for a fix that was never
+    ///   prepared (marking the same upload twice is fine), store errors.
+    public func markUploadSucceeded(fixTimestamp: UInt64) throws {
+        let now = context.clock.now()
+        try reconciler.write(context.database) { tx, messages in
+            let table = try tx.open(Tables.uploadState)
+            var state = try table.get(UploadState.key) ?? UploadState()
+            let alreadyRecorded = state.lastUploadedFix.map { fixTimestamp <= $0 } ?? false
+            guard state.pendingFixes.contains(fixTimestamp) || alreadyRecorded else {
+                throw LocationManagerError.unknownUpload(fixTimestamp: fixTimestamp)
+            }
+            state.pendingFixes.removeAll { $0 <= fixTimestamp }
+            if !alreadyRecorded {
+                state.lastUploadedFix = fixTimestamp
+                state.lastUploadAt = now
+            }
+            try table.put(UploadState.key, state)
+            messages.append(.uploadSucceeded(fixTimestamp: fixTimestamp))
+        }
+    }
+
+    /// Reports a failed upload (network error or relay refusal). Nothing is recorded: the fix
+    /// may be uploaded again.
+    public func markUploadFailed(fixTimestamp: UInt64, reason: String) {
+        reconciler.send(.uploadFailed(fixTimestamp: fixTimestamp, reason: reason))
+    }
+
+    /// The upload bookkeeping (last acknowledged fix, when, and pending fixes).
+    /// - Throws: store errors.
+    public nonisolated func uploadState() throws -> UploadState {
+        try context.database.read { tx in try tx.open(Tables.uploadState).get(UploadState.key) } ?? UploadState()
+    }
+
+    // MARK: Fetch
+
+    /// One `POST …/api/location` per server of the friends we fetch from, at most 50 ids each.
+    /// - Throws: ``WireError/invalidServerURL(_:)`` for a friend with a bad server, store errors.
+    public func prepareFetches() throws -> [RelayAPI.PreparedFetch] {
+        let targets = try context.database.read { tx in try FriendsManager.fetchTargets(in: tx) }
+        let fetches = try RelayAPI.prepareFetches(targets)
+        reconciler.send(.fetchesPrepared(requestCount: fetches.count))
+        return fetches
+    }
+
+    /// Processes one fetch response body: verifies the relay's signature stamps (refusing
+    /// unstamped entries in strict mode), opens the blobs, refuses rollbacks, and caches only
+    /// opened, newer locations. Entries for anyone but fetched friends are ignored.
+    /// - Throws: ``WalletManagerError/noIdentity``, ``WireError/invalidJSON(_:)`` or
+    ///   ``WireError/unexpectedJSON(_:)`` when the body is not a fetch response, store errors.
+    public func processFetchResponse(_ body: [UInt8]) throws -> FetchOutcome {
+        let identity = try context.identity.get()
+        let strict = try context.database.read { tx in try tx.open(Tables.settings).get(SettingKey.strictMode) } == "true"
+        let entries = try RelayAPI.processFetchResponse(body, reader: identity.x25519, options: .init(requireSignatures: strict))
+        let now = context.clock.now()
+        return try reconciler.write(context.database) { tx, messages in
+            let friends = try tx.open(Tables.friends)
+            let cache = try tx.open(Tables.locations)
+            var outcome = FetchOutcome()
+            for entry in entries {
+                guard let key = try? Ed25519PublicKey(base64URL: entry.id), let friend = try friends.get(key),
+                      friend.fetchFrom, friend.trust != .blocked else {
+                    outcome.ignored.append(entry.id)
+                    continue
+                }
+                if let error = entry.error {
+                    outcome.rejected.append(FetchRejection(id: entry.id, error: error))
+                    continue
+                }
+                guard let location = entry.location else {
+                    outcome.unchanged.append(entry.id)
+                    continue
+                }
+                let cached = try cache.get(key)
+                if let cached, cached.location.timestamp > location.timestamp {
+                    outcome.rejected.append(FetchRejection(id: entry.id, error: .rollback(id: entry.id, cachedTimestamp: cached.location.timestamp,
+                                                                                         fetchedTimestamp: location.timestamp)))
+                    continue
+                }
+                if let cached, cached.location == location {
+                    outcome.unchanged.append(entry.id)
+                    continue
+                }
+                let record = CachedLocation(location: location, updated: entry.updated, fetchedAt: now, authenticity: entry.authenticity)
+                try cache.put(key, record)
+                outcome.updated.append(Self.view(key: key, friend: friend, cached: record))
+            }
+            if !outcome.updated.isEmpty { messages.append(.locationsUpdated(outcome.updated)) }
+            for rejection in outcome.rejected {
+                messages.append(.entryRejected(id: rejection.id, code: rejection.error.code, message: rejection.error.description))
+            }
+            return outcome
+        }
+    }
+
+    /// Every friend we fetch from, with their cached location (if any), ordered by name.
+    /// - Throws: store errors.
+    public nonisolated func friendLocations() throws -> [FriendLocation] {
+        try context.database.read { tx in
+            let cache = try tx.open(Tables.locations)
+            return try tx.open(Tables.friends).entries()
+                .filter { $0.value.fetchFrom }
+                .map { Self.view(key: $0.key, friend: $0.value, cached: try cache.get($0.key)) }
+        }.sorted { ($0.name, $0.id) < ($1.name, $1.id) }
+    }
+
+    static func view(key: Ed25519PublicKey, friend: FriendRecord, cached: CachedLocation?) -> FriendLocation {
+        let id = key.base64URL
+        return FriendLocation(id: id, name: friend.name, location: cached?.location, updated: cached?.updated,
+                              fetchedAt: cached?.fetchedAt, authenticity: cached?.authenticity, markerColor: MarkerColor(id: id).hex)
+    }
+}
