@@ -33,20 +33,7 @@ public enum AES256GCM {
     ///   ``CryptoError/invalidNonceLength(expected:actual:)``, ``CryptoError/invalidParameter(_:)``
     ///   (plaintext too long), ``CryptoError/unsupportedHardware``.
     public static func seal(_ plaintext: [UInt8], key: SecretBytes, nonce: [UInt8], associatedData: [UInt8] = []) throws -> [UInt8] {
-        try checkArguments(keyCount: key.count, nonceCount: nonce.count, plaintextCount: plaintext.count)
-        var out = [UInt8](repeating: 0, count: plaintext.count + tagByteCount)
-        key.withUnsafeBytes { k in
-            plaintext.withUnsafeBytes { m in
-                nonce.withUnsafeBytes { n in
-                    associatedData.withUnsafeBytes { ad in
-                        out.withUnsafeMutableBytes { c in
-                            sealRaw(m, key: k, nonce: n, associatedData: ad, into: c)
-                        }
-                    }
-                }
-            }
-        }
-        return out
+        try plaintext.withUnsafeBytes { try seal(bytes: $0, key: key, nonce: nonce, associatedData: associatedData) }
     }
 
     /// Verifies and decrypts `sealed` (ciphertext ‖ tag).
@@ -55,58 +42,63 @@ public enum AES256GCM {
     ///   bit in ciphertext, tag, nonce or associated data, or the wrong key);
     ///   ``CryptoError/ciphertextTooShort(minimum:actual:)``; the argument errors of ``seal(_:key:nonce:associatedData:)``.
     public static func open(_ sealed: [UInt8], key: SecretBytes, nonce: [UInt8], associatedData: [UInt8] = []) throws -> [UInt8] {
-        try checkArguments(keyCount: key.count, nonceCount: nonce.count, plaintextCount: 0)
-        guard sealed.count >= tagByteCount else { throw CryptoError.ciphertextTooShort(minimum: tagByteCount, actual: sealed.count) }
-        var out = [UInt8](repeating: 0, count: sealed.count - tagByteCount)
-        let ok = key.withUnsafeBytes { k in
-            sealed.withUnsafeBytes { c in
-                nonce.withUnsafeBytes { n in
-                    associatedData.withUnsafeBytes { ad in
-                        out.withUnsafeMutableBytes { m in
-                            openRaw(c, key: k, nonce: n, associatedData: ad, into: m)
-                        }
-                    }
-                }
-            }
+        var out: [UInt8] = []
+        try open(sealed, key: key, nonce: nonce, associatedData: associatedData) { count, fill in
+            out = [UInt8](repeating: 0, count: count)
+            return out.withUnsafeMutableBytes { fill($0) }
         }
-        guard ok else { throw CryptoError.authenticationFailed }
         return out
     }
 
     /// Seals secret plaintext (a seed, a keychain table) without copying it into an array that
     /// cannot be wiped. Same layout and errors as ``seal(_:key:nonce:associatedData:)``.
     public static func seal(secret plaintext: SecretBytes, key: SecretBytes, nonce: [UInt8], associatedData: [UInt8] = []) throws -> [UInt8] {
+        try plaintext.withUnsafeBytes { try seal(bytes: $0, key: key, nonce: nonce, associatedData: associatedData) }
+    }
+
+    /// Opens into wiped memory, for plaintexts that are secrets. Same errors as
+    /// ``open(_:key:nonce:associatedData:)``.
+    public static func openSecret(_ sealed: [UInt8], key: SecretBytes, nonce: [UInt8], associatedData: [UInt8] = []) throws -> SecretBytes {
+        var plaintext = SecretBytes(count: 0) { _ in }
+        try open(sealed, key: key, nonce: nonce, associatedData: associatedData) { count, fill in
+            var ok = false
+            plaintext = SecretBytes(count: count) { ok = fill($0) }
+            return ok
+        }
+        return plaintext
+    }
+
+    /// The checked seal behind the public variants.
+    static func seal(bytes plaintext: UnsafeRawBufferPointer, key: SecretBytes, nonce: [UInt8], associatedData: [UInt8]) throws -> [UInt8] {
         try checkArguments(keyCount: key.count, nonceCount: nonce.count, plaintextCount: plaintext.count)
         var out = [UInt8](repeating: 0, count: plaintext.count + tagByteCount)
         key.withUnsafeBytes { k in
-            plaintext.withUnsafeBytes { m in
-                nonce.withUnsafeBytes { n in
-                    associatedData.withUnsafeBytes { ad in
-                        out.withUnsafeMutableBytes { c in sealRaw(m, key: k, nonce: n, associatedData: ad, into: c) }
-                    }
+            nonce.withUnsafeBytes { n in
+                associatedData.withUnsafeBytes { ad in
+                    out.withUnsafeMutableBytes { c in sealRaw(plaintext, key: k, nonce: n, associatedData: ad, into: c) }
                 }
             }
         }
         return out
     }
 
-    /// Opens into wiped memory, for plaintexts that are secrets. Same errors as
-    /// ``open(_:key:nonce:associatedData:)``.
-    public static func openSecret(_ sealed: [UInt8], key: SecretBytes, nonce: [UInt8], associatedData: [UInt8] = []) throws -> SecretBytes {
+    /// The checked open behind the public variants: `output` gets the plaintext length and a
+    /// function that decrypts into a buffer of that length (returning whether the tag verified),
+    /// so each caller chooses where the plaintext lives.
+    static func open(_ sealed: [UInt8], key: SecretBytes, nonce: [UInt8], associatedData: [UInt8],
+                     output: (Int, (UnsafeMutableRawBufferPointer) -> Bool) -> Bool) throws {
         try checkArguments(keyCount: key.count, nonceCount: nonce.count, plaintextCount: 0)
         guard sealed.count >= tagByteCount else { throw CryptoError.ciphertextTooShort(minimum: tagByteCount, actual: sealed.count) }
-        var ok = false
-        let plaintext = SecretBytes(count: sealed.count - tagByteCount) { m in
-            ok = key.withUnsafeBytes { k in
-                sealed.withUnsafeBytes { c in
-                    nonce.withUnsafeBytes { n in
-                        associatedData.withUnsafeBytes { ad in openRaw(c, key: k, nonce: n, associatedData: ad, into: m) }
+        let ok = key.withUnsafeBytes { k in
+            sealed.withUnsafeBytes { c in
+                nonce.withUnsafeBytes { n in
+                    associatedData.withUnsafeBytes { ad in
+                        output(sealed.count - tagByteCount) { m in openRaw(c, key: k, nonce: n, associatedData: ad, into: m) }
                     }
                 }
             }
         }
         guard ok else { throw CryptoError.authenticationFailed }
-        return plaintext
     }
 
     static func checkArguments(keyCount: Int, nonceCount: Int, plaintextCount: Int) throws {

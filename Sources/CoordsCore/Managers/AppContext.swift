@@ -63,6 +63,17 @@ struct Reconciler<Message: Sendable>: Sendable {
     let sender: Sender<Message>
     let logger: Logger
     let manager: String
+    /// Builds the manager's `errorOccurred(code:message:)` message.
+    let errorMessage: @Sendable (Int32, String) -> Message
+
+    /// Runs a dispatched action; a failure becomes an `errorOccurred` message instead of a throw.
+    func reportingFailure(_ action: () throws -> Void) {
+        do {
+            try action()
+        } catch {
+            send(errorMessage((error as? any CoordsCoreError)?.code ?? 0, "\(error)"))
+        }
+    }
 
     /// Runs `body` in a write transaction; its messages go out after the commit (none if it throws).
     /// `body` may run more than once when the store grows; messages of an aborted attempt are discarded.

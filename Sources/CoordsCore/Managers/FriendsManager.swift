@@ -56,13 +56,13 @@ public actor FriendsManager {
 
     init(context: AppContext, channel: (sender: Sender<FriendsManagerReconcileMessage>, receiver: Receiver<FriendsManagerReconcileMessage>)) {
         self.context = context
-        reconciler = Reconciler(sender: channel.sender, logger: context.logger, manager: "friends")
+        reconciler = Reconciler(sender: channel.sender, logger: context.logger, manager: "friends") { .errorOccurred(code: $0, message: $1) }
         updates = channel.receiver
     }
 
     /// Performs `action`; a failure is reported as ``FriendsManagerReconcileMessage/errorOccurred(code:message:)``.
     public func dispatch(_ action: FriendsManagerAction) {
-        do {
+        reconciler.reportingFailure {
             switch action {
             case .addLink(let link): _ = try add(link: link)
             case .add(let id, let server, let name, let share, let fetch): _ = try add(id: id, server: server, name: name, shareWith: share, fetchFrom: fetch)
@@ -70,8 +70,6 @@ public actor FriendsManager {
             case .setTrust(let id, let trust): _ = try setTrust(id: id, trust)
             case .remove(let id): try remove(id: id)
             }
-        } catch {
-            reconciler.send(.errorOccurred(code: (error as? any CoordsCoreError)?.code ?? 0, message: "\(error)"))
         }
     }
 

@@ -94,13 +94,13 @@ public actor LocationManager {
 
     init(context: AppContext, channel: (sender: Sender<LocationManagerReconcileMessage>, receiver: Receiver<LocationManagerReconcileMessage>)) {
         self.context = context
-        reconciler = Reconciler(sender: channel.sender, logger: context.logger, manager: "location")
+        reconciler = Reconciler(sender: channel.sender, logger: context.logger, manager: "location") { .errorOccurred(code: $0, message: $1) }
         updates = channel.receiver
     }
 
     /// Performs `action`; a failure is reported as ``LocationManagerReconcileMessage/errorOccurred(code:message:)``.
     public func dispatch(_ action: LocationManagerAction) {
-        do {
+        reconciler.reportingFailure {
             switch action {
             case .prepareUpload(let fix): _ = try prepareUpload(fix)
             case .markUploadSucceeded(let fix): try markUploadSucceeded(fixTimestamp: fix)
@@ -108,8 +108,6 @@ public actor LocationManager {
             case .prepareFetches: _ = try prepareFetches()
             case .processFetchResponse(let body): _ = try processFetchResponse(body)
             }
-        } catch {
-            reconciler.send(.errorOccurred(code: (error as? any CoordsCoreError)?.code ?? 0, message: "\(error)"))
         }
     }
 

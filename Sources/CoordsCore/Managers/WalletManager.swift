@@ -39,21 +39,19 @@ public actor WalletManager {
 
     init(context: AppContext, channel: (sender: Sender<WalletManagerReconcileMessage>, receiver: Receiver<WalletManagerReconcileMessage>)) {
         self.context = context
-        reconciler = Reconciler(sender: channel.sender, logger: context.logger, manager: "wallet")
+        reconciler = Reconciler(sender: channel.sender, logger: context.logger, manager: "wallet") { .errorOccurred(code: $0, message: $1) }
         updates = channel.receiver
     }
 
     /// Performs `action`; a failure is reported as ``WalletManagerReconcileMessage/errorOccurred(code:message:)``.
     public func dispatch(_ action: WalletManagerAction) {
-        do {
+        reconciler.reportingFailure {
             switch action {
             case .createIdentity(let name, let server): _ = try createIdentity(name: name, server: server)
             case .importSeed(let seed, let name, let server): _ = try importSeed(seed, name: name, server: server)
             case .importBackup(let data, let passphrase): _ = try importBackup(data, passphrase: passphrase)
             case .setProfile(let name, let server): try setProfile(name: name, server: server)
             }
-        } catch {
-            reconciler.send(.errorOccurred(code: (error as? any CoordsCoreError)?.code ?? 0, message: "\(error)"))
         }
     }
 

@@ -237,12 +237,24 @@ struct TableAccess<Key: StoreKey, Value: StoreValue> {
     }
 }
 
-/// A table opened in a ``ReadTransaction``: reads only. Not copyable; valid inside the closure.
-public struct ReadOnlyTable<Key: StoreKey, Value: StoreValue>: ~Copyable {
+/// Marks a table handle opened in a ``ReadTransaction``.
+public enum ReadOnlyAccess {}
+/// Marks a table handle opened in a ``WriteTransaction``.
+public enum ReadWriteAccess {}
+
+/// A table opened in a read transaction: reads only. Not copyable; valid inside the closure.
+public typealias ReadOnlyTable<Key: StoreKey, Value: StoreValue> = TableHandle<Key, Value, ReadOnlyAccess>
+/// A table opened in the write transaction: reads and writes. Not copyable; valid inside the closure.
+public typealias Table<Key: StoreKey, Value: StoreValue> = TableHandle<Key, Value, ReadWriteAccess>
+
+/// A typed table inside one transaction. `Access` is ``ReadOnlyAccess`` or ``ReadWriteAccess``;
+/// the mutating operations exist only for the latter.
+public struct TableHandle<Key: StoreKey, Value: StoreValue, Access>: ~Copyable {
     let access: TableAccess<Key, Value>
 
     /// The value for `key`, or nil.
-    /// - Throws: ``StoreError/invalidKeySize(size:maximum:)``, ``StoreError/decodingFailed(table:type:reason:)``, LMDB failures.
+    /// - Throws: ``StoreError/invalidKeySize(size:maximum:)``, ``StoreError/decodingFailed(table:type:reason:)``,
+    ///   ``StoreError/transactionClosed``, LMDB failures.
     public func get(_ key: Key) throws -> Value? { try access.get(key) }
     /// Whether `key` has a value.
     public func contains(_ key: Key) throws -> Bool { try access.contains(key) }
@@ -271,10 +283,7 @@ public struct ReadOnlyTable<Key: StoreKey, Value: StoreValue>: ~Copyable {
     }
 }
 
-/// A table opened in a ``WriteTransaction``: reads and writes. Not copyable; valid inside the closure.
-public struct Table<Key: StoreKey, Value: StoreValue>: ~Copyable {
-    let access: TableAccess<Key, Value>
-
+extension TableHandle where Access == ReadWriteAccess {
     /// Stores `value` under `key`, returning the value it replaced (nil if none).
     /// - Throws: ``StoreError/invalidKeySize(size:maximum:)``, ``StoreError/encodingFailed(type:reason:)``,
     ///   ``StoreError/mapFull(mapSize:maximumMapSize:)`` (after growth failed), LMDB failures.
@@ -291,31 +300,4 @@ public struct Table<Key: StoreKey, Value: StoreValue>: ~Copyable {
     public func remove(_ key: Key) throws -> Value? { try access.remove(key) }
     /// Removes every entry (the table stays declared).
     public func removeAll() throws { try access.removeAll() }
-
-    /// See ``ReadOnlyTable/get(_:)``.
-    public func get(_ key: Key) throws -> Value? { try access.get(key) }
-    /// See ``ReadOnlyTable/contains(_:)``.
-    public func contains(_ key: Key) throws -> Bool { try access.contains(key) }
-    /// See ``ReadOnlyTable/count()``.
-    public func count() throws -> Int { try access.count() }
-    /// See ``ReadOnlyTable/first()``.
-    public func first() throws -> (key: Key, value: Value)? { try access.entries(from: nil, to: nil, prefix: nil, reverse: false, limit: 1).first }
-    /// See ``ReadOnlyTable/last()``.
-    public func last() throws -> (key: Key, value: Value)? { try access.entries(from: nil, to: nil, prefix: nil, reverse: true, limit: 1).first }
-    /// See ``ReadOnlyTable/forEach(from:to:reverse:_:)``.
-    public func forEach(from: Key? = nil, to: Key? = nil, reverse: Bool = false, _ body: (Key, Value) throws -> Bool) throws {
-        try access.forEach(from: from, to: to, prefix: nil, reverse: reverse, body)
-    }
-    /// See ``ReadOnlyTable/forEach(prefix:reverse:_:)``.
-    public func forEach(prefix: Key, reverse: Bool = false, _ body: (Key, Value) throws -> Bool) throws {
-        try access.forEach(from: nil, to: nil, prefix: prefix, reverse: reverse, body)
-    }
-    /// See ``ReadOnlyTable/entries(from:to:reverse:limit:)``.
-    public func entries(from: Key? = nil, to: Key? = nil, reverse: Bool = false, limit: Int? = nil) throws -> [(key: Key, value: Value)] {
-        try access.entries(from: from, to: to, prefix: nil, reverse: reverse, limit: limit)
-    }
-    /// See ``ReadOnlyTable/entries(prefix:reverse:limit:)``.
-    public func entries(prefix: Key, reverse: Bool = false, limit: Int? = nil) throws -> [(key: Key, value: Value)] {
-        try access.entries(from: nil, to: nil, prefix: prefix, reverse: reverse, limit: limit)
-    }
 }

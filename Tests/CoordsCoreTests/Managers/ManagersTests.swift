@@ -365,7 +365,7 @@ struct Trio {
         struct Abort: Error {}
         let store = try TemporaryStore(schema: AppSchema.current)
         let (sender, receiver) = Channel.bounded(8, of: String.self)
-        let reconciler = Reconciler(sender: sender, logger: .init(label: "test"), manager: "test")
+        let reconciler = Reconciler(sender: sender, logger: .init(label: "test"), manager: "test") { code, message in "error \(code): \(message)" }
         #expect(throws: Abort.self) {
             try reconciler.write(store.db) { tx, messages in
                 try tx.open(Tables.settings).put("k", "v")
