@@ -1,15 +1,22 @@
 # CoordsCore — build and test entry points. `make test` is what CI runs (.ci/run).
 SWIFT ?= swift
 SWIFT_TEST_FLAGS ?=
+CC ?= cc
+CFLAGS_STRICT := -std=c99 -Wall -Wextra -Werror -pedantic -Iinclude
+LIB_DIR := .build/debug
+PORTABLE_DIR := .build-static/release
+SWIFT_STATIC_LIBS := $(shell dirname "$$(readlink -f "$$(command -v $(SWIFT))")")/../lib/swift_static/linux
 
-.PHONY: all deps build test test-swift test-tsan clean help
+.PHONY: all deps build lib lib-portable test test-swift test-tsan test-abi test-c test-python test-portable example-c clean help
 
 all: build
 
 help:
 	@echo "make deps    install missing system packages (libsodium-dev, liblmdb-dev, pkg-config) with apt-get"
 	@echo "make build   build the library and tools (debug)"
-	@echo "make test    everything CI checks: Swift tests, channel tests under ThreadSanitizer (runs deps first)"
+	@echo "make lib     build libcoordscore.so (the C ABI) into $(LIB_DIR)"
+	@echo "make lib-portable  libcoordscore.so with the Swift runtime linked in, into $(PORTABLE_DIR)"
+	@echo "make test    everything CI checks: Swift tests, ThreadSanitizer, ABI check, C and Python suites"
 	@echo "make clean   remove build output"
 
 deps:
@@ -18,7 +25,16 @@ deps:
 build: deps
 	$(SWIFT) build
 
-test: deps test-swift test-tsan
+lib: deps
+	$(SWIFT) build --product coordscore
+
+# A libcoordscore.so that runs on machines without the Swift toolchain (needs only libsodium,
+# liblmdb and the C/C++ runtimes): the Swift runtime and FoundationEssentials are linked in.
+lib-portable: deps
+	$(SWIFT) build -c release --product coordscore --scratch-path .build-static \
+		-Xswiftc -static-stdlib -Xlinker -L$(SWIFT_STATIC_LIBS)
+
+test: deps test-swift test-tsan test-abi test-c test-python test-portable
 
 test-swift:
 	$(SWIFT) test $(SWIFT_TEST_FLAGS)
@@ -27,6 +43,30 @@ test-swift:
 # normal build stays cached.
 test-tsan:
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'ChannelStressTests|ChannelConformanceTests'
+
+test-abi: lib
+	scripts/check-abi.sh $(LIB_DIR)/libcoordscore.so
+
+test-c: lib
+	@mkdir -p .build/c
+	$(CC) $(CFLAGS_STRICT) bindings-c/smoke_test.c -L$(LIB_DIR) -lcoordscore -lpthread -Wl,-rpath,$(CURDIR)/$(LIB_DIR) -o .build/c/smoke_test
+	.build/c/smoke_test
+	$(MAKE) --no-print-directory example-c
+
+example-c: lib
+	@mkdir -p .build/c
+	$(CC) $(CFLAGS_STRICT) bindings-c/example.c -L$(LIB_DIR) -lcoordscore -Wl,-rpath,$(CURDIR)/$(LIB_DIR) -o .build/c/example
+	.build/c/example
+
+test-python: lib
+	COORDSCORE_LIB=$(CURDIR)/$(LIB_DIR)/libcoordscore.so python3 -m pytest -q tests/python
+
+# The portable library: no Swift runtime dependency, and the Python suite passes against it.
+test-portable: lib-portable
+	@if ldd $(PORTABLE_DIR)/libcoordscore.so | grep -q swift; then \
+		echo "test-portable: $(PORTABLE_DIR)/libcoordscore.so still needs the Swift runtime" >&2; exit 1; fi
+	scripts/check-abi.sh $(PORTABLE_DIR)/libcoordscore.so
+	COORDSCORE_LIB=$(CURDIR)/$(PORTABLE_DIR)/libcoordscore.so python3 -m pytest -q tests/python
 
 clean:
 	rm -rf .build .build-* .build_*

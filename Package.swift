@@ -5,6 +5,8 @@ let package = Package(
     name: "CoordsCore",
     products: [
         .library(name: "CoordsCore", targets: ["CoordsCore"]),
+        // libcoordscore.so: the C ABI (include/coordscore.h).
+        .library(name: "coordscore", type: .dynamic, targets: ["CoordsFFI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -23,6 +25,11 @@ let package = Package(
         .target(
             name: "CoordsCore",
             dependencies: ["CSodium", "CLMDB", .product(name: "Logging", package: "swift-log")]
+        ),
+        .systemLibrary(name: "CCoordsABI", path: "Sources/CCoordsABI"),
+        .target(
+            name: "CoordsFFI",
+            dependencies: ["CoordsCore", "CCoordsABI"]
         ),
         .executableTarget(
             name: "StoreCrashChild",

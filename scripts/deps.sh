@@ -17,8 +17,17 @@ packages_for_missing() {
     echo "${missing[@]:-}"
 }
 
+# pytest for the Python ctypes suite (PyPI), installed for the current user when missing.
+ensure_pytest() {
+    if ! python3 -c "import pytest" >/dev/null 2>&1; then
+        echo "deps: pytest missing — installing with pip"
+        python3 -m pip install --quiet pytest || { echo "deps: error: pip could not install pytest" >&2; exit 1; }
+    fi
+}
+
 missing=$(packages_for_missing)
 if [ -z "$missing" ]; then
+    ensure_pytest
     echo "deps: ok (libsodium $(pkg-config --modversion libsodium), lmdb $(pkg-config --modversion lmdb))"
     exit 0
 fi
@@ -45,4 +54,5 @@ if [ -n "$still" ]; then
     echo "deps: error: still missing after apt-get install: $still" >&2
     exit 1
 fi
+ensure_pytest
 echo "deps: installed $missing (libsodium $(pkg-config --modversion libsodium), lmdb $(pkg-config --modversion lmdb))"

@@ -22,6 +22,11 @@ final class AppContext: Sendable {
         self.logger = logger
         self.backupParameters = backupParameters
     }
+
+    /// Whether strict mode (§6) is on.
+    func isStrictMode() throws -> Bool {
+        try database.read { tx in try tx.open(Tables.settings).get(SettingKey.strictMode) } == "true"
+    }
 }
 
 /// The loaded identity: signing key and its X25519 form (derived once).

@@ -213,7 +213,7 @@ public actor LocationManager {
     ///   ``WireError/unexpectedJSON(_:)`` when the body is not a fetch response, store errors.
     public func processFetchResponse(_ body: [UInt8]) throws -> FetchOutcome {
         let identity = try context.identity.get()
-        let strict = try context.database.read { tx in try tx.open(Tables.settings).get(SettingKey.strictMode) } == "true"
+        let strict = try context.isStrictMode()
         let entries = try RelayAPI.processFetchResponse(body, reader: identity.x25519, options: .init(requireSignatures: strict))
         let now = context.clock.now()
         return try reconciler.write(context.database) { tx, messages in

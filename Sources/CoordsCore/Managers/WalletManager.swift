@@ -10,6 +10,7 @@ public enum WalletManagerAction: Sendable {
     case importSeed(SecretBytes, name: String, server: String)
     case importBackup([UInt8], passphrase: String)
     case setProfile(name: String?, server: String?)
+    case setStrictMode(Bool)
 }
 
 /// What the wallet tells the host, after the fact.
@@ -18,6 +19,7 @@ public enum WalletManagerReconcileMessage: Sendable, Equatable {
     case identityImported(id: String)
     case backupRestored(id: String, friendCount: Int)
     case profileChanged(name: String, server: String)
+    case strictModeChanged(Bool)
     case errorOccurred(code: Int32, message: String)
 }
 
@@ -51,6 +53,7 @@ public actor WalletManager {
             case .importSeed(let seed, let name, let server): _ = try importSeed(seed, name: name, server: server)
             case .importBackup(let data, let passphrase): _ = try importBackup(data, passphrase: passphrase)
             case .setProfile(let name, let server): try setProfile(name: name, server: server)
+            case .setStrictMode(let strict): try setStrictMode(strict)
             }
         }
     }
@@ -90,6 +93,16 @@ public actor WalletManager {
         if let server { try Self.validate(server: server) }
         let current = try? profile()
         try storeProfile(name: name ?? current?.name ?? "", server: server ?? current?.server ?? "") { _ in }
+    }
+
+    /// Strict mode refuses fetched entries the relay did not signature-stamp (PROTOCOL.md §6):
+    /// safer against a malicious relay, but a reference relay's entries are then all refused.
+    /// - Throws: store errors.
+    public func setStrictMode(_ strict: Bool) throws {
+        try reconciler.write(context.database) { tx, messages in
+            try tx.open(Tables.settings).put(SettingKey.strictMode, strict ? "true" : "false")
+            messages.append(.strictModeChanged(strict))
+        }
     }
 
     private func install(_ signing: Ed25519SigningKey) throws -> String {
@@ -134,6 +147,10 @@ public actor WalletManager {
             return Profile(name: try settings.get(SettingKey.name) ?? "", server: try settings.get(SettingKey.server) ?? "")
         }
     }
+
+    /// Whether strict mode is on (see ``setStrictMode(_:)``).
+    /// - Throws: store errors.
+    public nonisolated func isStrictMode() throws -> Bool { try context.isStrictMode() }
 
     /// The user's own friend link (`coord://…`), to share with friends.
     /// - Throws: ``WalletManagerError/noIdentity``, ``WalletManagerError/noServer``.

@@ -120,7 +120,8 @@ struct Trio {
         let lenient = try await t.bob.fetch(via: t.relay)
         #expect(lenient.updated.first?.authenticity == .unverified)
 
-        try t.bob.app.context.database.write { tx in try tx.open(Tables.settings).put(SettingKey.strictMode, "true") }
+        try await t.bob.app.wallet.setStrictMode(true)
+        #expect(try t.bob.app.wallet.isStrictMode())
         try await t.alice.share(try fix(2, 2, at: t.alice.clock.milliseconds + 1000), via: t.relay)
         let strict = try await t.bob.fetch(via: t.relay)
         #expect(strict.updated.isEmpty)

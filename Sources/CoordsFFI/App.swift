@@ -1,0 +1,400 @@
+// Exports for CoordsApp handles (see include/coordscore.h for each contract).
+import CCoordsABI
+import CoordsCore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// An open app as the C ABI holds it, with its optional update-callback thread.
+final class AppHandle: Sendable {
+    let app: CoordsCore.CoordsApp
+    let callback = Mutex<CallbackRunner?>(nil)
+    init(app: CoordsCore.CoordsApp) { self.app = app }
+
+    /// Stops the callback thread (joining it unless called from it).
+    func stopCallback() {
+        callback.withLock { $0 }.map { $0.stop() }
+        callback.withLock { $0 = nil }
+    }
+}
+
+let apps = HandleTable<AppHandle>(kind: 0xA)
+
+/// Parses an Argon2id cost option: a preset name or {"ops_limit","mem_limit"}.
+private func cost(_ value: JSONValue?, default fallback: Argon2id.Parameters) throws -> Argon2id.Parameters {
+    guard let value else { return fallback }
+    switch value.stringValue {
+    case "minimum": return .minimum
+    case "interactive": return .interactive
+    case "moderate": return .moderate
+    case nil:
+        guard let object = value.objectValue, let ops = object["ops_limit"]?.uint64Value, let mem = object["mem_limit"]?.uint64Value else {
+            throw FFIError.invalid("a cost is \"minimum\", \"interactive\", \"moderate\" or {\"ops_limit\": n, \"mem_limit\": n}")
+        }
+        return Argon2id.Parameters(opsLimit: ops, memLimitBytes: mem)
+    default: throw FFIError.invalid("unknown cost preset \(value.serializedString)")
+    }
+}
+
+/// Reads the options JSON of coords_app_open*. `keychain` overrides the file keychain.
+private func options(_ json: UnsafePointer<CChar>?, keychain: (any Keychain)?) throws -> CoordsCore.CoordsApp.Options {
+    let object = json == nil ? JSONObject() : try Argument.json(json, "options_json").objectValue
+    guard let object else { throw FFIError.invalid("options_json must be a JSON object") }
+    let known: Set<String> = ["passphrase", "key_base64", "keychain_cost", "backup_cost", "update_capacity", "durability"]
+    if let unknown = object.keys.first(where: { !known.contains($0) }) { throw FFIError.invalid("unknown option \"\(unknown)\"") }
+    let choice: CoordsCore.CoordsApp.KeychainChoice
+    if let keychain {
+        choice = .custom(keychain)
+    } else if let passphrase = object["passphrase"]?.stringValue {
+        choice = .file(.passphrase(passphrase))
+    } else if let key = object["key_base64"]?.stringValue {
+        guard let bytes = try? Base64.decode(key, variant: .standard, field: "key_base64"), bytes.count == 32 else {
+            throw FFIError.invalid("key_base64 must be 32 bytes in standard base64")
+        }
+        choice = .file(.key(SecretBytes(copying: bytes)))
+    } else {
+        throw FFIError.invalid("options_json needs \"passphrase\" or \"key_base64\" to seal the keychain")
+    }
+    var options = CoordsCore.CoordsApp.Options(keychain: choice)
+    options.keychainParameters = try cost(object["keychain_cost"], default: .interactive)
+    options.backupParameters = try cost(object["backup_cost"], default: .moderate)
+    if let capacity = object["update_capacity"] {
+        guard let n = capacity.uint64Value, n >= 1, n <= 1_000_000 else { throw FFIError.invalid("update_capacity must be 1…1000000") }
+        options.updateCapacity = Int(n)
+    }
+    switch object["durability"]?.stringValue {
+    case nil, "durable": options.store.durability = .durable
+    case "no_meta_sync": options.store.durability = .noMetaSync
+    case "no_sync": options.store.durability = .noSync
+    default: throw FFIError.invalid("durability must be \"durable\", \"no_meta_sync\" or \"no_sync\"")
+    }
+    return options
+}
+
+private func open(_ directory: UnsafePointer<CChar>?, _ json: UnsafePointer<CChar>?, keychain: (any Keychain)?,
+                  _ out: UnsafeMutablePointer<OpaquePointer?>?) throws {
+    let out = try Argument.output(out, "app_out")
+    out.pointee = nil
+    let path = try Argument.string(directory, "data_dir")
+    guard !path.isEmpty else { throw FFIError.invalid("data_dir must not be empty") }
+    let app = try CoordsCore.CoordsApp.open(directory: path, options: try options(json, keychain: keychain))
+    out.pointee = apps.insert(AppHandle(app: app))
+}
+
+@_cdecl("coords_app_open")
+public func ffiAppOpen(_ directory: UnsafePointer<CChar>?, _ json: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
+                       _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) { try open(directory, json, keychain: nil, out) }
+}
+
+@_cdecl("coords_app_open_with_keychain")
+public func ffiAppOpenWithKeychain(_ directory: UnsafePointer<CChar>?, _ json: UnsafePointer<CChar>?,
+                                   _ callbacks: UnsafePointer<CoordsKeychainCallbacks>?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
+                                   _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let table = try Argument.required(callbacks, "keychain").pointee
+        try open(directory, json, keychain: try HostKeychain(table), out)
+    }
+}
+
+@_cdecl("coords_app_close")
+public func ffiAppClose(_ handle: OpaquePointer?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        guard handle != nil else { return }
+        let app = try apps.remove(handle)
+        app.stopCallback()
+        app.app.close()
+    }
+}
+
+@_cdecl("coords_app_next_update")
+public func ffiAppNextUpdate(_ handle: OpaquePointer?, _ timeoutMilliseconds: Int64, _ messageOut: UnsafeMutablePointer<CoordsBuffer>?,
+                             _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(messageOut, "message_json_out")
+        let app = try apps.get(handle).app
+        switch app.nextUpdate(timeout: timeoutMilliseconds < 0 ? nil : .milliseconds(timeoutMilliseconds)) {
+        case .update(let update): try Output.write(Record.update(update), to: out)
+        case .timedOut: throw ChannelError.timedOut
+        case .closed: throw ChannelError.disconnected
+        }
+    }
+}
+
+@_cdecl("coords_app_set_update_callback")
+public func ffiAppSetUpdateCallback(_ handle: OpaquePointer?, _ callback: CoordsUpdateCallback?, _ context: UnsafeMutableRawPointer?,
+                                    _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let app = try apps.get(handle)
+        app.stopCallback()
+        guard let callback else { return }
+        let runner = CallbackRunner(app: app.app, callback: callback, context: context)
+        try runner.start()
+        app.callback.withLock { $0 = runner }
+    }
+}
+
+// MARK: Wallet
+
+@_cdecl("coords_wallet_create_identity")
+public func ffiWalletCreateIdentity(_ handle: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ server: UnsafePointer<CChar>?,
+                                    _ idOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(idOut, "id_out")
+        let app = try apps.get(handle).app
+        let name = try Argument.string(name, "name"), server = try Argument.string(server, "server")
+        try Output.write(try blocking { try await app.wallet.createIdentity(name: name, server: server) }, to: out)
+    }
+}
+
+@_cdecl("coords_wallet_import_seed")
+public func ffiWalletImportSeed(_ handle: OpaquePointer?, _ seed: UnsafePointer<UInt8>?, _ name: UnsafePointer<CChar>?,
+                                _ server: UnsafePointer<CChar>?, _ idOut: UnsafeMutablePointer<CoordsBuffer>?,
+                                _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(idOut, "id_out")
+        let app = try apps.get(handle).app
+        let seed = try Argument.identity(seed).seed
+        let name = try Argument.string(name, "name"), server = try Argument.string(server, "server")
+        try Output.write(try blocking { try await app.wallet.importSeed(seed, name: name, server: server) }, to: out)
+    }
+}
+
+@_cdecl("coords_wallet_set_profile")
+public func ffiWalletSetProfile(_ handle: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ server: UnsafePointer<CChar>?,
+                                _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let app = try apps.get(handle).app
+        let name = try Argument.optionalString(name, "name"), server = try Argument.optionalString(server, "server")
+        try blocking { try await app.wallet.setProfile(name: name, server: server) }
+    }
+}
+
+@_cdecl("coords_wallet_set_strict_mode")
+public func ffiWalletSetStrictMode(_ handle: OpaquePointer?, _ strict: Bool, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let app = try apps.get(handle).app
+        try blocking { try await app.wallet.setStrictMode(strict) }
+    }
+}
+
+@_cdecl("coords_wallet_info")
+public func ffiWalletInfo(_ handle: OpaquePointer?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
+                          _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(jsonOut, "json_out")
+        let wallet = try apps.get(handle).app.wallet
+        let profile = try wallet.profile()
+        try Output.write(.object([
+            "has_identity": .bool(wallet.hasIdentity),
+            "id": (try? wallet.id()).map { .string($0) } ?? .null,
+            "name": .string(profile.name),
+            "server": .string(profile.server),
+            "link": (try? wallet.friendLink()).map { .string($0) } ?? .null,
+            "strict_mode": .bool(try wallet.isStrictMode()),
+        ]), to: out)
+    }
+}
+
+@_cdecl("coords_wallet_public_key")
+public func ffiWalletPublicKey(_ handle: OpaquePointer?, _ publicOut: UnsafeMutablePointer<UInt8>?,
+                               _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.output(publicOut, "public_out")
+        Output.copy(try apps.get(handle).app.wallet.publicKey().rawRepresentation, to: out)
+    }
+}
+
+@_cdecl("coords_wallet_friend_link")
+public func ffiWalletFriendLink(_ handle: OpaquePointer?, _ linkOut: UnsafeMutablePointer<CoordsBuffer>?,
+                                _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(linkOut, "link_out")
+        try Output.write(try apps.get(handle).app.wallet.friendLink(), to: out)
+    }
+}
+
+@_cdecl("coords_wallet_safety_number")
+public func ffiWalletSafetyNumber(_ handle: OpaquePointer?, _ friend: UnsafePointer<UInt8>?, _ textOut: UnsafeMutablePointer<CoordsBuffer>?,
+                                  _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(textOut, "text_out")
+        let app = try apps.get(handle).app
+        try Output.write(try app.wallet.safetyNumber(with: try Argument.publicKey(friend, "friend_public")), to: out)
+    }
+}
+
+@_cdecl("coords_wallet_sign")
+public func ffiWalletSign(_ handle: OpaquePointer?, _ message: UnsafePointer<UInt8>?, _ length: Int,
+                          _ signatureOut: UnsafeMutablePointer<UInt8>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.output(signatureOut, "sig_out")
+        let app = try apps.get(handle).app
+        let bytes = try Argument.bytes(message, length, "msg", maximum: Int(COORDS_MAX_MESSAGE_BYTES))
+        Output.copy(try app.wallet.sign(bytes), to: out)
+    }
+}
+
+@_cdecl("coords_wallet_export_backup")
+public func ffiWalletExportBackup(_ handle: OpaquePointer?, _ passphrase: UnsafePointer<CChar>?,
+                                  _ backupOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(backupOut, "backup_out")
+        let app = try apps.get(handle).app
+        let passphrase = try Argument.string(passphrase, "passphrase")
+        try Output.write(try blocking { try await app.wallet.exportBackup(passphrase: passphrase) }, to: out)
+    }
+}
+
+@_cdecl("coords_wallet_import_backup")
+public func ffiWalletImportBackup(_ handle: OpaquePointer?, _ backup: UnsafePointer<UInt8>?, _ length: Int,
+                                  _ passphrase: UnsafePointer<CChar>?, _ idOut: UnsafeMutablePointer<CoordsBuffer>?,
+                                  _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(idOut, "id_out")
+        let app = try apps.get(handle).app
+        let bytes = try Argument.bytes(backup, length, "backup", maximum: Int(COORDS_MAX_BODY_BYTES))
+        let passphrase = try Argument.string(passphrase, "passphrase")
+        try Output.write(try blocking { try await app.wallet.importBackup(bytes, passphrase: passphrase) }, to: out)
+    }
+}
+
+// MARK: Friends
+
+@_cdecl("coords_friends_add_link")
+public func ffiFriendsAddLink(_ handle: OpaquePointer?, _ link: UnsafePointer<CChar>?, _ friendOut: UnsafeMutablePointer<CoordsBuffer>?,
+                              _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(friendOut, "friend_json_out")
+        let app = try apps.get(handle).app
+        let link = try Argument.string(link, "link")
+        try Output.write(Record.friend(try blocking { try await app.friends.add(link: link) }), to: out)
+    }
+}
+
+@_cdecl("coords_friends_add")
+public func ffiFriendsAdd(_ handle: OpaquePointer?, _ json: UnsafePointer<CChar>?, _ friendOut: UnsafeMutablePointer<CoordsBuffer>?,
+                          _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(friendOut, "friend_json_out")
+        let app = try apps.get(handle).app
+        guard let object = try Argument.json(json, "friend_json").objectValue, let id = object["id"]?.stringValue,
+              let server = object["server"]?.stringValue else {
+            throw FFIError.invalid("friend_json must be {\"id\", \"server\", \"name\"?, \"share_with\"?, \"fetch_from\"?}")
+        }
+        let name = object["name"]?.stringValue ?? ""
+        let share = object["share_with"]?.boolValue ?? true, fetch = object["fetch_from"]?.boolValue ?? true
+        try Output.write(Record.friend(try blocking {
+            try await app.friends.add(id: id, server: server, name: name, shareWith: share, fetchFrom: fetch)
+        }), to: out)
+    }
+}
+
+@_cdecl("coords_friends_update")
+public func ffiFriendsUpdate(_ handle: OpaquePointer?, _ id: UnsafePointer<CChar>?, _ json: UnsafePointer<CChar>?,
+                             _ friendOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(friendOut, "friend_json_out")
+        let app = try apps.get(handle).app
+        let id = try Argument.string(id, "id")
+        guard let changes = try Argument.json(json, "changes_json").objectValue else {
+            throw FFIError.invalid("changes_json must be an object")
+        }
+        let trust = try changes["trust"].map { value -> TrustState in
+            guard let trust = value.stringValue.flatMap(TrustState.init(rawValue:)) else {
+                throw FFIError.invalid("trust must be \"unverified\", \"verified\" or \"blocked\"")
+            }
+            return trust
+        }
+        let name = changes["name"]?.stringValue, share = changes["share_with"]?.boolValue, fetch = changes["fetch_from"]?.boolValue
+        let friend = try blocking { () async throws -> Friend in
+            var friend = try await app.friends.update(id: id, name: name, shareWith: share, fetchFrom: fetch)
+            if let trust { friend = try await app.friends.setTrust(id: id, trust) }
+            return friend
+        }
+        try Output.write(Record.friend(friend), to: out)
+    }
+}
+
+@_cdecl("coords_friends_remove")
+public func ffiFriendsRemove(_ handle: OpaquePointer?, _ id: UnsafePointer<CChar>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let app = try apps.get(handle).app
+        let id = try Argument.string(id, "id")
+        try blocking { try await app.friends.remove(id: id) }
+    }
+}
+
+@_cdecl("coords_friends_list")
+public func ffiFriendsList(_ handle: OpaquePointer?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
+                           _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(jsonOut, "json_out")
+        try Output.write(.array(try apps.get(handle).app.friends.list().map(Record.friend)), to: out)
+    }
+}
+
+// MARK: Location
+
+@_cdecl("coords_location_prepare_upload")
+public func ffiLocationPrepareUpload(_ handle: OpaquePointer?, _ fix: UnsafePointer<CoordsLocation>?,
+                                     _ uploadOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(uploadOut, "upload_json_out")
+        let app = try apps.get(handle).app
+        let location = try Argument.location(fix, "fix")
+        try Output.write(Record.upload(try blocking { try await app.location.prepareUpload(location) }), to: out)
+    }
+}
+
+@_cdecl("coords_location_mark_upload_succeeded")
+public func ffiLocationMarkUploadSucceeded(_ handle: OpaquePointer?, _ fixTimestamp: UInt64, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let app = try apps.get(handle).app
+        try blocking { try await app.location.markUploadSucceeded(fixTimestamp: fixTimestamp) }
+    }
+}
+
+@_cdecl("coords_location_mark_upload_failed")
+public func ffiLocationMarkUploadFailed(_ handle: OpaquePointer?, _ fixTimestamp: UInt64, _ reason: UnsafePointer<CChar>?,
+                                        _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let app = try apps.get(handle).app
+        let reason = try Argument.string(reason, "reason")
+        try blocking { await app.location.markUploadFailed(fixTimestamp: fixTimestamp, reason: reason) }
+    }
+}
+
+@_cdecl("coords_location_prepare_fetches")
+public func ffiLocationPrepareFetches(_ handle: OpaquePointer?, _ requestsOut: UnsafeMutablePointer<CoordsBuffer>?,
+                                      _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(requestsOut, "requests_json_out")
+        let app = try apps.get(handle).app
+        try Output.write(.array(try blocking { try await app.location.prepareFetches() }.map(Record.fetch)), to: out)
+    }
+}
+
+@_cdecl("coords_location_process_fetch_response")
+public func ffiLocationProcessFetchResponse(_ handle: OpaquePointer?, _ body: UnsafePointer<UInt8>?, _ length: Int,
+                                            _ outcomeOut: UnsafeMutablePointer<CoordsBuffer>?,
+                                            _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(outcomeOut, "outcome_json_out")
+        let app = try apps.get(handle).app
+        let bytes = try Argument.bytes(body, length, "body", maximum: Int(COORDS_MAX_BODY_BYTES))
+        try Output.write(Record.outcome(try blocking { try await app.location.processFetchResponse(bytes) }), to: out)
+    }
+}
+
+@_cdecl("coords_location_friend_locations")
+public func ffiLocationFriendLocations(_ handle: OpaquePointer?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
+                                       _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(jsonOut, "json_out")
+        try Output.write(.array(try apps.get(handle).app.location.friendLocations().map(Record.friendLocation)), to: out)
+    }
+}

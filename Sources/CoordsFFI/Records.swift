@@ -1,0 +1,120 @@
+// JSON shapes of the C ABI (docs/ABI.md): snake_case keys, ids as base64url, times as integers.
+import CCoordsABI
+import CoordsCore
+
+enum Record {
+    static func location(_ l: Location) -> JSONValue {
+        .object([
+            "latitude": .double(l.latitude), "longitude": .double(l.longitude), "altitude": .double(l.altitude),
+            "accuracy": .double(Double(l.accuracy)), "timestamp_ms": .integer(l.timestamp),
+        ])
+    }
+
+    static func cLocation(_ l: Location) -> CoordsLocation {
+        CoordsLocation(latitude: l.latitude, longitude: l.longitude, altitude: l.altitude, accuracy: l.accuracy, timestamp_ms: l.timestamp)
+    }
+
+    static func optional<T>(_ value: T?, _ transform: (T) -> JSONValue) -> JSONValue {
+        value.map(transform) ?? .null
+    }
+
+    static func error(_ error: any CoordsCoreError) -> JSONValue {
+        .object(["code": .number(String(error.code)), "message": .string(error.description)])
+    }
+
+    static func request(_ r: PreparedRequest) -> JSONValue { r.json }
+
+    static func fetch(_ f: RelayAPI.PreparedFetch) -> JSONValue {
+        var object = f.request.json.objectValue ?? JSONObject()
+        object["server"] = .string(f.server)
+        object["ids"] = .array(f.ids.map { .string($0) })
+        return .object(object)
+    }
+
+    static func fetchEntry(_ e: RelayAPI.FetchEntry) -> JSONValue {
+        .object([
+            "pubkey": .string(e.id),
+            "location": optional(e.location, location),
+            "updated": optional(e.updated) { .integer($0) },
+            "upload_timestamp": optional(e.uploadTimestamp) { .integer($0) },
+            "authenticity": .string(e.authenticity.rawValue),
+            "error": optional(e.error) { error($0) },
+        ])
+    }
+
+    static func friend(_ f: Friend) -> JSONValue {
+        .object([
+            "id": .string(f.id), "name": .string(f.name), "server": .string(f.server),
+            "share_with": .bool(f.shareWith), "fetch_from": .bool(f.fetchFrom), "added_at": .integer(f.addedAt),
+            "trust": .string(f.trust.rawValue), "marker_color": .string(f.markerColor),
+        ])
+    }
+
+    static func friendLocation(_ f: FriendLocation) -> JSONValue {
+        .object([
+            "id": .string(f.id), "name": .string(f.name), "location": optional(f.location, location),
+            "updated": optional(f.updated) { .integer($0) }, "fetched_at": optional(f.fetchedAt) { .integer($0) },
+            "authenticity": optional(f.authenticity) { .string($0.rawValue) }, "marker_color": .string(f.markerColor),
+        ])
+    }
+
+    static func upload(_ u: PreparedUpload) -> JSONValue {
+        .object([
+            "request": u.request.json, "fix_timestamp": .integer(u.fixTimestamp), "upload_timestamp": .integer(u.uploadTimestamp),
+            "recipient_count": .integer(UInt64(u.recipientCount)), "blob_size": .integer(UInt64(u.blobByteCount)),
+        ])
+    }
+
+    static func outcome(_ o: FetchOutcome) -> JSONValue {
+        .object([
+            "updated": .array(o.updated.map(friendLocation)),
+            "unchanged": .array(o.unchanged.map { .string($0) }),
+            "rejected": .array(o.rejected.map { .object(["id": .string($0.id), "error": error($0.error)]) }),
+            "ignored": .array(o.ignored.map { .string($0) }),
+        ])
+    }
+
+    static func update(_ update: AppUpdate) -> JSONValue {
+        var o = JSONObject()
+        func set(_ manager: String, _ type: String) {
+            o["manager"] = .string(manager)
+            o["type"] = .string(type)
+        }
+        func failure(_ code: Int32, _ message: String) {
+            o["code"] = .number(String(code))
+            o["message"] = .string(message)
+        }
+        switch update {
+        case .wallet(let m):
+            switch m {
+            case .identityCreated(let id): set("wallet", "identity_created"); o["id"] = .string(id)
+            case .identityImported(let id): set("wallet", "identity_imported"); o["id"] = .string(id)
+            case .backupRestored(let id, let count):
+                set("wallet", "backup_restored"); o["id"] = .string(id); o["friend_count"] = .integer(UInt64(count))
+            case .profileChanged(let name, let server): set("wallet", "profile_changed"); o["name"] = .string(name); o["server"] = .string(server)
+            case .strictModeChanged(let strict): set("wallet", "strict_mode_changed"); o["strict_mode"] = .bool(strict)
+            case .errorOccurred(let code, let message): set("wallet", "error_occurred"); failure(code, message)
+            }
+        case .friends(let m):
+            switch m {
+            case .friendAdded(let f): set("friends", "friend_added"); o["friend"] = friend(f)
+            case .friendUpdated(let f): set("friends", "friend_updated"); o["friend"] = friend(f)
+            case .friendRemoved(let id): set("friends", "friend_removed"); o["id"] = .string(id)
+            case .errorOccurred(let code, let message): set("friends", "error_occurred"); failure(code, message)
+            }
+        case .location(let m):
+            switch m {
+            case .uploadPrepared(let fix, let count):
+                set("location", "upload_prepared"); o["fix_timestamp"] = .integer(fix); o["recipient_count"] = .integer(UInt64(count))
+            case .uploadSucceeded(let fix): set("location", "upload_succeeded"); o["fix_timestamp"] = .integer(fix)
+            case .uploadFailed(let fix, let reason):
+                set("location", "upload_failed"); o["fix_timestamp"] = .integer(fix); o["reason"] = .string(reason)
+            case .fetchesPrepared(let count): set("location", "fetches_prepared"); o["request_count"] = .integer(UInt64(count))
+            case .locationsUpdated(let list): set("location", "locations_updated"); o["locations"] = .array(list.map(friendLocation))
+            case .entryRejected(let id, let code, let message): set("location", "entry_rejected"); o["id"] = .string(id); failure(code, message)
+            case .errorOccurred(let code, let message): set("location", "error_occurred"); failure(code, message)
+            }
+        }
+        return .object(o)
+    }
+}

@@ -1,0 +1,206 @@
+// Stateless exports (see include/coordscore.h for each contract).
+import CCoordsABI
+import CoordsCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The library version reported by coords_version() (static storage, never freed).
+nonisolated(unsafe) let libraryVersion: UnsafeMutablePointer<CChar>? = strdup("0.1.0")
+
+@_cdecl("coords_abi_version")
+public func ffiABIVersion() -> UInt32 { COORDS_ABI_VERSION }
+
+@_cdecl("coords_version")
+public func ffiVersion() -> UnsafePointer<CChar>? { UnsafePointer(libraryVersion) }
+
+@_cdecl("coords_error_free")
+public func ffiErrorFree(_ error: UnsafeMutablePointer<CoordsError>?) {
+    guard let error else { return }
+    free(error.pointee.message)
+    error.pointee.message = nil
+    error.pointee.code = COORDS_OK
+}
+
+@_cdecl("coords_buffer_free")
+public func ffiBufferFree(_ buffer: UnsafeMutablePointer<CoordsBuffer>?) {
+    guard let buffer else { return }
+    free(buffer.pointee.data)
+    buffer.pointee = CoordsBuffer(data: nil, len: 0)
+}
+
+@_cdecl("coords_identity_generate")
+public func ffiIdentityGenerate(_ seedOut: UnsafeMutablePointer<UInt8>?, _ publicOut: UnsafeMutablePointer<UInt8>?,
+                                _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let seedOut = try Argument.output(seedOut, "seed_out"), publicOut = try Argument.output(publicOut, "public_out")
+        let key = try Ed25519SigningKey.generate()
+        key.seed.withUnsafeBytes { seed in
+            if let base = seed.baseAddress { seedOut.update(from: base.assumingMemoryBound(to: UInt8.self), count: 32) }
+        }
+        Output.copy(key.publicKey.rawRepresentation, to: publicOut)
+    }
+}
+
+@_cdecl("coords_identity_public_from_seed")
+public func ffiIdentityPublicFromSeed(_ seed: UnsafePointer<UInt8>?, _ publicOut: UnsafeMutablePointer<UInt8>?,
+                                      _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let publicOut = try Argument.output(publicOut, "public_out")
+        Output.copy(try Argument.identity(seed).publicKey.rawRepresentation, to: publicOut)
+    }
+}
+
+@_cdecl("coords_sign")
+public func ffiSign(_ seed: UnsafePointer<UInt8>?, _ message: UnsafePointer<UInt8>?, _ length: Int,
+                    _ signatureOut: UnsafeMutablePointer<UInt8>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let signatureOut = try Argument.output(signatureOut, "sig_out")
+        let key = try Argument.identity(seed)
+        let bytes = try Argument.bytes(message, length, "msg", maximum: Int(COORDS_MAX_MESSAGE_BYTES))
+        Output.copy(key.signature(for: bytes), to: signatureOut)
+    }
+}
+
+@_cdecl("coords_verify")
+public func ffiVerify(_ publicKey: UnsafePointer<UInt8>?, _ message: UnsafePointer<UInt8>?, _ length: Int,
+                      _ signature: UnsafePointer<UInt8>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let keyBytes = try Argument.fixed(publicKey, 32, "public_key")
+        let signatureBytes = try Argument.fixed(signature, 64, "sig")
+        let bytes = try Argument.bytes(message, length, "msg", maximum: Int(COORDS_MAX_MESSAGE_BYTES))
+        guard let key = try? Ed25519PublicKey(rawRepresentation: keyBytes), key.isValidSignature(signatureBytes, for: bytes) else {
+            throw CryptoError.authenticationFailed
+        }
+    }
+}
+
+@_cdecl("coords_blob_seal")
+public func ffiBlobSeal(_ location: UnsafePointer<CoordsLocation>?, _ recipients: UnsafePointer<UInt8>?, _ count: Int,
+                        _ blobOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(blobOut, "blob_out")
+        let fix = try Argument.location(location, "location")
+        guard count >= 0, count <= Int(COORDS_MAX_RECIPIENTS) else {
+            throw WireError.tooManyRecipients(count: count, maximum: Int(COORDS_MAX_RECIPIENTS))
+        }
+        guard count > 0 else { throw WireError.noRecipients }
+        let raw = try Argument.bytes(recipients, count * 32, "recipients", maximum: Int(COORDS_MAX_RECIPIENTS) * 32)
+        var keys: [Ed25519PublicKey] = []
+        keys.reserveCapacity(count)
+        for index in 0..<count {
+            guard let key = try? Ed25519PublicKey(rawRepresentation: Array(raw[index * 32..<index * 32 + 32])) else {
+                throw WireError.invalidRecipientKey(index: index)
+            }
+            keys.append(key)
+        }
+        try Output.write(try LocationBlob.seal(fix.wire, for: keys), to: out)
+    }
+}
+
+@_cdecl("coords_blob_open")
+public func ffiBlobOpen(_ seed: UnsafePointer<UInt8>?, _ blob: UnsafePointer<UInt8>?, _ length: Int,
+                        _ locationOut: UnsafeMutablePointer<CoordsLocation>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.output(locationOut, "location_out")
+        let key = try Argument.identity(seed)
+        let bytes = try Argument.bytes(blob, length, "blob", maximum: Int(COORDS_MAX_BLOB_BYTES))
+        out.pointee = Record.cLocation(try LocationBlob.open(bytes, with: key).location)
+    }
+}
+
+@_cdecl("coords_prepare_upload")
+public func ffiPrepareUpload(_ seed: UnsafePointer<UInt8>?, _ location: UnsafePointer<CoordsLocation>?,
+                             _ recipientsJSON: UnsafePointer<CChar>?, _ server: UnsafePointer<CChar>?,
+                             _ requestOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(requestOut, "request_json_out")
+        let key = try Argument.identity(seed)
+        let fix = try Argument.location(location, "location")
+        guard let ids = try Argument.json(recipientsJSON, "recipients_json").arrayValue else {
+            throw FFIError.invalid("recipients_json must be a JSON array of base64url ids")
+        }
+        var friends: [Ed25519PublicKey] = []
+        for id in ids {
+            guard let text = id.stringValue else { throw FFIError.invalid("recipients_json must contain strings only") }
+            friends.append(try Ed25519PublicKey(base64URL: text))
+        }
+        let serverText = try Argument.string(server, "server")
+        let blob = try LocationBlob.seal(fix.wire, for: [key.publicKey] + friends)
+        let now = UInt64(max(time(nil), 0))
+        try Output.write(try RelayAPI.prepareUpload(blob: blob, timestamp: now, signer: key, server: serverText).json, to: out)
+    }
+}
+
+@_cdecl("coords_prepare_fetch")
+public func ffiPrepareFetch(_ friendsJSON: UnsafePointer<CChar>?, _ requestsOut: UnsafeMutablePointer<CoordsBuffer>?,
+                            _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(requestsOut, "requests_json_out")
+        guard let friends = try Argument.json(friendsJSON, "friends_json").arrayValue else {
+            throw FFIError.invalid("friends_json must be a JSON array of {\"pubkey\",\"server\"}")
+        }
+        let targets = try friends.map { entry -> RelayAPI.FetchTarget in
+            guard let object = entry.objectValue, let id = object["pubkey"]?.stringValue, let server = object["server"]?.stringValue else {
+                throw FFIError.invalid("each friend must be an object with string \"pubkey\" and \"server\"")
+            }
+            return RelayAPI.FetchTarget(id: id, server: server)
+        }
+        try Output.write(.array(try RelayAPI.prepareFetches(targets).map(Record.fetch)), to: out)
+    }
+}
+
+@_cdecl("coords_process_fetch_response")
+public func ffiProcessFetchResponse(_ seed: UnsafePointer<UInt8>?, _ body: UnsafePointer<UInt8>?, _ length: Int,
+                                    _ resultsOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(resultsOut, "results_json_out")
+        let key = try Argument.identity(seed)
+        let bytes = try Argument.bytes(body, length, "body", maximum: Int(COORDS_MAX_BODY_BYTES))
+        let entries = try RelayAPI.processFetchResponse(bytes, reader: X25519PrivateKey(ed25519: key))
+        try Output.write(.array(entries.map(Record.fetchEntry)), to: out)
+    }
+}
+
+@_cdecl("coords_friend_link_generate")
+public func ffiFriendLinkGenerate(_ publicKey: UnsafePointer<UInt8>?, _ server: UnsafePointer<CChar>?, _ name: UnsafePointer<CChar>?,
+                                  _ linkOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(linkOut, "link_out")
+        let key = try Argument.publicKey(publicKey, "public_key")
+        let link = FriendLink(publicKey: key, server: try Argument.string(server, "server"), name: try Argument.string(name, "name"))
+        try Output.write(link.link, to: out)
+    }
+}
+
+@_cdecl("coords_friend_link_parse")
+public func ffiFriendLinkParse(_ link: UnsafePointer<CChar>?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
+                               _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(jsonOut, "json_out")
+        let parsed = try FriendLink.parse(try Argument.string(link, "link"))
+        try Output.write(.object(["pubkey": .string(parsed.id), "server": .string(parsed.server), "name": .string(parsed.name)]), to: out)
+    }
+}
+
+@_cdecl("coords_safety_number")
+public func ffiSafetyNumber(_ a: UnsafePointer<UInt8>?, _ b: UnsafePointer<UInt8>?, _ textOut: UnsafeMutablePointer<CoordsBuffer>?,
+                            _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(textOut, "text_out")
+        try Output.write(SafetyNumber.compute(try Argument.fixed(a, 32, "public_a"), try Argument.fixed(b, 32, "public_b")), to: out)
+    }
+}
+
+@_cdecl("coords_may_reuse_fix")
+public func ffiMayReuseFix(_ fixTimestamp: UInt64, _ now: UInt64, _ reason: UnsafePointer<CChar>?, _ result: UnsafeMutablePointer<Bool>?,
+                           _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.output(result, "out")
+        let text = try Argument.string(reason, "reason")
+        guard let reason = UploadReason(rawValue: text) else { throw FFIError.invalid("reason must be \"explicit\", \"launch\" or \"background\"") }
+        out.pointee = LocationManager.mayReuseFix(fixTimestamp: fixTimestamp, now: now, reason: reason)
+    }
+}

@@ -1,0 +1,465 @@
+/*
+ * C smoke test of libcoordscore.so: calls every function of include/coordscore.h, on success
+ * and error paths. Built with -std=c99 -Wall -Wextra -Werror -pedantic by `make test-c`.
+ * Exit status 0 when every check passed.
+ */
+#define _XOPEN_SOURCE 700
+#include "coordscore.h"
+
+#include <ftw.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int checks = 0, failures = 0;
+
+#define CHECK(cond)                                                                          \
+    do {                                                                                     \
+        checks++;                                                                            \
+        if (!(cond)) {                                                                       \
+            failures++;                                                                      \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);       \
+        }                                                                                    \
+    } while (0)
+
+/* Runs a call that must return `expected`; prints the library's message otherwise. */
+#define EXPECT(expected, call)                                                               \
+    do {                                                                                     \
+        CoordsError e_ = {0, NULL};                                                          \
+        int32_t rc_ = (call_with_error(call));                                               \
+        checks++;                                                                            \
+        if (rc_ != (expected) || e_.code != rc_ || (rc_ != 0 && e_.message == NULL)) {       \
+            failures++;                                                                      \
+            fprintf(stderr, "%s:%d: %s returned %d (expected %d): %s\n", __FILE__, __LINE__, \
+                    #call, (int)rc_, (int)(expected), e_.message ? e_.message : "(no message)"); \
+        }                                                                                    \
+        coords_error_free(&e_);                                                              \
+    } while (0)
+#define call_with_error(call) call
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb; (void)flag; (void)ftw;
+    return remove(path);
+}
+
+static void remove_tree(const char *path) { nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+static int contains(const CoordsBuffer *b, const char *needle) {
+    return b->data != NULL && strstr((const char *)b->data, needle) != NULL;
+}
+
+/* base64url without padding, for building a relay response by hand. */
+static void base64url(const uint8_t *in, size_t len, char *out) {
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    size_t i = 0, o = 0;
+    while (i + 2 < len) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        out[o++] = alphabet[v >> 18 & 63]; out[o++] = alphabet[v >> 12 & 63];
+        out[o++] = alphabet[v >> 6 & 63]; out[o++] = alphabet[v & 63];
+        i += 3;
+    }
+    if (len - i == 1) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        out[o++] = alphabet[v >> 18 & 63]; out[o++] = alphabet[v >> 12 & 63];
+    } else if (len - i == 2) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
+        out[o++] = alphabet[v >> 18 & 63]; out[o++] = alphabet[v >> 12 & 63]; out[o++] = alphabet[v >> 6 & 63];
+    }
+    out[o] = '\0';
+}
+
+/* A host keychain in memory, guarded by a mutex (the library may call from any thread). */
+typedef struct {
+    pthread_mutex_t lock;
+    char name[64];
+    uint8_t secret[64];
+    size_t len;
+    int has;
+    int saves;
+} MemoryKeychain;
+
+static int32_t kc_save(void *ctx, const char *name, const uint8_t *secret, size_t len) {
+    MemoryKeychain *k = ctx;
+    if (len > sizeof k->secret || strlen(name) >= sizeof k->name) return 5;
+    pthread_mutex_lock(&k->lock);
+    strcpy(k->name, name);
+    memcpy(k->secret, secret, len);
+    k->len = len;
+    k->has = 1;
+    k->saves++;
+    pthread_mutex_unlock(&k->lock);
+    return 0;
+}
+
+static int32_t kc_load(void *ctx, const char *name, uint8_t *out, size_t capacity, size_t *out_len) {
+    MemoryKeychain *k = ctx;
+    int32_t rc = 1;
+    pthread_mutex_lock(&k->lock);
+    if (k->has && strcmp(k->name, name) == 0) {
+        if (k->len > capacity) {
+            rc = 2;
+        } else {
+            memcpy(out, k->secret, k->len);
+            *out_len = k->len;
+            rc = 0;
+        }
+    }
+    pthread_mutex_unlock(&k->lock);
+    return rc;
+}
+
+static int32_t kc_remove(void *ctx, const char *name) {
+    MemoryKeychain *k = ctx;
+    pthread_mutex_lock(&k->lock);
+    if (k->has && strcmp(k->name, name) == 0) k->has = 0;
+    pthread_mutex_unlock(&k->lock);
+    return 0;
+}
+
+static pthread_mutex_t updates_lock = PTHREAD_MUTEX_INITIALIZER;
+static int updates_seen = 0;
+static void on_update(void *context, const uint8_t *json, size_t len) {
+    (void)context;
+    pthread_mutex_lock(&updates_lock);
+    if (len > 0 && json[0] == '{') updates_seen++;
+    pthread_mutex_unlock(&updates_lock);
+}
+
+static void test_library(void) {
+    CHECK(coords_abi_version() == COORDS_ABI_VERSION);
+    CHECK(coords_version() != NULL && strlen(coords_version()) > 0);
+    coords_error_free(NULL);
+    coords_buffer_free(NULL);
+    CoordsBuffer empty = {NULL, 0};
+    coords_buffer_free(&empty);
+    CHECK(empty.data == NULL && empty.len == 0);
+}
+
+static void test_stateless(void) {
+    uint8_t seed[32], pub[32], pub2[32], sig[64];
+    EXPECT(COORDS_OK, coords_identity_generate(seed, pub, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_identity_generate(NULL, pub, &e_));
+    EXPECT(COORDS_OK, coords_identity_public_from_seed(seed, pub2, &e_));
+    CHECK(memcmp(pub, pub2, 32) == 0);
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_identity_public_from_seed(NULL, pub2, &e_));
+    CHECK(coords_identity_public_from_seed(seed, pub2, NULL) == COORDS_OK); /* NULL error is allowed */
+
+    const uint8_t msg[] = "on my way";
+    EXPECT(COORDS_OK, coords_sign(seed, msg, sizeof msg, sig, &e_));
+    EXPECT(COORDS_OK, coords_verify(pub, msg, sizeof msg, sig, &e_));
+    sig[0] ^= 1;
+    EXPECT(COORDS_ERR_AUTHENTICATION_FAILED, coords_verify(pub, msg, sizeof msg, sig, &e_));
+    EXPECT(COORDS_OK, coords_sign(seed, NULL, 0, sig, &e_));
+    EXPECT(COORDS_OK, coords_verify(pub, NULL, 0, sig, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_sign(seed, NULL, 5, sig, &e_));
+    EXPECT(COORDS_ERR_TOO_LARGE, coords_sign(seed, msg, (size_t)-1, sig, &e_));
+    EXPECT(COORDS_ERR_TOO_LARGE, coords_verify(pub, msg, COORDS_MAX_MESSAGE_BYTES + 1u, sig, &e_));
+
+    /* Seal for self and a friend, open as each, refuse an outsider. */
+    uint8_t friend_seed[32], keys[64], outsider_seed[32], outsider_pub[32];
+    EXPECT(COORDS_OK, coords_identity_generate(friend_seed, keys + 32, &e_));
+    memcpy(keys, pub, 32);
+    EXPECT(COORDS_OK, coords_identity_generate(outsider_seed, outsider_pub, &e_));
+    CoordsLocation here = {47.3769, 8.5417, 408.0, 12.5f, 1763805600000ull}, out;
+    CoordsBuffer blob = {NULL, 0};
+    EXPECT(COORDS_OK, coords_blob_seal(&here, keys, 2, &blob, &e_));
+    CHECK(blob.len == 83 + 60 * 2);
+    EXPECT(COORDS_OK, coords_blob_open(friend_seed, blob.data, blob.len, &out, &e_));
+    CHECK(out.latitude == 47.3769 && out.longitude == 8.5417 && out.altitude == 408.0 && out.accuracy == 12.0f);
+    CHECK(out.timestamp_ms == 1763805600000ull);
+    EXPECT(COORDS_OK, coords_blob_open(seed, blob.data, blob.len, &out, &e_));
+    EXPECT(COORDS_ERR_NOT_A_RECIPIENT, coords_blob_open(outsider_seed, blob.data, blob.len, &out, &e_));
+    blob.data[blob.len - 1] ^= 1;
+    EXPECT(COORDS_ERR_BLOB_TAMPERED, coords_blob_open(friend_seed, blob.data, blob.len, &out, &e_));
+    EXPECT(COORDS_ERR_BLOB_TOO_SHORT, coords_blob_open(friend_seed, blob.data, 10, &out, &e_));
+    EXPECT(COORDS_ERR_TOO_LARGE, coords_blob_open(friend_seed, blob.data, COORDS_MAX_BLOB_BYTES + 1u, &out, &e_));
+    coords_buffer_free(&blob);
+    CHECK(blob.data == NULL);
+
+    CoordsLocation bad = {91.0, 0.0, 0.0, 0.0f, 1};
+    EXPECT(COORDS_ERR_INVALID_LOCATION, coords_blob_seal(&bad, keys, 2, &blob, &e_));
+    EXPECT(COORDS_ERR_NO_RECIPIENTS, coords_blob_seal(&here, keys, 0, &blob, &e_));
+    EXPECT(COORDS_ERR_TOO_MANY_RECIPIENTS, coords_blob_seal(&here, keys, 5000, &blob, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_blob_seal(&here, NULL, 2, &blob, &e_));
+    uint8_t bad_keys[64];
+    memset(bad_keys, 0xff, sizeof bad_keys);
+    EXPECT(COORDS_ERR_INVALID_RECIPIENT_KEY, coords_blob_seal(&here, bad_keys, 2, &blob, &e_));
+
+    /* Stateless upload and fetch preparation. */
+    CoordsBuffer request = {NULL, 0};
+    char friend_id[64];
+    base64url(keys + 32, 32, friend_id);
+    char recipients[128];
+    snprintf(recipients, sizeof recipients, "[\"%s\"]", friend_id);
+    EXPECT(COORDS_OK, coords_prepare_upload(seed, &here, recipients, "https://coord.is/", &request, &e_));
+    CHECK(contains(&request, "\"url\":\"https://coord.is/api/location\"") && contains(&request, "\"method\":\"PUT\""));
+    coords_buffer_free(&request);
+    EXPECT(COORDS_ERR_INVALID_JSON, coords_prepare_upload(seed, &here, "[", "https://coord.is", &request, &e_));
+    EXPECT(COORDS_ERR_INVALID_ARGUMENT, coords_prepare_upload(seed, &here, "{}", "https://coord.is", &request, &e_));
+    EXPECT(COORDS_ERR_INVALID_PUBLIC_KEY_ID, coords_prepare_upload(seed, &here, "[\"nope\"]", "https://coord.is", &request, &e_));
+    EXPECT(COORDS_ERR_INVALID_SERVER_URL, coords_prepare_upload(seed, &here, "[]", "coord.is", &request, &e_));
+    EXPECT(COORDS_ERR_INVALID_UTF8, coords_prepare_upload(seed, &here, "[]", "https://\xff\xfe", &request, &e_));
+
+    char friends[256];
+    snprintf(friends, sizeof friends, "[{\"pubkey\":\"%s\",\"server\":\"https://a.example\"}]", friend_id);
+    EXPECT(COORDS_OK, coords_prepare_fetch(friends, &request, &e_));
+    CHECK(contains(&request, "\"method\":\"POST\"") && contains(&request, friend_id));
+    coords_buffer_free(&request);
+    EXPECT(COORDS_ERR_INVALID_ARGUMENT, coords_prepare_fetch("[{\"pubkey\":1}]", &request, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_prepare_fetch(NULL, &request, &e_));
+
+    const char *body = "{\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\": null}";
+    EXPECT(COORDS_OK, coords_process_fetch_response(seed, (const uint8_t *)body, strlen(body), &request, &e_));
+    CHECK(contains(&request, "\"authenticity\":\"absent\""));
+    coords_buffer_free(&request);
+    EXPECT(COORDS_ERR_UNEXPECTED_JSON, coords_process_fetch_response(seed, (const uint8_t *)"[]", 2, &request, &e_));
+    EXPECT(COORDS_ERR_INVALID_JSON, coords_process_fetch_response(seed, (const uint8_t *)"timestamp too old", 17, &request, &e_));
+
+    CoordsBuffer link = {NULL, 0};
+    EXPECT(COORDS_OK, coords_friend_link_generate(pub, "https://coord.is", "Zoë & co", &link, &e_));
+    CHECK(contains(&link, "coord://coord.is/add/") && contains(&link, "#Zo%C3%AB%20%26%20co"));
+    CoordsBuffer parsed = {NULL, 0};
+    EXPECT(COORDS_OK, coords_friend_link_parse((const char *)link.data, &parsed, &e_));
+    CHECK(contains(&parsed, "\"name\":\"Zoë & co\"") && contains(&parsed, "\"server\":\"https://coord.is\""));
+    coords_buffer_free(&parsed);
+    coords_buffer_free(&link);
+    EXPECT(COORDS_ERR_INVALID_FRIEND_LINK, coords_friend_link_parse("https://coord.is/add/x#y", &parsed, &e_));
+    uint8_t not_a_point[32];
+    memset(not_a_point, 0xff, sizeof not_a_point);
+    EXPECT(COORDS_ERR_INVALID_PUBLIC_KEY, coords_friend_link_generate(not_a_point, "https://x", "n", &link, &e_));
+
+    CoordsBuffer number1 = {NULL, 0}, number2 = {NULL, 0};
+    EXPECT(COORDS_OK, coords_safety_number(pub, keys + 32, &number1, &e_));
+    EXPECT(COORDS_OK, coords_safety_number(keys + 32, pub, &number2, &e_));
+    CHECK(number1.len == 35 && strcmp((const char *)number1.data, (const char *)number2.data) == 0);
+    coords_buffer_free(&number1);
+    coords_buffer_free(&number2);
+
+    bool reuse = true;
+    EXPECT(COORDS_OK, coords_may_reuse_fix(1000, 61000, "launch", &reuse, &e_));
+    CHECK(reuse);
+    EXPECT(COORDS_OK, coords_may_reuse_fix(1000, 61000, "explicit", &reuse, &e_));
+    CHECK(!reuse);
+    EXPECT(COORDS_ERR_INVALID_ARGUMENT, coords_may_reuse_fix(1, 2, "whenever", &reuse, &e_));
+}
+
+static void test_apps(void) {
+    char dir[] = "/tmp/coords-c-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char alice_dir[128], bob_dir[128], host_dir[128];
+    snprintf(alice_dir, sizeof alice_dir, "%s/alice", dir);
+    snprintf(bob_dir, sizeof bob_dir, "%s/bob", dir);
+    snprintf(host_dir, sizeof host_dir, "%s/host", dir);
+    const char *options = "{\"passphrase\":\"pw\",\"keychain_cost\":\"minimum\",\"backup_cost\":\"minimum\",\"durability\":\"no_sync\"}";
+
+    CoordsApp *alice = NULL, *bob = NULL, *again = NULL;
+    EXPECT(COORDS_OK, coords_app_open(alice_dir, options, &alice, &e_));
+    EXPECT(COORDS_OK, coords_app_open(bob_dir, options, &bob, &e_));
+    EXPECT(COORDS_ERR_STORE_ALREADY_OPEN, coords_app_open(alice_dir, options, &again, &e_));
+    CHECK(again == NULL);
+    EXPECT(COORDS_ERR_INVALID_ARGUMENT, coords_app_open(alice_dir, "{}", &again, &e_));
+    EXPECT(COORDS_ERR_INVALID_ARGUMENT, coords_app_open(alice_dir, "{\"passphrase\":\"x\",\"colour\":1}", &again, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_app_open(NULL, options, &again, &e_));
+
+    CoordsBuffer id = {NULL, 0}, json = {NULL, 0};
+    EXPECT(COORDS_ERR_NO_IDENTITY, coords_wallet_friend_link(alice, &json, &e_));
+    EXPECT(COORDS_OK, coords_wallet_create_identity(alice, "Alice", "https://relay.test", &id, &e_));
+    CHECK(id.len == 43);
+    coords_buffer_free(&id);
+    EXPECT(COORDS_ERR_IDENTITY_EXISTS, coords_wallet_create_identity(alice, "Alice", "https://relay.test", &id, &e_));
+    uint8_t bob_seed[32], bob_pub[32], alice_pub[32];
+    EXPECT(COORDS_OK, coords_identity_generate(bob_seed, bob_pub, &e_));
+    EXPECT(COORDS_OK, coords_wallet_import_seed(bob, bob_seed, "Bob", "https://relay.test", &id, &e_));
+    coords_buffer_free(&id);
+    EXPECT(COORDS_OK, coords_wallet_set_profile(bob, "Bobby", NULL, &e_));
+    EXPECT(COORDS_ERR_INVALID_SERVER_URL, coords_wallet_set_profile(bob, NULL, "nope", &e_));
+    EXPECT(COORDS_OK, coords_wallet_set_strict_mode(bob, true, &e_));
+    EXPECT(COORDS_OK, coords_wallet_info(bob, &json, &e_));
+    CHECK(contains(&json, "\"name\":\"Bobby\"") && contains(&json, "\"strict_mode\":true") && contains(&json, "\"has_identity\":true"));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_wallet_set_strict_mode(bob, false, &e_));
+    EXPECT(COORDS_OK, coords_wallet_public_key(alice, alice_pub, &e_));
+
+    /* Exchange links. */
+    CoordsBuffer alice_link = {NULL, 0}, bob_link = {NULL, 0};
+    EXPECT(COORDS_OK, coords_wallet_friend_link(alice, &alice_link, &e_));
+    EXPECT(COORDS_OK, coords_wallet_friend_link(bob, &bob_link, &e_));
+    EXPECT(COORDS_OK, coords_friends_add_link(alice, (const char *)bob_link.data, &json, &e_));
+    CHECK(contains(&json, "\"name\":\"Bobby\"") && contains(&json, "\"trust\":\"unverified\""));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_friends_add_link(bob, (const char *)alice_link.data, &json, &e_));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_ERR_CANNOT_ADD_SELF, coords_friends_add_link(alice, (const char *)alice_link.data, &json, &e_));
+    coords_buffer_free(&alice_link);
+    coords_buffer_free(&bob_link);
+
+    char bob_id[64], alice_id[64], changes[128];
+    base64url(bob_pub, 32, bob_id);
+    base64url(alice_pub, 32, alice_id);
+    EXPECT(COORDS_OK, coords_friends_update(alice, bob_id, "{\"name\":\"Bob\",\"trust\":\"verified\"}", &json, &e_));
+    CHECK(contains(&json, "\"trust\":\"verified\"") && contains(&json, "\"name\":\"Bob\""));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_ERR_INVALID_ARGUMENT, coords_friends_update(alice, bob_id, "{\"trust\":\"maybe\"}", &json, &e_));
+    EXPECT(COORDS_OK, coords_wallet_safety_number(alice, bob_pub, &json, &e_));
+    CoordsBuffer other = {NULL, 0};
+    EXPECT(COORDS_OK, coords_wallet_safety_number(bob, alice_pub, &other, &e_));
+    CHECK(json.len == 35 && strcmp((const char *)json.data, (const char *)other.data) == 0);
+    coords_buffer_free(&json);
+    coords_buffer_free(&other);
+
+    /* A third friend added from fields, then removed. */
+    uint8_t carol_seed[32], carol_pub[32];
+    char carol_id[64], carol_json[256];
+    EXPECT(COORDS_OK, coords_identity_generate(carol_seed, carol_pub, &e_));
+    base64url(carol_pub, 32, carol_id);
+    snprintf(carol_json, sizeof carol_json, "{\"id\":\"%s\",\"server\":\"https://other.test\",\"name\":\"Carol\",\"share_with\":false}", carol_id);
+    EXPECT(COORDS_OK, coords_friends_add(alice, carol_json, &json, &e_));
+    CHECK(contains(&json, "\"share_with\":false"));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_friends_list(alice, &json, &e_));
+    CHECK(contains(&json, "Carol") && contains(&json, "Bob"));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_friends_remove(alice, carol_id, &e_));
+    EXPECT(COORDS_ERR_FRIEND_NOT_FOUND, coords_friends_remove(alice, carol_id, &e_));
+    snprintf(changes, sizeof changes, "{\"name\":\"x\"}");
+    EXPECT(COORDS_ERR_FRIEND_NOT_FOUND, coords_friends_update(alice, carol_id, changes, &json, &e_));
+
+    /* Updates: drain with next_update, then a callback. */
+    int drained = 0;
+    for (;;) {
+        CoordsError e = {0, NULL};
+        int32_t rc = coords_app_next_update(alice, 0, &json, &e);
+        coords_error_free(&e);
+        if (rc != COORDS_OK) { CHECK(rc == COORDS_ERR_TIMED_OUT); break; }
+        CHECK(contains(&json, "\"manager\":"));
+        coords_buffer_free(&json);
+        drained++;
+    }
+    CHECK(drained >= 6);
+    EXPECT(COORDS_ERR_TIMED_OUT, coords_app_next_update(alice, 10, &json, &e_));
+    EXPECT(COORDS_OK, coords_app_set_update_callback(alice, on_update, NULL, &e_));
+
+    /* Alice shares; Bob reads a relay response built from Alice's blob. */
+    CoordsLocation here = {52.52, 13.405, 34.0, 8.0f, 0};
+    here.timestamp_ms = (uint64_t)time(NULL) * 1000u;
+    CoordsBuffer upload = {NULL, 0};
+    EXPECT(COORDS_OK, coords_location_prepare_upload(alice, &here, &upload, &e_));
+    CHECK(contains(&upload, "\"recipient_count\":2") && contains(&upload, "\"method\":\"PUT\""));
+    coords_buffer_free(&upload);
+    EXPECT(COORDS_OK, coords_location_mark_upload_succeeded(alice, here.timestamp_ms, &e_));
+    EXPECT(COORDS_ERR_STALE_LOCATION, coords_location_prepare_upload(alice, &here, &upload, &e_));
+    EXPECT(COORDS_ERR_UNKNOWN_UPLOAD, coords_location_mark_upload_succeeded(alice, here.timestamp_ms + 5, &e_));
+    EXPECT(COORDS_OK, coords_location_mark_upload_failed(alice, here.timestamp_ms + 5, "offline", &e_));
+
+    uint8_t keys[64];
+    memcpy(keys + 32, bob_pub, 32);
+    CoordsBuffer fetches = {NULL, 0};
+    EXPECT(COORDS_OK, coords_location_prepare_fetches(bob, &fetches, &e_));
+    CHECK(contains(&fetches, alice_id) && contains(&fetches, "https://relay.test/api/location"));
+    coords_buffer_free(&fetches);
+
+    /* A response in which Alice's entry holds a blob Mallory sealed for Bob. Without the relay's
+     * signature stamp (a reference relay) Bob can only mark it "unverified" — the reason strict
+     * mode exists; with a stamp that does not verify for Alice's id it is refused as tampered. */
+    uint8_t mallory_seed[32], mallory_pub[32];
+    EXPECT(COORDS_OK, coords_identity_generate(mallory_seed, mallory_pub, &e_));
+    memcpy(keys, mallory_pub, 32);
+    CoordsBuffer blob = {NULL, 0};
+    EXPECT(COORDS_OK, coords_blob_seal(&here, keys, 2, &blob, &e_));
+    char *blob_text = malloc(blob.len * 2 + 1), *response = malloc(blob.len * 2 + 256);
+    CHECK(blob_text != NULL && response != NULL);
+    if (blob_text && response) {
+        base64url(blob.data, blob.len, blob_text);
+        snprintf(response, blob.len * 2 + 256, "{\"%s\":{\"blob\":\"%s\",\"updated\":1800000000}}", alice_id, blob_text);
+        EXPECT(COORDS_OK, coords_location_process_fetch_response(bob, (const uint8_t *)response, strlen(response), &json, &e_));
+        /* Unsigned (reference relay) and readable: accepted as unverified. */
+        CHECK(contains(&json, "\"authenticity\":\"unverified\"") && contains(&json, "\"latitude\":52.52"));
+        coords_buffer_free(&json);
+        EXPECT(COORDS_OK, coords_location_friend_locations(bob, &json, &e_));
+        CHECK(contains(&json, "\"latitude\":52.52"));
+        coords_buffer_free(&json);
+        snprintf(response, blob.len * 2 + 256, "{\"%s\":{\"blob\":\"%s\",\"updated\":1,\"signature\":\"AAAA\",\"timestamp\":1}}", alice_id, blob_text);
+        EXPECT(COORDS_OK, coords_location_process_fetch_response(bob, (const uint8_t *)response, strlen(response), &json, &e_));
+        CHECK(contains(&json, "\"rejected\":[{\"id\"") && contains(&json, "\"code\":342"));
+        coords_buffer_free(&json);
+    }
+    free(blob_text);
+    free(response);
+    coords_buffer_free(&blob);
+    EXPECT(COORDS_ERR_INVALID_JSON, coords_location_process_fetch_response(bob, (const uint8_t *)"{", 1, &json, &e_));
+
+    /* Signing and backups. */
+    uint8_t sig[64];
+    EXPECT(COORDS_OK, coords_wallet_sign(alice, (const uint8_t *)"x", 1, sig, &e_));
+    EXPECT(COORDS_OK, coords_verify(alice_pub, (const uint8_t *)"x", 1, sig, &e_));
+    CoordsBuffer backup = {NULL, 0};
+    EXPECT(COORDS_OK, coords_wallet_export_backup(alice, "backup pw", &backup, &e_));
+    CHECK(backup.len > 53 && memcmp(backup.data, "CRDSBKUP", 8) == 0);
+
+    /* The callback saw the location updates. */
+    for (int i = 0; i < 100; i++) {
+        pthread_mutex_lock(&updates_lock);
+        int seen = updates_seen;
+        pthread_mutex_unlock(&updates_lock);
+        if (seen >= 3) break;
+        struct timespec pause = {0, 10 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    pthread_mutex_lock(&updates_lock);
+    CHECK(updates_seen >= 3);
+    pthread_mutex_unlock(&updates_lock);
+    EXPECT(COORDS_OK, coords_app_set_update_callback(alice, NULL, NULL, &e_));
+
+    /* A host keychain holds the restored identity. */
+    MemoryKeychain memory;
+    memset(&memory, 0, sizeof memory);
+    pthread_mutex_init(&memory.lock, NULL);
+    CoordsKeychainCallbacks callbacks = {&memory, kc_save, kc_load, kc_remove};
+    CoordsApp *host = NULL;
+    EXPECT(COORDS_OK, coords_app_open_with_keychain(host_dir, "{\"durability\":\"no_sync\"}", &callbacks, &host, &e_));
+    EXPECT(COORDS_ERR_WRONG_BACKUP_PASSPHRASE, coords_wallet_import_backup(host, backup.data, backup.len, "wrong", &id, &e_));
+    EXPECT(COORDS_ERR_INVALID_BACKUP, coords_wallet_import_backup(host, backup.data, 20, "backup pw", &id, &e_));
+    EXPECT(COORDS_ERR_TOO_LARGE, coords_wallet_import_backup(host, backup.data, (size_t)-1, "backup pw", &id, &e_));
+    EXPECT(COORDS_OK, coords_wallet_import_backup(host, backup.data, backup.len, "backup pw", &id, &e_));
+    CHECK(strcmp((const char *)id.data, alice_id) == 0);
+    CHECK(memory.has && memory.len == 32 && memory.saves == 1);
+    coords_buffer_free(&id);
+    coords_buffer_free(&backup);
+    EXPECT(COORDS_OK, coords_friends_list(host, &json, &e_));
+    CHECK(contains(&json, "Bob"));
+    coords_buffer_free(&json);
+    CoordsKeychainCallbacks incomplete = {&memory, kc_save, NULL, kc_remove};
+    CoordsApp *broken = NULL;
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_app_open_with_keychain(host_dir, "{}", &incomplete, &broken, &e_));
+
+    /* Handles: close, double close, stale and forged handles, NULL. */
+    EXPECT(COORDS_OK, coords_app_close(host, &e_));
+    EXPECT(COORDS_OK, coords_app_close(bob, &e_));
+    EXPECT(COORDS_ERR_INVALID_HANDLE, coords_app_close(bob, &e_));
+    EXPECT(COORDS_ERR_INVALID_HANDLE, coords_friends_list(bob, &json, &e_));
+    EXPECT(COORDS_ERR_INVALID_HANDLE, coords_wallet_info((CoordsApp *)(uintptr_t)0x1234560, &json, &e_));
+    EXPECT(COORDS_ERR_INVALID_HANDLE, coords_wallet_info((CoordsApp *)&memory, &json, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_wallet_info(NULL, &json, &e_));
+    EXPECT(COORDS_OK, coords_app_close(NULL, &e_));
+    EXPECT(COORDS_OK, coords_app_close(alice, &e_));
+
+    /* Reopening with the wrong passphrase is refused; the right one finds everything. */
+    EXPECT(COORDS_ERR_WRONG_PASSPHRASE, coords_app_open(alice_dir, "{\"passphrase\":\"PW\"}", &alice, &e_));
+    EXPECT(COORDS_OK, coords_app_open(alice_dir, options, &alice, &e_));
+    EXPECT(COORDS_OK, coords_friends_list(alice, &json, &e_));
+    CHECK(contains(&json, "\"trust\":\"verified\""));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_app_close(alice, &e_));
+    remove_tree(dir);
+}
+
+int main(void) {
+    test_library();
+    test_stateless();
+    test_apps();
+    printf("coordscore C smoke test: %d checks, %d failed\n", checks, failures);
+    return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,542 @@
+"""Python binding for libcoordscore (the CoordsCore C ABI), with ctypes only.
+
+    import coordscore as cc
+    seed, public = cc.generate_identity()
+    blob = cc.seal(cc.Location(47.3769, 8.5417, timestamp_ms=1763805600000), [public])
+    print(cc.open_blob(seed, blob))
+
+The library is found through $COORDSCORE_LIB, then the repository's .build folders, then the
+system library path. Every C function has its argtypes/restype set (ctypes would otherwise
+truncate pointers to 32 bits), every buffer the library returns is freed, and every failure
+raises CoordsException with the library's stable code and message (docs/ABI.md).
+"""
+from __future__ import annotations
+
+import base64
+import ctypes
+import ctypes.util
+import json
+import os
+import threading
+from ctypes import (CFUNCTYPE, POINTER, Structure, byref, c_bool, c_char_p, c_double, c_float, c_int32, c_int64,
+                    c_size_t, c_uint8, c_uint32, c_uint64, c_void_p)
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+ABI_VERSION = 1
+
+# Error codes (include/coordscore.h). Every code the library returns is listed there.
+OK = 0
+ERR_NULL_ARGUMENT = 100
+ERR_INVALID_LENGTH = 101
+ERR_INVALID_UTF8 = 102
+ERR_INVALID_ARGUMENT = 103
+ERR_INVALID_HANDLE = 104
+ERR_TOO_LARGE = 105
+ERR_AUTHENTICATION_FAILED = 205
+ERR_INVALID_PUBLIC_KEY = 203
+ERR_INVALID_LOCATION = 300
+ERR_NOT_A_RECIPIENT = 313
+ERR_BLOB_TAMPERED = 315
+ERR_TOO_MANY_RECIPIENTS = 317
+ERR_INVALID_JSON = 332
+ERR_INVALID_SERVER_URL = 340
+ERR_INVALID_PUBLIC_KEY_ID = 341
+ERR_STALE_LOCATION = 346
+ERR_INVALID_FRIEND_LINK = 350
+ERR_STORE_ALREADY_OPEN = 401
+ERR_CLOSED = 502
+ERR_TIMED_OUT = 503
+ERR_NO_IDENTITY = 600
+ERR_IDENTITY_EXISTS = 601
+ERR_WRONG_BACKUP_PASSPHRASE = 603
+ERR_FRIEND_NOT_FOUND = 610
+ERR_WRONG_PASSPHRASE = 650
+
+
+class CoordsException(Exception):
+    """A failed call: `code` is the stable COORDS_ERR_* value, `message` the library's text."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(f"[{code}] {message}")
+        self.code = code
+        self.message = message
+
+
+class CoordsError(Structure):
+    _fields_ = [("code", c_int32), ("message", c_void_p)]  # c_void_p: keep the pointer to free it
+
+
+class CoordsBuffer(Structure):
+    _fields_ = [("data", POINTER(c_uint8)), ("len", c_size_t)]
+
+
+class CoordsLocation(Structure):
+    _fields_ = [("latitude", c_double), ("longitude", c_double), ("altitude", c_double), ("accuracy", c_float),
+                ("timestamp_ms", c_uint64)]
+
+
+KEYCHAIN_SAVE = CFUNCTYPE(c_int32, c_void_p, c_char_p, POINTER(c_uint8), c_size_t)
+KEYCHAIN_LOAD = CFUNCTYPE(c_int32, c_void_p, c_char_p, POINTER(c_uint8), c_size_t, POINTER(c_size_t))
+KEYCHAIN_REMOVE = CFUNCTYPE(c_int32, c_void_p, c_char_p)
+UPDATE_CALLBACK = CFUNCTYPE(None, c_void_p, POINTER(c_uint8), c_size_t)
+
+
+class CoordsKeychainCallbacks(Structure):
+    _fields_ = [("context", c_void_p), ("save", KEYCHAIN_SAVE), ("load", KEYCHAIN_LOAD), ("remove", KEYCHAIN_REMOVE)]
+
+
+assert ctypes.sizeof(CoordsLocation) == 40 and ctypes.sizeof(CoordsBuffer) == 2 * ctypes.sizeof(c_void_p)
+
+_U8 = POINTER(c_uint8)
+_ERR = POINTER(CoordsError)
+_BUF = POINTER(CoordsBuffer)
+_LOC = POINTER(CoordsLocation)
+_APP = c_void_p
+
+# (name, restype, argtypes) for every function of the header.
+_SIGNATURES = [
+    ("coords_abi_version", c_uint32, []),
+    ("coords_version", c_char_p, []),
+    ("coords_error_free", None, [_ERR]),
+    ("coords_buffer_free", None, [_BUF]),
+    ("coords_identity_generate", c_int32, [_U8, _U8, _ERR]),
+    ("coords_identity_public_from_seed", c_int32, [_U8, _U8, _ERR]),
+    ("coords_sign", c_int32, [_U8, _U8, c_size_t, _U8, _ERR]),
+    ("coords_verify", c_int32, [_U8, _U8, c_size_t, _U8, _ERR]),
+    ("coords_blob_seal", c_int32, [_LOC, _U8, c_size_t, _BUF, _ERR]),
+    ("coords_blob_open", c_int32, [_U8, _U8, c_size_t, _LOC, _ERR]),
+    ("coords_prepare_upload", c_int32, [_U8, _LOC, c_char_p, c_char_p, _BUF, _ERR]),
+    ("coords_prepare_fetch", c_int32, [c_char_p, _BUF, _ERR]),
+    ("coords_process_fetch_response", c_int32, [_U8, _U8, c_size_t, _BUF, _ERR]),
+    ("coords_friend_link_generate", c_int32, [_U8, c_char_p, c_char_p, _BUF, _ERR]),
+    ("coords_friend_link_parse", c_int32, [c_char_p, _BUF, _ERR]),
+    ("coords_safety_number", c_int32, [_U8, _U8, _BUF, _ERR]),
+    ("coords_may_reuse_fix", c_int32, [c_uint64, c_uint64, c_char_p, POINTER(c_bool), _ERR]),
+    ("coords_app_open", c_int32, [c_char_p, c_char_p, POINTER(_APP), _ERR]),
+    ("coords_app_open_with_keychain", c_int32, [c_char_p, c_char_p, POINTER(CoordsKeychainCallbacks), POINTER(_APP), _ERR]),
+    ("coords_app_close", c_int32, [_APP, _ERR]),
+    ("coords_app_next_update", c_int32, [_APP, c_int64, _BUF, _ERR]),
+    ("coords_app_set_update_callback", c_int32, [_APP, UPDATE_CALLBACK, c_void_p, _ERR]),
+    ("coords_wallet_create_identity", c_int32, [_APP, c_char_p, c_char_p, _BUF, _ERR]),
+    ("coords_wallet_import_seed", c_int32, [_APP, _U8, c_char_p, c_char_p, _BUF, _ERR]),
+    ("coords_wallet_set_profile", c_int32, [_APP, c_char_p, c_char_p, _ERR]),
+    ("coords_wallet_set_strict_mode", c_int32, [_APP, c_bool, _ERR]),
+    ("coords_wallet_info", c_int32, [_APP, _BUF, _ERR]),
+    ("coords_wallet_public_key", c_int32, [_APP, _U8, _ERR]),
+    ("coords_wallet_friend_link", c_int32, [_APP, _BUF, _ERR]),
+    ("coords_wallet_safety_number", c_int32, [_APP, _U8, _BUF, _ERR]),
+    ("coords_wallet_sign", c_int32, [_APP, _U8, c_size_t, _U8, _ERR]),
+    ("coords_wallet_export_backup", c_int32, [_APP, c_char_p, _BUF, _ERR]),
+    ("coords_wallet_import_backup", c_int32, [_APP, _U8, c_size_t, c_char_p, _BUF, _ERR]),
+    ("coords_friends_add_link", c_int32, [_APP, c_char_p, _BUF, _ERR]),
+    ("coords_friends_add", c_int32, [_APP, c_char_p, _BUF, _ERR]),
+    ("coords_friends_update", c_int32, [_APP, c_char_p, c_char_p, _BUF, _ERR]),
+    ("coords_friends_remove", c_int32, [_APP, c_char_p, _ERR]),
+    ("coords_friends_list", c_int32, [_APP, _BUF, _ERR]),
+    ("coords_location_prepare_upload", c_int32, [_APP, _LOC, _BUF, _ERR]),
+    ("coords_location_mark_upload_succeeded", c_int32, [_APP, c_uint64, _ERR]),
+    ("coords_location_mark_upload_failed", c_int32, [_APP, c_uint64, c_char_p, _ERR]),
+    ("coords_location_prepare_fetches", c_int32, [_APP, _BUF, _ERR]),
+    ("coords_location_process_fetch_response", c_int32, [_APP, _U8, c_size_t, _BUF, _ERR]),
+    ("coords_location_friend_locations", c_int32, [_APP, _BUF, _ERR]),
+]
+
+
+def _find_library() -> str:
+    explicit = os.environ.get("COORDSCORE_LIB")
+    if explicit:
+        return explicit
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for build in ("release", "debug"):
+        candidate = os.path.join(root, ".build", build, "libcoordscore.so")
+        if os.path.exists(candidate):
+            return candidate
+    found = ctypes.util.find_library("coordscore")
+    if found:
+        return found
+    raise ImportError("libcoordscore.so not found: run `make lib` or set COORDSCORE_LIB")
+
+
+def _load() -> ctypes.CDLL:
+    lib = ctypes.CDLL(_find_library())
+    for name, restype, argtypes in _SIGNATURES:
+        function = getattr(lib, name)
+        function.restype = restype
+        function.argtypes = argtypes
+    if lib.coords_abi_version() != ABI_VERSION:
+        raise ImportError(f"libcoordscore ABI {lib.coords_abi_version()} does not match this module's {ABI_VERSION}")
+    return lib
+
+
+lib = _load()
+"""The raw library, with every signature declared (for callers that want the C functions)."""
+
+
+def _call(function, *args) -> None:
+    """Calls a fallible C function with a trailing CoordsError and raises on failure."""
+    error = CoordsError()
+    code = function(*args, byref(error))
+    if code != OK:
+        message = ctypes.string_at(error.message).decode("utf-8", "replace") if error.message else ""
+        lib.coords_error_free(byref(error))
+        raise CoordsException(code, message)
+
+
+def _take(buffer: CoordsBuffer) -> bytes:
+    """Copies a library buffer into Python bytes and frees it."""
+    try:
+        return ctypes.string_at(buffer.data, buffer.len) if buffer.data else b""
+    finally:
+        lib.coords_buffer_free(byref(buffer))
+
+
+def _buffer_call(function, *args) -> bytes:
+    buffer = CoordsBuffer()
+    try:
+        _call(function, *args, byref(buffer))
+    except CoordsException:
+        lib.coords_buffer_free(byref(buffer))
+        raise
+    return _take(buffer)
+
+
+def _json_call(function, *args) -> Any:
+    return json.loads(_buffer_call(function, *args).decode("utf-8"))
+
+
+def _bytes(data: bytes, name: str, size: Optional[int] = None):
+    """A read-only view of `data` as uint8_t* (checking fixed sizes here, where C cannot)."""
+    if not isinstance(data, (bytes, bytearray)):
+        raise TypeError(f"{name} must be bytes")
+    if size is not None and len(data) != size:
+        raise ValueError(f"{name} must be {size} bytes, got {len(data)}")
+    array = (c_uint8 * max(len(data), 1)).from_buffer_copy(bytes(data) or b"\0")
+    return ctypes.cast(array, _U8)
+
+
+def _text(value: Optional[str]) -> Optional[bytes]:
+    return None if value is None else value.encode("utf-8")
+
+
+@dataclass(frozen=True)
+class Location:
+    """A position fix: degrees, metres, and the fix time in ms since the epoch."""
+    latitude: float
+    longitude: float
+    altitude: float = 0.0
+    accuracy: float = 0.0
+    timestamp_ms: int = 0
+
+    def to_c(self) -> CoordsLocation:
+        return CoordsLocation(self.latitude, self.longitude, self.altitude, self.accuracy, self.timestamp_ms)
+
+    @classmethod
+    def from_c(cls, c: CoordsLocation) -> "Location":
+        return cls(c.latitude, c.longitude, c.altitude, c.accuracy, c.timestamp_ms)
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "Location":
+        return cls(obj["latitude"], obj["longitude"], obj["altitude"], obj["accuracy"], obj["timestamp_ms"])
+
+
+def b64url(data: bytes) -> str:
+    """base64url without padding (Coords ids)."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def version() -> str:
+    return lib.coords_version().decode("utf-8")
+
+
+# ---- Stateless functions -----------------------------------------------------------------
+
+def generate_identity() -> tuple[bytes, bytes]:
+    """Returns (seed, public_key), 32 bytes each. Keep the seed secret."""
+    seed, public = (c_uint8 * 32)(), (c_uint8 * 32)()
+    _call(lib.coords_identity_generate, seed, public)
+    return bytes(seed), bytes(public)
+
+
+def public_from_seed(seed: bytes) -> bytes:
+    public = (c_uint8 * 32)()
+    _call(lib.coords_identity_public_from_seed, _bytes(seed, "seed", 32), public)
+    return bytes(public)
+
+
+def sign(seed: bytes, message: bytes) -> bytes:
+    signature = (c_uint8 * 64)()
+    _call(lib.coords_sign, _bytes(seed, "seed", 32), _bytes(message, "message"), len(message), signature)
+    return bytes(signature)
+
+
+def verify(public_key: bytes, message: bytes, signature: bytes) -> bool:
+    try:
+        _call(lib.coords_verify, _bytes(public_key, "public_key", 32), _bytes(message, "message"), len(message),
+              _bytes(signature, "signature", 64))
+        return True
+    except CoordsException as error:
+        if error.code == ERR_AUTHENTICATION_FAILED:
+            return False
+        raise
+
+
+def seal(location: Location, recipients: list[bytes]) -> bytes:
+    """Seals `location` for 32-byte public keys, the sender's own first."""
+    keys = b"".join(recipients)
+    if any(len(key) != 32 for key in recipients):
+        raise ValueError("every recipient must be a 32-byte public key")
+    c_location = location.to_c()
+    return _buffer_call(lib.coords_blob_seal, byref(c_location), _bytes(keys, "recipients"), len(recipients))
+
+
+def open_blob(seed: bytes, blob: bytes) -> Location:
+    out = CoordsLocation()
+    _call(lib.coords_blob_open, _bytes(seed, "seed", 32), _bytes(blob, "blob"), len(blob), byref(out))
+    return Location.from_c(out)
+
+
+def prepare_upload(seed: bytes, location: Location, friend_ids: list[str], server: str) -> dict:
+    c_location = location.to_c()
+    return _json_call(lib.coords_prepare_upload, _bytes(seed, "seed", 32), byref(c_location),
+                      json.dumps(friend_ids).encode(), server.encode())
+
+
+def prepare_fetch(friends: list[dict]) -> list:
+    return _json_call(lib.coords_prepare_fetch, json.dumps(friends).encode())
+
+
+def process_fetch_response(seed: bytes, body: bytes) -> list:
+    return _json_call(lib.coords_process_fetch_response, _bytes(seed, "seed", 32), _bytes(body, "body"), len(body))
+
+
+def friend_link(public_key: bytes, server: str, name: str) -> str:
+    return _buffer_call(lib.coords_friend_link_generate, _bytes(public_key, "public_key", 32), server.encode(),
+                        name.encode()).decode()
+
+
+def parse_friend_link(link: str) -> dict:
+    return _json_call(lib.coords_friend_link_parse, link.encode())
+
+
+def safety_number(a: bytes, b: bytes) -> str:
+    return _buffer_call(lib.coords_safety_number, _bytes(a, "a", 32), _bytes(b, "b", 32)).decode()
+
+
+def may_reuse_fix(fix_timestamp_ms: int, now_ms: int, reason: str) -> bool:
+    out = c_bool()
+    _call(lib.coords_may_reuse_fix, fix_timestamp_ms, now_ms, reason.encode(), byref(out))
+    return out.value
+
+
+def request_body(request: dict) -> bytes:
+    """The body bytes of a prepared request."""
+    return base64.b64decode(request["body_base64"])
+
+
+# ---- Apps --------------------------------------------------------------------------------
+
+class Keychain:
+    """Subclass to keep the identity in your own store; the default keeps it in memory."""
+
+    def __init__(self):
+        self.entries: dict[str, bytes] = {}
+        self.lock = threading.Lock()
+
+    def save(self, name: str, secret: bytes) -> None:
+        with self.lock:
+            self.entries[name] = secret
+
+    def load(self, name: str) -> Optional[bytes]:
+        with self.lock:
+            return self.entries.get(name)
+
+    def remove(self, name: str) -> None:
+        with self.lock:
+            self.entries.pop(name, None)
+
+
+class App:
+    """One CoordsCore data directory. Close it (or use `with`) when done.
+
+    The keychain is a file in the directory, sealed with `passphrase` or a 32-byte `key`, or a
+    Python `Keychain`. Other options: keychain_cost / backup_cost ("minimum", "interactive",
+    "moderate"), update_capacity, durability ("durable", "no_meta_sync", "no_sync").
+    """
+
+    def __init__(self, directory: str, passphrase: Optional[str] = None, key: Optional[bytes] = None,
+                 keychain: Optional[Keychain] = None, **options):
+        if passphrase is not None:
+            options["passphrase"] = passphrase
+        if key is not None:
+            options["key_base64"] = base64.b64encode(key).decode()
+        handle = _APP()
+        self._callbacks = None
+        self._update_callback = None
+        if keychain is None:
+            _call(lib.coords_app_open, directory.encode(), json.dumps(options).encode(), byref(handle))
+        else:
+            self._callbacks = self._bridge(keychain)
+            _call(lib.coords_app_open_with_keychain, directory.encode(), json.dumps(options).encode(),
+                  byref(self._callbacks), byref(handle))
+        self._handle = handle
+
+    @staticmethod
+    def _bridge(keychain: Keychain) -> CoordsKeychainCallbacks:
+        def save(_context, name, secret, length):
+            try:
+                keychain.save(name.decode(), ctypes.string_at(secret, length))
+                return 0
+            except Exception:
+                return 3
+
+        def load(_context, name, out, capacity, out_length):
+            try:
+                secret = keychain.load(name.decode())
+                if secret is None:
+                    return 1
+                if len(secret) > capacity:
+                    return 2
+                ctypes.memmove(out, secret, len(secret))
+                out_length[0] = len(secret)
+                return 0
+            except Exception:
+                return 3
+
+        def remove(_context, name):
+            try:
+                keychain.remove(name.decode())
+                return 0
+            except Exception:
+                return 3
+
+        # The CFUNCTYPE objects live on the struct, which the App keeps alive.
+        return CoordsKeychainCallbacks(None, KEYCHAIN_SAVE(save), KEYCHAIN_LOAD(load), KEYCHAIN_REMOVE(remove))
+
+    def close(self) -> None:
+        """Closes the app (idempotent from Python's side)."""
+        if self._handle is not None:
+            handle, self._handle = self._handle, None
+            _call(lib.coords_app_close, handle)
+
+    def __enter__(self) -> "App":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def handle(self):
+        if self._handle is None:
+            raise CoordsException(ERR_INVALID_HANDLE, "the app is closed")
+        return self._handle
+
+    # Updates
+    def next_update(self, timeout_ms: int = 0) -> Optional[dict]:
+        """The next update as a dict, or None when none came within timeout_ms (-1: wait)."""
+        try:
+            return _json_call(lib.coords_app_next_update, self.handle, timeout_ms)
+        except CoordsException as error:
+            if error.code == ERR_TIMED_OUT:
+                return None
+            raise
+
+    def updates(self) -> list[dict]:
+        """Every update queued right now."""
+        out = []
+        while (update := self.next_update(0)) is not None:
+            out.append(update)
+        return out
+
+    def set_update_callback(self, callback: Optional[Callable[[dict], None]]) -> None:
+        """Calls `callback(update)` from a library thread for every update; None stops it."""
+        if callback is None:
+            _call(lib.coords_app_set_update_callback, self.handle, UPDATE_CALLBACK(), None)
+            self._update_callback = None
+            return
+
+        def trampoline(_context, data, length):
+            try:
+                callback(json.loads(ctypes.string_at(data, length)))
+            except Exception:  # never let an exception unwind into C
+                pass
+
+        self._update_callback = UPDATE_CALLBACK(trampoline)
+        _call(lib.coords_app_set_update_callback, self.handle, self._update_callback, None)
+
+    # Wallet
+    def create_identity(self, name: str, server: str) -> str:
+        return _buffer_call(lib.coords_wallet_create_identity, self.handle, name.encode(), server.encode()).decode()
+
+    def import_seed(self, seed: bytes, name: str, server: str) -> str:
+        return _buffer_call(lib.coords_wallet_import_seed, self.handle, _bytes(seed, "seed", 32), name.encode(),
+                            server.encode()).decode()
+
+    def set_profile(self, name: Optional[str] = None, server: Optional[str] = None) -> None:
+        _call(lib.coords_wallet_set_profile, self.handle, _text(name), _text(server))
+
+    def set_strict_mode(self, strict: bool) -> None:
+        _call(lib.coords_wallet_set_strict_mode, self.handle, strict)
+
+    def info(self) -> dict:
+        return _json_call(lib.coords_wallet_info, self.handle)
+
+    def public_key(self) -> bytes:
+        out = (c_uint8 * 32)()
+        _call(lib.coords_wallet_public_key, self.handle, out)
+        return bytes(out)
+
+    def friend_link(self) -> str:
+        return _buffer_call(lib.coords_wallet_friend_link, self.handle).decode()
+
+    def safety_number(self, friend_public: bytes) -> str:
+        return _buffer_call(lib.coords_wallet_safety_number, self.handle, _bytes(friend_public, "friend_public", 32)).decode()
+
+    def sign(self, message: bytes) -> bytes:
+        out = (c_uint8 * 64)()
+        _call(lib.coords_wallet_sign, self.handle, _bytes(message, "message"), len(message), out)
+        return bytes(out)
+
+    def export_backup(self, passphrase: str) -> bytes:
+        return _buffer_call(lib.coords_wallet_export_backup, self.handle, passphrase.encode())
+
+    def import_backup(self, backup: bytes, passphrase: str) -> str:
+        return _buffer_call(lib.coords_wallet_import_backup, self.handle, _bytes(backup, "backup"), len(backup),
+                            passphrase.encode()).decode()
+
+    # Friends
+    def add_friend_link(self, link: str) -> dict:
+        return _json_call(lib.coords_friends_add_link, self.handle, link.encode())
+
+    def add_friend(self, id: str, server: str, name: str = "", share_with: bool = True, fetch_from: bool = True) -> dict:
+        record = {"id": id, "server": server, "name": name, "share_with": share_with, "fetch_from": fetch_from}
+        return _json_call(lib.coords_friends_add, self.handle, json.dumps(record).encode())
+
+    def update_friend(self, id: str, **changes) -> dict:
+        return _json_call(lib.coords_friends_update, self.handle, id.encode(), json.dumps(changes).encode())
+
+    def remove_friend(self, id: str) -> None:
+        _call(lib.coords_friends_remove, self.handle, id.encode())
+
+    def friends(self) -> list:
+        return _json_call(lib.coords_friends_list, self.handle)
+
+    # Location
+    def prepare_upload(self, fix: Location) -> dict:
+        c_fix = fix.to_c()
+        return _json_call(lib.coords_location_prepare_upload, self.handle, byref(c_fix))
+
+    def mark_upload_succeeded(self, fix_timestamp_ms: int) -> None:
+        _call(lib.coords_location_mark_upload_succeeded, self.handle, fix_timestamp_ms)
+
+    def mark_upload_failed(self, fix_timestamp_ms: int, reason: str) -> None:
+        _call(lib.coords_location_mark_upload_failed, self.handle, fix_timestamp_ms, reason.encode())
+
+    def prepare_fetches(self) -> list:
+        return _json_call(lib.coords_location_prepare_fetches, self.handle)
+
+    def process_fetch_response(self, body: bytes) -> dict:
+        return _json_call(lib.coords_location_process_fetch_response, self.handle, _bytes(body, "body"), len(body))
+
+    def friend_locations(self) -> list:
+        return _json_call(lib.coords_location_friend_locations, self.handle)

@@ -1,0 +1,433 @@
+/*
+ * coordscore.h — the C ABI of CoordsCore (libcoordscore.so).
+ *
+ * End-to-end encrypted location sharing (the Coords v3 wire format) for any host: C programs,
+ * Python (ctypes), phone shells. This header is the contract; docs/ABI.md explains it at
+ * length (JSON schemas, threading, shipping the library).
+ *
+ * Calling convention (every function):
+ *   - Fallible functions return an int32_t status: 0 (COORDS_OK) or one of the COORDS_ERR_*
+ *     codes below. Their last parameter is `CoordsError *out_error`, which may be NULL. When it
+ *     is not NULL, it receives the code and a message owned by the library: free it with
+ *     coords_error_free() (on success the library sets code 0 and message NULL without freeing
+ *     anything, so free a previous message before reusing the struct).
+ *   - Inputs are borrowed for the duration of the call only: `(const uint8_t *ptr, size_t len)`
+ *     byte ranges, fixed-size keys (`seed[32]` means 32 readable bytes), and NUL-terminated
+ *     UTF-8 strings. Lengths are checked against documented maxima *before* anything is read.
+ *   - Outputs that vary in size come back in a CoordsBuffer the library allocates; free it
+ *     with coords_buffer_free(). Text and JSON buffers are also NUL-terminated (the NUL is not
+ *     counted in len). Fixed-size outputs (`public_out[32]`) are written into caller memory.
+ *   - Records cross as UTF-8 JSON (schemas in docs/ABI.md).
+ *   - Objects are opaque handles (CoordsApp *). A handle is never a real pointer: a closed,
+ *     stale or made-up handle yields COORDS_ERR_INVALID_HANDLE, never undefined behaviour.
+ *     Closing NULL is a no-op that succeeds.
+ *   - No input can make the library abort the process: every export validates its arguments
+ *     and catches every error.
+ *
+ * Threading: every function may be called from any thread, concurrently, including on the
+ * same CoordsApp handle (calls to one manager are serialised inside the library). Calls block
+ * the calling thread until they finish; do not call them from a thread that must not block.
+ */
+#ifndef COORDSCORE_H
+#define COORDSCORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ABI version this header describes. Bindings compare it with coords_abi_version() at
+ * load time and refuse to run on a mismatch. */
+#define COORDS_ABI_VERSION 1u
+
+/* ---------------------------------------------------------------------------------------
+ * Status and error codes (stable; never renumbered). Families by hundred, subgroups by decade.
+ * ------------------------------------------------------------------------------------- */
+#define COORDS_OK 0
+
+/* 100–199 arguments (the C ABI itself) */
+#define COORDS_ERR_NULL_ARGUMENT 100      /* a required pointer was NULL */
+#define COORDS_ERR_INVALID_LENGTH 101     /* a byte range has the wrong length */
+#define COORDS_ERR_INVALID_UTF8 102       /* a string is not valid UTF-8 */
+#define COORDS_ERR_INVALID_ARGUMENT 103   /* malformed JSON argument, unknown option or enum value */
+#define COORDS_ERR_INVALID_HANDLE 104     /* closed, stale or unknown handle */
+#define COORDS_ERR_TOO_LARGE 105          /* an input exceeds its documented maximum */
+#define COORDS_ERR_ABI_MISMATCH 106       /* reserved for bindings: header and library versions differ */
+#define COORDS_ERR_INTERNAL 199           /* an unexpected failure inside the library (a bug) */
+
+/* 200–299 crypto */
+#define COORDS_ERR_CRYPTO_INIT 200        /* libsodium could not initialise */
+#define COORDS_ERR_UNSUPPORTED_HARDWARE 201 /* no AES-NI/CLMUL: AES-256-GCM unavailable */
+#define COORDS_ERR_INVALID_KEY_LENGTH 202
+#define COORDS_ERR_INVALID_PUBLIC_KEY 203 /* not a valid Ed25519 point */
+#define COORDS_ERR_INVALID_NONCE_LENGTH 204
+#define COORDS_ERR_AUTHENTICATION_FAILED 205
+#define COORDS_ERR_CIPHERTEXT_TOO_SHORT 206
+#define COORDS_ERR_WEAK_PUBLIC_KEY 207
+#define COORDS_ERR_INVALID_CRYPTO_PARAMETER 208
+#define COORDS_ERR_RANDOM_SOURCE 209
+#define COORDS_ERR_CRYPTO_OUT_OF_MEMORY 210
+
+/* 300–399 wire format */
+#define COORDS_ERR_INVALID_LOCATION 300   /* NaN, infinity, |lat| > 90, |lon| > 180 */
+#define COORDS_ERR_INVALID_WIRE_LOCATION 301
+#define COORDS_ERR_BLOB_TOO_SHORT 310
+#define COORDS_ERR_UNSUPPORTED_BLOB_VERSION 311
+#define COORDS_ERR_BLOB_TRUNCATED 312
+#define COORDS_ERR_NOT_A_RECIPIENT 313
+#define COORDS_ERR_INVALID_EPHEMERAL_KEY 314
+#define COORDS_ERR_BLOB_TAMPERED 315
+#define COORDS_ERR_INVALID_LOCATION_PLAINTEXT 316
+#define COORDS_ERR_TOO_MANY_RECIPIENTS 317 /* more than 1050 entries (1049 friends + self) */
+#define COORDS_ERR_NO_RECIPIENTS 318
+#define COORDS_ERR_INVALID_RECIPIENT_KEY 319
+#define COORDS_ERR_INVALID_BASE64 330
+#define COORDS_ERR_INVALID_BYTE_LENGTH 331
+#define COORDS_ERR_INVALID_JSON 332
+#define COORDS_ERR_UNEXPECTED_JSON 333
+#define COORDS_ERR_INVALID_SERVER_URL 340
+#define COORDS_ERR_INVALID_PUBLIC_KEY_ID 341
+#define COORDS_ERR_TAMPERED_ENTRY 342
+#define COORDS_ERR_UNVERIFIED_ENTRY 343
+#define COORDS_ERR_ROLLBACK 344
+#define COORDS_ERR_RELAY_ERROR 345
+#define COORDS_ERR_STALE_LOCATION 346
+#define COORDS_ERR_INVALID_FRIEND_LINK 350
+
+/* 400–499 storage */
+#define COORDS_ERR_STORE_OPEN_FAILED 400
+#define COORDS_ERR_STORE_ALREADY_OPEN 401 /* the data directory is already open in this process */
+#define COORDS_ERR_STORE_FULL 402
+#define COORDS_ERR_STORE_CORRUPTED 403
+#define COORDS_ERR_STORE_FAILURE 404
+#define COORDS_ERR_STORE_CLOSED 405
+#define COORDS_ERR_UNKNOWN_TABLE 410
+#define COORDS_ERR_TABLE_TYPE_MISMATCH 411
+#define COORDS_ERR_TOO_MANY_TABLES 412
+#define COORDS_ERR_TRANSACTION_CLOSED 420
+#define COORDS_ERR_NESTED_WRITE 421
+#define COORDS_ERR_DECODING_FAILED 430
+#define COORDS_ERR_ENCODING_FAILED 431
+#define COORDS_ERR_INVALID_KEY_SIZE 432
+#define COORDS_ERR_SCHEMA_TOO_NEW 440
+#define COORDS_ERR_MIGRATION_FAILED 441
+
+/* 500–599 channels and lifetime */
+#define COORDS_ERR_EMPTY 500
+#define COORDS_ERR_FULL 501
+#define COORDS_ERR_CLOSED 502             /* the app was closed: no more updates */
+#define COORDS_ERR_TIMED_OUT 503          /* coords_app_next_update: nothing arrived in time */
+#define COORDS_ERR_CANCELLED 504
+
+/* 600–699 managers and keychains */
+#define COORDS_ERR_NO_IDENTITY 600
+#define COORDS_ERR_IDENTITY_EXISTS 601
+#define COORDS_ERR_INVALID_BACKUP 602
+#define COORDS_ERR_WRONG_BACKUP_PASSPHRASE 603
+#define COORDS_ERR_UNSUPPORTED_BACKUP_VERSION 604
+#define COORDS_ERR_NO_SERVER 605
+#define COORDS_ERR_FRIEND_NOT_FOUND 610
+#define COORDS_ERR_CANNOT_ADD_SELF 611
+#define COORDS_ERR_UNKNOWN_UPLOAD 620
+#define COORDS_ERR_FIX_IN_FUTURE 621
+#define COORDS_ERR_WRONG_PASSPHRASE 650   /* the keychain passphrase or host key is wrong */
+#define COORDS_ERR_KEYCHAIN_CORRUPTED 651
+#define COORDS_ERR_KEYCHAIN_IO 652
+#define COORDS_ERR_KEYCHAIN_INVALID_NAME 653
+#define COORDS_ERR_HOST_KEYCHAIN 654      /* a host keychain callback reported a failure */
+
+/* Input limits (larger inputs fail with COORDS_ERR_TOO_LARGE before being read). */
+#define COORDS_MAX_STRING_BYTES 1048576u     /* any NUL-terminated string argument */
+#define COORDS_MAX_MESSAGE_BYTES 16777216u   /* coords_sign / coords_verify / coords_wallet_sign */
+#define COORDS_MAX_BODY_BYTES 16777216u      /* response bodies, backups */
+#define COORDS_MAX_BLOB_BYTES 65536u         /* a location blob (the relay limit) */
+#define COORDS_MAX_RECIPIENTS 1050u          /* coords_blob_seal: sender + 1049 friends */
+
+/* ---------------------------------------------------------------------------------------
+ * Types
+ * ------------------------------------------------------------------------------------- */
+
+/* An error: a COORDS_ERR_* code and a UTF-8 message owned by the library (or NULL). */
+typedef struct CoordsError {
+    int32_t code;
+    char *message;
+} CoordsError;
+
+/* Bytes owned by the library. Free with coords_buffer_free(). */
+typedef struct CoordsBuffer {
+    uint8_t *data;
+    size_t len;
+} CoordsBuffer;
+
+/* A position fix. latitude/longitude in degrees, altitude and accuracy in metres,
+ * timestamp_ms = time of the fix in milliseconds since the Unix epoch. */
+typedef struct CoordsLocation {
+    double latitude;
+    double longitude;
+    double altitude;
+    float accuracy;
+    uint64_t timestamp_ms;
+} CoordsLocation;
+
+/* An open data directory (opaque). */
+typedef struct CoordsApp CoordsApp;
+
+/* A host keychain (iOS Keychain, Android Keystore, a secrets service...). The library calls
+ * these from any thread, possibly concurrently; they must be thread-safe. Return 0 on success.
+ *   save:   store `secret` (len bytes) under `name` (UTF-8), replacing any previous value.
+ *   load:   copy the secret under `name` into `out` (capacity bytes) and set *out_len; return 1
+ *           when there is no such entry, 2 when `capacity` is too small, other non-zero values on
+ *           failure.
+ *   remove: delete `name` (return 0 when it did not exist).
+ * `context` is passed back unchanged; it must stay valid until the app is closed. */
+typedef struct CoordsKeychainCallbacks {
+    void *context;
+    int32_t (*save)(void *context, const char *name, const uint8_t *secret, size_t len);
+    int32_t (*load)(void *context, const char *name, uint8_t *out, size_t capacity, size_t *out_len);
+    int32_t (*remove)(void *context, const char *name);
+} CoordsKeychainCallbacks;
+
+/* Receives each update as UTF-8 JSON (valid during the call only), on a library thread. */
+typedef void (*CoordsUpdateCallback)(void *context, const uint8_t *json, size_t len);
+
+/* Layout checks (C99-compatible). */
+#define COORDS_STATIC_ASSERT(cond, name) typedef char coords_static_assert_##name[(cond) ? 1 : -1]
+COORDS_STATIC_ASSERT(sizeof(CoordsError) == 2 * sizeof(void *), error_layout);
+COORDS_STATIC_ASSERT(sizeof(CoordsBuffer) == 2 * sizeof(void *), buffer_layout);
+COORDS_STATIC_ASSERT(offsetof(CoordsBuffer, len) == sizeof(void *), buffer_len_offset);
+COORDS_STATIC_ASSERT(sizeof(CoordsLocation) == 40, location_size);
+COORDS_STATIC_ASSERT(offsetof(CoordsLocation, accuracy) == 24, location_accuracy_offset);
+COORDS_STATIC_ASSERT(offsetof(CoordsLocation, timestamp_ms) == 32, location_timestamp_offset);
+COORDS_STATIC_ASSERT(sizeof(CoordsKeychainCallbacks) == 4 * sizeof(void *), keychain_layout);
+
+/* ---------------------------------------------------------------------------------------
+ * Library
+ * ------------------------------------------------------------------------------------- */
+
+/* The ABI version of the loaded library (compare with COORDS_ABI_VERSION). Never fails. */
+uint32_t coords_abi_version(void);
+
+/* The library version, e.g. "0.1.0": a static string, do not free. Never fails. */
+const char *coords_version(void);
+
+/* Frees the message of `error` and resets it (code 0, message NULL). NULL is a no-op. */
+void coords_error_free(CoordsError *error);
+
+/* Frees the bytes of `buffer` and resets it (data NULL, len 0). NULL is a no-op. */
+void coords_buffer_free(CoordsBuffer *buffer);
+
+/* ---------------------------------------------------------------------------------------
+ * Stateless functions (mirror the reference core's exports)
+ * ------------------------------------------------------------------------------------- */
+
+/* Generates an identity: writes the 32-byte secret seed and the 32-byte Ed25519 public key.
+ * The seed is the user's private key: keep it in the platform keychain.
+ * Errors: NULL_ARGUMENT, CRYPTO_INIT. */
+int32_t coords_identity_generate(uint8_t seed_out[32], uint8_t public_out[32], CoordsError *out_error);
+
+/* Derives the public key of a 32-byte seed. Errors: NULL_ARGUMENT, CRYPTO_INIT. */
+int32_t coords_identity_public_from_seed(const uint8_t seed[32], uint8_t public_out[32], CoordsError *out_error);
+
+/* Signs msg (msg_len bytes, at most COORDS_MAX_MESSAGE_BYTES; msg may be NULL when msg_len is 0)
+ * with the identity of `seed`; writes the 64-byte Ed25519 signature.
+ * Errors: NULL_ARGUMENT, TOO_LARGE. */
+int32_t coords_sign(const uint8_t seed[32], const uint8_t *msg, size_t msg_len, uint8_t sig_out[64], CoordsError *out_error);
+
+/* Verifies an Ed25519 signature. Returns COORDS_OK when valid, COORDS_ERR_AUTHENTICATION_FAILED
+ * when not (also for a malformed key or signature). Errors: NULL_ARGUMENT, TOO_LARGE. */
+int32_t coords_verify(const uint8_t public_key[32], const uint8_t *msg, size_t msg_len, const uint8_t sig[64],
+                      CoordsError *out_error);
+
+/* Seals `location` into a Coords v3 blob for `recipient_count` Ed25519 public keys stored back
+ * to back in `recipients` (32 bytes each, the sender's own key first).
+ * Errors: NULL_ARGUMENT, INVALID_LOCATION, NO_RECIPIENTS, TOO_MANY_RECIPIENTS,
+ * INVALID_RECIPIENT_KEY, UNSUPPORTED_HARDWARE. */
+int32_t coords_blob_seal(const CoordsLocation *location, const uint8_t *recipients, size_t recipient_count,
+                         CoordsBuffer *blob_out, CoordsError *out_error);
+
+/* Opens a blob (at most COORDS_MAX_BLOB_BYTES) with the identity of `seed`.
+ * Errors: NULL_ARGUMENT, TOO_LARGE, BLOB_TOO_SHORT, UNSUPPORTED_BLOB_VERSION, BLOB_TRUNCATED,
+ * NOT_A_RECIPIENT, INVALID_EPHEMERAL_KEY, BLOB_TAMPERED, INVALID_LOCATION_PLAINTEXT. */
+int32_t coords_blob_open(const uint8_t seed[32], const uint8_t *blob, size_t blob_len, CoordsLocation *location_out,
+                         CoordsError *out_error);
+
+/* Prepares an upload without any stored state: seals `location` for the identity itself and
+ * the friends in `recipients_json` (a JSON array of base64url ids), signs it with the current
+ * time, and returns the request as JSON {"url","method","headers":{…},"body_base64"}.
+ * Errors: NULL_ARGUMENT, INVALID_UTF8, INVALID_JSON, INVALID_ARGUMENT, INVALID_PUBLIC_KEY_ID,
+ * INVALID_LOCATION, INVALID_SERVER_URL, TOO_MANY_RECIPIENTS. */
+int32_t coords_prepare_upload(const uint8_t seed[32], const CoordsLocation *location, const char *recipients_json,
+                              const char *server, CoordsBuffer *request_json_out, CoordsError *out_error);
+
+/* Prepares fetches for `friends_json` = [{"pubkey","server"}, …]: one request per exact server
+ * string and at most 50 ids each. Output: a JSON array of requests, each
+ * {"url","method","headers","body_base64","server","ids"}.
+ * Errors: NULL_ARGUMENT, INVALID_UTF8, INVALID_JSON, INVALID_ARGUMENT, INVALID_SERVER_URL. */
+int32_t coords_prepare_fetch(const char *friends_json, CoordsBuffer *requests_json_out, CoordsError *out_error);
+
+/* Processes a fetch response body with the identity of `seed`: a JSON array with one result per
+ * entry, {"pubkey","location"|null,"updated"|null,"upload_timestamp"|null,"authenticity","error"|null}.
+ * One bad entry never fails the others. Errors: NULL_ARGUMENT, TOO_LARGE, INVALID_JSON, UNEXPECTED_JSON. */
+int32_t coords_process_fetch_response(const uint8_t seed[32], const uint8_t *body, size_t body_len,
+                                      CoordsBuffer *results_json_out, CoordsError *out_error);
+
+/* Builds a coord:// friend link (UTF-8 text). Errors: NULL_ARGUMENT, INVALID_UTF8, INVALID_PUBLIC_KEY. */
+int32_t coords_friend_link_generate(const uint8_t public_key[32], const char *server, const char *name,
+                                    CoordsBuffer *link_out, CoordsError *out_error);
+
+/* Parses a friend link into JSON {"pubkey","server","name"}.
+ * Errors: NULL_ARGUMENT, INVALID_UTF8, INVALID_FRIEND_LINK. */
+int32_t coords_friend_link_parse(const char *link, CoordsBuffer *json_out, CoordsError *out_error);
+
+/* The 30-digit safety number of two public keys ("12345 67890 …", symmetric).
+ * Errors: NULL_ARGUMENT. */
+int32_t coords_safety_number(const uint8_t public_a[32], const uint8_t public_b[32], CoordsBuffer *text_out,
+                             CoordsError *out_error);
+
+/* Whether a fix taken at fix_timestamp_ms may be reused at now_ms for an upload of `reason`
+ * ("explicit", "launch" or "background"): writes true or false to *out.
+ * Errors: NULL_ARGUMENT, INVALID_UTF8, INVALID_ARGUMENT. */
+int32_t coords_may_reuse_fix(uint64_t fix_timestamp_ms, uint64_t now_ms, const char *reason, bool *out,
+                             CoordsError *out_error);
+
+/* ---------------------------------------------------------------------------------------
+ * Apps (one data directory each)
+ * ------------------------------------------------------------------------------------- */
+
+/* Opens (creating if needed) the app in directory `data_dir` with the file keychain.
+ * options_json (may be NULL only if it would be "{}", which needs a passphrase or key anyway):
+ *   {"passphrase": "…"} or {"key_base64": "<32 bytes, standard base64>"} — how the keychain is
+ *   sealed; optional "keychain_cost" and "backup_cost": "minimum" | "interactive" | "moderate"
+ *   or {"ops_limit": n, "mem_limit": n}; "update_capacity": n; "durability": "durable" |
+ *   "no_meta_sync" | "no_sync".
+ * Errors: NULL_ARGUMENT, INVALID_UTF8, INVALID_JSON, INVALID_ARGUMENT, WRONG_PASSPHRASE,
+ * STORE_ALREADY_OPEN, STORE_OPEN_FAILED, STORE_CORRUPTED, KEYCHAIN_*. */
+int32_t coords_app_open(const char *data_dir, const char *options_json, CoordsApp **app_out, CoordsError *out_error);
+
+/* Like coords_app_open, but the identity lives in the host's keychain (`keychain` is copied;
+ * its context must stay valid until the app is closed). Passphrase/key options are ignored. */
+int32_t coords_app_open_with_keychain(const char *data_dir, const char *options_json,
+                                      const CoordsKeychainCallbacks *keychain, CoordsApp **app_out,
+                                      CoordsError *out_error);
+
+/* Closes an app: stops its update callback, ends its updates, closes its store. NULL is a
+ * no-op that succeeds; a second close returns COORDS_ERR_INVALID_HANDLE. */
+int32_t coords_app_close(CoordsApp *app, CoordsError *out_error);
+
+/* Waits up to timeout_ms (negative: without limit) for the next update of any manager and
+ * returns it as JSON {"manager": "wallet"|"friends"|"location", "type": "…", …}.
+ * Returns COORDS_OK with a message, COORDS_ERR_TIMED_OUT when none came, or COORDS_ERR_CLOSED
+ * once the app is closed. Competes with the update callback: each update is delivered once. */
+int32_t coords_app_next_update(CoordsApp *app, int64_t timeout_ms, CoordsBuffer *message_json_out, CoordsError *out_error);
+
+/* Registers `callback` to receive every update (JSON, as coords_app_next_update returns them)
+ * on a library thread; NULL unregisters (waiting until the thread stopped). Registering again
+ * replaces the previous callback. Errors: INVALID_HANDLE. */
+int32_t coords_app_set_update_callback(CoordsApp *app, CoordsUpdateCallback callback, void *context,
+                                       CoordsError *out_error);
+
+/* ---- Wallet (identity, profile, backups) ------------------------------------------------ */
+
+/* Creates an identity (kept in the keychain) with a display name and relay URL; returns the
+ * id (base64url public key) as text. Errors: IDENTITY_EXISTS, INVALID_SERVER_URL, keychain and
+ * store errors. */
+int32_t coords_wallet_create_identity(CoordsApp *app, const char *name, const char *server, CoordsBuffer *id_out,
+                                      CoordsError *out_error);
+
+/* Imports an identity from its 32-byte seed; returns the id. Errors: IDENTITY_EXISTS (a
+ * different identity is loaded), INVALID_SERVER_URL, keychain and store errors. */
+int32_t coords_wallet_import_seed(CoordsApp *app, const uint8_t seed[32], const char *name, const char *server,
+                                  CoordsBuffer *id_out, CoordsError *out_error);
+
+/* Changes the display name and/or relay (NULL leaves a field unchanged). */
+int32_t coords_wallet_set_profile(CoordsApp *app, const char *name, const char *server, CoordsError *out_error);
+
+/* Strict mode: refuse fetched entries the relay did not signature-stamp (PROTOCOL.md §6). */
+int32_t coords_wallet_set_strict_mode(CoordsApp *app, bool strict, CoordsError *out_error);
+
+/* The wallet as JSON {"has_identity","id","name","server","link","strict_mode"} (id and link
+ * are null without an identity or server). */
+int32_t coords_wallet_info(CoordsApp *app, CoordsBuffer *json_out, CoordsError *out_error);
+
+/* The identity's 32-byte public key. Errors: NO_IDENTITY. */
+int32_t coords_wallet_public_key(CoordsApp *app, uint8_t public_out[32], CoordsError *out_error);
+
+/* The user's own coord:// link (text). Errors: NO_IDENTITY, NO_SERVER. */
+int32_t coords_wallet_friend_link(CoordsApp *app, CoordsBuffer *link_out, CoordsError *out_error);
+
+/* The safety number shared with a friend (text). Errors: NO_IDENTITY. */
+int32_t coords_wallet_safety_number(CoordsApp *app, const uint8_t friend_public[32], CoordsBuffer *text_out,
+                                    CoordsError *out_error);
+
+/* Signs msg with the identity (64 bytes written). Errors: NO_IDENTITY, TOO_LARGE. */
+int32_t coords_wallet_sign(CoordsApp *app, const uint8_t *msg, size_t msg_len, uint8_t sig_out[64],
+                           CoordsError *out_error);
+
+/* Exports an encrypted backup (bytes; docs/BACKUP.md). Errors: NO_IDENTITY. */
+int32_t coords_wallet_export_backup(CoordsApp *app, const char *passphrase, CoordsBuffer *backup_out,
+                                    CoordsError *out_error);
+
+/* Restores a backup; returns the id. Errors: WRONG_BACKUP_PASSPHRASE, INVALID_BACKUP,
+ * UNSUPPORTED_BACKUP_VERSION, IDENTITY_EXISTS, TOO_LARGE. */
+int32_t coords_wallet_import_backup(CoordsApp *app, const uint8_t *backup, size_t backup_len, const char *passphrase,
+                                    CoordsBuffer *id_out, CoordsError *out_error);
+
+/* ---- Friends ----------------------------------------------------------------------------- */
+
+/* Adds (or refreshes) the friend of a coord:// link; returns the friend as JSON
+ * {"id","name","server","share_with","fetch_from","added_at","trust","marker_color"}.
+ * Errors: INVALID_FRIEND_LINK, INVALID_PUBLIC_KEY_ID, CANNOT_ADD_SELF. */
+int32_t coords_friends_add_link(CoordsApp *app, const char *link, CoordsBuffer *friend_json_out, CoordsError *out_error);
+
+/* Adds a friend from JSON {"id","server","name","share_with"?,"fetch_from"?}; returns the friend. */
+int32_t coords_friends_add(CoordsApp *app, const char *friend_json, CoordsBuffer *friend_json_out, CoordsError *out_error);
+
+/* Updates a friend from JSON {"name"?,"share_with"?,"fetch_from"?,"trust"?}; returns the friend.
+ * trust is "unverified", "verified" or "blocked". Errors: FRIEND_NOT_FOUND. */
+int32_t coords_friends_update(CoordsApp *app, const char *id, const char *changes_json, CoordsBuffer *friend_json_out,
+                              CoordsError *out_error);
+
+/* Removes a friend and their cached location. Errors: FRIEND_NOT_FOUND. */
+int32_t coords_friends_remove(CoordsApp *app, const char *id, CoordsError *out_error);
+
+/* Every friend, as a JSON array of friend objects. */
+int32_t coords_friends_list(CoordsApp *app, CoordsBuffer *json_out, CoordsError *out_error);
+
+/* ---- Location ---------------------------------------------------------------------------- */
+
+/* Prepares an upload of `fix` for the user and every friend shared with; returns JSON
+ * {"request":{…},"fix_timestamp","upload_timestamp","recipient_count","blob_size"}. Send the
+ * request, then call coords_location_mark_upload_succeeded after a 2xx.
+ * Errors: INVALID_LOCATION, STALE_LOCATION, FIX_IN_FUTURE, NO_IDENTITY, NO_SERVER. */
+int32_t coords_location_prepare_upload(CoordsApp *app, const CoordsLocation *fix, CoordsBuffer *upload_json_out,
+                                       CoordsError *out_error);
+
+/* Records that the relay acknowledged the upload of the fix from fix_timestamp_ms.
+ * Errors: UNKNOWN_UPLOAD. */
+int32_t coords_location_mark_upload_succeeded(CoordsApp *app, uint64_t fix_timestamp_ms, CoordsError *out_error);
+
+/* Reports a failed upload (nothing is recorded; the fix may be uploaded again). */
+int32_t coords_location_mark_upload_failed(CoordsApp *app, uint64_t fix_timestamp_ms, const char *reason,
+                                           CoordsError *out_error);
+
+/* The fetch requests for every friend fetched from (JSON array, as coords_prepare_fetch). */
+int32_t coords_location_prepare_fetches(CoordsApp *app, CoordsBuffer *requests_json_out, CoordsError *out_error);
+
+/* Processes one fetch response body; returns JSON {"updated":[friend locations],
+ * "unchanged":[ids],"rejected":[{"id","error":{"code","message"}}],"ignored":[ids]}.
+ * Errors: NO_IDENTITY, INVALID_JSON, UNEXPECTED_JSON, TOO_LARGE. */
+int32_t coords_location_process_fetch_response(CoordsApp *app, const uint8_t *body, size_t body_len,
+                                               CoordsBuffer *outcome_json_out, CoordsError *out_error);
+
+/* Every friend fetched from, with their cached location: a JSON array of
+ * {"id","name","location"|null,"updated","fetched_at","authenticity","marker_color"}. */
+int32_t coords_location_friend_locations(CoordsApp *app, CoordsBuffer *json_out, CoordsError *out_error);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COORDSCORE_H */

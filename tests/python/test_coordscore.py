@@ -1,0 +1,446 @@
+"""pytest suite for the C ABI through examples/coordscore.py (ctypes)."""
+import base64
+import ctypes
+import json
+import os
+import threading
+import time
+from ctypes import byref, c_bool, c_uint8
+
+import pytest
+
+import coordscore as cc
+from coordscore import CoordsBuffer, CoordsError, CoordsLocation, lib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VECTORS = os.path.join(ROOT, "Tests", "CoordsCoreTests", "Vectors", "coords-v3.json")
+FAST = dict(keychain_cost="minimum", backup_cost="minimum", durability="no_sync")
+HUGE = 2 ** 63  # a size no buffer has
+
+
+@pytest.fixture(scope="module")
+def vectors():
+    with open(VECTORS) as f:
+        return json.load(f)
+
+
+def raw(function, *args):
+    """Calls a raw C function; returns (code, message) and frees everything."""
+    error = CoordsError()
+    code = function(*args, byref(error))
+    message = ctypes.string_at(error.message).decode() if error.message else None
+    lib.coords_error_free(byref(error))
+    assert error.message is None and error.code == 0
+    if code != 0:
+        assert message, f"code {code} without a message"
+    return code, message
+
+
+def u8(data: bytes):
+    return ctypes.cast((c_uint8 * max(len(data), 1)).from_buffer_copy(data or b"\0"), ctypes.POINTER(c_uint8))
+
+
+# ---- Library ------------------------------------------------------------------------------
+
+def test_every_function_has_a_signature():
+    header = open(os.path.join(ROOT, "include", "coordscore.h")).read()
+    import re
+    declared = set(re.findall(r"\b(coords_[a-z0-9_]+)\s*\(", header))
+    bound = {name for name, _, _ in cc._SIGNATURES}
+    assert declared == bound
+
+
+def test_version_and_abi():
+    assert lib.coords_abi_version() == cc.ABI_VERSION
+    assert cc.version().count(".") == 2
+
+
+def test_free_functions_accept_null_and_reset():
+    lib.coords_error_free(None)
+    lib.coords_buffer_free(None)
+    buffer = CoordsBuffer()
+    lib.coords_buffer_free(byref(buffer))
+    assert not buffer.data and buffer.len == 0
+
+
+# ---- Vectors through the ABI ----------------------------------------------------------------
+
+def test_vector_blobs_open_for_every_recipient(vectors):
+    keys = vectors["keys"]
+    for blob in vectors["blobs"]:
+        data = bytes.fromhex(blob["blob_hex"])
+        for index in blob["recipients"]:
+            location = cc.open_blob(bytes.fromhex(keys[index]["seed"]), data)
+            assert location.timestamp_ms == int.from_bytes(bytes.fromhex(blob["location_wire_hex"])[12:], "big")
+        for index in blob["not_readable_by"]:
+            with pytest.raises(cc.CoordsException) as error:
+                cc.open_blob(bytes.fromhex(keys[index]["seed"]), data)
+            assert error.value.code == cc.ERR_NOT_A_RECIPIENT
+
+
+def test_vector_blob_rejects(vectors):
+    seed = bytes.fromhex(vectors["keys"][0]["seed"])
+    for reject in vectors["blob_rejects"]:
+        with pytest.raises(cc.CoordsException) as error:
+            cc.open_blob(seed, bytes.fromhex(reject["blob_hex"]))
+        assert 300 <= error.value.code < 400, reject["why"]
+
+
+def test_vector_keys_and_links(vectors):
+    for key in vectors["keys"][:10]:
+        assert cc.public_from_seed(bytes.fromhex(key["seed"])).hex() == key["ed25519_public"]
+    for link in vectors["links"]:
+        public = base64.urlsafe_b64decode(link["pubkey_b64url"] + "=")
+        assert cc.friend_link(public, link["server"], link["name"]) == link["link"]
+    for case in vectors["link_parse"]:
+        if case["ok"]:
+            assert cc.parse_friend_link(case["link"]) == {"pubkey": case["pubkey"], "server": case["server"], "name": case["name"]}
+        else:
+            with pytest.raises(cc.CoordsException) as error:
+                cc.parse_friend_link(case["link"])
+            assert error.value.code in (cc.ERR_INVALID_FRIEND_LINK, cc.ERR_INVALID_UTF8), case["why"]
+
+
+def test_vector_uploads_sign_exactly(vectors):
+    for upload in vectors["uploads"]:
+        seed = bytes.fromhex(vectors["keys"][upload["seed_index"]]["seed"])
+        signature = cc.sign(seed, bytes.fromhex(upload["signed_message_hex"]))
+        assert cc.b64url(signature) == upload["body"]["signature"]
+
+
+def test_vector_fetch_response(vectors):
+    response = vectors["fetch_response"]
+    seed = bytes.fromhex(vectors["keys"][response["reader_seed_index"]]["seed"])
+    results = cc.process_fetch_response(seed, response["body"].encode())
+    assert [r["pubkey"] for r in results] == [e["pubkey"] for e in response["expected"]]
+    for result, expected in zip(results, response["expected"]):
+        assert result["updated"] == expected["updated"]
+        if expected["location"] is None:
+            assert result["location"] is None
+        else:
+            assert result["location"]["latitude"] == expected["location"]["latitude"]
+            assert result["location"]["timestamp_ms"] == expected["location"]["timestamp"]
+            assert result["authenticity"] == "unverified"
+
+
+def test_safety_numbers_match_envelope_vectors():
+    with open(os.path.join(ROOT, "Tests", "CoordsCoreTests", "Vectors", "envelope-v2.json")) as f:
+        cases = json.load(f)["safety_numbers"]
+    for case in cases:
+        assert cc.safety_number(bytes.fromhex(case["a"]), bytes.fromhex(case["b"])) == case["number"]
+
+
+# ---- Stateless round trips --------------------------------------------------------------------
+
+def test_sign_verify_seal_open_round_trip():
+    seed, public = cc.generate_identity()
+    assert cc.public_from_seed(seed) == public
+    signature = cc.sign(seed, b"hello")
+    assert cc.verify(public, b"hello", signature)
+    assert not cc.verify(public, b"hellO", signature)
+    assert not cc.verify(bytes(32), b"hello", signature)
+    friends = [cc.generate_identity() for _ in range(9)]
+    here = cc.Location(-33.8688, 151.2093, altitude=12.9, accuracy=4.5, timestamp_ms=1700000000000)
+    blob = cc.seal(here, [public] + [p for _, p in friends])
+    assert len(blob) == 83 + 60 * 16
+    for friend_seed, _ in friends:
+        seen = cc.open_blob(friend_seed, blob)
+        assert (seen.latitude, seen.longitude, seen.altitude, seen.accuracy) == (-33.8688, 151.2093, 12.0, 4.0)
+
+
+def test_prepare_upload_and_fetch():
+    seed, public = cc.generate_identity()
+    _, friend = cc.generate_identity()
+    request = cc.prepare_upload(seed, cc.Location(1, 2, timestamp_ms=3), [cc.b64url(friend)], "https://coord.is/")
+    assert request["url"] == "https://coord.is/api/location" and request["method"] == "PUT"
+    body = json.loads(cc.request_body(request))
+    assert body["pubkey"] == cc.b64url(public)
+    assert cc.verify(public, base64.urlsafe_b64decode(body["blob"] + "==") + body["timestamp"].to_bytes(8, "big"),
+                     base64.urlsafe_b64decode(body["signature"] + "=="))
+    friends = [{"pubkey": cc.b64url(cc.generate_identity()[1]), "server": "https://a.example"} for _ in range(120)]
+    fetches = cc.prepare_fetch(friends)
+    assert [len(f["ids"]) for f in fetches] == [50, 50, 20]
+    assert json.loads(cc.request_body(fetches[0]))["ids"] == fetches[0]["ids"]
+
+
+def test_may_reuse_fix():
+    assert cc.may_reuse_fix(1_000, 61_000, "background")
+    assert not cc.may_reuse_fix(1_000, 400_000, "background")
+    assert not cc.may_reuse_fix(1_000, 2_000, "explicit")
+    with pytest.raises(cc.CoordsException) as error:
+        cc.may_reuse_fix(1, 2, "later")
+    assert error.value.code == cc.ERR_INVALID_ARGUMENT
+
+
+# ---- Bad input at every function ----------------------------------------------------------------
+
+def test_null_pointers_everywhere():
+    seed, public = cc.generate_identity()
+    out32, out64, buffer, location = (c_uint8 * 32)(), (c_uint8 * 64)(), CoordsBuffer(), CoordsLocation()
+    fix = CoordsLocation(1, 2, 3, 4, 5)
+    calls = [
+        (lib.coords_identity_generate, None, out32),
+        (lib.coords_identity_generate, out32, None),
+        (lib.coords_identity_public_from_seed, None, out32),
+        (lib.coords_identity_public_from_seed, u8(seed), None),
+        (lib.coords_sign, None, u8(b"x"), 1, out64),
+        (lib.coords_sign, u8(seed), None, 1, out64),
+        (lib.coords_sign, u8(seed), u8(b"x"), 1, None),
+        (lib.coords_verify, None, u8(b"x"), 1, out64),
+        (lib.coords_verify, u8(public), u8(b"x"), 1, None),
+        (lib.coords_blob_seal, None, u8(public), 1, byref(buffer)),
+        (lib.coords_blob_seal, byref(fix), None, 1, byref(buffer)),
+        (lib.coords_blob_seal, byref(fix), u8(public), 1, None),
+        (lib.coords_blob_open, None, u8(b"x" * 200), 200, byref(location)),
+        (lib.coords_blob_open, u8(seed), None, 200, byref(location)),
+        (lib.coords_blob_open, u8(seed), u8(b"x" * 200), 200, None),
+        (lib.coords_prepare_upload, None, byref(fix), b"[]", b"https://x", byref(buffer)),
+        (lib.coords_prepare_upload, u8(seed), None, b"[]", b"https://x", byref(buffer)),
+        (lib.coords_prepare_upload, u8(seed), byref(fix), None, b"https://x", byref(buffer)),
+        (lib.coords_prepare_upload, u8(seed), byref(fix), b"[]", None, byref(buffer)),
+        (lib.coords_prepare_upload, u8(seed), byref(fix), b"[]", b"https://x", None),
+        (lib.coords_prepare_fetch, None, byref(buffer)),
+        (lib.coords_prepare_fetch, b"[]", None),
+        (lib.coords_process_fetch_response, None, u8(b"{}"), 2, byref(buffer)),
+        (lib.coords_process_fetch_response, u8(seed), None, 2, byref(buffer)),
+        (lib.coords_process_fetch_response, u8(seed), u8(b"{}"), 2, None),
+        (lib.coords_friend_link_generate, None, b"https://x", b"n", byref(buffer)),
+        (lib.coords_friend_link_generate, u8(public), None, b"n", byref(buffer)),
+        (lib.coords_friend_link_generate, u8(public), b"https://x", None, byref(buffer)),
+        (lib.coords_friend_link_generate, u8(public), b"https://x", b"n", None),
+        (lib.coords_friend_link_parse, None, byref(buffer)),
+        (lib.coords_friend_link_parse, b"coord://x/add/y#z", None),
+        (lib.coords_safety_number, None, u8(public), byref(buffer)),
+        (lib.coords_safety_number, u8(public), u8(public), None),
+        (lib.coords_may_reuse_fix, 1, 2, None, byref(c_bool())),
+        (lib.coords_may_reuse_fix, 1, 2, b"launch", None),
+        (lib.coords_app_open, None, b"{}", byref(cc._APP())),
+        (lib.coords_app_open, b"/tmp/x", b"{}", None),
+        (lib.coords_app_open_with_keychain, b"/tmp/x", b"{}", None, byref(cc._APP())),
+    ]
+    for function, *args in calls:
+        code, _ = raw(function, *args)
+        assert code == cc.ERR_NULL_ARGUMENT, (function.__name__, args)
+
+
+def test_huge_sizes_are_refused_before_reading():
+    seed, public = cc.generate_identity()
+    buffer, location, out64 = CoordsBuffer(), CoordsLocation(), (c_uint8 * 64)()
+    fix = CoordsLocation(1, 2, 3, 4, 5)
+    small = u8(b"tiny")
+    assert raw(lib.coords_sign, u8(seed), small, HUGE, out64)[0] == cc.ERR_TOO_LARGE
+    assert raw(lib.coords_verify, u8(public), small, HUGE, out64)[0] == cc.ERR_TOO_LARGE
+    assert raw(lib.coords_blob_open, u8(seed), small, HUGE, byref(location))[0] == cc.ERR_TOO_LARGE
+    assert raw(lib.coords_blob_open, u8(seed), small, 65537, byref(location))[0] == cc.ERR_TOO_LARGE
+    assert raw(lib.coords_process_fetch_response, u8(seed), small, HUGE, byref(buffer))[0] == cc.ERR_TOO_LARGE
+    assert raw(lib.coords_blob_seal, byref(fix), small, HUGE, byref(buffer))[0] == cc.ERR_TOO_MANY_RECIPIENTS
+    assert raw(lib.coords_blob_seal, byref(fix), small, 1051, byref(buffer))[0] == cc.ERR_TOO_MANY_RECIPIENTS
+    long_string = b"x" * (1024 * 1024 + 1)
+    assert raw(lib.coords_friend_link_parse, long_string, byref(buffer))[0] == cc.ERR_TOO_LARGE
+
+
+def test_invalid_utf8_and_malformed_json():
+    seed, public = cc.generate_identity()
+    buffer = CoordsBuffer()
+    fix = CoordsLocation(1, 2, 3, 4, 5)
+    bad = b"\xff\xfe\xfd"
+    assert raw(lib.coords_friend_link_parse, bad, byref(buffer))[0] == cc.ERR_INVALID_UTF8
+    assert raw(lib.coords_friend_link_generate, u8(public), b"https://x", bad, byref(buffer))[0] == cc.ERR_INVALID_UTF8
+    assert raw(lib.coords_prepare_fetch, bad, byref(buffer))[0] == cc.ERR_INVALID_UTF8
+    assert raw(lib.coords_prepare_upload, u8(seed), byref(fix), b"[]", bad, byref(buffer))[0] == cc.ERR_INVALID_UTF8
+    assert raw(lib.coords_may_reuse_fix, 1, 2, bad, byref(c_bool()))[0] == cc.ERR_INVALID_UTF8
+    assert raw(lib.coords_app_open, bad, b"{}", byref(cc._APP()))[0] == cc.ERR_INVALID_UTF8
+    for text in [b"", b"[", b"{\"a\":}", b"[1,]", b"[" * 10000]:
+        assert raw(lib.coords_prepare_fetch, text, byref(buffer))[0] == cc.ERR_INVALID_JSON
+    assert raw(lib.coords_prepare_fetch, b"{}", byref(buffer))[0] == cc.ERR_INVALID_ARGUMENT
+    assert raw(lib.coords_process_fetch_response, u8(seed), u8(b"x"), 1, byref(buffer))[0] == cc.ERR_INVALID_JSON
+
+
+def test_invalid_values():
+    seed, public = cc.generate_identity()
+    for location in [cc.Location(float("nan"), 0), cc.Location(0, float("inf")), cc.Location(90.5, 0), cc.Location(0, -180.1)]:
+        with pytest.raises(cc.CoordsException) as error:
+            cc.seal(location, [public])
+        assert error.value.code == cc.ERR_INVALID_LOCATION
+    with pytest.raises(cc.CoordsException) as error:
+        cc.friend_link(b"\xff" * 32, "https://x", "n")
+    assert error.value.code == cc.ERR_INVALID_PUBLIC_KEY
+    with pytest.raises(ValueError):
+        cc.open_blob(seed[:31], b"x")
+    with pytest.raises(ValueError):
+        cc.seal(cc.Location(0, 0), [public[:16]])
+    with pytest.raises(cc.CoordsException) as error:
+        cc.prepare_upload(seed, cc.Location(0, 0), ["not an id"], "https://x")
+    assert error.value.code == cc.ERR_INVALID_PUBLIC_KEY_ID
+    with pytest.raises(cc.CoordsException) as error:
+        cc.prepare_upload(seed, cc.Location(0, 0), [], "ftp://x")
+    assert error.value.code == cc.ERR_INVALID_SERVER_URL
+
+
+def test_random_blobs_never_crash():
+    import random
+    seed, public = cc.generate_identity()
+    blob = bytearray(cc.seal(cc.Location(1, 2, timestamp_ms=3), [public]))
+    rng = random.Random(7)
+    for _ in range(500):
+        mutated = bytearray(blob)
+        for _ in range(rng.randint(1, 4)):
+            mutated[rng.randrange(len(mutated))] ^= 1 << rng.randrange(8)
+        mutated = mutated[: rng.randint(0, len(mutated) + 10)]
+        try:
+            assert cc.open_blob(seed, bytes(mutated)).latitude == 1
+        except cc.CoordsException as error:
+            assert 300 <= error.code < 400
+
+
+# ---- Apps --------------------------------------------------------------------------------------
+
+class ToyRelay:
+    def __init__(self, stamp=True):
+        self.blobs, self.stamp = {}, stamp
+
+    def send(self, request):
+        body = json.loads(cc.request_body(request))
+        if request["method"] == "PUT":
+            entry = {"blob": body["blob"], "updated": 1800000000}
+            if self.stamp:
+                entry.update(signature=body["signature"], timestamp=body["timestamp"])
+            self.blobs[body["pubkey"]] = entry
+            return b""
+        return json.dumps({id: self.blobs.get(id) for id in body["ids"]}).encode()
+
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+def test_two_apps_share_through_a_relay(tmp_path):
+    relay = ToyRelay()
+    with cc.App(str(tmp_path / "a"), passphrase="a", **FAST) as alice, cc.App(str(tmp_path / "b"), passphrase="b", **FAST) as bob:
+        alice_id = alice.create_identity("Alice", "https://relay.test")
+        bob.create_identity("Bob", "https://relay.test")
+        assert alice.add_friend_link(bob.friend_link())["name"] == "Bob"
+        assert bob.add_friend_link(alice.friend_link())["id"] == alice_id
+        assert alice.safety_number(bob.public_key()) == bob.safety_number(alice.public_key())
+        fix = cc.Location(48.8566, 2.3522, accuracy=5, timestamp_ms=now_ms())
+        upload = alice.prepare_upload(fix)
+        assert upload["recipient_count"] == 2
+        relay.send(upload["request"])
+        alice.mark_upload_succeeded(upload["fix_timestamp"])
+        with pytest.raises(cc.CoordsException) as error:
+            alice.prepare_upload(fix)
+        assert error.value.code == cc.ERR_STALE_LOCATION
+        outcome = {}
+        for fetch in bob.prepare_fetches():
+            outcome = bob.process_fetch_response(relay.send(fetch))
+        assert outcome["updated"][0]["location"]["latitude"] == 48.8566
+        assert outcome["updated"][0]["authenticity"] == "verified"
+        assert bob.friend_locations()[0]["name"] == "Alice"
+        kinds = [(u["manager"], u["type"]) for u in bob.updates()]
+        assert ("location", "locations_updated") in kinds and ("friends", "friend_added") in kinds
+        assert bob.next_update(10) is None
+
+
+def test_strict_mode_and_tampering(tmp_path):
+    relay = ToyRelay(stamp=False)
+    with cc.App(str(tmp_path / "a"), passphrase="a", **FAST) as alice, cc.App(str(tmp_path / "b"), passphrase="b", **FAST) as bob:
+        alice_id = alice.create_identity("Alice", "https://relay.test")
+        bob.create_identity("Bob", "https://relay.test")
+        bob.add_friend_link(alice.friend_link())
+        alice.add_friend_link(bob.friend_link())
+        bob.set_strict_mode(True)
+        assert bob.info()["strict_mode"] is True
+        upload = alice.prepare_upload(cc.Location(1, 1, timestamp_ms=now_ms()))
+        relay.send(upload["request"])
+        fetch = bob.prepare_fetches()[0]
+        outcome = bob.process_fetch_response(relay.send(fetch))
+        assert outcome["rejected"][0]["error"]["code"] == 343  # unverified entry in strict mode
+        relay.blobs[alice_id]["signature"] = cc.b64url(bytes(64))
+        relay.blobs[alice_id]["timestamp"] = 1
+        outcome = bob.process_fetch_response(relay.send(fetch))
+        assert outcome["rejected"][0]["error"]["code"] == 342  # tampered
+
+
+def test_backup_restores_into_a_python_keychain(tmp_path):
+    with cc.App(str(tmp_path / "a"), passphrase="a", **FAST) as alice:
+        alice_id = alice.create_identity("Alice", "https://relay.test")
+        alice.add_friend(cc.b64url(cc.generate_identity()[1]), "https://relay.test", "Zoë")
+        backup = alice.export_backup("backup words")
+    keychain = cc.Keychain()
+    with cc.App(str(tmp_path / "restored"), keychain=keychain, **FAST) as restored:
+        with pytest.raises(cc.CoordsException) as error:
+            restored.import_backup(backup, "nope")
+        assert error.value.code == cc.ERR_WRONG_BACKUP_PASSPHRASE
+        assert restored.import_backup(backup, "backup words") == alice_id
+        assert [f["name"] for f in restored.friends()] == ["Zoë"]
+    assert len(keychain.entries["identity.ed25519.seed"]) == 32
+    with cc.App(str(tmp_path / "restored"), keychain=keychain, **FAST) as again:
+        assert again.info()["id"] == alice_id
+
+
+def test_handles_and_lifecycle_errors(tmp_path):
+    app = cc.App(str(tmp_path / "a"), passphrase="pw", **FAST)
+    handle = app.handle
+    with pytest.raises(cc.CoordsException) as error:
+        cc.App(str(tmp_path / "a"), passphrase="pw", **FAST)
+    assert error.value.code == cc.ERR_STORE_ALREADY_OPEN
+    with pytest.raises(cc.CoordsException) as error:
+        app.friend_link()
+    assert error.value.code == cc.ERR_NO_IDENTITY
+    app.close()
+    assert raw(lib.coords_app_close, handle)[0] == cc.ERR_INVALID_HANDLE  # double close
+    assert raw(lib.coords_friends_list, handle, byref(CoordsBuffer()))[0] == cc.ERR_INVALID_HANDLE
+    assert raw(lib.coords_friends_list, 0xDEAD0, byref(CoordsBuffer()))[0] == cc.ERR_INVALID_HANDLE
+    assert raw(lib.coords_app_close, None)[0] == 0
+    with pytest.raises(cc.CoordsException) as error:
+        cc.App(str(tmp_path / "a"), passphrase="wrong", **FAST)
+    assert error.value.code == cc.ERR_WRONG_PASSPHRASE
+    with pytest.raises(cc.CoordsException) as error:
+        cc.App(str(tmp_path / "b"), **FAST)
+    assert error.value.code == cc.ERR_INVALID_ARGUMENT
+
+
+def test_update_callback(tmp_path):
+    seen, lock = [], threading.Lock()
+
+    def collect(update):
+        with lock:
+            seen.append(update["type"])
+
+    with cc.App(str(tmp_path / "a"), passphrase="pw", **FAST) as app:
+        app.set_update_callback(collect)
+        app.create_identity("Cal", "https://relay.test")
+        for _ in range(100):
+            with lock:
+                if len(seen) >= 2:
+                    break
+            time.sleep(0.01)
+        app.set_update_callback(None)
+    assert seen[:2] == ["identity_created", "profile_changed"]
+
+
+def test_calls_from_many_threads(tmp_path):
+    seed, public = cc.generate_identity()
+    errors = []
+    with cc.App(str(tmp_path / "a"), passphrase="pw", **FAST) as app:
+        app.create_identity("T", "https://relay.test")
+
+        def worker(index):
+            try:
+                for round in range(10):
+                    friend_seed, friend = cc.generate_identity()
+                    blob = cc.seal(cc.Location(index, round, timestamp_ms=round), [public, friend])
+                    assert cc.open_blob(friend_seed, blob).latitude == index
+                    app.add_friend(cc.b64url(friend), "https://relay.test", f"f{index}-{round}")
+                    app.friends()
+                    app.info()
+            except Exception as error:  # reported below
+                errors.append(error)
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors
+        assert len(app.friends()) == 80
