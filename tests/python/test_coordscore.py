@@ -444,3 +444,59 @@ def test_calls_from_many_threads(tmp_path):
             thread.join()
         assert not errors
         assert len(app.friends()) == 80
+
+
+# Every app-level function with its non-handle arguments (valid enough that only the handle or
+# an output pointer can be what is wrong).
+def _app_calls():
+    seed, public = cc.generate_identity()
+    buffer, out32, out64 = CoordsBuffer(), (c_uint8 * 32)(), (c_uint8 * 64)()
+    fix = CoordsLocation(1, 2, 3, 4, 5)
+    return [
+        (lib.coords_app_next_update, [0], byref(buffer)),
+        (lib.coords_wallet_create_identity, [b"n", b"https://x"], byref(buffer)),
+        (lib.coords_wallet_import_seed, [u8(seed), b"n", b"https://x"], byref(buffer)),
+        (lib.coords_wallet_set_profile, [b"n", None], None),
+        (lib.coords_wallet_set_strict_mode, [True], None),
+        (lib.coords_wallet_info, [], byref(buffer)),
+        (lib.coords_wallet_public_key, [], out32),
+        (lib.coords_wallet_friend_link, [], byref(buffer)),
+        (lib.coords_wallet_safety_number, [u8(public)], byref(buffer)),
+        (lib.coords_wallet_sign, [u8(b"m"), 1], out64),
+        (lib.coords_wallet_export_backup, [b"pw"], byref(buffer)),
+        (lib.coords_wallet_import_backup, [u8(b"x" * 100), 100, b"pw"], byref(buffer)),
+        (lib.coords_friends_add_link, [b"coord://x/add/y#z"], byref(buffer)),
+        (lib.coords_friends_add, [b"{}"], byref(buffer)),
+        (lib.coords_friends_update, [cc.b64url(public).encode(), b"{}"], byref(buffer)),
+        (lib.coords_friends_remove, [cc.b64url(public).encode()], None),
+        (lib.coords_friends_list, [], byref(buffer)),
+        (lib.coords_location_prepare_upload, [byref(fix)], byref(buffer)),
+        (lib.coords_location_mark_upload_succeeded, [5], None),
+        (lib.coords_location_mark_upload_failed, [5, b"offline"], None),
+        (lib.coords_location_prepare_fetches, [], byref(buffer)),
+        (lib.coords_location_process_fetch_response, [u8(b"{}"), 2], byref(buffer)),
+        (lib.coords_location_friend_locations, [], byref(buffer)),
+    ]
+
+
+def test_every_app_function_refuses_null_stale_and_forged_handles(tmp_path):
+    app = cc.App(str(tmp_path / "a"), passphrase="pw", **FAST)
+    stale = app.handle
+    app.close()
+    for function, args, out in _app_calls():
+        tail = [out] if out is not None else []
+        assert raw(function, None, *args, *tail)[0] == cc.ERR_NULL_ARGUMENT, function.__name__
+        assert raw(function, stale, *args, *tail)[0] == cc.ERR_INVALID_HANDLE, function.__name__
+        assert raw(function, 0x7777777A, *args, *tail)[0] == cc.ERR_INVALID_HANDLE, function.__name__
+    assert raw(lib.coords_app_set_update_callback, stale, cc.UPDATE_CALLBACK(), None)[0] == cc.ERR_INVALID_HANDLE
+
+
+def test_every_app_function_refuses_null_outputs(tmp_path):
+    with cc.App(str(tmp_path / "a"), passphrase="pw", **FAST) as app:
+        app.create_identity("N", "https://relay.test")
+        for function, args, out in _app_calls():
+            if out is None:
+                continue
+            assert raw(function, app.handle, *args, None)[0] == cc.ERR_NULL_ARGUMENT, function.__name__
+        # The app still works after all of that.
+        assert app.info()["name"] == "N"
