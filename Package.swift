@@ -7,9 +7,17 @@ let package = Package(
         .library(name: "CoordsCore", targets: ["CoordsCore"]),
         // libcoordscore.so: the C ABI (include/coordscore.h).
         .library(name: "coordscore", type: .dynamic, targets: ["CoordsFFI"]),
+        .library(name: "CoordsRelay", targets: ["CoordsRelay"]),
+        .executable(name: "coords-relay", targets: ["coords-relay"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         .systemLibrary(
@@ -31,10 +39,36 @@ let package = Package(
             name: "CoordsFFI",
             dependencies: ["CoordsCore", "CCoordsABI"]
         ),
+        .target(
+            name: "CoordsRelay",
+            dependencies: [
+                "CoordsCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "coords-relay",
+            dependencies: [
+                "CoordsRelay",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .executableTarget(
             name: "StoreCrashChild",
             dependencies: ["CoordsCore"],
             path: "Tests/StoreCrashChild"
+        ),
+        .testTarget(
+            name: "CoordsRelayTests",
+            dependencies: [
+                "CoordsRelay", "CoordsCore", "coords-relay",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
         ),
         .testTarget(
             name: "CoordsCoreTests",

@@ -266,6 +266,11 @@ public enum RelayAPI {
         public var name: String
         public var version: String
 
+        public init(name: String, version: String) {
+            self.name = name
+            self.version = version
+        }
+
         /// The lowest version the reference Android app accepts.
         public static let minimumCompatible = "2026.1.6"
 

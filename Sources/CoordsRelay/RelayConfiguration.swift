@@ -1,0 +1,40 @@
+import CoordsCore
+import Logging
+
+/// Everything an operator can tune (flags and environment of `coords-relay`, docs/RELAY.md).
+public struct RelayConfiguration: Sendable {
+    /// Interface to bind (`127.0.0.1`; `0.0.0.0` behind a proxy or in a container).
+    public var host = "127.0.0.1"
+    /// TCP port (0 picks a free one).
+    public var port = 8080
+    /// Directory of the LMDB store; nil keeps everything in memory.
+    public var dataDirectory: String?
+    /// Commit durability of the LMDB store.
+    public var durability: Database.Durability = .durable
+    /// Blobs not refreshed within this many seconds are forgotten (default 7 days).
+    public var ttlSeconds: UInt64 = 7 * 24 * 3600
+    /// How often expired blobs and old tombstones are swept, in seconds.
+    public var sweepIntervalSeconds: UInt64 = 60
+    /// Largest request body accepted (bigger ones get 413 before being buffered).
+    public var maximumBodyBytes = 96 * 1024
+    /// Largest decoded blob (the reference limit).
+    public var maximumBlobBytes = 65_536
+    /// Most ids per fetch (the reference limit).
+    public var maximumFetchIDs = 50
+    /// Accepted clock difference for signed timestamps, in seconds (both directions).
+    public var clockSkewSeconds: UInt64 = 300
+    /// Requests per second per client address (0 disables the limit) and burst size.
+    public var addressRate: Double = 20
+    public var addressBurst: Double = 60
+    /// Signed writes (uploads, deletes) per second per key (0 disables) and burst size.
+    public var keyRate: Double = 1
+    public var keyBurst: Double = 10
+    /// Take the client address from the first `X-Forwarded-For` entry (only behind a trusted proxy).
+    public var trustForwardedFor = false
+    /// The version `GET /api/version` reports (the reference Android app needs ≥ 2026.1.6).
+    public var version = "2026.11.0"
+    /// Log level.
+    public var logLevel: Logger.Level = .info
+
+    public init() {}
+}

@@ -1,0 +1,153 @@
+import CoordsCore
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// The request context: Hummingbird's core storage plus the client's address.
+public struct RelayRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    /// The peer's IP address (nil in router tests).
+    public let remoteAddress: String?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress?.ipAddress
+    }
+}
+
+/// Builds the relay: routes, middleware and the expiry sweeper, on `service`'s store.
+///
+/// The `coords-relay` executable calls this; tests call it too (`app.test(.router)` in process,
+/// `.live` over a socket).
+public func buildApplication(service: RelayService) -> some ApplicationProtocol {
+    let configuration = service.configuration
+    let router = Router(context: RelayRequestContext.self)
+    router.add(middleware: RelayMiddleware(service: service))
+
+    for prefix in ["api/", ""] {  // the reference deployment also answers /location and /version
+        router.get("\(prefix)version") { _, _ in response(service.version()) }
+        router.put("\(prefix)location") { request, context in
+            await handle(request, context, service, needsBody: true) { try await service.upload(body: $0) }
+        }
+        router.post("\(prefix)location") { request, context in
+            await handle(request, context, service, needsBody: true) { try await service.fetch(body: $0) }
+        }
+        router.delete("\(prefix)location") { request, context in
+            await handle(request, context, service, needsBody: true) { try await service.delete(body: $0) }
+        }
+    }
+    router.get("healthz") { _, _ in
+        response(.json(.object(["status": .string("ok")])))
+    }
+    router.get("metrics") { _, _ in
+        Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                 body: .init(byteBuffer: ByteBuffer(bytes: await service.metricsText())))
+    }
+
+    var logger = service.logger
+    logger.logLevel = configuration.logLevel
+    var app = Application(router: router,
+                          configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "coords-relay"),
+                          logger: logger)
+    app.addServices(ExpirySweeper(service: service))
+    return app
+}
+
+/// Converts a ``RelayReply`` into a Hummingbird response.
+func response(_ reply: RelayReply) -> Response {
+    var headers = HTTPFields()
+    for (name, value) in reply.headers {
+        if let field = HTTPField.Name(name) { headers[field] = value }
+    }
+    return Response(status: .init(code: reply.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: reply.body)))
+}
+
+/// Shared path of the body-carrying routes: address limit, content type, body size (checked
+/// against Content-Length first, then while collecting, never buffering past the limit).
+func handle(_ request: Request, _ context: RelayRequestContext, _ service: RelayService, needsBody: Bool,
+            _ body: @escaping @Sendable ([UInt8]) async throws -> RelayReply) async -> Response {
+    var request = request
+    let limit = service.configuration.maximumBodyBytes
+    let reply = await service.reply {
+        try service.limit(address: clientAddress(request, context, service))
+        guard let type = request.headers[.contentType]?.lowercased(),
+              type == "application/json" || type.hasPrefix("application/json;") else {
+            throw RelayFailure(415, "unsupported_media_type", "send the body as Content-Type: application/json")
+        }
+        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit {
+            throw RelayFailure(413, "body_too_large", "the body is \(declared) bytes; the limit is \(limit)")
+        }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw RelayFailure(413, "body_too_large", "the body is larger than \(limit) bytes")
+        }
+        return try await body(Array(buffer.readableBytesView))
+    }
+    return response(reply)
+}
+
+/// The client's address: the peer, or the first `X-Forwarded-For` entry behind a trusted proxy.
+func clientAddress(_ request: Request, _ context: RelayRequestContext, _ service: RelayService) -> String {
+    if service.configuration.trustForwardedFor, let forwarded = request.headers[.xForwardedFor],
+       let first = forwarded.split(separator: ",").first {
+        return String(first.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+    }
+    return context.remoteAddress ?? "unknown"
+}
+
+extension HTTPField.Name {
+    /// `X-Forwarded-For` (a valid token, so the failable initialiser cannot fail; `.accept` is never used).
+    static let xForwardedFor = HTTPField.Name("X-Forwarded-For") ?? .accept
+}
+
+/// Counts every request (route, method, status, latency), logs it without payloads, and turns
+/// framework errors (404, 405, …) into the relay's JSON error bodies.
+struct RelayMiddleware: RouterMiddleware {
+    typealias Context = RelayRequestContext
+    let service: RelayService
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        let response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as HTTPError {
+            let failure = RelayFailure(Int(error.status.code), error.status.code == 404 ? "not_found" : "http_error",
+                                       error.body ?? error.status.reasonPhrase)
+            response = CoordsRelay.response(failure.reply)
+        } catch {
+            response = CoordsRelay.response(RelayFailure(500, "internal", "the relay could not complete the request").reply)
+        }
+        let route = context.endpointPath ?? "unmatched"
+        service.metrics.request(route: route, method: request.method.rawValue, status: Int(response.status.code),
+                                duration: ContinuousClock.now - start)
+        context.logger.debug("request", metadata: ["route": "\(route)", "method": "\(request.method.rawValue)",
+                                                  "status": "\(response.status.code)"])
+        return response
+    }
+}
+
+/// Forgets expired blobs every `sweepIntervalSeconds` until graceful shutdown.
+struct ExpirySweeper: Service {
+    let service: RelayService
+
+    func run() async throws {
+        let interval = Duration.seconds(Int64(clamping: max(service.configuration.sweepIntervalSeconds, 1)))
+        do {
+            try await cancelWhenGracefulShutdown {
+                while true {
+                    try await Task.sleep(for: interval)
+                    do { _ = try await service.sweep() } catch {
+                        service.logger.error("sweep failed", metadata: ["error": "\(error)"])
+                    }
+                }
+            }
+        } catch is CancellationError {
+            return
+        }
+    }
+}

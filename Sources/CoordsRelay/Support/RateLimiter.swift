@@ -1,0 +1,54 @@
+import Synchronization
+
+/// Token buckets by name (client address or key): `rate` tokens per second up to `burst`.
+/// A rate of 0 disables the limiter. Idle buckets are pruned so memory stays bounded.
+final class RateLimiter: Sendable {
+    private struct Bucket {
+        var tokens: Double
+        var last: UInt64  // ms
+    }
+
+    let rate: Double
+    let burst: Double
+    private let buckets = Mutex<[String: Bucket]>([:])
+    /// Buckets kept at most; beyond it, full (idle) buckets are dropped.
+    static let maximumBuckets = 100_000
+
+    init(rate: Double, burst: Double) {
+        self.rate = max(rate, 0)
+        self.burst = max(burst, 1)
+    }
+
+    /// Takes one token for `name` at `now` (ms). Returns nil when allowed, or the whole seconds
+    /// after which a token will be available.
+    func take(_ name: String, now: UInt64) -> Int? {
+        guard rate > 0 else { return nil }
+        return buckets.withLock { buckets in
+            var bucket = buckets[name] ?? Bucket(tokens: burst, last: now)
+            let elapsed = Double(now &- min(bucket.last, now)) / 1000
+            bucket.tokens = min(burst, bucket.tokens + elapsed * rate)
+            bucket.last = now
+            if bucket.tokens >= 1 {
+                bucket.tokens -= 1
+                buckets[name] = bucket
+                if buckets.count > Self.maximumBuckets { Self.prune(&buckets, now: now, rate: rate, burst: burst) }
+                return nil
+            }
+            buckets[name] = bucket
+            return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up)))
+        }
+    }
+
+    /// Drops buckets that have refilled completely (they behave like new ones).
+    func prune(now: UInt64) {
+        buckets.withLock { Self.prune(&$0, now: now, rate: rate, burst: burst) }
+    }
+
+    var count: Int { buckets.withLock { $0.count } }
+
+    private static func prune(_ buckets: inout [String: Bucket], now: UInt64, rate: Double, burst: Double) {
+        buckets = buckets.filter { _, bucket in
+            bucket.tokens + Double(now &- min(bucket.last, now)) / 1000 * rate < burst
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import Prometheus
+
+/// The relay's Prometheus metrics (one registry per relay instance, no global state).
+final class RelayMetrics: Sendable {
+    let registry = PrometheusCollectorRegistry()
+    let uploads: Counter
+    let fetches: Counter
+    let fetchedIDs: Counter
+    let deletes: Counter
+    let expired: Counter
+    let storeEntries: Gauge
+    private static let buckets: [Duration] = [.microseconds(250), .milliseconds(1), .milliseconds(2), .milliseconds(5),
+                                              .milliseconds(10), .milliseconds(20), .milliseconds(50), .milliseconds(100),
+                                              .milliseconds(250), .seconds(1)]
+
+    /// `coords_relay_<name>_<unit>`.
+    private static func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "coords", subsystem: "relay", metricName: metric, unitName: unit, helpText: help)
+    }
+
+    private static var requests: MetricNameDescriptor { name("requests", "total", "Requests by route, method and status") }
+    private static var latency: MetricNameDescriptor { name("request_duration", "seconds", "Request latency by route") }
+    private static var rejections: MetricNameDescriptor { name("rejections", "total", "Refused requests by reason") }
+
+    init() {
+        uploads = registry.makeCounter(descriptor: Self.name("uploads", "total", "Uploads stored"))
+        fetches = registry.makeCounter(descriptor: Self.name("fetches", "total", "Fetch requests answered"))
+        fetchedIDs = registry.makeCounter(descriptor: Self.name("fetched_ids", "total", "Ids asked for in fetches"))
+        deletes = registry.makeCounter(descriptor: Self.name("deletes", "total", "Blobs deleted by their owner"))
+        expired = registry.makeCounter(descriptor: Self.name("expired", "total", "Blobs forgotten after the TTL"))
+        storeEntries = registry.makeGauge(descriptor: Self.name("store", "entries", "Blobs currently stored"))
+    }
+
+    /// Counts a finished request and its latency.
+    func request(route: String, method: String, status: Int, duration: Duration) {
+        registry.makeCounter(descriptor: Self.requests, labels: [("route", route), ("method", method), ("status", String(status))]).increment()
+        registry.makeDurationHistogram(descriptor: Self.latency, labels: [("route", route)], buckets: Self.buckets).record(duration)
+    }
+
+    /// Counts a refused request by reason (the error code).
+    func rejection(_ reason: String) {
+        registry.makeCounter(descriptor: Self.rejections, labels: [("reason", reason)]).increment()
+    }
+
+    /// Prometheus text exposition.
+    func exposition() -> [UInt8] { registry.emitToBuffer() }
+}

@@ -1,0 +1,43 @@
+import CoordsCore
+
+/// An HTTP answer of the relay, independent of the server framework.
+public struct RelayReply: Sendable, Equatable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+
+    public static func == (a: RelayReply, b: RelayReply) -> Bool {
+        a.status == b.status && a.body == b.body && a.headers.map { "\($0.0): \($0.1)" } == b.headers.map { "\($0.0): \($0.1)" }
+    }
+
+    /// 204 No Content.
+    static let noContent = RelayReply(status: 204, headers: [], body: [])
+
+    /// 200 with a JSON body.
+    static func json(_ value: JSONValue, status: Int = 200) -> RelayReply {
+        RelayReply(status: status, headers: [("Content-Type", "application/json")], body: value.serialized())
+    }
+}
+
+/// A refused request: status, a stable machine-readable code, and a sentence for people.
+/// Every error body is JSON `{"error": code, "message": text}` (PROTOCOL.md §6).
+public struct RelayFailure: Error, Sendable, Equatable {
+    public var status: Int
+    public var code: String
+    public var message: String
+    /// Seconds until a retry may succeed (429).
+    public var retryAfter: Int?
+
+    public init(_ status: Int, _ code: String, _ message: String, retryAfter: Int? = nil) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.retryAfter = retryAfter
+    }
+
+    var reply: RelayReply {
+        var reply = RelayReply.json(.object(["error": .string(code), "message": .string(message)]), status: status)
+        if let retryAfter { reply.headers.append(("Retry-After", String(retryAfter))) }
+        return reply
+    }
+}

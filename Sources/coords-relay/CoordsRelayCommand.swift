@@ -1,0 +1,118 @@
+import ArgumentParser
+import CoordsCore
+import CoordsRelay
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads an environment variable.
+func environment(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+
+@main
+struct CoordsRelayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coords-relay",
+        abstract: "The untrusted Coords relay: stores and forwards opaque, signed location blobs.",
+        discussion: """
+            A drop-in replacement for the reference Coords server (PUT/POST /api/location, \
+            GET /api/version) with the CoordsCore extensions: signature stamps on fetches, replay \
+            and rollback refusal, signed deletes, expiry, rate limits, persistence (LMDB).
+            Every option can also be set through the environment variable in brackets.
+            See docs/RELAY.md.
+            """)
+
+    @Option(help: "Interface to bind [COORDS_HOST].")
+    var host: String = environment("COORDS_HOST") ?? "127.0.0.1"
+
+    @Option(help: "TCP port; 0 picks a free one [COORDS_PORT].")
+    var port: Int = environment("COORDS_PORT").flatMap { Int($0) } ?? 8080
+
+    @Option(name: .customLong("data-dir"), help: "Directory of the LMDB store [COORDS_DATA_DIR].")
+    var dataDirectory: String = environment("COORDS_DATA_DIR") ?? "./coords-relay-data"
+
+    @Flag(help: "Keep everything in memory instead (lost on exit; for tests and demos) [COORDS_MEMORY=1].")
+    var memory: Bool = environment("COORDS_MEMORY") == "1"
+
+    @Flag(name: .customLong("no-sync"), help: "Do not fsync commits (faster; an OS crash may lose recent uploads) [COORDS_NO_SYNC=1].")
+    var noSync: Bool = environment("COORDS_NO_SYNC") == "1"
+
+    @Option(name: .customLong("ttl"), help: "Seconds a blob lives without being refreshed [COORDS_TTL].")
+    var ttl: UInt64 = environment("COORDS_TTL").flatMap { UInt64($0) } ?? 7 * 24 * 3600
+
+    @Option(name: .customLong("sweep-interval"), help: "Seconds between expiry sweeps [COORDS_SWEEP_INTERVAL].")
+    var sweepInterval: UInt64 = environment("COORDS_SWEEP_INTERVAL").flatMap { UInt64($0) } ?? 60
+
+    @Option(name: .customLong("rate"), help: "Requests per second per client address, 0 for no limit [COORDS_RATE].")
+    var addressRate: Double = environment("COORDS_RATE").flatMap { Double($0) } ?? 20
+
+    @Option(name: .customLong("burst"), help: "Burst per client address [COORDS_BURST].")
+    var addressBurst: Double = environment("COORDS_BURST").flatMap { Double($0) } ?? 60
+
+    @Option(name: .customLong("key-rate"), help: "Uploads and deletes per second per key, 0 for no limit [COORDS_KEY_RATE].")
+    var keyRate: Double = environment("COORDS_KEY_RATE").flatMap { Double($0) } ?? 1
+
+    @Option(name: .customLong("key-burst"), help: "Burst per key [COORDS_KEY_BURST].")
+    var keyBurst: Double = environment("COORDS_KEY_BURST").flatMap { Double($0) } ?? 10
+
+    @Option(name: .customLong("max-body"), help: "Largest request body in bytes [COORDS_MAX_BODY].")
+    var maximumBody: Int = environment("COORDS_MAX_BODY").flatMap { Int($0) } ?? 96 * 1024
+
+    @Flag(name: .customLong("trust-forwarded-for"),
+          help: "Rate-limit by the first X-Forwarded-For address (only behind a trusted proxy) [COORDS_TRUST_FORWARDED_FOR=1].")
+    var trustForwardedFor: Bool = environment("COORDS_TRUST_FORWARDED_FOR") == "1"
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical [COORDS_LOG_LEVEL].")
+    var logLevel: String = environment("COORDS_LOG_LEVEL") ?? "info"
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical") }
+        guard ttl > 0 else { throw ValidationError("--ttl must be positive") }
+        guard addressRate >= 0, keyRate >= 0, addressBurst >= 1, keyBurst >= 1 else {
+            throw ValidationError("rates must be ≥ 0 and bursts ≥ 1")
+        }
+        guard maximumBody >= 1024 else { throw ValidationError("--max-body must be at least 1024") }
+    }
+
+    func run() async throws {
+        var configuration = RelayConfiguration()
+        configuration.host = host
+        configuration.port = port
+        configuration.dataDirectory = memory ? nil : dataDirectory
+        configuration.durability = noSync ? .noSync : .durable
+        configuration.ttlSeconds = ttl
+        configuration.sweepIntervalSeconds = sweepInterval
+        configuration.addressRate = addressRate
+        configuration.addressBurst = addressBurst
+        configuration.keyRate = keyRate
+        configuration.keyBurst = keyBurst
+        configuration.maximumBodyBytes = maximumBody
+        configuration.trustForwardedFor = trustForwardedFor
+        configuration.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+
+        var logger = Logger(label: "coords.relay")
+        logger.logLevel = configuration.logLevel
+        let store: any RelayStore
+        if let directory = configuration.dataDirectory {
+            store = try LMDBRelayStore(directory: directory, durability: configuration.durability, logger: logger)
+        } else {
+            store = MemoryRelayStore()
+        }
+        let service = RelayService(configuration: configuration, store: store, logger: logger)
+        logger.info("coords-relay starting", metadata: [
+            "address": "\(host):\(port)", "store": "\(configuration.dataDirectory.map { "lmdb at \($0)" } ?? "memory")",
+            "ttl": "\(ttl)s",
+        ])
+        let app = buildApplication(service: service)
+        do {
+            try await app.runService()  // until SIGTERM/SIGINT; in-flight requests finish first
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
+        logger.info("coords-relay stopped")
+    }
+}
+

@@ -1,0 +1,64 @@
+import CoordsCore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+@testable import CoordsRelay
+
+/// A relay on a manual clock with an in-memory or LMDB store, plus helpers to build requests.
+struct RelayHarness {
+    let clock: ManualClock
+    let configuration: RelayConfiguration
+    let store: any RelayStore
+    let service: RelayService
+
+    static let start: UInt64 = 1_800_000_000  // seconds
+
+    init(configuration: RelayConfiguration = RelayHarness.defaultConfiguration(), store: (any RelayStore)? = nil,
+         clock: ManualClock = ManualClock(milliseconds: RelayHarness.start * 1000)) {
+        self.clock = clock
+        self.configuration = configuration
+        self.store = store ?? MemoryRelayStore()
+        var logger = Logger(label: "test.relay")
+        logger.logLevel = .warning
+        service = RelayService(configuration: configuration, store: self.store, clock: .manual(clock), logger: logger)
+    }
+
+    static func defaultConfiguration() -> RelayConfiguration {
+        var configuration = RelayConfiguration()
+        configuration.port = 0
+        configuration.addressRate = 0
+        configuration.keyRate = 0
+        return configuration
+    }
+
+    var app: some ApplicationProtocol { buildApplication(service: service) }
+    var now: UInt64 { clock.milliseconds / 1000 }
+
+    static let json: HTTPFields = [.contentType: "application/json"]
+
+    /// A signed upload body for `signer` (a fresh blob unless given).
+    func uploadBody(_ signer: Ed25519SigningKey, timestamp: UInt64? = nil, blob: [UInt8]? = nil) throws -> ByteBuffer {
+        let location = try Location(latitude: 46.948, longitude: 7.447, timestamp: clock.milliseconds)
+        let bytes = try blob ?? LocationBlob.seal(location.wire, for: [signer.publicKey])
+        return ByteBuffer(bytes: RelayAPI.uploadBody(blob: bytes, timestamp: timestamp ?? now, signer: signer).serialized())
+    }
+
+    static func body(_ value: JSONValue) -> ByteBuffer { ByteBuffer(bytes: value.serialized()) }
+
+    static func fetchBody(_ ids: [String]) -> ByteBuffer { body(.object(["ids": .array(ids.map { .string($0) })])) }
+
+    func deleteBody(_ signer: Ed25519SigningKey, timestamp: UInt64? = nil) throws -> ByteBuffer {
+        let request = try RelayAPI.prepareDelete(timestamp: timestamp ?? now, signer: signer, server: "https://relay.test")
+        return ByteBuffer(bytes: request.body)
+    }
+}
+
+extension TestResponse {
+    /// The body parsed as JSON.
+    var json: JSONValue? { try? JSONValue.parse(Array(body.readableBytesView)) }
+    /// The `error` code of a JSON error body.
+    var errorCode: String? { json?.objectValue?["error"]?.stringValue }
+}
