@@ -7,11 +7,19 @@ import NIOCore
 import Testing
 @testable import CoordsRelay
 
-/// In-process tests of every route and status code (`app.test(.router)`).
+extension TestingSetup: @retroactive CustomTestStringConvertible {
+    public var testDescription: String { "\(self)".contains("live") ? "live socket" : "in process" }
+}
+
+/// Every route and status code, each test run twice: in process (`.router`) and over a real
+/// loopback socket (`.live`, port 0).
 @Suite struct RelayRouterTests {
-    @Test func versionOnBothPaths() async throws {
+    static let setups: [TestingSetup] = [.router, .live]
+
+    @Test(arguments: RelayRouterTests.setups)
+    func versionOnBothPaths(_ setup: TestingSetup) async throws {
         let relay = RelayHarness()
-        try await relay.app.test(.router) { client in
+        try await relay.app.test(setup) { client in
             for path in ["/api/version", "/version"] {
                 let response = try await client.execute(uri: path, method: .get)
                 #expect(response.status == .ok)
@@ -28,11 +36,12 @@ import Testing
     }
 
     /// The reference server's own cases: put/get, all-zero signature, old timestamp, unknown key.
-    @Test func referenceServerCases() async throws {
+    @Test(arguments: RelayRouterTests.setups)
+    func referenceServerCases(_ setup: TestingSetup) async throws {
         let relay = RelayHarness()
         let alice = try Ed25519SigningKey.generate()
         let stranger = try Ed25519SigningKey.generate().publicKey.base64URL
-        try await relay.app.test(.router) { client in
+        try await relay.app.test(setup) { client in
             let put = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(alice))
             #expect(put.status == .noContent)
             #expect(put.body.readableBytes == 0)
@@ -63,7 +72,8 @@ import Testing
     }
 
     /// Every check of §4 in order, plus the §6 ones, each with its status code.
-    @Test func uploadChecksInReferenceOrder() async throws {
+    @Test(arguments: RelayRouterTests.setups)
+    func uploadChecksInReferenceOrder(_ setup: TestingSetup) async throws {
         let relay = RelayHarness()
         let key = try Ed25519SigningKey.generate()
         let valid = try #require(try JSONValue.parse(Array(try relay.uploadBody(key).readableBytesView)).objectValue)
@@ -91,7 +101,7 @@ import Testing
             ("not JSON", ByteBuffer(string: "{nope"), .badRequest, "invalid_json"),
             ("JSON array", ByteBuffer(string: "[]"), .badRequest, "invalid_json"),
         ]
-        try await relay.app.test(.router) { client in
+        try await relay.app.test(setup) { client in
             for (why, body, status, code) in cases {
                 let response = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: body)
                 #expect(response.status == status, "\(why)")
@@ -113,12 +123,13 @@ import Testing
         }
     }
 
-    @Test func requestShapeErrors() async throws {
+    @Test(arguments: RelayRouterTests.setups)
+    func requestShapeErrors(_ setup: TestingSetup) async throws {
         var configuration = RelayHarness.defaultConfiguration()
         configuration.maximumBodyBytes = 8192
         let relay = RelayHarness(configuration: configuration)
         let ids = (0..<51).map { _ in Base64.encode([UInt8](repeating: 3, count: 32)) }
-        try await relay.app.test(.router) { client in
+        try await relay.app.test(setup) { client in
             let tooMany = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody(ids))
             #expect(tooMany.status == .badRequest)
             #expect(tooMany.errorCode == "too_many_ids")
@@ -150,11 +161,12 @@ import Testing
         }
     }
 
-    @Test func signedDelete() async throws {
+    @Test(arguments: RelayRouterTests.setups)
+    func signedDelete(_ setup: TestingSetup) async throws {
         let relay = RelayHarness()
         let key = try Ed25519SigningKey.generate(), other = try Ed25519SigningKey.generate()
         let id = key.publicKey.base64URL
-        try await relay.app.test(.router) { client in
+        try await relay.app.test(setup) { client in
             _ = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(key, timestamp: relay.now - 20))
             // A delete older than the stored upload is refused (a captured old delete cannot remove newer data).
             let stale = try await client.execute(uri: "/api/location", method: .delete, headers: RelayHarness.json,
@@ -186,13 +198,14 @@ import Testing
         }
     }
 
-    @Test func blobsExpireAfterTheTTL() async throws {
+    @Test(arguments: RelayRouterTests.setups)
+    func blobsExpireAfterTheTTL(_ setup: TestingSetup) async throws {
         var configuration = RelayHarness.defaultConfiguration()
         configuration.ttlSeconds = 3600
         let relay = RelayHarness(configuration: configuration)
         let key = try Ed25519SigningKey.generate()
         let id = key.publicKey.base64URL
-        try await relay.app.test(.router) { client in
+        try await relay.app.test(setup) { client in
             _ = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(key))
             relay.clock.advance(byMilliseconds: 3599 * 1000)
             let fresh = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody([id]))
@@ -209,7 +222,8 @@ import Testing
         }
     }
 
-    @Test func rateLimitsPerAddressAndPerKey() async throws {
+    @Test(arguments: RelayRouterTests.setups)
+    func rateLimitsPerAddressAndPerKey(_ setup: TestingSetup) async throws {
         var configuration = RelayHarness.defaultConfiguration()
         configuration.addressRate = 1
         configuration.addressBurst = 5
@@ -217,7 +231,7 @@ import Testing
         configuration.keyBurst = 2
         let relay = RelayHarness(configuration: configuration)
         let key = try Ed25519SigningKey.generate()
-        try await relay.app.test(.router) { client in
+        try await relay.app.test(setup) { client in
             var statuses: [UInt] = []
             for i in 0..<4 {
                 let response = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json,
@@ -243,10 +257,11 @@ import Testing
         }
     }
 
-    @Test func metricsExposition() async throws {
+    @Test(arguments: RelayRouterTests.setups)
+    func metricsExposition(_ setup: TestingSetup) async throws {
         let relay = RelayHarness()
         let key = try Ed25519SigningKey.generate()
-        try await relay.app.test(.router) { client in
+        try await relay.app.test(setup) { client in
             _ = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(key))
             _ = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody([key.publicKey.base64URL]))
             _ = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: ByteBuffer(string: "x"))
@@ -265,14 +280,15 @@ import Testing
     }
 
     /// CoordsCore's client verifies the relay's signature stamps: end to end, the entry is verified.
-    @Test func coreClientVerifiesTheRelaysStamps() async throws {
+    @Test(arguments: RelayRouterTests.setups)
+    func coreClientVerifiesTheRelaysStamps(_ setup: TestingSetup) async throws {
         let relay = RelayHarness()
         let alice = try Ed25519SigningKey.generate(), bob = try Ed25519SigningKey.generate()
         let location = try Location(latitude: 59.3293, longitude: 18.0686, timestamp: relay.clock.milliseconds)
         let blob = try LocationBlob.seal(location.wire, for: [alice.publicKey, bob.publicKey])
         let upload = try RelayAPI.prepareUpload(blob: blob, timestamp: relay.now, signer: alice, server: "https://relay.test")
         let fetch = try #require(try RelayAPI.prepareFetches([.init(id: alice.publicKey.base64URL, server: "https://relay.test")]).first)
-        try await relay.app.test(.router) { client in
+        try await relay.app.test(setup) { client in
             let put = try await client.execute(uri: "/api/location", method: .put, headers: [.contentType: "application/json"],
                                                body: ByteBuffer(bytes: upload.body))
             #expect(put.status == .noContent)
