@@ -391,6 +391,30 @@ static void test_apps(void) {
     coords_buffer_free(&blob);
     EXPECT(COORDS_ERR_INVALID_JSON, coords_location_process_fetch_response(bob, (const uint8_t *)"{", 1, &json, &e_));
 
+    /* The outbox keeps a request until it is delivered. */
+    uint64_t queued = 0;
+    const char *request_json = "{\"url\":\"https://relay.test/api/location\",\"method\":\"PUT\",\"headers\":{},\"body_base64\":\"e30=\"}";
+    EXPECT(COORDS_OK, coords_outbox_enqueue(alice, "upload", request_json, "7", &queued, &e_));
+    CHECK(queued >= 1);
+    EXPECT(COORDS_ERR_UNEXPECTED_JSON, coords_outbox_enqueue(alice, "upload", "{}", NULL, &queued, &e_));
+    EXPECT(COORDS_OK, coords_outbox_pending(alice, true, &json, &e_));
+    CHECK(contains(&json, "\"kind\":\"upload\"") && contains(&json, "\"reference\":\"7\""));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_outbox_mark_failed(alice, queued, "offline", &e_));
+    EXPECT(COORDS_OK, coords_outbox_pending(alice, true, &json, &e_));
+    CHECK(strcmp((const char *)json.data, "[]") == 0); /* backing off: not due */
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_outbox_pending(alice, false, &json, &e_));
+    CHECK(contains(&json, "\"attempts\":1") && contains(&json, "\"last_error\":\"offline\""));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_outbox_mark_delivered(alice, queued, &e_));
+    uint64_t dropped = 0;
+    EXPECT(COORDS_OK, coords_outbox_enqueue(alice, "delete", request_json, NULL, &dropped, &e_));
+    EXPECT(COORDS_OK, coords_outbox_remove(alice, dropped, &e_));
+    EXPECT(COORDS_OK, coords_outbox_pending(alice, false, &json, &e_));
+    CHECK(strcmp((const char *)json.data, "[]") == 0);
+    coords_buffer_free(&json);
+
     /* Signing and backups. */
     uint8_t sig[64];
     EXPECT(COORDS_OK, coords_wallet_sign(alice, (const uint8_t *)"x", 1, sig, &e_));

@@ -140,6 +140,11 @@ _SIGNATURES = [
     ("coords_location_prepare_fetches", c_int32, [_APP, _BUF, _ERR]),
     ("coords_location_process_fetch_response", c_int32, [_APP, _U8, c_size_t, _BUF, _ERR]),
     ("coords_location_friend_locations", c_int32, [_APP, _BUF, _ERR]),
+    ("coords_outbox_enqueue", c_int32, [_APP, c_char_p, c_char_p, c_char_p, POINTER(c_uint64), _ERR]),
+    ("coords_outbox_pending", c_int32, [_APP, c_bool, _BUF, _ERR]),
+    ("coords_outbox_mark_delivered", c_int32, [_APP, c_uint64, _ERR]),
+    ("coords_outbox_mark_failed", c_int32, [_APP, c_uint64, c_char_p, _ERR]),
+    ("coords_outbox_remove", c_int32, [_APP, c_uint64, _ERR]),
 ]
 
 
@@ -540,3 +545,21 @@ class App:
 
     def friend_locations(self) -> list:
         return _json_call(lib.coords_location_friend_locations, self.handle)
+
+    # Outbox
+    def enqueue(self, kind: str, request: dict, reference: Optional[str] = None) -> int:
+        out = c_uint64()
+        _call(lib.coords_outbox_enqueue, self.handle, kind.encode(), json.dumps(request).encode(), _text(reference), byref(out))
+        return out.value
+
+    def outbox(self, due_only: bool = False) -> list:
+        return _json_call(lib.coords_outbox_pending, self.handle, due_only)
+
+    def mark_delivered(self, id: int) -> None:
+        _call(lib.coords_outbox_mark_delivered, self.handle, id)
+
+    def mark_failed(self, id: int, reason: str) -> None:
+        _call(lib.coords_outbox_mark_failed, self.handle, id, reason.encode())
+
+    def remove_queued(self, id: int) -> None:
+        _call(lib.coords_outbox_remove, self.handle, id)

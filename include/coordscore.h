@@ -318,7 +318,7 @@ int32_t coords_app_open_with_keychain(const char *data_dir, const char *options_
 int32_t coords_app_close(CoordsApp *app, CoordsError *out_error);
 
 /* Waits up to timeout_ms (negative: without limit) for the next update of any manager and
- * returns it as JSON {"manager": "wallet"|"friends"|"location", "type": "…", …}.
+ * returns it as JSON {"manager": "wallet"|"friends"|"location"|"outbox", "type": "…", …}.
  * Returns COORDS_OK with a message, COORDS_ERR_TIMED_OUT when none came, or COORDS_ERR_CLOSED
  * once the app is closed. Competes with the update callback: each update is delivered once. */
 int32_t coords_app_next_update(CoordsApp *app, int64_t timeout_ms, CoordsBuffer *message_json_out, CoordsError *out_error);
@@ -425,6 +425,29 @@ int32_t coords_location_process_fetch_response(CoordsApp *app, const uint8_t *bo
 /* Every friend fetched from, with their cached location: a JSON array of
  * {"id","name","location"|null,"updated","fetched_at","authenticity","marker_color"}. */
 int32_t coords_location_friend_locations(CoordsApp *app, CoordsBuffer *json_out, CoordsError *out_error);
+
+/* ---- Outbox (requests waiting for the network) ----------------------------------------- */
+
+/* Queues a request that could not be sent (request_json as the prepare functions return it);
+ * writes its id. `kind` names it ("upload", "delete", …); `reference` (may be NULL) is the
+ * host's handle on it. Entries survive restarts until delivered or removed.
+ * Errors: INVALID_JSON, UNEXPECTED_JSON, INVALID_BASE64. */
+int32_t coords_outbox_enqueue(CoordsApp *app, const char *kind, const char *request_json, const char *reference,
+                              uint64_t *id_out, CoordsError *out_error);
+
+/* Queued entries as a JSON array of {"id","kind","request","attempts","next_attempt_at",
+ * "created_at","last_error","reference","location"}, oldest first; only those due now when
+ * `due_only` is true. */
+int32_t coords_outbox_pending(CoordsApp *app, bool due_only, CoordsBuffer *json_out, CoordsError *out_error);
+
+/* Removes a delivered entry (an unknown id is not an error). */
+int32_t coords_outbox_mark_delivered(CoordsApp *app, uint64_t id, CoordsError *out_error);
+
+/* Records a failed attempt: the next one is due after 1 s, 2 s, 4 s … 60 s (+ up to 20 % jitter). */
+int32_t coords_outbox_mark_failed(CoordsApp *app, uint64_t id, const char *reason, CoordsError *out_error);
+
+/* Drops an entry without delivering it. */
+int32_t coords_outbox_remove(CoordsApp *app, uint64_t id, CoordsError *out_error);
 
 #ifdef __cplusplus
 }

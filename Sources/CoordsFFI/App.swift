@@ -398,3 +398,55 @@ public func ffiLocationFriendLocations(_ handle: OpaquePointer?, _ jsonOut: Unsa
         try Output.write(.array(try apps.get(handle).app.location.friendLocations().map(Record.friendLocation)), to: out)
     }
 }
+
+// MARK: Outbox
+
+@_cdecl("coords_outbox_enqueue")
+public func ffiOutboxEnqueue(_ handle: OpaquePointer?, _ kind: UnsafePointer<CChar>?, _ requestJSON: UnsafePointer<CChar>?,
+                             _ reference: UnsafePointer<CChar>?, _ idOut: UnsafeMutablePointer<UInt64>?,
+                             _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.output(idOut, "id_out")
+        let app = try apps.get(handle).app
+        let kind = try Argument.string(kind, "kind")
+        let request = try PreparedRequest(json: try Argument.json(requestJSON, "request_json"))
+        let reference = try Argument.optionalString(reference, "reference")
+        out.pointee = try blocking { try await app.outbox.enqueue(kind: kind, request: request, reference: reference) }
+    }
+}
+
+@_cdecl("coords_outbox_pending")
+public func ffiOutboxPending(_ handle: OpaquePointer?, _ dueOnly: Bool, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
+                             _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(jsonOut, "json_out")
+        let outbox = try apps.get(handle).app.outbox
+        try Output.write(.array(try (dueOnly ? outbox.due() : outbox.pending()).map(Record.outboxEntry)), to: out)
+    }
+}
+
+@_cdecl("coords_outbox_mark_delivered")
+public func ffiOutboxMarkDelivered(_ handle: OpaquePointer?, _ id: UInt64, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let app = try apps.get(handle).app
+        try blocking { try await app.outbox.markDelivered(id: id) }
+    }
+}
+
+@_cdecl("coords_outbox_mark_failed")
+public func ffiOutboxMarkFailed(_ handle: OpaquePointer?, _ id: UInt64, _ reason: UnsafePointer<CChar>?,
+                                _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let app = try apps.get(handle).app
+        let reason = try Argument.string(reason, "reason")
+        try blocking { try await app.outbox.markFailed(id: id, error: reason) }
+    }
+}
+
+@_cdecl("coords_outbox_remove")
+public func ffiOutboxRemove(_ handle: OpaquePointer?, _ id: UInt64, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let app = try apps.get(handle).app
+        try blocking { try await app.outbox.remove(id: id) }
+    }
+}

@@ -65,6 +65,15 @@ enum Record {
         ])
     }
 
+    static func outboxEntry(_ e: OutboxEntry) -> JSONValue {
+        .object([
+            "id": .integer(e.id), "kind": .string(e.item.kind), "request": e.item.request.json,
+            "attempts": .integer(UInt64(e.item.attempts)), "next_attempt_at": .integer(e.item.nextAttemptAt),
+            "created_at": .integer(e.item.createdAt), "last_error": optional(e.item.lastError) { .string($0) },
+            "reference": optional(e.item.reference) { .string($0) }, "location": optional(e.item.location, location),
+        ])
+    }
+
     static func outcome(_ o: FetchOutcome) -> JSONValue {
         .object([
             "updated": .array(o.updated.map(friendLocation)),
@@ -113,6 +122,16 @@ enum Record {
             case .locationsUpdated(let list): set("location", "locations_updated"); o["locations"] = .array(list.map(friendLocation))
             case .entryRejected(let id, let code, let message): set("location", "entry_rejected"); o["id"] = .string(id); failure(code, message)
             case .errorOccurred(let code, let message): set("location", "error_occurred"); failure(code, message)
+            }
+        case .outbox(let m):
+            switch m {
+            case .queued(let id, let kind): set("outbox", "queued"); o["id"] = .integer(id); o["kind"] = .string(kind)
+            case .delivered(let id, let kind): set("outbox", "delivered"); o["id"] = .integer(id); o["kind"] = .string(kind)
+            case .retryScheduled(let id, let attempts, let next):
+                set("outbox", "retry_scheduled"); o["id"] = .integer(id); o["attempts"] = .integer(UInt64(attempts))
+                o["next_attempt_at"] = .integer(next)
+            case .removed(let id): set("outbox", "removed"); o["id"] = .integer(id)
+            case .errorOccurred(let code, let message): set("outbox", "error_occurred"); failure(code, message)
             }
         }
         return .object(o)

@@ -476,6 +476,11 @@ def _app_calls():
         (lib.coords_location_prepare_fetches, [], byref(buffer)),
         (lib.coords_location_process_fetch_response, [u8(b"{}"), 2], byref(buffer)),
         (lib.coords_location_friend_locations, [], byref(buffer)),
+        (lib.coords_outbox_enqueue, [b"upload", b"{}", None], byref(ctypes.c_uint64())),
+        (lib.coords_outbox_pending, [False], byref(buffer)),
+        (lib.coords_outbox_mark_delivered, [1], None),
+        (lib.coords_outbox_mark_failed, [1, b"x"], None),
+        (lib.coords_outbox_remove, [1], None),
     ]
 
 
@@ -500,3 +505,21 @@ def test_every_app_function_refuses_null_outputs(tmp_path):
             assert raw(function, app.handle, *args, None)[0] == cc.ERR_NULL_ARGUMENT, function.__name__
         # The app still works after all of that.
         assert app.info()["name"] == "N"
+
+
+def test_outbox_keeps_requests_until_delivered(tmp_path):
+    seed, _ = cc.generate_identity()
+    request = cc.prepare_upload(seed, cc.Location(1, 2, timestamp_ms=3), [], "https://relay.test")
+    with cc.App(str(tmp_path / "a"), passphrase="pw", **FAST) as app:
+        first = app.enqueue("upload", request, reference="3")
+        second = app.enqueue("delete", request)
+        assert [e["id"] for e in app.outbox(due_only=True)] == [first, second]
+        app.mark_failed(first, "relay down")
+        assert [e["id"] for e in app.outbox(due_only=True)] == [second]
+    with cc.App(str(tmp_path / "a"), passphrase="pw", **FAST) as app:  # survives a restart
+        entries = {e["id"]: e for e in app.outbox()}
+        assert entries[first]["attempts"] == 1 and entries[first]["last_error"] == "relay down"
+        assert entries[first]["request"] == request and entries[first]["reference"] == "3"
+        app.mark_delivered(first)
+        app.remove_queued(second)
+        assert app.outbox() == []

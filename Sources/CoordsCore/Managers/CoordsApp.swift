@@ -10,6 +10,7 @@ public enum AppUpdate: Sendable, Equatable {
     case wallet(WalletManagerReconcileMessage)
     case friends(FriendsManagerReconcileMessage)
     case location(LocationManagerReconcileMessage)
+    case outbox(OutboxManagerReconcileMessage)
 }
 
 /// The result of waiting for an update.
@@ -60,6 +61,8 @@ public final class CoordsApp: Sendable {
     public let wallet: WalletManager
     public let friends: FriendsManager
     public let location: LocationManager
+    /// Requests waiting to be sent (offline), retried with backoff.
+    public let outbox: OutboxManager
     let context: AppContext
     private let doorbell = Doorbell()
     private let closers: [@Sendable () -> Void]
@@ -104,10 +107,13 @@ public final class CoordsApp: Sendable {
             Channel.make(capacity: capacity, doorbell: doorbell)
         let locationChannel: (sender: Sender<LocationManagerReconcileMessage>, receiver: Receiver<LocationManagerReconcileMessage>) =
             Channel.make(capacity: capacity, doorbell: doorbell)
+        let outboxChannel: (sender: Sender<OutboxManagerReconcileMessage>, receiver: Receiver<OutboxManagerReconcileMessage>) =
+            Channel.make(capacity: capacity, doorbell: doorbell)
         wallet = WalletManager(context: context, channel: walletChannel)
         friends = FriendsManager(context: context, channel: friendsChannel)
         location = LocationManager(context: context, channel: locationChannel)
-        closers = [walletChannel.sender.close, friendsChannel.sender.close, locationChannel.sender.close]
+        outbox = OutboxManager(context: context, channel: outboxChannel)
+        closers = [walletChannel.sender.close, friendsChannel.sender.close, locationChannel.sender.close, outboxChannel.sender.close]
     }
 
     /// Closes the store and ends the update channels (listeners finish after draining).
@@ -120,8 +126,8 @@ public final class CoordsApp: Sendable {
     /// Whether ``close()`` was called.
     public var isClosed: Bool { context.database.isClosed }
 
-    /// Waits for the next reconcile message of any manager (wallet, then friends, then location
-    /// when several are queued). For hosts that poll (the C ABI); Swift hosts may instead
+    /// Waits for the next reconcile message of any manager (wallet, friends, location, then
+    /// outbox when several are queued). For hosts that poll (the C ABI); Swift hosts may instead
     /// iterate each manager's `updates`. The two compete: each message is delivered once.
     /// - Parameter timeout: how long to wait; nil waits until a message arrives or the app closes.
     public func nextUpdate(timeout: Duration?) -> NextUpdate {
@@ -131,7 +137,9 @@ public final class CoordsApp: Sendable {
             if let message = try? wallet.updates.tryRecv() { return .update(.wallet(message)) }
             if let message = try? friends.updates.tryRecv() { return .update(.friends(message)) }
             if let message = try? location.updates.tryRecv() { return .update(.location(message)) }
-            if wallet.updates.isDisconnected && friends.updates.isDisconnected && location.updates.isDisconnected { return .closed }
+            if let message = try? outbox.updates.tryRecv() { return .update(.outbox(message)) }
+            if wallet.updates.isDisconnected && friends.updates.isDisconnected && location.updates.isDisconnected
+                && outbox.updates.isDisconnected { return .closed }
             if !doorbell.wait(after: generation, until: deadline) { return .timedOut }
         }
     }

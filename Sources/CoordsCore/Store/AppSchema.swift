@@ -34,6 +34,8 @@ public enum SettingKey {
     public static let name = "name"
     /// `"true"` to refuse fetched entries without the relay's signature stamp (§6 strict mode).
     public static let strictMode = "strict_mode"
+    /// The next outbox id (ids are never reused).
+    public static let outboxNextID = "outbox_next_id"
 }
 
 /// Trust in a friend's key: compared safety numbers make it verified; blocked friends are ignored.
@@ -129,13 +131,21 @@ public struct OutboxItem: StoreJSONValue, Equatable {
     public var createdAt: UInt64
     /// The last failure, for display.
     public var lastError: String?
+    /// What the request is about (an upload's fix timestamp, a message id), for the host.
+    public var reference: String?
+    /// The position of a queued upload, so it can be sealed and signed again when the signed
+    /// request has become too old for the relay's 300-second window.
+    public var location: Location?
 
-    public init(kind: String, request: PreparedRequest, attempts: UInt32 = 0, nextAttemptAt: UInt64, createdAt: UInt64, lastError: String? = nil) {
+    public init(kind: String, request: PreparedRequest, attempts: UInt32 = 0, nextAttemptAt: UInt64, createdAt: UInt64,
+                lastError: String? = nil, reference: String? = nil, location: Location? = nil) {
         self.kind = kind
         self.request = request
         self.attempts = attempts
         self.nextAttemptAt = nextAttemptAt
         self.createdAt = createdAt
         self.lastError = lastError
+        self.reference = reference
+        self.location = location
     }
 }

@@ -47,6 +47,27 @@ public struct PreparedRequest: Sendable, Equatable {
     }
 }
 
+extension PreparedRequest {
+    /// Parses the record of ``json`` back (hosts hand queued requests back this way).
+    /// - Throws: ``WireError/unexpectedJSON(_:)`` when a field is missing or of the wrong type,
+    ///   ``WireError/invalidBase64(field:)`` for the body.
+    public init(json: JSONValue) throws {
+        guard let object = json.objectValue, let url = object["url"]?.stringValue, let method = object["method"]?.stringValue,
+              let body = object["body_base64"]?.stringValue else {
+            throw WireError.unexpectedJSON("a request is {\"url\", \"method\", \"headers\": {…}, \"body_base64\"}")
+        }
+        var headers: [Header] = []
+        if let fields = object["headers"] {
+            guard let members = fields.objectValue?.members else { throw WireError.unexpectedJSON("headers must be an object of strings") }
+            for member in members {
+                guard let value = member.value.stringValue else { throw WireError.unexpectedJSON("header \(member.key) is not a string") }
+                headers.append(Header(name: member.key, value: value))
+            }
+        }
+        self.init(url: url, method: method, headers: headers, body: try Base64.decode(body, variant: .standard, field: "body_base64"))
+    }
+}
+
 extension PreparedRequest.Header: Codable {}
 
 extension PreparedRequest: Codable {

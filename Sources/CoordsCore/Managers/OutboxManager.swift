@@ -1,0 +1,151 @@
+/// A queued request with its id.
+public struct OutboxEntry: Sendable, Equatable {
+    public var id: UInt64
+    public var item: OutboxItem
+}
+
+/// What a host can ask the outbox to do.
+public enum OutboxManagerAction: Sendable {
+    case enqueue(kind: String, request: PreparedRequest, reference: String?, location: Location?)
+    case markDelivered(id: UInt64)
+    case markFailed(id: UInt64, error: String)
+    case remove(id: UInt64)
+}
+
+/// What the outbox tells the host, after the fact.
+public enum OutboxManagerReconcileMessage: Sendable, Equatable {
+    case queued(id: UInt64, kind: String)
+    case delivered(id: UInt64, kind: String)
+    case retryScheduled(id: UInt64, attempts: UInt32, nextAttemptAt: UInt64)
+    case removed(id: UInt64)
+    case errorOccurred(code: Int32, message: String)
+}
+
+/// Requests that could not be sent yet (offline, relay down), kept in the store until they are
+/// delivered: nothing is lost across restarts. Failed attempts back off exponentially from
+/// 1 s to 60 s, with up to 20 % random jitter so many devices do not retry in lockstep.
+///
+/// The host drives delivery: it asks for ``due()`` entries, sends them, and reports
+/// ``markDelivered(id:)`` or ``markFailed(id:error:)``.
+public actor OutboxManager {
+    /// The first retry delay.
+    public static let initialBackoff: UInt64 = 1000
+    /// The longest retry delay.
+    public static let maximumBackoff: UInt64 = 60_000
+
+    let context: AppContext
+    let reconciler: Reconciler<OutboxManagerReconcileMessage>
+    /// Reconcile messages, after the change they describe was committed.
+    public nonisolated let updates: Receiver<OutboxManagerReconcileMessage>
+
+    init(context: AppContext, channel: (sender: Sender<OutboxManagerReconcileMessage>, receiver: Receiver<OutboxManagerReconcileMessage>)) {
+        self.context = context
+        reconciler = Reconciler(sender: channel.sender, logger: context.logger, manager: "outbox") { .errorOccurred(code: $0, message: $1) }
+        updates = channel.receiver
+    }
+
+    /// Performs `action`; a failure is reported as ``OutboxManagerReconcileMessage/errorOccurred(code:message:)``.
+    public func dispatch(_ action: OutboxManagerAction) {
+        reconciler.reportingFailure {
+            switch action {
+            case .enqueue(let kind, let request, let reference, let location):
+                _ = try enqueue(kind: kind, request: request, reference: reference, location: location)
+            case .markDelivered(let id): try markDelivered(id: id)
+            case .markFailed(let id, let error): try markFailed(id: id, error: error)
+            case .remove(let id): try remove(id: id)
+            }
+        }
+    }
+
+    /// The delay before retry number `attempts` (1 s, 2 s, 4 s … capped at 60 s), without jitter.
+    public nonisolated static func backoff(attempts: UInt32) -> UInt64 {
+        guard attempts > 0 else { return 0 }
+        let exponent = min(attempts - 1, 16)
+        return min(initialBackoff << UInt64(exponent), maximumBackoff)
+    }
+
+    /// Queues `request`, due at once.
+    /// - Parameters:
+    ///   - kind: what it is (`upload`, `delete`, `message`, …).
+    ///   - reference: the host's handle on it (an upload's fix timestamp, a message id).
+    ///   - location: for uploads, the fix, so it can be sealed again if the signature expires.
+    /// - Returns: the entry's id (strictly increasing, never reused).
+    /// - Throws: store errors.
+    public func enqueue(kind: String, request: PreparedRequest, reference: String? = nil, location: Location? = nil) throws -> UInt64 {
+        let now = context.clock.now()
+        return try reconciler.write(context.database) { tx, messages in
+            let table = try tx.open(Tables.outbox)
+            // Ids are never reused (a host may still hold an old one): a counter in the settings.
+            let settings = try tx.open(Tables.settings)
+            let stored = try settings.get(SettingKey.outboxNextID).flatMap(UInt64.init) ?? 1
+            let id = max(stored, (try table.last()?.key ?? 0) + 1)
+            try settings.put(SettingKey.outboxNextID, String(id + 1))
+            try table.put(id, OutboxItem(kind: kind, request: request, nextAttemptAt: now, createdAt: now,
+                                         reference: reference, location: location))
+            messages.append(.queued(id: id, kind: kind))
+            return id
+        }
+    }
+
+    /// Removes a delivered entry.
+    /// - Throws: store errors (an unknown id is not an error: delivery may be reported twice).
+    public func markDelivered(id: UInt64) throws {
+        try reconciler.write(context.database) { tx, messages in
+            guard let item = try tx.open(Tables.outbox).remove(id) else { return }
+            messages.append(.delivered(id: id, kind: item.kind))
+        }
+    }
+
+    /// Records a failed attempt and schedules the next one (1 s → 60 s, plus up to 20 % jitter).
+    /// - Throws: store errors.
+    public func markFailed(id: UInt64, error: String) throws {
+        let now = context.clock.now()
+        var jitterSeed = [UInt8](repeating: 0, count: 2)
+        jitterSeed = (try? context.random.bytes(2)) ?? jitterSeed
+        let jitterFraction = Double(UInt16(jitterSeed[0]) << 8 | UInt16(jitterSeed[1])) / 65_535 * 0.2
+        try reconciler.write(context.database) { tx, messages in
+            let table = try tx.open(Tables.outbox)
+            guard var item = try table.get(id) else { return }
+            item.attempts += 1
+            let delay = Self.backoff(attempts: item.attempts)
+            item.nextAttemptAt = now + delay + UInt64(Double(delay) * jitterFraction)
+            item.lastError = String(error.prefix(500))
+            try table.put(id, item)
+            messages.append(.retryScheduled(id: id, attempts: item.attempts, nextAttemptAt: item.nextAttemptAt))
+        }
+    }
+
+    /// Replaces a queued entry's request (an upload sealed again with a fresh timestamp).
+    /// - Throws: store errors.
+    public func replaceRequest(id: UInt64, with request: PreparedRequest, reference: String? = nil) throws {
+        try reconciler.write(context.database) { tx, _ in
+            let table = try tx.open(Tables.outbox)
+            guard var item = try table.get(id) else { return }
+            item.request = request
+            if let reference { item.reference = reference }
+            try table.put(id, item)
+        }
+    }
+
+    /// Drops an entry without delivering it.
+    /// - Throws: store errors.
+    public func remove(id: UInt64) throws {
+        try reconciler.write(context.database) { tx, messages in
+            guard try tx.open(Tables.outbox).remove(id) != nil else { return }
+            messages.append(.removed(id: id))
+        }
+    }
+
+    /// Every queued entry, oldest first.
+    /// - Throws: store errors.
+    public nonisolated func pending() throws -> [OutboxEntry] {
+        try context.database.read { tx in try tx.open(Tables.outbox).entries().map { OutboxEntry(id: $0.key, item: $0.value) } }
+    }
+
+    /// The entries whose next attempt is due now, oldest first.
+    /// - Throws: store errors.
+    public nonisolated func due() throws -> [OutboxEntry] {
+        let now = context.clock.now()
+        return try pending().filter { $0.item.nextAttemptAt <= now }
+    }
+}

@@ -1,0 +1,64 @@
+import Testing
+@testable import CoordsCore
+
+@Suite struct OutboxTests {
+    static let request = PreparedRequest(url: "https://relay.test/api/location", method: "PUT",
+                                         headers: [.init(name: "Content-Type", value: "application/json")], body: Array("{}".utf8))
+
+    @Test func backoffDoublesFromOneSecondToOneMinute() {
+        #expect((0...9).map { OutboxManager.backoff(attempts: $0) } == [0, 1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000, 60_000])
+        #expect(OutboxManager.backoff(attempts: .max) == 60_000)
+    }
+
+    @Test func queuedRequestsSurviveARestartAndRetryWithBackoff() async throws {
+        let app = try TestApp(name: "outbox")
+        let start = app.clock.milliseconds
+        let first = try await app.app.outbox.enqueue(kind: "upload", request: Self.request, reference: "42",
+                                                     location: try Location(latitude: 1, longitude: 2, timestamp: 42))
+        let second = try await app.app.outbox.enqueue(kind: "delete", request: Self.request)
+        #expect(second == first + 1)
+        #expect(try app.app.outbox.due().map(\.id) == [first, second])
+
+        try await app.app.outbox.markFailed(id: first, error: "connection refused")
+        var entry = try #require(try app.app.outbox.pending().first { $0.id == first })
+        #expect(entry.item.attempts == 1)
+        #expect(entry.item.nextAttemptAt >= start + 1000 && entry.item.nextAttemptAt <= start + 1200)  // 1 s + ≤ 20 % jitter
+        #expect(entry.item.lastError == "connection refused")
+        #expect(try app.app.outbox.due().map(\.id) == [second])
+
+        try app.reopen()
+        entry = try #require(try app.app.outbox.pending().first { $0.id == first })
+        #expect(entry.item.reference == "42" && entry.item.location?.latitude == 1 && entry.item.request == Self.request)
+        for _ in 0..<10 { try await app.app.outbox.markFailed(id: first, error: "down") }
+        entry = try #require(try app.app.outbox.pending().first { $0.id == first })
+        #expect(entry.item.attempts == 11)
+        #expect(entry.item.nextAttemptAt >= start + 60_000 && entry.item.nextAttemptAt <= start + 72_000)
+        app.clock.advance(byMilliseconds: 72_001)
+        #expect(try app.app.outbox.due().map(\.id) == [first, second])
+
+        try await app.app.outbox.markDelivered(id: first)
+        try await app.app.outbox.markDelivered(id: first)  // reported twice: fine
+        try await app.app.outbox.remove(id: second)
+        #expect(try app.app.outbox.pending().isEmpty)
+        // Ids keep increasing after the queue emptied, also across a restart.
+        #expect(try await app.app.outbox.enqueue(kind: "upload", request: Self.request) == second + 1)
+        try app.reopen()
+        #expect(try await app.app.outbox.enqueue(kind: "upload", request: Self.request) == second + 2)
+    }
+
+    @Test func outboxMessagesComeThroughNextUpdate() async throws {
+        let app = try TestApp(name: "outbox-updates")
+        let id = try await app.app.outbox.enqueue(kind: "upload", request: Self.request)
+        #expect(app.app.nextUpdate(timeout: .seconds(1)) == .update(.outbox(.queued(id: id, kind: "upload"))))
+        try await app.app.outbox.markDelivered(id: id)
+        #expect(app.app.nextUpdate(timeout: .seconds(1)) == .update(.outbox(.delivered(id: id, kind: "upload"))))
+    }
+
+    @Test func requestRecordRoundTrips() throws {
+        #expect(try PreparedRequest(json: Self.request.json) == Self.request)
+        #expect(throws: WireError.self) { try PreparedRequest(json: .object(["url": .string("x")])) }
+        #expect(throws: WireError.self) {
+            try PreparedRequest(json: .object(["url": .string("x"), "method": .string("PUT"), "body_base64": .string("!!")]))
+        }
+    }
+}
