@@ -7,7 +7,7 @@ LIB_DIR := .build/debug
 PORTABLE_DIR := .build-static/release
 SWIFT_STATIC_LIBS := $(shell dirname "$$(readlink -f "$$(command -v $(SWIFT))")")/../lib/swift_static/linux
 
-.PHONY: all deps build lib lib-portable test test-swift test-tsan test-abi test-c test-python test-portable example-c clean help
+.PHONY: all deps build lib lib-portable tools test test-swift test-tsan test-abi test-c test-python test-portable test-e2e example-c demo clean help
 
 all: build
 
@@ -16,7 +16,8 @@ help:
 	@echo "make build   build the library and tools (debug)"
 	@echo "make lib     build libcoordscore.so (the C ABI) into $(LIB_DIR)"
 	@echo "make lib-portable  libcoordscore.so with the Swift runtime linked in, into $(PORTABLE_DIR)"
-	@echo "make test    everything CI checks: Swift tests, ThreadSanitizer, ABI check, C and Python suites"
+	@echo "make demo    build the relay and the CLI, then watch Alice and Bob share positions through it"
+	@echo "make test    everything CI checks: Swift tests, ThreadSanitizer, ABI check, C, Python and CLI suites"
 	@echo "make clean   remove build output"
 
 deps:
@@ -34,7 +35,7 @@ lib-portable: deps
 	$(SWIFT) build -c release --product coordscore --scratch-path .build-static \
 		-Xswiftc -static-stdlib -Xlinker -L$(SWIFT_STATIC_LIBS)
 
-test: deps test-swift test-tsan test-abi test-c test-python test-portable
+test: deps test-swift test-tsan test-abi test-c test-python test-portable test-e2e
 
 test-swift:
 	$(SWIFT) test $(SWIFT_TEST_FLAGS)
@@ -43,6 +44,19 @@ test-swift:
 # normal build stays cached.
 test-tsan:
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'ChannelStressTests|ChannelConformanceTests'
+
+# The main job: a relay, Alice and Bob share positions both ways (scripts/demo.sh).
+demo: tools
+	@scripts/demo.sh
+
+# The executables: the relay and the CLI.
+tools: deps
+	$(SWIFT) build --product coords-relay
+	$(SWIFT) build --product coords
+
+# The CLI against a live relay on loopback (two homes, share, fetch, outage, backups, errors).
+test-e2e: tools
+	python3 -m pytest -q tests/e2e
 
 test-abi: lib
 	scripts/check-abi.sh $(LIB_DIR)/libcoordscore.so

@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "coordscore", type: .dynamic, targets: ["CoordsFFI"]),
         .library(name: "CoordsRelay", targets: ["CoordsRelay"]),
         .executable(name: "coords-relay", targets: ["coords-relay"]),
+        .executable(name: "coords", targets: ["coords"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -18,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         .systemLibrary(
@@ -58,10 +60,30 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .target(
+            name: "CoordsCLI",
+            dependencies: [
+                "CoordsCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "coords",
+            dependencies: ["CoordsCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         .executableTarget(
             name: "StoreCrashChild",
             dependencies: ["CoordsCore"],
             path: "Tests/StoreCrashChild"
+        ),
+        .testTarget(
+            name: "CoordsCLITests",
+            dependencies: ["CoordsCLI", "CoordsCore"],
+            exclude: ["Vectors"]
         ),
         .testTarget(
             name: "CoordsRelayTests",

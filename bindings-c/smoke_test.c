@@ -353,6 +353,9 @@ static void test_apps(void) {
     EXPECT(COORDS_ERR_STALE_LOCATION, coords_location_prepare_upload(alice, &here, &upload, &e_));
     EXPECT(COORDS_ERR_UNKNOWN_UPLOAD, coords_location_mark_upload_succeeded(alice, here.timestamp_ms + 5, &e_));
     EXPECT(COORDS_OK, coords_location_mark_upload_failed(alice, here.timestamp_ms + 5, "offline", &e_));
+    EXPECT(COORDS_OK, coords_location_prepare_delete(alice, &upload, &e_));
+    CHECK(contains(&upload, "\"method\":\"DELETE\""));
+    coords_buffer_free(&upload);
 
     uint8_t keys[64];
     memcpy(keys + 32, bob_pub, 32);

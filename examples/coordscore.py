@@ -135,6 +135,7 @@ _SIGNATURES = [
     ("coords_friends_remove", c_int32, [_APP, c_char_p, _ERR]),
     ("coords_friends_list", c_int32, [_APP, _BUF, _ERR]),
     ("coords_location_prepare_upload", c_int32, [_APP, _LOC, _BUF, _ERR]),
+    ("coords_location_prepare_delete", c_int32, [_APP, _BUF, _ERR]),
     ("coords_location_mark_upload_succeeded", c_int32, [_APP, c_uint64, _ERR]),
     ("coords_location_mark_upload_failed", c_int32, [_APP, c_uint64, c_char_p, _ERR]),
     ("coords_location_prepare_fetches", c_int32, [_APP, _BUF, _ERR]),
@@ -530,6 +531,9 @@ class App:
     def prepare_upload(self, fix: Location) -> dict:
         c_fix = fix.to_c()
         return _json_call(lib.coords_location_prepare_upload, self.handle, byref(c_fix))
+
+    def prepare_delete(self) -> dict:
+        return _json_call(lib.coords_location_prepare_delete, self.handle)
 
     def mark_upload_succeeded(self, fix_timestamp_ms: int) -> None:
         _call(lib.coords_location_mark_upload_succeeded, self.handle, fix_timestamp_ms)

@@ -405,6 +405,10 @@ int32_t coords_friends_list(CoordsApp *app, CoordsBuffer *json_out, CoordsError 
 int32_t coords_location_prepare_upload(CoordsApp *app, const CoordsLocation *fix, CoordsBuffer *upload_json_out,
                                        CoordsError *out_error);
 
+/* A signed DELETE request (JSON, as coords_prepare_upload) that removes the user's blob from
+ * their relay (a CoordsCore relay extension). Errors: NO_IDENTITY, NO_SERVER. */
+int32_t coords_location_prepare_delete(CoordsApp *app, CoordsBuffer *request_json_out, CoordsError *out_error);
+
 /* Records that the relay acknowledged the upload of the fix from fix_timestamp_ms.
  * Errors: UNKNOWN_UPLOAD. */
 int32_t coords_location_mark_upload_succeeded(CoordsApp *app, uint64_t fix_timestamp_ms, CoordsError *out_error);

@@ -14,6 +14,7 @@ packages_for_missing() {
     fi
     command -v python3 >/dev/null 2>&1 || missing+=(python3)
     command -v cc >/dev/null 2>&1 || missing+=(gcc)
+    command -v curl >/dev/null 2>&1 || missing+=(curl)
     echo "${missing[@]:-}"
 }
 

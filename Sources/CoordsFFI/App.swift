@@ -350,6 +350,16 @@ public func ffiLocationPrepareUpload(_ handle: OpaquePointer?, _ fix: UnsafePoin
     }
 }
 
+@_cdecl("coords_location_prepare_delete")
+public func ffiLocationPrepareDelete(_ handle: OpaquePointer?, _ requestOut: UnsafeMutablePointer<CoordsBuffer>?,
+                                     _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(requestOut, "request_json_out")
+        let app = try apps.get(handle).app
+        try Output.write(try blocking { try await app.location.prepareDelete() }.json, to: out)
+    }
+}
+
 @_cdecl("coords_location_mark_upload_succeeded")
 public func ffiLocationMarkUploadSucceeded(_ handle: OpaquePointer?, _ fixTimestamp: UInt64, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
     exported(error) {

@@ -339,6 +339,8 @@ def test_two_apps_share_through_a_relay(tmp_path):
         kinds = [(u["manager"], u["type"]) for u in bob.updates()]
         assert ("location", "locations_updated") in kinds and ("friends", "friend_added") in kinds
         assert bob.next_update(10) is None
+        delete = alice.prepare_delete()
+        assert delete["method"] == "DELETE" and delete["url"] == "https://relay.test/api/location"
 
 
 def test_strict_mode_and_tampering(tmp_path):
@@ -471,6 +473,7 @@ def _app_calls():
         (lib.coords_friends_remove, [cc.b64url(public).encode()], None),
         (lib.coords_friends_list, [], byref(buffer)),
         (lib.coords_location_prepare_upload, [byref(fix)], byref(buffer)),
+        (lib.coords_location_prepare_delete, [], byref(buffer)),
         (lib.coords_location_mark_upload_succeeded, [5], None),
         (lib.coords_location_mark_upload_failed, [5, b"offline"], None),
         (lib.coords_location_prepare_fetches, [], byref(buffer)),

@@ -75,11 +75,29 @@ public actor FriendsManager {
 
     /// Adds (or refreshes) the friend a `coord://` link describes; sharing and fetching start on.
     /// Adding someone already on the list updates their name and server and keeps the rest.
+    /// A link to the user's own relay keeps the user's exact server string (see `sameRelay`).
     /// - Throws: ``WireError/invalidFriendLink(_:)``, ``WireError/invalidPublicKeyID(_:)``,
     ///   ``FriendsManagerError/cannotAddSelf``, store errors.
     public func add(link: String) throws -> Friend {
         let parsed = try FriendLink.parse(link)
-        return try add(id: parsed.id, server: parsed.server, name: parsed.name, shareWith: true, fetchFrom: true)
+        return try add(id: parsed.id, server: sameRelay(parsed.server) ?? parsed.server, name: parsed.name, shareWith: true, fetchFrom: true)
+    }
+
+    /// The user's own server string when `server` (from a link: always `https://` + host) names
+    /// the same relay. Friends on one's own relay then share one exact server string, so they are
+    /// fetched in the same batches, and a relay reached over plain http (a local or test relay)
+    /// keeps working for its users' friends.
+    private func sameRelay(_ server: String) -> String? {
+        guard let own = try? context.database.read({ tx in try tx.open(Tables.settings).get(SettingKey.server) }), !own.isEmpty else {
+            return nil
+        }
+        func host(_ url: String) -> Substring {
+            var text = Substring(url)
+            for scheme in ["https://", "http://"] where text.lowercased().hasPrefix(scheme) { text = text.dropFirst(scheme.count) }
+            while text.hasSuffix("/") { text = text.dropLast() }
+            return text
+        }
+        return host(own).lowercased() == host(server).lowercased() ? own : nil
     }
 
     /// Adds (or refreshes) a friend from fields.

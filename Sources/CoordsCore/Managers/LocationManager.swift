@@ -54,6 +54,17 @@ public struct FetchOutcome: Sendable, Equatable {
     public var rejected: [FetchRejection] = []
     /// Ids in the response that are not friends we fetch from.
     public var ignored: [String] = []
+
+    /// An empty outcome.
+    public init() {}
+
+    /// Adds the results of another response (one fetch per server and batch).
+    public mutating func merge(_ other: FetchOutcome) {
+        updated += other.updated
+        unchanged += other.unchanged
+        rejected += other.rejected
+        ignored += other.ignored
+    }
 }
 
 /// What a host can ask location sharing to do.
@@ -145,17 +156,18 @@ public actor LocationManager {
         }
         let recipients = [identity.x25519.publicKey] + friends
         let blob = try LocationBlob.seal(fix.wire, for: recipients, using: context.random)
-        let uploadTimestamp = now / 1000
-        let request = try RelayAPI.prepareUpload(blob: blob, timestamp: uploadTimestamp, signer: identity.signing, server: server)
-        try reconciler.write(context.database) { tx, messages in
+        let uploadTimestamp = try reconciler.write(context.database) { tx, messages -> UInt64 in
             let table = try tx.open(Tables.uploadState)
             var state = try table.get(UploadState.key) ?? UploadState()
+            let signed = Self.nextSignedTimestamp(&state, now: now)
             var pending = state.pendingFixes.filter { $0 != fix.timestamp }
             pending.append(fix.timestamp)
             state.pendingFixes = Array(pending.suffix(Self.pendingLimit))
             try table.put(UploadState.key, state)
             messages.append(.uploadPrepared(fixTimestamp: fix.timestamp, recipientCount: recipients.count))
+            return signed
         }
+        let request = try RelayAPI.prepareUpload(blob: blob, timestamp: uploadTimestamp, signer: identity.signing, server: server)
         return PreparedUpload(request: request, fixTimestamp: fix.timestamp, uploadTimestamp: uploadTimestamp,
                               recipientCount: recipients.count, blobByteCount: blob.count)
     }
@@ -181,6 +193,32 @@ public actor LocationManager {
             try table.put(UploadState.key, state)
             messages.append(.uploadSucceeded(fixTimestamp: fixTimestamp))
         }
+    }
+
+    /// A signed `DELETE <server>/api/location` that removes the user's blob from their relay
+    /// (PROTOCOL.md §6; reference relays answer 404/405 to it).
+    /// - Throws: ``WalletManagerError/noIdentity``, ``WalletManagerError/noServer``, store errors.
+    public func prepareDelete() throws -> PreparedRequest {
+        let identity = try context.identity.get()
+        let server = try context.database.read { tx in try tx.open(Tables.settings).get(SettingKey.server) }
+        guard let server, !server.isEmpty else { throw WalletManagerError.noServer }
+        let now = context.clock.now()
+        let timestamp = try context.database.write { tx -> UInt64 in
+            let table = try tx.open(Tables.uploadState)
+            var state = try table.get(UploadState.key) ?? UploadState()
+            let signed = Self.nextSignedTimestamp(&state, now: now)
+            try table.put(UploadState.key, state)
+            return signed
+        }
+        return try RelayAPI.prepareDelete(timestamp: timestamp, signer: identity.signing, server: server)
+    }
+
+    /// The time to sign the next request with: now (seconds), but always after the previous
+    /// one, so two requests in the same second do not look like a replay to the relay.
+    static func nextSignedTimestamp(_ state: inout UploadState, now: UInt64) -> UInt64 {
+        let signed = max(now / 1000, (state.lastSignedTimestamp ?? 0) + 1)
+        state.lastSignedTimestamp = signed
+        return signed
     }
 
     /// Reports a failed upload (network error or relay refusal). Nothing is recorded: the fix

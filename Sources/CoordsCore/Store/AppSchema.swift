@@ -107,6 +107,9 @@ public struct UploadState: StoreJSONValue, Equatable {
     public var lastUploadAt: UInt64?
     /// Fix timestamps of uploads prepared and not yet acknowledged (the most recent 16).
     public var pendingFixes: [UInt64]
+    /// The last signed upload/delete time (Unix seconds): signatures use strictly increasing
+    /// times, because a relay refuses a request that is not newer than what it stored.
+    public var lastSignedTimestamp: UInt64?
 
     public init(lastUploadedFix: UInt64? = nil, lastUploadAt: UInt64? = nil, pendingFixes: [UInt64] = []) {
         self.lastUploadedFix = lastUploadedFix

@@ -155,6 +155,20 @@ struct Trio {
         #expect(try t.alice.app.location.uploadState().lastUploadedFix == now + 10)
     }
 
+    @Test func signedTimestampsStrictlyIncreaseWithinOneSecond() async throws {
+        let t = try await Trio()
+        let now = t.alice.clock.milliseconds
+        let first = try await t.alice.share(try fix(1, 1, at: now), via: t.relay)
+        let second = try await t.alice.share(try fix(2, 2, at: now + 1), via: t.relay)  // same second
+        #expect(second.uploadTimestamp == first.uploadTimestamp + 1)
+        let delete = try await t.alice.app.location.prepareDelete()
+        let signed = try #require(try JSONValue.parse(delete.body).objectValue?["timestamp"]?.uint64Value)
+        #expect(signed == second.uploadTimestamp + 1)
+        t.alice.clock.advance(byMilliseconds: 10_000)
+        let later = try await t.alice.share(try fix(3, 3, at: now + 10_000), via: t.relay)
+        #expect(later.uploadTimestamp == now / 1000 + 10)  // back to the clock once it is ahead
+    }
+
     @Test func uploadNeedsAnIdentityAndAServer() async throws {
         let lonely = try TestApp(name: "lonely")
         await #expect(throws: WalletManagerError.noIdentity) {
@@ -212,6 +226,17 @@ struct Trio {
         try await t.alice.app.friends.remove(id: bob.id)
         #expect(try t.alice.app.friends.list().isEmpty)
         #expect(try t.alice.app.friends.friend(id: bob.id) == nil)
+    }
+
+    @Test func linksToTheUsersOwnRelayKeepTheUsersServerString() async throws {
+        let alice = try TestApp(name: "alice-http"), bob = try TestApp(name: "bob-http"), carol = try TestApp(name: "carol-other")
+        _ = try await alice.app.wallet.createIdentity(name: "Alice", server: "http://127.0.0.1:8080/")
+        _ = try await bob.app.wallet.createIdentity(name: "Bob", server: "http://127.0.0.1:8080")
+        _ = try await carol.app.wallet.createIdentity(name: "Carol", server: "https://elsewhere.example")
+        let link = try alice.app.wallet.friendLink()
+        #expect(link.hasPrefix("coord://127.0.0.1:8080/add/"))
+        #expect(try await bob.app.friends.add(link: link).server == "http://127.0.0.1:8080")  // Bob's own string
+        #expect(try await carol.app.friends.add(link: link).server == "https://127.0.0.1:8080")  // the link's rule
     }
 
     @Test func cachedX25519KeyIsTheConvertedIdentity() async throws {

@@ -113,11 +113,7 @@ final class TestApp: @unchecked Sendable {
         for fetch in try await app.location.prepareFetches() {
             let (status, body) = relay.handle(fetch.request)
             guard status == 200 else { throw RelayAPI.error(status: status, body: body) }
-            let outcome = try await app.location.processFetchResponse(body)
-            total.updated += outcome.updated
-            total.unchanged += outcome.unchanged
-            total.rejected += outcome.rejected
-            total.ignored += outcome.ignored
+            total.merge(try await app.location.processFetchResponse(body))
         }
         return total
     }

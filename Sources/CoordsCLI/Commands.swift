@@ -1,0 +1,213 @@
+import ArgumentParser
+import CoordsCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `coords`: the command-line host of CoordsCore.
+public struct CoordsCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "coords",
+        abstract: "End-to-end encrypted location sharing from the terminal.",
+        discussion: """
+            The data directory (--home, default ~/.coords) holds your identity (in a keychain sealed \
+            with your passphrase: COORDS_PASSPHRASE or a prompt), your friends and their last \
+            positions. Requests the relay could not take are queued and retried by later commands.
+            """,
+        subcommands: [Init.self, WhoAmI.self, Add.self, Friends.self, Verify.self, Remove.self, Share.self, Fetch.self,
+                      Watch.self, Delete.self, Backup.self, Outbox.self])
+
+    public init() {}
+}
+
+struct Init: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Create your identity.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+    @Option(help: "Your relay, e.g. https://coord.is.") var server: String
+    @Option(help: "The name friends see in your link.") var name: String
+
+    func run() async throws {
+        try await runReporting {
+            let session = try Session.open(global, creating: true)
+            defer { session.close() }
+            let id = try await session.app.wallet.createIdentity(name: name, server: server)
+            let link = try session.app.wallet.friendLink()
+            let relayNote = await checkRelay(server)
+            if output.json {
+                printJSON(.object(["id": .string(id), "link": .string(link), "relay": .string(relayNote ?? "ok")]))
+                return
+            }
+            printLine("Created your identity in \(session.home).")
+            printLine("Your id:   \(id)")
+            printLine("Your link: \(link)")
+            printLine("Give the link to friends (or show `coords whoami`); add theirs with `coords add LINK`.")
+            if let relayNote { printLine("Note: \(relayNote)") }
+        }
+    }
+}
+
+/// Checks `GET /api/version`; returns a warning, or nil when the relay looks fine.
+func checkRelay(_ server: String) async -> String? {
+    guard let request = try? RelayAPI.prepareVersionCheck(server: server) else { return "\(server) is not a valid relay URL" }
+    do {
+        let result = try await RelayHTTP.send(request, timeout: 5)
+        guard result.isSuccess, let version = try? RelayAPI.parseVersion(result.body) else {
+            return "\(server) answered \(result.status) to /api/version; is it a Coords relay?"
+        }
+        return version.isCompatible ? nil : "\(server) reports \(version.name) \(version.version), older than the apps expect"
+    } catch {
+        return "\(server) is not reachable right now (\(error)); uploads will be queued until it is"
+    }
+}
+
+struct WhoAmI: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "whoami", abstract: "Show your id, link and its QR code.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+    @Flag(name: .customLong("no-qr"), help: "Do not draw the QR code.") var noQR = false
+
+    func run() async throws {
+        try await runReporting {
+            let session = try Session.open(global)
+            defer { session.close() }
+            let wallet = session.app.wallet
+            let profile = try wallet.profile()
+            let link = try wallet.friendLink()
+            if output.json {
+                printJSON(.object(["id": .string(try wallet.id()), "name": .string(profile.name), "server": .string(profile.server),
+                                   "link": .string(link), "strict_mode": .bool(try wallet.isStrictMode())]))
+                return
+            }
+            printLine("Name:   \(profile.name)")
+            printLine("Id:     \(try wallet.id())")
+            printLine("Relay:  \(profile.server)")
+            printLine("Link:   \(link)")
+            if !noQR {
+                let code = try QRCode(text: link)
+                printLine("")
+                printLine(code.render(ansi: isTerminal))
+            }
+        }
+    }
+}
+
+struct Add: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Add a friend from their coord:// link.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+    @Argument(help: "The friend's link (coord://…/add/…#Name).") var link: String
+    @Option(help: "Override the name from the link.") var name: String?
+
+    func run() async throws {
+        try await runReporting {
+            let session = try Session.open(global)
+            defer { session.close() }
+            var friend = try await session.app.friends.add(link: link)
+            if let name { friend = try await session.app.friends.update(id: friend.id, name: name) }
+            let number = try session.app.wallet.safetyNumber(with: friend.publicKey)
+            if output.json {
+                printJSON(.object(["id": .string(friend.id), "name": .string(friend.name), "server": .string(friend.server),
+                                   "safety_number": .string(number)]))
+                return
+            }
+            let shown = friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name
+            printLine("Added \(shown) (relay \(friend.server)). You now share your position with them and see theirs.")
+            printLine("Safety number: \(number)")
+            printLine("Compare it with \(shown) in person or on a call; if it matches, run `coords verify \(shown)`.")
+        }
+    }
+}
+
+/// Finds a friend by name (case-insensitive) or id (or a unique id prefix of 6+ characters).
+func findFriend(_ query: String, in session: Session) throws -> Friend {
+    let friends = try session.app.friends.list()
+    if let exact = friends.first(where: { $0.id == query }) { return exact }
+    let byName = friends.filter { $0.name.lowercased() == query.lowercased() }
+    if byName.count == 1 { return byName[0] }
+    if byName.count > 1 { throw CLIFailure("several friends are called \"\(query)\"; use their id (coords friends --json)") }
+    let byPrefix = query.count >= 6 ? friends.filter { $0.id.hasPrefix(query) } : []
+    if byPrefix.count == 1 { return byPrefix[0] }
+    throw CLIFailure("no friend \"\(query)\" (see `coords friends`)")
+}
+
+struct Friends: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List your friends and their last known positions.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        try await runReporting {
+            let session = try Session.open(global)
+            defer { session.close() }
+            let friends = try session.app.friends.list()
+            let locations = Dictionary(uniqueKeysWithValues: try session.app.location.friendLocations().map { ($0.id, $0) })
+            let now = nowMilliseconds()
+            if output.json {
+                printJSON(.array(friends.map { friend in
+                    let seen = locations[friend.id]
+                    return .object([
+                        "id": .string(friend.id), "name": .string(friend.name), "server": .string(friend.server),
+                        "sharing": .bool(friend.shareWith), "fetching": .bool(friend.fetchFrom), "trust": .string(friend.trust.rawValue),
+                        "location": seen?.location.map(locationJSON) ?? .null,
+                        "authenticity": seen?.authenticity.map { .string($0.rawValue) } ?? .null,
+                    ])
+                }))
+                return
+            }
+            guard !friends.isEmpty else {
+                printLine("No friends yet. Add one with `coords add LINK`; give them yours from `coords whoami`.")
+                return
+            }
+            var table = TextTable("NAME", "SERVER", "SHARING", "LAST LOCATION", "AGE", "VERIFIED")
+            for friend in friends {
+                let seen = locations[friend.id]
+                table.add(friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name, friend.server,
+                          friend.shareWith ? "yes" : "no", seen?.location.map(describe) ?? "—",
+                          seen?.location.map { age(since: $0.timestamp, now: now) } ?? "—",
+                          friend.trust == .verified ? "yes" : (friend.trust == .blocked ? "blocked" : "no"))
+            }
+            printLine(table.render())
+        }
+    }
+}
+
+func locationJSON(_ l: Location) -> JSONValue {
+    .object(["latitude": .double(l.latitude), "longitude": .double(l.longitude), "altitude": .double(l.altitude),
+             "accuracy": .double(Double(l.accuracy)), "timestamp_ms": .integer(l.timestamp)])
+}
+
+struct Verify: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Mark a friend verified after comparing safety numbers (or block them).")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "Name or id.") var friend: String
+    @Flag(help: "Block instead: stop sharing with and fetching from them.") var block = false
+    @Flag(help: "Back to unverified.") var reset = false
+
+    func run() async throws {
+        try await runReporting {
+            let session = try Session.open(global)
+            defer { session.close() }
+            let found = try findFriend(friend, in: session)
+            let trust: TrustState = block ? .blocked : (reset ? .unverified : .verified)
+            _ = try await session.app.friends.setTrust(id: found.id, trust)
+            printLine("\(found.name.isEmpty ? found.id : found.name) is now \(trust.rawValue).")
+        }
+    }
+}
+
+struct Remove: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Remove a friend: later uploads are no longer sealed for them.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "Name or id.") var friend: String
+
+    func run() async throws {
+        try await runReporting {
+            let session = try Session.open(global)
+            defer { session.close() }
+            let found = try findFriend(friend, in: session)
+            try await session.app.friends.remove(id: found.id)
+            printLine("Removed \(found.name.isEmpty ? found.id : found.name). Your next share will not include them.")
+        }
+    }
+}

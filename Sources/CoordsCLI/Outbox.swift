@@ -1,0 +1,83 @@
+import CoordsCore
+
+/// Sends what the outbox holds: queued uploads and deletes from earlier commands that could not
+/// reach the relay. Every command that talks to the network flushes it first.
+enum OutboxDelivery {
+    /// Requests signed longer ago than this are signed again before sending (relays accept 300 s).
+    static let resignAfter: UInt64 = 240
+
+    struct Report {
+        var delivered: [String] = []
+        var stillQueued = 0
+        var dropped: [String] = []
+    }
+
+    /// Tries every due entry once.
+    static func flush(_ session: Session) async -> Report {
+        var report = Report()
+        let entries = (try? session.app.outbox.due()) ?? []
+        for entry in entries {
+            do {
+                var request = entry.item.request
+                let signedAt = (try? JSONValue.parse(request.body))?.objectValue?["timestamp"]?.uint64Value ?? 0
+                let now = nowMilliseconds() / 1000
+                if now > signedAt + resignAfter {
+                    guard let fresh = try await refresh(entry, session: session) else {
+                        try await session.app.outbox.remove(id: entry.id)
+                        report.dropped.append("\(entry.item.kind) #\(entry.id) (a newer one replaced it)")
+                        continue
+                    }
+                    request = fresh
+                    try await session.app.outbox.replaceRequest(id: entry.id, with: fresh)
+                }
+                let result = try await RelayHTTP.send(request)
+                if result.isSuccess {
+                    try await session.app.outbox.markDelivered(id: entry.id)
+                    if entry.item.kind == "upload", let fix = entry.item.reference.flatMap(UInt64.init) {
+                        try? await session.app.location.markUploadSucceeded(fixTimestamp: fix)
+                    }
+                    report.delivered.append("\(entry.item.kind) #\(entry.id)")
+                } else if result.status == 429 || result.status >= 500 {
+                    try await session.app.outbox.markFailed(id: entry.id, error: "relay answered \(result.status)")
+                    report.stillQueued += 1
+                } else {
+                    // 4xx: retrying the same request cannot help.
+                    try await session.app.outbox.remove(id: entry.id)
+                    report.dropped.append("\(entry.item.kind) #\(entry.id): " + RelayHTTP.refusal(result, action: "take it"))
+                }
+            } catch let failure as NetworkFailure {
+                try? await session.app.outbox.markFailed(id: entry.id, error: failure.description)
+                report.stillQueued += 1
+            } catch {
+                try? await session.app.outbox.markFailed(id: entry.id, error: describe(error))
+                report.stillQueued += 1
+            }
+        }
+        return report
+    }
+
+    /// A freshly signed version of a queued request, or nil when it is no longer needed.
+    static func refresh(_ entry: OutboxEntry, session: Session) async throws -> PreparedRequest? {
+        switch entry.item.kind {
+        case "upload":
+            guard let location = entry.item.location else { return nil }
+            do {
+                return try await session.app.location.prepareUpload(location).request
+            } catch WireError.staleLocation {
+                return nil
+            }
+        case "delete":
+            return try await session.app.location.prepareDelete()
+        default:
+            return entry.item.request
+        }
+    }
+
+    /// Prints what a flush did (nothing when nothing happened).
+    static func print(_ report: Report, json: Bool) {
+        guard !json else { return }
+        if !report.delivered.isEmpty { printLine("Outbox: delivered \(report.delivered.joined(separator: ", ")).") }
+        for note in report.dropped { printLine("Outbox: dropped \(note)") }
+        if report.stillQueued > 0 { printLine("Outbox: \(report.stillQueued) request(s) still waiting for the relay.") }
+    }
+}

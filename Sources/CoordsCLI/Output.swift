@@ -1,0 +1,64 @@
+import CoordsCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Plain-text tables with aligned columns.
+struct TextTable {
+    let headers: [String]
+    var rows: [[String]] = []
+
+    init(_ headers: String...) { self.headers = headers }
+
+    mutating func add(_ cells: String...) { rows.append(cells) }
+
+    func render() -> String {
+        let all = [headers] + rows
+        let widths = headers.indices.map { column in all.map { $0.indices.contains(column) ? $0[column].count : 0 }.max() ?? 0 }
+        return all.map { row in
+            row.indices.map { column in
+                let cell = row[column]
+                return column == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] - cell.count)
+            }.joined(separator: "  ")
+        }.joined(separator: "\n")
+    }
+}
+
+/// "12 s", "5 min", "3 h", "2 d" since `then` (ms), or "in the future".
+func age(since then: UInt64, now: UInt64) -> String {
+    guard now >= then else { return "in the future" }
+    let seconds = (now - then) / 1000
+    switch seconds {
+    case ..<60: return "\(seconds) s"
+    case ..<3600: return "\(seconds / 60) min"
+    case ..<86_400: return "\(seconds / 3600) h"
+    default: return "\(seconds / 86_400) d"
+    }
+}
+
+/// "47.37690, 8.54170 ±12 m".
+func describe(_ location: Location) -> String {
+    func f(_ value: Double) -> String {
+        let scaled = (value * 100_000).rounded() / 100_000
+        var text = String(scaled)
+        if let dot = text.firstIndex(of: ".") {
+            let decimals = text.distance(from: dot, to: text.endIndex) - 1
+            if decimals < 5 { text += String(repeating: "0", count: 5 - decimals) }
+        }
+        return text
+    }
+    return "\(f(location.latitude)), \(f(location.longitude))" + (location.accuracy > 0 ? " ±\(Int(location.accuracy)) m" : "")
+}
+
+func printLine(_ text: String) {
+    var line = text + "\n"
+    line.withUTF8 { _ = write(1, $0.baseAddress, $0.count) }
+}
+
+func printJSON(_ value: JSONValue) { printLine(value.serializedString) }
+
+/// Whether standard output is a terminal (colours, QR code in blocks).
+var isTerminal: Bool { isatty(1) != 0 }
+
+/// The current wall-clock time in ms.
+func nowMilliseconds() -> UInt64 { TimeSource.system.now() }

@@ -1,0 +1,342 @@
+import ArgumentParser
+import CoordsCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Shares one fix: seal, PUT, mark success; on a network failure the upload is queued.
+/// Returns a line to print, and whether it was queued.
+func share(_ fix: Location, session: Session) async throws -> (message: String, queued: Bool, upload: PreparedUpload) {
+    let upload = try await session.app.location.prepareUpload(fix)
+    do {
+        let result = try await RelayHTTP.send(upload.request)
+        guard result.isSuccess else {
+            await session.app.location.markUploadFailed(fixTimestamp: fix.timestamp, reason: "relay answered \(result.status)")
+            if result.status == 429 || result.status >= 500 {
+                _ = try await session.app.outbox.enqueue(kind: "upload", request: upload.request, reference: String(fix.timestamp), location: fix)
+                return (RelayHTTP.refusal(result, action: "store the upload") + "; queued for a retry", true, upload)
+            }
+            throw CLIFailure(RelayHTTP.refusal(result, action: "store the upload"))
+        }
+        try await session.app.location.markUploadSucceeded(fixTimestamp: fix.timestamp)
+        let friends = upload.recipientCount - 1
+        return ("Shared \(describe(fix)) with \(friends) friend\(friends == 1 ? "" : "s") (\(upload.blobByteCount)-byte sealed blob).", false, upload)
+    } catch let failure as NetworkFailure {
+        await session.app.location.markUploadFailed(fixTimestamp: fix.timestamp, reason: failure.description)
+        _ = try await session.app.outbox.enqueue(kind: "upload", request: upload.request, reference: String(fix.timestamp), location: fix)
+        return ("The relay is unreachable (\(failure.description)); the upload is queued and the next command will retry it.", true, upload)
+    }
+}
+
+struct Share: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Share your position with your friends.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+    @Option(help: "Latitude in degrees.") var lat: Double
+    @Option(help: "Longitude in degrees.") var lon: Double
+    @Option(help: "Altitude in metres.") var alt: Double = 0
+    @Option(help: "Accuracy radius in metres.") var accuracy: Float = 0
+
+    func run() async throws {
+        try await runReporting {
+            let session = try Session.open(global)
+            defer { session.close() }
+            let fix = try Location(latitude: lat, longitude: lon, altitude: alt, accuracy: accuracy, timestamp: nowMilliseconds())
+            OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
+            let (message, queued, upload) = try await share(fix, session: session)
+            if output.json {
+                printJSON(.object(["queued": .bool(queued), "fix_timestamp": .integer(fix.timestamp),
+                                   "recipient_count": .integer(UInt64(upload.recipientCount)), "message": .string(message)]))
+            } else {
+                printLine(message)
+            }
+            if queued { throw ExitCode(queuedExitCode) }
+        }
+    }
+}
+
+/// Fetches every friend (all servers in parallel, batches of 50) and processes the answers.
+func fetchAll(session: Session) async throws -> (outcome: FetchOutcome, failures: [String]) {
+    let fetches = try await session.app.location.prepareFetches()
+    let results = await withTaskGroup(of: (RelayAPI.PreparedFetch, Result<HTTPResult, any Error>).self) { group in
+        for fetch in fetches {
+            group.addTask { (fetch, await Result { try await RelayHTTP.send(fetch.request) }) }
+        }
+        var collected: [(RelayAPI.PreparedFetch, Result<HTTPResult, any Error>)] = []
+        for await result in group { collected.append(result) }
+        return collected
+    }
+    var total = FetchOutcome()
+    var failures: [String] = []
+    for (fetch, result) in results {
+        switch result {
+        case .success(let response) where response.status == 200:
+            do {
+                total.merge(try await session.app.location.processFetchResponse(response.body))
+            } catch {
+                failures.append("\(fetch.server): \(describe(error))")
+            }
+        case .success(let response):
+            failures.append("\(fetch.server): " + RelayHTTP.refusal(response, action: "answer the fetch"))
+        case .failure(let error):
+            failures.append("\(fetch.server): \(describe(error))")
+        }
+    }
+    return (total, failures)
+}
+
+extension Result where Failure == any Error {
+    init(catching body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}
+
+struct Fetch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Fetch your friends' positions.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        try await runReporting {
+            let session = try Session.open(global)
+            defer { session.close() }
+            OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
+            let (outcome, failures) = try await fetchAll(session: session)
+            try report(outcome, failures: failures, session: session, json: output.json)
+        }
+    }
+}
+
+/// Prints every fetched friend (table or JSON), then refusals and failures.
+func report(_ outcome: FetchOutcome, failures: [String], session: Session, json: Bool) throws {
+    let locations = try session.app.location.friendLocations()
+    let updated = Set(outcome.updated.map(\.id))
+    let now = nowMilliseconds()
+    if json {
+        printJSON(.object([
+            "friends": .array(locations.map { friend in
+                .object(["id": .string(friend.id), "name": .string(friend.name),
+                         "location": friend.location.map(locationJSON) ?? .null,
+                         "updated": friend.updated.map { .integer($0) } ?? .null,
+                         "authenticity": friend.authenticity.map { .string($0.rawValue) } ?? .null,
+                         "place": friend.location.flatMap(place).map { .string($0) } ?? .null,
+                         "new": .bool(updated.contains(friend.id))])
+            }),
+            "rejected": .array(outcome.rejected.map { .object(["id": .string($0.id), "code": .number(String($0.error.code)),
+                                                               "message": .string($0.error.description)]) }),
+            "failures": .array(failures.map { .string($0) }),
+        ]))
+        return
+    }
+    if locations.isEmpty {
+        printLine("You do not fetch anyone yet. Add a friend with `coords add LINK`.")
+    } else {
+        var table = TextTable("NAME", "LOCATION", "PLACE", "AGE", "VERIFIED", "")
+        for friend in locations {
+            let name = friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name
+            let verified = friend.authenticity.map { $0 == .verified ? "signed" : $0.rawValue } ?? "—"
+            table.add(name, friend.location.map(describe) ?? "no position yet", friend.location.flatMap(place) ?? "—",
+                      friend.location.map { age(since: $0.timestamp, now: now) } ?? "—", verified,
+                      updated.contains(friend.id) ? "new" : "")
+        }
+        printLine(table.render())
+    }
+    for rejection in outcome.rejected { printLine("Refused \(rejection.id.prefix(8))…: \(rejection.error.description)") }
+    for failure in failures { printLine("Could not fetch from \(failure)") }
+}
+
+/// The nearest place for a position, when offline geocoding data is available.
+nonisolated(unsafe) var placeLookup: (@Sendable (Location) -> String?)? = nil
+func place(_ location: Location) -> String? { placeLookup?(location) }
+
+struct Watch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Share and fetch every N seconds.",
+        discussion: "Failures back off from 1 s to 60 s; Ctrl-C stops.")
+    @OptionGroup var global: GlobalOptions
+    @Option(help: "Latitude to share (omit both to only fetch).") var lat: Double?
+    @Option(help: "Longitude to share.") var lon: Double?
+    @Option(help: "Seconds between rounds.") var interval: Int = 60
+    @Option(help: "Stop after this many rounds (0: never).") var count: Int = 0
+
+    func validate() throws {
+        guard (lat == nil) == (lon == nil) else { throw ValidationError("give both --lat and --lon, or neither") }
+        guard interval >= 1 else { throw ValidationError("--interval must be at least 1 second") }
+    }
+
+    func run() async throws {
+        try await runReporting {
+            let session = try Session.open(global)
+            defer { session.close() }
+            var failures = 0
+            var round = 0
+            while count == 0 || round < count {
+                round += 1
+                var failed = false
+                OutboxDelivery.print(await OutboxDelivery.flush(session), json: false)
+                if let lat, let lon {
+                    do {
+                        let fix = try Location(latitude: lat, longitude: lon, timestamp: nowMilliseconds())
+                        let (message, queued, _) = try await share(fix, session: session)
+                        printLine(message)
+                        failed = failed || queued
+                    } catch {
+                        printLine("Share failed: \(describe(error))")
+                        failed = true
+                    }
+                }
+                do {
+                    let (outcome, fetchFailures) = try await fetchAll(session: session)
+                    try report(outcome, failures: fetchFailures, session: session, json: false)
+                    failed = failed || !fetchFailures.isEmpty
+                } catch {
+                    printLine("Fetch failed: \(describe(error))")
+                    failed = true
+                }
+                if count != 0 && round >= count { break }
+                failures = failed ? failures + 1 : 0
+                let delay = failures == 0 ? interval : min(60, 1 << min(failures - 1, 6))
+                if failures > 0 { printLine("Retrying in \(delay) s.") }
+                try await Task.sleep(for: .seconds(delay))
+            }
+        }
+    }
+}
+
+struct Delete: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Remove your position from your relay.")
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await runReporting {
+            let session = try Session.open(global)
+            defer { session.close() }
+            let request = try await session.app.location.prepareDelete()
+            do {
+                let result = try await RelayHTTP.send(request)
+                guard result.isSuccess else { throw CLIFailure(RelayHTTP.refusal(result, action: "delete your position")) }
+                printLine("Your position is deleted from \(try session.app.wallet.profile().server).")
+            } catch let failure as NetworkFailure {
+                _ = try await session.app.outbox.enqueue(kind: "delete", request: request)
+                printLine("The relay is unreachable (\(failure.description)); the delete is queued and the next command will retry it.")
+                throw ExitCode(queuedExitCode)
+            }
+        }
+    }
+}
+
+struct Backup: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Export or import an encrypted backup of your identity and friends.",
+                                                    subcommands: [Export.self, Import.self])
+
+    struct Export: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Write an encrypted backup to a file.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The backup file to write.") var file: String
+
+        func run() async throws {
+            try await runReporting {
+                let session = try Session.open(global)
+                defer { session.close() }
+                let passphrase = try Passphrase.read(prompt: "Backup passphrase: ", confirm: true, variable: "COORDS_BACKUP_PASSPHRASE")
+                let backup = try await session.app.wallet.exportBackup(passphrase: passphrase)
+                try writeFile(file, backup)
+                printLine("Wrote an encrypted backup (\(backup.count) bytes) to \(file). Keep the passphrase somewhere safe.")
+            }
+        }
+    }
+
+    struct Import: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Restore a backup into this data directory.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The backup file to read.") var file: String
+
+        func run() async throws {
+            try await runReporting {
+                let session = try Session.open(global, creating: true)
+                defer { session.close() }
+                let backup = try readFile(file)
+                let passphrase = try Passphrase.read(prompt: "Backup passphrase: ", confirm: false, variable: "COORDS_BACKUP_PASSPHRASE")
+                let id = try await session.app.wallet.importBackup(backup, passphrase: passphrase)
+                printLine("Restored identity \(id) with \(try session.app.friends.list().count) friend(s) into \(session.home).")
+            }
+        }
+    }
+}
+
+struct Outbox: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show or send requests waiting for the relay.",
+                                                    subcommands: [List.self, Flush.self], defaultSubcommand: List.self)
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List queued requests.")
+        @OptionGroup var global: GlobalOptions
+        @OptionGroup var output: OutputOptions
+
+        func run() async throws {
+            try await runReporting {
+                let session = try Session.open(global)
+                defer { session.close() }
+                let entries = try session.app.outbox.pending()
+                let now = nowMilliseconds()
+                if output.json {
+                    printJSON(.array(entries.map { .object(["id": .integer($0.id), "kind": .string($0.item.kind), "url": .string($0.item.request.url),
+                                                            "attempts": .integer(UInt64($0.item.attempts)),
+                                                            "last_error": $0.item.lastError.map { .string($0) } ?? .null]) }))
+                    return
+                }
+                guard !entries.isEmpty else { return printLine("The outbox is empty.") }
+                var table = TextTable("ID", "KIND", "QUEUED", "ATTEMPTS", "LAST ERROR")
+                for entry in entries {
+                    table.add(String(entry.id), entry.item.kind, age(since: entry.item.createdAt, now: now) + " ago",
+                              String(entry.item.attempts), entry.item.lastError ?? "—")
+                }
+                printLine(table.render())
+            }
+        }
+    }
+
+    struct Flush: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Send queued requests now.")
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            try await runReporting {
+                let session = try Session.open(global)
+                defer { session.close() }
+                let report = await OutboxDelivery.flush(session)
+                OutboxDelivery.print(report, json: false)
+                if report.delivered.isEmpty && report.dropped.isEmpty && report.stillQueued == 0 { printLine("Nothing to send.") }
+                if report.stillQueued > 0 { throw ExitCode(queuedExitCode) }
+            }
+        }
+    }
+}
+
+func writeFile(_ path: String, _ bytes: [UInt8]) throws {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { throw CLIFailure("cannot write \(path): \(String(cString: strerror(errno)))") }
+    defer { close(fd) }
+    var written = 0
+    while written < bytes.count {
+        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress?.advanced(by: written), bytes.count - written) }
+        guard n > 0 else { throw CLIFailure("cannot write \(path): \(String(cString: strerror(errno)))") }
+        written += n
+    }
+}
+
+func readFile(_ path: String) throws -> [UInt8] {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw CLIFailure("cannot read \(path): \(String(cString: strerror(errno)))") }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard n >= 0 else { throw CLIFailure("cannot read \(path): \(String(cString: strerror(errno)))") }
+        if n == 0 { break }
+        bytes += chunk[0..<n]
+        guard bytes.count <= 16 << 20 else { throw CLIFailure("\(path) is larger than 16 MiB; not a backup") }
+    }
+    return bytes
+}

@@ -1,0 +1,159 @@
+"""End to end: the `coords` CLI against a live `coords-relay` on loopback (run by `make test`).
+
+Two homes exchange links, share and fetch, remove a friend, delete a position, survive the
+relay going down (the outbox delivers when it is back), and refuse a wrong passphrase.
+"""
+import json
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.environ.get("COORDS_BIN_DIR", os.path.join(ROOT, ".build", "debug"))
+QUEUED = 75  # EX_TEMPFAIL: work queued in the outbox
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Relay:
+    def __init__(self, data_dir, port):
+        self.data_dir, self.port, self.process = data_dir, port, None
+
+    def start(self):
+        self.process = subprocess.Popen([os.path.join(BIN, "coords-relay"), "--port", str(self.port), "--data-dir", self.data_dir],
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("relay did not start")
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            assert self.process.wait(timeout=10) == 0
+        self.process = None
+
+
+@pytest.fixture
+def world(tmp_path):
+    port = free_port()
+    relay = Relay(str(tmp_path / "relay"), port)
+    relay.start()
+    env = dict(os.environ, COORDS_PASSPHRASE="correct horse battery", COORDS_KEYCHAIN_COST="minimum",
+               COORDS_BACKUP_COST="minimum", COORDS_BACKUP_PASSPHRASE="backup words")
+    yield relay, f"http://127.0.0.1:{port}", tmp_path, env
+    relay.stop()
+
+
+def coords(env, home, *args, expect=0):
+    started = time.time()
+    result = subprocess.run([os.path.join(BIN, "coords"), *args, "--home", str(home)],
+                            env=env, capture_output=True, text=True, timeout=60)
+    if os.environ.get("COORDS_E2E_TIMING"):
+        print(f"{time.time() - started:6.2f} s  coords {' '.join(args)}")
+    assert result.returncode == expect, f"coords {' '.join(args)} → {result.returncode}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def data(env, home, *args):
+    return json.loads(coords(env, home, *args, "--json").stdout)
+
+
+def test_two_friends_share_fetch_remove_delete_and_survive_an_outage(world):
+    relay, server, tmp, env = world
+    alice, bob = tmp / "alice", tmp / "bob"
+    out = coords(env, alice, "init", "--server", server, "--name", "Alice").stdout
+    assert "Created your identity" in out and "coord://127.0.0.1" in out
+    coords(env, bob, "init", "--server", server, "--name", "Bob")
+    assert "already" in coords(env, alice, "init", "--server", server, "--name", "Alice", expect=1).stderr
+
+    alice_link, bob_link = data(env, alice, "whoami")["link"], data(env, bob, "whoami")["link"]
+    added = data(env, bob, "add", alice_link)
+    assert added["name"] == "Alice" and added["server"] == server  # same relay: Bob's own server string
+    assert data(env, alice, "add", bob_link)["safety_number"] == added["safety_number"]
+    assert "Safety number" in coords(env, bob, "add", alice_link).stdout  # adding again is harmless
+    assert "#" * 14 in coords(env, alice, "whoami").stdout  # the QR code's finder row (not a terminal)
+
+    # Alice shares; Bob sees her, verified, with an age.
+    assert "Shared 47.37690, 8.54170 ±12 m with 1 friend" in coords(env, alice, "share", "--lat", "47.3769", "--lon", "8.5417", "--accuracy", "12").stdout
+    fetched = data(env, bob, "fetch")
+    [friend] = fetched["friends"]
+    assert friend["name"] == "Alice" and friend["new"] and friend["authenticity"] == "verified"
+    assert friend["location"]["latitude"] == 47.3769 and not fetched["rejected"] and not fetched["failures"]
+    table = coords(env, bob, "fetch").stdout
+    assert "Alice" in table and "47.37690, 8.54170" in table and "signed" in table and " s " in table
+    friends = coords(env, bob, "friends").stdout
+    assert "Alice" in friends and "47.37690" in friends and "VERIFIED" in friends
+    coords(env, bob, "verify", "Alice")
+    assert data(env, bob, "friends")[0]["trust"] == "verified"
+
+    # Bob shares; Alice sees him.
+    coords(env, bob, "share", "--lat", "52.52", "--lon", "13.405")
+    assert data(env, alice, "fetch")["friends"][0]["location"]["longitude"] == 13.405
+
+    # Sharing an older position than the relay has is impossible (stale), a newer one works.
+    coords(env, alice, "share", "--lat", "47.40", "--lon", "8.55")
+
+    # Alice removes Bob: her next position is not sealed for him.
+    assert "Removed Bob" in coords(env, alice, "remove", "Bob").stdout
+    assert "with 0 friends" in coords(env, alice, "share", "--lat", "1", "--lon", "2").stdout
+    after = data(env, bob, "fetch")
+    assert [r["code"] for r in after["rejected"]] == [313]  # not a recipient
+    assert after["friends"][0]["location"]["latitude"] == 47.3769  # the last one he fetched and could open
+
+    # The relay goes down: Alice's share is queued, then delivered by her next command.
+    relay.stop()
+    queued = coords(env, alice, "share", "--lat", "3", "--lon", "4", expect=QUEUED).stdout
+    assert "queued" in queued
+    assert data(env, alice, "outbox")[0]["kind"] == "upload"
+    relay.start()  # same port, same data directory
+    assert "delivered upload" in coords(env, alice, "outbox", "flush").stdout
+    assert data(env, alice, "outbox") == []
+    coords(env, alice, "add", bob_link)
+    assert data(env, bob, "fetch")["failures"] == []
+
+    # Alice deletes her position: the relay forgets it.
+    assert "deleted" in coords(env, alice, "delete").stdout
+    relay_answer = subprocess.run(["curl", "-s", "-X", "POST", "-H", "Content-Type: application/json", "-d",
+                                   json.dumps({"ids": [data(env, alice, "whoami")["id"]]}), server + "/api/location"],
+                                  capture_output=True, text=True)
+    assert json.loads(relay_answer.stdout) == {data(env, alice, "whoami")["id"]: None}
+
+
+def test_wrong_passphrase_missing_home_and_backups(world):
+    _, server, tmp, env = world
+    home = tmp / "carol"
+    assert "coords init" in coords(env, home, "friends", expect=1).stderr
+    coords(env, home, "init", "--server", server, "--name", "Carol")
+    wrong = dict(env, COORDS_PASSPHRASE="not my passphrase")
+    assert "wrong passphrase" in coords(wrong, home, "friends", expect=1).stderr
+
+    backup = tmp / "carol.backup"
+    assert "Wrote an encrypted backup" in coords(env, home, "backup", "export", str(backup)).stdout
+    assert oct(os.stat(backup).st_mode & 0o777) == "0o600"
+    restored = tmp / "restored"
+    assert "Restored identity" in coords(env, restored, "backup", "import", str(backup)).stdout
+    assert data(env, restored, "whoami")["id"] == data(env, home, "whoami")["id"]
+    bad = dict(env, COORDS_BACKUP_PASSPHRASE="nope")
+    assert "passphrase does not open this backup" in coords(bad, tmp / "other", "backup", "import", str(backup), expect=1).stderr
+
+
+def test_clear_errors_for_bad_input(world):
+    _, server, tmp, env = world
+    home = tmp / "dave"
+    coords(env, home, "init", "--server", server, "--name", "Dave")
+    assert "latitude 95.0 is outside" in coords(env, home, "share", "--lat", "95", "--lon", "0", expect=1).stderr
+    assert "invalid friend link" in coords(env, home, "add", "https://nope", expect=1).stderr
+    assert "no friend" in coords(env, home, "remove", "Nobody", expect=1).stderr
+    assert "not an absolute http" in coords(env, tmp / "eve", "init", "--server", "ftp://x", "--name", "E", expect=1).stderr
