@@ -7,7 +7,7 @@ LIB_DIR := .build/debug
 PORTABLE_DIR := .build-static/release
 SWIFT_STATIC_LIBS := $(shell dirname "$$(readlink -f "$$(command -v $(SWIFT))")")/../lib/swift_static/linux
 
-.PHONY: all deps build lib lib-portable tools test test-swift test-tsan test-abi test-c test-python test-portable test-e2e example-c demo clean help
+.PHONY: all deps bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-abi test-c test-python test-portable test-e2e example-c demo clean help
 
 all: build
 
@@ -18,6 +18,8 @@ help:
 	@echo "make lib-portable  libcoordscore.so with the Swift runtime linked in, into $(PORTABLE_DIR)"
 	@echo "make demo    build the relay and the CLI, then watch Alice and Bob share positions through it"
 	@echo "make test    everything CI checks: Swift tests, ThreadSanitizer, ABI check, C, Python and CLI suites"
+	@echo "make bench   the benchmark suite (ratios against raw libsodium/LMDB, relay load): docs/PERFORMANCE.md"
+	@echo "make bench-quick  the same with short samples (under two minutes after the build)"
 	@echo "make clean   remove build output"
 
 deps:
@@ -82,5 +84,22 @@ test-portable: lib-portable
 	scripts/check-abi.sh $(PORTABLE_DIR)/libcoordscore.so
 	COORDSCORE_LIB=$(CURDIR)/$(PORTABLE_DIR)/libcoordscore.so python3 -m pytest -q tests/python
 
+# Benchmarks (Benchmarks/ is its own package, so the main build and CI stay lean).
+bench-deps: deps
+	@command -v wrk >/dev/null 2>&1 || { echo "bench: installing wrk with apt-get"; \
+		$$( [ "$$(id -u)" -eq 0 ] || echo sudo ) apt-get install -y -qq wrk; }
+	$(SWIFT) build -c release --product coords-relay
+	cd Benchmarks && $(SWIFT) build -c release --product RelayLoadBodies
+
+bench: bench-deps
+	cd Benchmarks && $(SWIFT) package benchmark --format jmh --path .build/results --no-progress
+	python3 scripts/bench-relay.py Benchmarks/.build/results/relay.json
+	python3 scripts/bench-report.py Benchmarks/.build/results/Current_run.jmh.json Benchmarks/.build/results/relay.json docs/PERFORMANCE.md
+
+bench-quick: bench-deps
+	cd Benchmarks && COORDS_BENCH_QUICK=1 $(SWIFT) package benchmark --format jmh --path .build/results --no-progress
+	python3 scripts/bench-relay.py Benchmarks/.build/results/relay.json --quick
+	python3 scripts/bench-report.py Benchmarks/.build/results/Current_run.jmh.json Benchmarks/.build/results/relay.json docs/PERFORMANCE.md --quick
+
 clean:
-	rm -rf .build .build-* .build_*
+	rm -rf .build .build-* .build_* Benchmarks/.build

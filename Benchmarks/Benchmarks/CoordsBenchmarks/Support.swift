@@ -1,0 +1,61 @@
+import Benchmark
+import CBaseline
+import CoordsCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `COORDS_BENCH_QUICK=1` (make bench-quick) shortens every benchmark.
+let quick = getenv("COORDS_BENCH_QUICK") != nil
+
+/// The configuration of every benchmark: wall clock and allocations, a time budget per row.
+func configuration(heavy: Bool = false) -> Benchmark.Configuration {
+    .init(metrics: [.wallClock, .mallocCountTotal, .throughput],
+          warmupIterations: heavy ? 1 : 3,
+          maxDuration: .milliseconds(quick ? (heavy ? 400 : 150) : (heavy ? 4000 : 1500)),
+          maxIterations: quick ? (heavy ? 3 : 200) : (heavy ? 30 : 100_000))
+}
+
+/// Registers a pair of rows: our API and the raw C sequence, `ops` operations per iteration.
+/// The report divides by `ops` (encoded as `×N` in the name) and pairs `[ours]` with `[raw]`.
+func pair(_ name: String, ops: Int, heavy: Bool = false,
+          ours: @escaping @Sendable () throws -> Void, raw: @escaping @Sendable () throws -> Void) {
+    Benchmark("\(name) ×\(ops) [ours]", configuration: configuration(heavy: heavy)) { benchmark in
+        for _ in 0..<ops { try ours() }
+    }
+    Benchmark("\(name) ×\(ops) [raw]", configuration: configuration(heavy: heavy)) { benchmark in
+        for _ in 0..<ops { try raw() }
+    }
+}
+
+func randomBytes(_ count: Int) -> [UInt8] { (try? SystemRandomSource().bytes(count)) ?? [] }
+
+/// Scratch directories for store benchmarks, removed afterwards.
+func temporaryDirectory(_ label: String) -> String {
+    var template = Array("/tmp/coords-bench-\(label)-XXXXXX".utf8CString)
+    return template.withUnsafeMutableBufferPointer { buffer in
+        guard let base = buffer.baseAddress, let made = mkdtemp(base) else { return "/tmp/coords-bench-\(label)" }
+        return String(cString: made)
+    }
+}
+
+func removeDirectory(_ path: String) {
+    for file in ["data.mdb", "lock.mdb"] { unlink(path + "/" + file) }
+    rmdir(path)
+}
+
+/// Test identities and their raw forms for the C baselines.
+struct Identity {
+    let key: Ed25519SigningKey
+    let x25519: X25519PrivateKey
+    /// libsodium's 64-byte secret key (seed ‖ public key).
+    let rawSecretKey: [UInt8]
+    let rawX25519Scalar: [UInt8]
+
+    init() throws {
+        key = try Ed25519SigningKey.generate()
+        x25519 = try X25519PrivateKey(ed25519: key)
+        rawSecretKey = key.seed.copyBytes() + key.publicKey.rawRepresentation
+        rawX25519Scalar = x25519.rawRepresentation.copyBytes()
+    }
+}

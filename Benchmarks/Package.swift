@@ -1,0 +1,36 @@
+// swift-tools-version:6.1
+// The benchmark suite: its own package so the main build and CI stay lean. `make bench` runs it.
+import PackageDescription
+
+let package = Package(
+    name: "CoordsBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "CoordsCore", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        // Raw C: the same libsodium/LMDB call sequences, nothing around them.
+        .target(
+            name: "CBaseline",
+            cSettings: [.unsafeFlags(["-O2"])],
+            linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("lmdb")]
+        ),
+        .executableTarget(
+            name: "CoordsBenchmarks",
+            dependencies: [
+                .product(name: "CoordsCore", package: "CoordsCore"),
+                .product(name: "Benchmark", package: "benchmark"),
+                "CBaseline",
+            ],
+            path: "Benchmarks/CoordsBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // Prepares signed request bodies for the relay load test (run before wrk).
+        .executableTarget(
+            name: "RelayLoadBodies",
+            dependencies: [.product(name: "CoordsCore", package: "CoordsCore")],
+            path: "Sources/RelayLoadBodies"
+        ),
+    ]
+)

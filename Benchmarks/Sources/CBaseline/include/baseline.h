@@ -1,0 +1,38 @@
+/* Raw C baselines for the benchmark suite: the same libsodium and LMDB call sequences the
+ * Swift code performs, with nothing around them. Ratios "ours / baseline" measure only the
+ * cost of CoordsCore's abstractions. */
+#ifndef COORDS_BASELINE_H
+#define COORDS_BASELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+int cb_init(void);
+
+void cb_sign(const uint8_t sk[64], const uint8_t *m, size_t len, uint8_t sig[64]);
+int cb_verify(const uint8_t pk[32], const uint8_t *m, size_t len, const uint8_t sig[64]);
+int cb_scalarmult(uint8_t out[32], const uint8_t scalar[32], const uint8_t point[32]);
+int cb_pk_to_curve(uint8_t out[32], const uint8_t ed_pk[32]);
+void cb_aes_seal(const uint8_t key[32], const uint8_t nonce[12], const uint8_t *m, size_t len, uint8_t *c);
+int cb_aes_open(const uint8_t key[32], const uint8_t nonce[12], const uint8_t *c, size_t len, uint8_t *m);
+
+/* Seals a 20-byte location for n recipients exactly like LocationBlob.seal: ephemeral key,
+ * DEK, per recipient a nonce, X25519 and AES-GCM of the DEK, padding, data nonce, AES-GCM of
+ * the location. `keys` are X25519 keys (cached) or, with `ed25519` set, Ed25519 keys converted
+ * on every call (the reference core). Writes 83 + 60*E bytes to `out`; returns the size. */
+size_t cb_blob_seal(const uint8_t loc[20], const uint8_t *keys, size_t n, int ed25519, uint8_t *out);
+
+/* Opens a blob like LocationBlob.open: one X25519, then AES-GCM over the entries in order. */
+int cb_blob_open(const uint8_t x25519_sk[32], const uint8_t *blob, size_t len, uint8_t loc[20]);
+
+/* LMDB: an environment in `path` with one unnamed database (0600, MDB_NOTLS). */
+typedef struct cb_lmdb cb_lmdb;
+cb_lmdb *cb_lmdb_open(const char *path, int nosync);
+void cb_lmdb_close(cb_lmdb *db);
+/* Puts n 32-byte keys with `vlen`-byte values: all in one transaction, or one each. */
+int cb_lmdb_put_one_txn(cb_lmdb *db, const uint8_t *keys, size_t n, const uint8_t *value, size_t vlen);
+int cb_lmdb_put_per_txn(cb_lmdb *db, const uint8_t *keys, size_t n, const uint8_t *value, size_t vlen);
+/* Reads n keys (copying each value) in one read transaction; returns bytes read. */
+size_t cb_lmdb_get(cb_lmdb *db, const uint8_t *keys, size_t n);
+
+#endif

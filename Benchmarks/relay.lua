@@ -1,0 +1,40 @@
+-- wrk script for the relay load test. Arguments after `--`:
+--   <bodies file> <METHOD> <path> <wrk threads> [delay ms]
+-- Thread i sends bodies i, i+T, i+2T, … (T threads), so no body is sent twice.
+-- `delay` paces each connection (wrk measures latency from send to response, without it).
+local bodies, counter, stride, pause = {}, 0, 1, 0
+local next_id, threads = 0, {}
+
+function setup(thread)
+    thread:set("thread_id", next_id)
+    next_id = next_id + 1
+    table.insert(threads, thread)
+end
+
+function init(args)
+    for line in io.lines(args[1]) do bodies[#bodies + 1] = line end
+    wrk.method = args[2]
+    wrk.path = args[3]
+    wrk.headers["Content-Type"] = "application/json"
+    stride = tonumber(args[4]) or 1
+    pause = math.floor((tonumber(args[5]) or 0) + 0.5)
+    counter = thread_id
+end
+
+function request()
+    local body = bodies[(counter % #bodies) + 1]
+    counter = counter + stride
+    return wrk.format(nil, nil, nil, body)
+end
+
+function delay()
+    return pause
+end
+
+function done(summary, latency, requests)
+    local e = summary.errors
+    io.write(string.format(
+        '{"requests":%d,"duration_us":%d,"non2xx":%d,"socket_errors":%d,"p50_us":%d,"p99_us":%d,"max_us":%d}\n',
+        summary.requests, summary.duration, e.status, e.connect + e.read + e.write + e.timeout,
+        latency:percentile(50), latency:percentile(99), latency.max))
+end

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Relay load test: coords-relay (release) on loopback under wrk, with the LMDB store and the
+in-memory store, measured in the same run. Writes JSON results to the path given.
+
+Rows: uploads/s (durable LMDB vs memory), fetches of 50 ids/s, p50/p99 latency at peak and at
+about 80 % of peak, peak RSS of the relay, and (full run) RSS over a mixed soak.
+Usage: bench-relay.py <out.json> [--quick]
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RELAY = os.path.join(ROOT, ".build", "release", "coords-relay")
+BODIES = os.path.join(ROOT, "Benchmarks", ".build", "release", "RelayLoadBodies")
+LUA = os.path.join(ROOT, "Benchmarks", "relay.lua")
+QUICK = "--quick" in sys.argv
+DURATION = 3 if QUICK else 10
+SOAK = 0 if QUICK else 300
+THREADS, CONNECTIONS = 2, 64
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Relay:
+    def __init__(self, store):
+        self.store = store
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="coords-bench-relay-")
+        args = [RELAY, "--port", str(self.port), "--rate", "0", "--key-rate", "0", "--log-level", "error"]
+        args += ["--memory"] if store == "memory" else ["--data-dir", os.path.join(self.dir, "data")]
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("relay did not start")
+
+    def rss_kib(self, field="VmRSS"):
+        with open(f"/proc/{self.process.pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+        return 0
+
+    def stop(self):
+        peak = self.rss_kib("VmHWM")
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return peak
+
+
+def wrk(port, bodies, method, duration, delay_ms=0, connections=CONNECTIONS):
+    out = subprocess.run(["wrk", f"-t{THREADS}", f"-c{connections}", f"-d{duration}s", "--timeout", "5s", "-s", LUA,
+                          f"http://127.0.0.1:{port}", "--", bodies, method, "/api/location", str(THREADS), str(delay_ms)],
+                         capture_output=True, text=True, check=True).stdout
+    line = [l for l in out.splitlines() if l.startswith("{")][-1]
+    r = json.loads(line)
+    r["rate"] = r["requests"] / (r["duration_us"] / 1e6)
+    return r
+
+
+def paced(port, bodies, method, peak):
+    """About 80 % of `peak`: each connection waits `delay` ms before every request (wrk's
+    delay() hook; latency is measured without it). Latency falls as load falls, so the delay is
+    calibrated with short runs until the achieved rate is within 5 % of the target."""
+    target = 0.8 * peak["rate"]
+    delay = max(1.0, CONNECTIONS * 1000 / target - peak["p50_us"] / 1000)
+    for _ in range(5):
+        probe = wrk(port, bodies, method, 2, round(delay, 1))
+        if abs(probe["rate"] - target) / target < 0.05:
+            break
+        delay = max(0.1, delay * probe["rate"] / target)
+    result = wrk(port, bodies, method, DURATION, round(delay, 1))
+    result["target_rate"] = target
+    return result
+
+
+def main():
+    out_path = sys.argv[1]
+    work = tempfile.mkdtemp(prefix="coords-bench-bodies-")
+    count = 80_000 if QUICK else 400_000
+    subprocess.run([BODIES, str(count), work], check=True, stdout=subprocess.DEVNULL)
+    uploads, fetches = os.path.join(work, "uploads.txt"), os.path.join(work, "fetches.txt")
+    results = {"duration_s": DURATION, "connections": CONNECTIONS, "wrk_threads": THREADS}
+    for store in ("memory", "lmdb"):
+        relay = Relay(store)
+        up = wrk(relay.port, uploads, "PUT", DURATION)
+        fetch = wrk(relay.port, fetches, "POST", DURATION)
+        peak_rss = relay.stop()
+        relay = Relay(store)  # fresh store: the paced run must not replay bodies
+        up80 = paced(relay.port, uploads, "PUT", up)
+        relay.stop()
+        results[store] = {"uploads": up, "fetches": fetch, "uploads_80": up80, "peak_rss_kib": peak_rss}
+        print(f"{store}: {up['rate']:.0f} uploads/s (p99 {up['p99_us'] / 1000:.1f} ms, non-2xx {up['non2xx']}), "
+              f"{fetch['rate']:.0f} fetches/s; at {up80['rate']:.0f}/s p99 {up80['p99_us'] / 1000:.1f} ms; "
+              f"peak RSS {peak_rss / 1024:.0f} MiB", flush=True)
+    if SOAK:
+        relay = Relay("lmdb")
+        wrk(relay.port, uploads, "PUT", 5)  # fill the store first
+        samples = []
+        start = time.time()
+        soak = subprocess.Popen(["wrk", f"-t{THREADS}", "-c16", f"-d{SOAK}s", "-s", LUA, f"http://127.0.0.1:{relay.port}",
+                                 "--", fetches, "POST", "/api/location", str(THREADS), "0"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while soak.poll() is None:
+            samples.append([round(time.time() - start), relay.rss_kib()])
+            time.sleep(15)
+        relay.stop()
+        results["soak"] = {"seconds": SOAK, "rss_kib": samples}
+        print(f"soak: RSS {samples[1][1] / 1024:.0f} → {samples[-1][1] / 1024:.0f} MiB over {SOAK} s", flush=True)
+    shutil.rmtree(work, ignore_errors=True)
+    with open(out_path, "w") as f:
+        json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Turns a benchmark run into the performance table (stdout) and docs/PERFORMANCE.md.
+
+Inputs: the JMH JSON package-benchmark wrote, and the relay results of bench-relay.py.
+Every `[ours]` row is paired with its `[raw]` row (the same libsodium/LMDB calls in C, same
+process, same run); the ratio is ours ÷ raw in operations per second (1.0 = no overhead).
+Usage: bench-report.py <jmh.json> <relay.json> <PERFORMANCE.md> [--quick]
+"""
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NOTES = os.path.join(ROOT, "Benchmarks", "notes.json")
+
+
+def target_for(name):
+    if name.startswith("Store"):
+        return 0.5
+    if name.startswith(("Ed25519", "X25519", "AES", "Blob")):
+        return 0.9
+    return None
+
+
+CATEGORIES = ["Ed25519 sign", "Ed25519 verify", "X25519", "Ed25519→X25519", "AES-256-GCM seal", "AES-256-GCM open",
+              "Blob seal", "Blob open", "Store insert one transaction ", "Store insert one transaction each, durable",
+              "Store insert one transaction each, no-sync", "Store random", "Manager", "Geocod", "Envelope", "Message"]
+
+
+def order(label):
+    """Logical order: category, then size or recipient count, cached before converting."""
+    category = next((i for i, c in enumerate(CATEGORIES) if label.startswith(c)), len(CATEGORIES))
+    size = 0
+    m = re.search(r"(\d+) (B|KiB|MiB)\b", label)
+    if m:
+        size = int(m.group(1)) * {"B": 1, "KiB": 1024, "MiB": 1 << 20}[m.group(2)]
+    m = re.search(r"N=(\d+)", label) or re.search(r"(\d+) friends", label) or re.search(r"of (\d+)", label)
+    if m:
+        size = int(m.group(1))
+    return (category, "converting" in label, size, label)
+
+
+def load_rows(path):
+    rows = {}
+    for bench in json.load(open(path)):
+        name = bench["benchmark"].split("CoordsBenchmarks.", 1)[-1].replace("_", " ")
+        m = re.match(r"(.*) ×(\d+) \[(ours|raw)\]$", name)
+        if not m:
+            continue
+        label, ops, side = m.group(1), int(m.group(2)), m.group(3)
+        wall = bench["secondaryMetrics"].get("Time (wall clock)", {})
+        p50 = wall.get("scorePercentiles", {}).get("50.0")
+        unit = wall.get("scoreUnit", "μs")
+        scale = {"ns": 1e-9, "μs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}.get(unit, 1e-6)
+        mallocs = bench["secondaryMetrics"].get("Malloc (total)", {}).get("scorePercentiles", {}).get("50.0")
+        if p50:
+            rows.setdefault(label, {})[side] = {"ops_per_s": ops / (p50 * scale), "mallocs_per_op": (mallocs or 0) / ops}
+    return rows
+
+
+def machine():
+    def run(*args):
+        try:
+            return subprocess.run(args, capture_output=True, text=True).stdout.strip()
+        except OSError:
+            return "?"
+    cpu = next((l.split(":", 1)[1].strip() for l in run("lscpu").splitlines() if l.startswith("Model name")), platform.processor())
+    memory = next((l.split()[1] for l in open("/proc/meminfo") if l.startswith("MemTotal")), "0")
+    swift = run("swift", "--version").splitlines()[0] if run("swift", "--version") else "?"
+    return (f"{cpu}, {os.cpu_count()} cores, {int(memory) // 1024 // 1024} GiB RAM, Linux {platform.release()}; "
+            f"{swift}; libsodium {run('pkg-config', '--modversion', 'libsodium')}, LMDB {run('pkg-config', '--modversion', 'lmdb')}")
+
+
+def fmt(x):
+    if x is None:
+        return "—"
+    if x >= 100:
+        return f"{x:,.0f}"
+    return f"{x:,.1f}" if x >= 10 else f"{x:,.2f}"
+
+
+def main():
+    jmh, relay_path, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    quick = "--quick" in sys.argv
+    notes = json.load(open(NOTES)) if os.path.exists(NOTES) else {}
+    rows = load_rows(jmh)
+    table = []  # metric, ours, baseline, ratio, target, result
+    misses = []
+
+    labels = sorted(rows, key=order)
+    for label in labels:
+        pair = rows[label]
+        ours, raw = pair.get("ours"), pair.get("raw")
+        target = target_for(label)
+        if ours and raw:
+            ratio = ours["ops_per_s"] / raw["ops_per_s"]
+            ok = target is None or ratio >= target
+            table.append([f"{label} (ops/s)", fmt(ours["ops_per_s"]), fmt(raw["ops_per_s"]), f"{ratio:.2f}×",
+                          f"≥ {target}×" if target else "—", "pass" if ok else "MISS"])
+            if not ok:
+                misses.append(label)
+        elif ours:
+            table.append([f"{label} (ops/s)", fmt(ours["ops_per_s"]), "—", "—", "—", "info"])
+    for label in labels:
+        ours = rows[label].get("ours")
+        if ours and label.startswith("Blob"):
+            table.append([f"{label}: allocations per operation", fmt(ours["mallocs_per_op"]), "0 (C)", "—", "small constant", "info"])
+
+    relay = json.load(open(relay_path)) if os.path.exists(relay_path) else None
+    if relay:
+        mem, lmdb = relay["memory"], relay["lmdb"]
+        r_up = lmdb["uploads"]["rate"] / mem["uploads"]["rate"]
+        r_fetch = lmdb["fetches"]["rate"] / mem["fetches"]["rate"]
+        p99 = lmdb["uploads_80"]["p99_us"] / 1000
+        checks = [
+            ("Relay uploads/s, LMDB (durable) vs memory", fmt(lmdb["uploads"]["rate"]), fmt(mem["uploads"]["rate"]), f"{r_up:.2f}×", "≥ 0.7×", r_up >= 0.7),
+            ("Relay fetches of 50 ids/s, LMDB vs memory", fmt(lmdb["fetches"]["rate"]), fmt(mem["fetches"]["rate"]), f"{r_fetch:.2f}×", "≥ 0.9×", r_fetch >= 0.9),
+            ("Relay uploads/s, LMDB (absolute)", fmt(lmdb["uploads"]["rate"]), "—", "—", "order of 10,000", lmdb["uploads"]["rate"] >= 3000),
+            (f"Relay upload p99 at {fmt(lmdb['uploads_80']['rate'])}/s (≈80 % of peak), ms", f"{p99:.1f}", "—", "—", "< 20 ms", p99 < 20),
+        ]
+        for metric, ours_v, base, ratio, target, ok in checks:
+            table.append([metric, ours_v, base, ratio, target, "pass" if ok else "MISS"])
+            if not ok:
+                misses.append(metric)
+        for store in ("memory", "lmdb"):
+            r = relay[store]
+            table.append([f"Relay ({store}) upload latency p50 / p99 at peak, ms", f"{r['uploads']['p50_us'] / 1000:.1f} / {r['uploads']['p99_us'] / 1000:.1f}",
+                          "—", "—", "—", "info"])
+            table.append([f"Relay ({store}) fetch latency p50 / p99 at peak, ms", f"{r['fetches']['p50_us'] / 1000:.1f} / {r['fetches']['p99_us'] / 1000:.1f}",
+                          "—", "—", "—", "info"])
+            table.append([f"Relay ({store}) peak RSS, MiB", fmt(r["peak_rss_kib"] / 1024), "—", "—", "—", "info"])
+            bad = r["uploads"]["non2xx"] + r["uploads"]["socket_errors"]
+            if bad:
+                table.append([f"Relay ({store}) non-2xx or socket errors during the upload run", str(bad), "—", "—", "0", "MISS"])
+                misses.append(f"Relay ({store}) errors")
+        if "soak" in relay:
+            samples = [kib for _, kib in relay["soak"]["rss_kib"]]
+            if len(samples) >= 3:
+                growth = (samples[-1] - samples[1]) / samples[1]
+                ok = growth < 0.10
+                table.append([f"Relay RSS over a {relay['soak']['seconds']} s soak, MiB (after warm-up → end)",
+                              f"{samples[1] / 1024:.0f} → {samples[-1] / 1024:.0f}", "—", f"{growth * 100:+.1f} %", "flat (< 10 %)",
+                              "pass" if ok else "MISS"])
+                if not ok:
+                    misses.append("Relay soak")
+
+    header = ["Metric", "Ours", "Baseline", "Ratio", "Target", "Result"]
+    widths = [max(len(str(r[i])) for r in [header] + table) for i in range(6)]
+    text = "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header] + table)
+    try:
+        print(text)
+    except BrokenPipeError:
+        pass
+
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    md = [
+        "# Performance",
+        "",
+        f"Measured {date} by `make {'bench-quick' if quick else 'bench'}` on: {machine()}.",
+        "" if not quick else "\n**Quick run** (short samples): numbers are indicative; `make bench` gives the reference.",
+        "Each `[ours]` row runs through CoordsCore's API; its baseline performs the same libsodium or LMDB",
+        "calls directly from C (`Benchmarks/Sources/CBaseline`), in the same process and run. Ratio = ours ÷ baseline in",
+        "operations per second (1.00× = no overhead); rates come from the median wall-clock time of each sample.",
+        "The relay rows come from `wrk` against the release `coords-relay` on loopback (`scripts/bench-relay.py`),",
+        "the LMDB store fsyncing every commit, rate limits off.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+    ]
+    md += ["| " + " | ".join(str(c) for c in r) + " |" for r in table]
+    md += ["", "## Misses", ""]
+    if misses:
+        for miss in misses:
+            note = next((v for k, v in notes.items() if miss.startswith(k)), None)
+            md.append(f"- **{miss}**: {note or 'not yet explained; investigate before relying on this number.'}")
+    else:
+        md.append("Every target is met in this run.")
+    extra = notes.get("_discussion")
+    if extra:
+        md += ["", "## Notes", "", extra]
+    with open(out, "w") as f:
+        f.write("\n".join(md) + "\n")
+    try:
+        print(f"\nwrote {out}")
+    except BrokenPipeError:
+        pass
+
+
+if __name__ == "__main__":
+    main()
