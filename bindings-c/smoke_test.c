@@ -383,6 +383,7 @@ static void test_apps(void) {
         coords_buffer_free(&json);
         EXPECT(COORDS_OK, coords_location_friend_locations(bob, &json, &e_));
         CHECK(contains(&json, "\"latitude\":52.52"));
+        CHECK(contains(&json, "\"display\":\"Berlin, Germany\""));
         coords_buffer_free(&json);
         snprintf(response, blob.len * 2 + 256, "{\"%s\":{\"blob\":\"%s\",\"updated\":1,\"signature\":\"AAAA\",\"timestamp\":1}}", alice_id, blob_text);
         EXPECT(COORDS_OK, coords_location_process_fetch_response(bob, (const uint8_t *)response, strlen(response), &json, &e_));
@@ -483,9 +484,53 @@ static void test_apps(void) {
     remove_tree(dir);
 }
 
+static void test_geocoding(void) {
+    CoordsBuffer place = {NULL, 0};
+    EXPECT(COORDS_OK, coords_geocode_nearest(30.2672, -97.7431, 10.0, &place, &e_));
+    CHECK(contains(&place, "\"display\":\"Austin, Texas\"") && contains(&place, "\"phrase\":\"in Austin, Texas\""));
+    CHECK(contains(&place, "\"country_code\":\"US\"") && contains(&place, "\"state\":\"Texas\""));
+    coords_buffer_free(&place);
+    EXPECT(COORDS_ERR_INVALID_COORDINATE, coords_geocode_nearest(91.0, 0.0, 0.0, &place, &e_));
+    EXPECT(COORDS_ERR_INVALID_COORDINATE, coords_geocode_nearest(0.0 / 0.0, 0.0, 0.0, &place, &e_));
+    CHECK(place.data == NULL);
+    EXPECT(COORDS_ERR_INVALID_ARGUMENT, coords_geocode_nearest(0.0, 0.0, -1.0, &place, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_geocode_nearest(0.0, 0.0, 0.0, NULL, &e_));
+
+    /* A place file: missing, damaged, and a valid one (COORDS_PLACES_FILE; `make test-c` passes
+     * the repository's Sources/CGeoData/places15000.cgeo). */
+    CoordsPlaces *places = (CoordsPlaces *)1;
+    EXPECT(COORDS_ERR_UNREADABLE_PLACE_FILE, coords_places_open("/nonexistent/places.cgeo", &places, &e_));
+    CHECK(places == NULL);
+    char path[] = "/tmp/coords-c-places-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd >= 0) {
+        CHECK(write(fd, "CGEO not really", 15) == 15);
+        close(fd);
+        EXPECT(COORDS_ERR_DAMAGED_PLACE_DATA, coords_places_open(path, &places, &e_));
+        unlink(path);
+    }
+    const char *file = getenv("COORDS_PLACES_FILE");
+    CHECK(file != NULL);
+    if (file != NULL) {
+        EXPECT(COORDS_OK, coords_places_open(file, &places, &e_));
+        uint64_t count = 0;
+        EXPECT(COORDS_OK, coords_places_count(places, &count, &e_));
+        CHECK(count > 30000);
+        EXPECT(COORDS_OK, coords_places_nearest(places, 38.7223, -9.1393, 0.0, &place, &e_));
+        CHECK(contains(&place, "\"country\":\"Portugal\""));
+        coords_buffer_free(&place);
+        EXPECT(COORDS_OK, coords_places_close(places, &e_));
+        EXPECT(COORDS_ERR_INVALID_HANDLE, coords_places_close(places, &e_));
+    }
+    EXPECT(COORDS_ERR_INVALID_HANDLE, coords_places_nearest((CoordsPlaces *)(uintptr_t)0x1B0, 0.0, 0.0, 0.0, &place, &e_));
+    EXPECT(COORDS_OK, coords_places_close(NULL, &e_));
+}
+
 int main(void) {
     test_library();
     test_stateless();
+    test_geocoding();
     test_apps();
     printf("coordscore C smoke test: %d checks, %d failed\n", checks, failures);
     return failures == 0 ? 0 : 1;

@@ -52,6 +52,10 @@ ERR_IDENTITY_EXISTS = 601
 ERR_WRONG_BACKUP_PASSPHRASE = 603
 ERR_FRIEND_NOT_FOUND = 610
 ERR_WRONG_PASSPHRASE = 650
+ERR_INVALID_COORDINATE = 700
+ERR_DAMAGED_PLACE_DATA = 701
+ERR_UNSUPPORTED_PLACE_DATA = 702
+ERR_UNREADABLE_PLACE_FILE = 703
 
 
 class CoordsException(Exception):
@@ -146,6 +150,11 @@ _SIGNATURES = [
     ("coords_outbox_mark_delivered", c_int32, [_APP, c_uint64, _ERR]),
     ("coords_outbox_mark_failed", c_int32, [_APP, c_uint64, c_char_p, _ERR]),
     ("coords_outbox_remove", c_int32, [_APP, c_uint64, _ERR]),
+    ("coords_geocode_nearest", c_int32, [c_double, c_double, c_double, _BUF, _ERR]),
+    ("coords_places_open", c_int32, [c_char_p, POINTER(c_void_p), _ERR]),
+    ("coords_places_nearest", c_int32, [c_void_p, c_double, c_double, c_double, _BUF, _ERR]),
+    ("coords_places_count", c_int32, [c_void_p, POINTER(c_uint64), _ERR]),
+    ("coords_places_close", c_int32, [c_void_p, _ERR]),
 ]
 
 
@@ -335,6 +344,46 @@ def may_reuse_fix(fix_timestamp_ms: int, now_ms: int, reason: str) -> bool:
     return out.value
 
 
+def nearest_place(latitude: float, longitude: float, accuracy_m: float = 0.0) -> dict:
+    """The nearest named place from the bundled data, offline: {"name", "country_code", "country",
+    "state", "population", "latitude", "longitude", "distance_km", "display", "phrase"}.
+    Raises CoordsException(ERR_INVALID_COORDINATE) for positions not on Earth."""
+    return _json_call(lib.coords_geocode_nearest, float(latitude), float(longitude), float(accuracy_m))
+
+
+class Places:
+    """A loaded CGEO place file (e.g. the cities1000 set from `scripts/build-geodata.py --large`).
+    Close it (or use `with`) when done; `nearest` works like `nearest_place`."""
+
+    def __init__(self, path: str):
+        handle = c_void_p()
+        _call(lib.coords_places_open, path.encode(), byref(handle))
+        self._handle = handle
+
+    def nearest(self, latitude: float, longitude: float, accuracy_m: float = 0.0) -> dict:
+        if self._handle is None:
+            raise CoordsException(ERR_INVALID_HANDLE, "the place file is closed")
+        return _json_call(lib.coords_places_nearest, self._handle, float(latitude), float(longitude), float(accuracy_m))
+
+    def __len__(self) -> int:
+        if self._handle is None:
+            raise CoordsException(ERR_INVALID_HANDLE, "the place file is closed")
+        count = c_uint64()
+        _call(lib.coords_places_count, self._handle, byref(count))
+        return count.value
+
+    def close(self) -> None:
+        if self._handle is not None:
+            handle, self._handle = self._handle, None
+            _call(lib.coords_places_close, handle)
+
+    def __enter__(self) -> "Places":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def request_body(request: dict) -> bytes:
     """The body bytes of a prepared request."""
     return base64.b64decode(request["body_base64"])
@@ -367,7 +416,8 @@ class App:
 
     The keychain is a file in the directory, sealed with `passphrase` or a 32-byte `key`, or a
     Python `Keychain`. Other options: keychain_cost / backup_cost ("minimum", "interactive",
-    "moderate"), update_capacity, durability ("durable", "no_meta_sync", "no_sync").
+    "moderate"), update_capacity, durability ("durable", "no_meta_sync", "no_sync"), places
+    ("bundled", "none", or the path of a CGEO file) for the "place" of friend_locations().
     """
 
     def __init__(self, directory: str, passphrase: Optional[str] = None, key: Optional[bytes] = None,

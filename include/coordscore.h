@@ -138,6 +138,11 @@ extern "C" {
 #define COORDS_ERR_KEYCHAIN_IO 652
 #define COORDS_ERR_KEYCHAIN_INVALID_NAME 653
 #define COORDS_ERR_HOST_KEYCHAIN 654      /* a host keychain callback reported a failure */
+/* 7xx: offline geocoding. */
+#define COORDS_ERR_INVALID_COORDINATE 700 /* NaN, infinite, |latitude| > 90 or |longitude| > 180 */
+#define COORDS_ERR_DAMAGED_PLACE_DATA 701 /* a CGEO file failed its checks; nothing was loaded */
+#define COORDS_ERR_UNSUPPORTED_PLACE_DATA 702 /* a newer CGEO version than this build reads */
+#define COORDS_ERR_UNREADABLE_PLACE_FILE 703
 
 /* Input limits (larger inputs fail with COORDS_ERR_TOO_LARGE before being read). */
 #define COORDS_MAX_STRING_BYTES 1048576u     /* any NUL-terminated string argument */
@@ -174,6 +179,9 @@ typedef struct CoordsLocation {
 
 /* An open data directory (opaque). */
 typedef struct CoordsApp CoordsApp;
+
+/* A loaded place data file for offline geocoding (opaque). */
+typedef struct CoordsPlaces CoordsPlaces;
 
 /* A host keychain (iOS Keychain, Android Keystore, a secrets service...). The library calls
  * these from any thread, possibly concurrently; they must be thread-safe. Return 0 on success.
@@ -427,7 +435,9 @@ int32_t coords_location_process_fetch_response(CoordsApp *app, const uint8_t *bo
                                                CoordsBuffer *outcome_json_out, CoordsError *out_error);
 
 /* Every friend fetched from, with their cached location: a JSON array of
- * {"id","name","location"|null,"updated","fetched_at","authenticity","marker_color"}. */
+ * {"id","name","location"|null,"updated","fetched_at","authenticity","marker_color","place"|null},
+ * where "place" is the nearest named place (the coords_geocode_nearest object, its "phrase" using
+ * the location's accuracy) from the app's place data (option "places"). */
 int32_t coords_location_friend_locations(CoordsApp *app, CoordsBuffer *json_out, CoordsError *out_error);
 
 /* ---- Outbox (requests waiting for the network) ----------------------------------------- */
@@ -452,6 +462,37 @@ int32_t coords_outbox_mark_failed(CoordsApp *app, uint64_t id, const char *reaso
 
 /* Drops an entry without delivering it. */
 int32_t coords_outbox_remove(CoordsApp *app, uint64_t id, CoordsError *out_error);
+
+/* ---- Offline geocoding (never touches the network) ------------------------------------ */
+
+/* The nearest named place to (latitude, longitude) in the bundled GeoNames cities15000 set
+ * (about 34,000 places; loaded on first use, a few ms), by the reference rule: lowest haversine
+ * distance (km, R = 6371) minus 0.5 × ln(max(population, 1)). Writes a JSON object
+ * {"name","country_code","country","state","population","latitude","longitude","distance_km",
+ *  "display","phrase"}: "display" is "Lisbon, Portugal" / "Austin, Texas"; "phrase" is "in …",
+ * "near …" or "N km from …", taking `accuracy_m` (the fix's accuracy radius, ≥ 0) into account.
+ * `country_code`, `country` and `state` may be null. Free the buffer with coords_buffer_free().
+ * Errors: INVALID_COORDINATE, INVALID_ARGUMENT (accuracy_m negative or not finite), NULL_ARGUMENT. */
+int32_t coords_geocode_nearest(double latitude, double longitude, double accuracy_m, CoordsBuffer *place_json_out,
+                               CoordsError *out_error);
+
+/* Loads a CGEO place file (e.g. the cities1000 set, about 170,000 places, built by
+ * `scripts/build-geodata.py --large DIR`), checks it, and writes a handle to *places_out
+ * (NULL on failure). The file is read once and not kept open. Close with coords_places_close().
+ * Errors: UNREADABLE_PLACE_FILE, DAMAGED_PLACE_DATA, UNSUPPORTED_PLACE_DATA, NULL_ARGUMENT. */
+int32_t coords_places_open(const char *path, CoordsPlaces **places_out, CoordsError *out_error);
+
+/* coords_geocode_nearest on a loaded place file. The handle may be shared across threads.
+ * Errors: those of coords_geocode_nearest, INVALID_HANDLE. */
+int32_t coords_places_nearest(CoordsPlaces *places, double latitude, double longitude, double accuracy_m,
+                              CoordsBuffer *place_json_out, CoordsError *out_error);
+
+/* The number of places in a loaded place file. Errors: INVALID_HANDLE, NULL_ARGUMENT. */
+int32_t coords_places_count(CoordsPlaces *places, uint64_t *count_out, CoordsError *out_error);
+
+/* Frees a loaded place file. Closing NULL is a no-op that succeeds; a second close returns
+ * INVALID_HANDLE. */
+int32_t coords_places_close(CoordsPlaces *places, CoordsError *out_error);
 
 #ifdef __cplusplus
 }

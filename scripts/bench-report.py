@@ -23,6 +23,8 @@ def target_for(name):
         return 0.5
     if name.startswith(("Ed25519", "X25519", "AES", "Blob")):
         return 0.9
+    if name.startswith("Geocode nearest, 15000"):
+        return 50  # the index against a full scan: a speed-up, not an overhead
     return None
 
 
@@ -99,8 +101,8 @@ def main():
         if ours and raw:
             ratio = ours["ops_per_s"] / raw["ops_per_s"]
             ok = target is None or ratio >= target
-            table.append([f"{label} (ops/s)", fmt(ours["ops_per_s"]), fmt(raw["ops_per_s"]), f"{ratio:.2f}×",
-                          f"≥ {target}×" if target else "—", "pass" if ok else "MISS"])
+            table.append([f"{label} (ops/s)", fmt(ours["ops_per_s"]), fmt(raw["ops_per_s"]), f"{ratio:.2f}×" if ratio < 10 else f"{ratio:,.0f}×",
+                          f"≥ {target}×" if target else "—", "pass" if ok else ("MISS" if target else "info")])
             if not ok:
                 misses.append(label)
         elif ours:
@@ -109,6 +111,12 @@ def main():
         ours = rows[label].get("ours")
         if ours and label.startswith("Blob"):
             table.append([f"{label}: allocations per operation", fmt(ours["mallocs_per_op"]), "0 (C)", "—", "small constant", "info"])
+
+    geocoding_path = os.path.join(os.path.dirname(jmh), "geocoding.json")
+    geocoding = json.load(open(geocoding_path)) if os.path.exists(geocoding_path) else {}
+    for label, facts in sorted(geocoding.items()):
+        table.append([f"Geocoding {label}: places / memory held, MiB / load, ms",
+                      f"{facts['places']:,} / {facts['bytes'] / 1048576:.1f} / {facts['load_ms']:.0f}", "—", "—", "—", "info"])
 
     relay = json.load(open(relay_path)) if os.path.exists(relay_path) else None
     if relay:
@@ -165,6 +173,8 @@ def main():
         "Each `[ours]` row runs through CoordsCore's API; its baseline performs the same libsodium or LMDB",
         "calls directly from C (`Benchmarks/Sources/CBaseline`), in the same process and run. Ratio = ours ÷ baseline in",
         "operations per second (1.00× = no overhead); rates come from the median wall-clock time of each sample.",
+        "The geocoding rows compare the k-d index with a scan that scores every place (the reference core's",
+        "algorithm) on the same data: there the ratio is the speed-up.",
         "The relay rows come from `wrk` against the release `coords-relay` on loopback (`scripts/bench-relay.py`),",
         "the LMDB store fsyncing every commit, rate limits off.",
         "",

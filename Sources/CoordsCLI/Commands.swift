@@ -12,7 +12,7 @@ public struct CoordsCommand: AsyncParsableCommand {
         discussion: """
             The data directory (--home, default ~/.coords) holds your identity (in a keychain sealed \
             with your passphrase: COORDS_PASSPHRASE or a prompt), your friends and their last \
-            positions. Requests the relay could not take are queued and retried by later commands.
+            positions. Requests the relay could not take are queued and retried by later commands.             Friends' positions are named offline from bundled GeoNames data; set COORDS_PLACES_FILE             to a CGEO file (scripts/build-geodata.py --large) for the larger set.
             """,
         subcommands: [Init.self, WhoAmI.self, Add.self, Friends.self, Verify.self, Remove.self, Share.self, Fetch.self,
                       Watch.self, Delete.self, Backup.self, Outbox.self])

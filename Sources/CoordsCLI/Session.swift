@@ -90,6 +90,13 @@ struct Session {
         var appOptions = CoordsApp.Options(keychain: .file(.passphrase(passphrase)))
         appOptions.keychainParameters = try cost(environment("COORDS_KEYCHAIN_COST"), default: .interactive)
         appOptions.backupParameters = try cost(environment("COORDS_BACKUP_COST"), default: .moderate)
+        if let file = environment("COORDS_PLACES_FILE") {
+            do {
+                appOptions.places = .index(try PlaceIndex(contentsOfFile: file))
+            } catch {
+                throw CLIFailure("COORDS_PLACES_FILE: \(error.description)")
+            }
+        }
         var logger = Logger(label: "coords")
         logger.logLevel = .error
         appOptions.logger = logger

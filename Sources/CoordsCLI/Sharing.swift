@@ -119,7 +119,8 @@ func report(_ outcome: FetchOutcome, failures: [String], session: Session, json:
                          "location": friend.location.map(locationJSON) ?? .null,
                          "updated": friend.updated.map { .integer($0) } ?? .null,
                          "authenticity": friend.authenticity.map { .string($0.rawValue) } ?? .null,
-                         "place": friend.location.flatMap(place).map { .string($0) } ?? .null,
+                         "place": friend.place.map { .string($0.displayName) } ?? .null,
+                         "place_phrase": friend.place.map { .string($0.phrase(accuracyMetres: Double(friend.location?.accuracy ?? 0))) } ?? .null,
                          "new": .bool(updated.contains(friend.id))])
             }),
             "rejected": .array(outcome.rejected.map { .object(["id": .string($0.id), "code": .number(String($0.error.code)),
@@ -135,7 +136,7 @@ func report(_ outcome: FetchOutcome, failures: [String], session: Session, json:
         for friend in locations {
             let name = friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name
             let verified = friend.authenticity.map { $0 == .verified ? "signed" : $0.rawValue } ?? "—"
-            table.add(name, friend.location.map(describe) ?? "no position yet", friend.location.flatMap(place) ?? "—",
+            table.add(name, friend.location.map(describe) ?? "no position yet", friend.place.map { $0.phrase(accuracyMetres: Double(friend.location?.accuracy ?? 0)) } ?? "—",
                       friend.location.map { age(since: $0.timestamp, now: now) } ?? "—", verified,
                       updated.contains(friend.id) ? "new" : "")
         }
@@ -144,10 +145,6 @@ func report(_ outcome: FetchOutcome, failures: [String], session: Session, json:
     for rejection in outcome.rejected { printLine("Refused \(rejection.id.prefix(8))…: \(rejection.error.description)") }
     for failure in failures { printLine("Could not fetch from \(failure)") }
 }
-
-/// The nearest place for a position, when offline geocoding data is available.
-nonisolated(unsafe) var placeLookup: (@Sendable (Location) -> String?)? = nil
-func place(_ location: Location) -> String? { placeLookup?(location) }
 
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -11,6 +11,7 @@
 /// | 400–499 | store (``StoreError``)                  |
 /// | 500–599 | channels (``ChannelError``)             |
 /// | 600–699 | managers and keychains                  |
+/// | 700–799 | offline geocoding (``GeocodingError``)  |
 ///
 /// Codes are never reused or renumbered; new cases take new numbers. The C ABI passes the code
 /// through unchanged as an `int32_t`, together with ``CustomStringConvertible/description``.

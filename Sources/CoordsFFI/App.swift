@@ -43,7 +43,7 @@ private func cost(_ value: JSONValue?, default fallback: Argon2id.Parameters) th
 private func options(_ json: UnsafePointer<CChar>?, keychain: (any Keychain)?) throws -> CoordsCore.CoordsApp.Options {
     let object = json == nil ? JSONObject() : try Argument.json(json, "options_json").objectValue
     guard let object else { throw FFIError.invalid("options_json must be a JSON object") }
-    let known: Set<String> = ["passphrase", "key_base64", "keychain_cost", "backup_cost", "update_capacity", "durability"]
+    let known: Set<String> = ["passphrase", "key_base64", "keychain_cost", "backup_cost", "update_capacity", "durability", "places"]
     if let unknown = object.keys.first(where: { !known.contains($0) }) { throw FFIError.invalid("unknown option \"\(unknown)\"") }
     let choice: CoordsCore.CoordsApp.KeychainChoice
     if let keychain {
@@ -70,6 +70,14 @@ private func options(_ json: UnsafePointer<CChar>?, keychain: (any Keychain)?) t
     case "no_meta_sync": options.store.durability = .noMetaSync
     case "no_sync": options.store.durability = .noSync
     default: throw FFIError.invalid("durability must be \"durable\", \"no_meta_sync\" or \"no_sync\"")
+    }
+    if let places = object["places"], places.stringValue == nil {
+        throw FFIError.invalid("places must be \"bundled\", \"none\" or the path of a CGEO file")
+    }
+    switch object["places"]?.stringValue {
+    case nil, "bundled": options.places = .bundled
+    case "none": options.places = .none
+    case let path?: options.places = .index(try PlaceIndex(contentsOfFile: path))
     }
     return options
 }

@@ -55,6 +55,16 @@ enum Record {
             "id": .string(f.id), "name": .string(f.name), "location": optional(f.location, location),
             "updated": optional(f.updated) { .integer($0) }, "fetched_at": optional(f.fetchedAt) { .integer($0) },
             "authenticity": optional(f.authenticity) { .string($0.rawValue) }, "marker_color": .string(f.markerColor),
+            "place": optional(f.place) { place($0, accuracyMetres: Double(f.location?.accuracy ?? 0)) },
+        ])
+    }
+
+    static func place(_ p: Place, accuracyMetres: Double) -> JSONValue {
+        .object([
+            "name": .string(p.name), "country_code": optional(p.countryCode) { .string($0) },
+            "country": optional(p.countryName) { .string($0) }, "state": optional(p.stateName) { .string($0) },
+            "population": .integer(UInt64(p.population)), "latitude": .double(p.latitude), "longitude": .double(p.longitude),
+            "distance_km": .double(p.distanceKm), "display": .string(p.displayName), "phrase": .string(p.phrase(accuracyMetres: accuracyMetres)),
         ])
     }
 

@@ -91,8 +91,10 @@ def test_two_friends_share_fetch_remove_delete_and_survive_an_outage(world):
     [friend] = fetched["friends"]
     assert friend["name"] == "Alice" and friend["new"] and friend["authenticity"] == "verified"
     assert friend["location"]["latitude"] == 47.3769 and not fetched["rejected"] and not fetched["failures"]
+    assert friend["place"].endswith(", Switzerland") and friend["place_phrase"].startswith("in Zürich")  # offline geocoding
     table = coords(env, bob, "fetch").stdout
     assert "Alice" in table and "47.37690, 8.54170" in table and "signed" in table and " s " in table
+    assert "in Zürich" in table
     friends = coords(env, bob, "friends").stdout
     assert "Alice" in friends and "47.37690" in friends and "VERIFIED" in friends
     coords(env, bob, "verify", "Alice")

@@ -526,3 +526,50 @@ def test_outbox_keeps_requests_until_delivered(tmp_path):
         app.mark_delivered(first)
         app.remove_queued(second)
         assert app.outbox() == []
+
+
+GEO_ANSWERS = os.path.join(ROOT, "Tests", "CoordsCoreTests", "KnownAnswers", "geocoding-15000.json")
+BUNDLED_PLACES = os.path.join(ROOT, "Sources", "CGeoData", "places15000.cgeo")
+
+
+def test_nearest_place_matches_independent_answers():
+    with open(GEO_ANSWERS) as f:
+        answers = json.load(f)["answers"]
+    for answer in answers[:100]:
+        place = cc.nearest_place(answer["latitude"], answer["longitude"])
+        assert (place["name"], place["country_code"] or "") == (answer["name"], answer["country_code"]), answer
+        assert abs(place["distance_km"] - answer["distance_km"]) < 0.01
+
+
+def test_nearest_place_display_phrase_and_errors():
+    austin = cc.nearest_place(30.2672, -97.7431)
+    assert austin["display"] == "Austin, Texas" and austin["state"] == "Texas" and austin["phrase"] == "in Austin, Texas"
+    assert cc.nearest_place(30.2672, -97.7431, accuracy_m=25_000)["phrase"] == "near Austin, Texas"
+    for lat, lon in [(float("nan"), 0), (0, float("inf")), (90.5, 0), (0, -180.01)]:
+        with pytest.raises(cc.CoordsException) as caught:
+            cc.nearest_place(lat, lon)
+        assert caught.value.code == cc.ERR_INVALID_COORDINATE
+    with pytest.raises(cc.CoordsException) as caught:
+        cc.nearest_place(0, 0, accuracy_m=-1)
+    assert caught.value.code == cc.ERR_INVALID_ARGUMENT
+
+
+def test_place_files(tmp_path):
+    with cc.Places(BUNDLED_PLACES) as places:
+        assert len(places) > 30_000
+        assert places.nearest(38.7223, -9.1393)["display"] == "Lisbon, Portugal"
+        assert places.nearest(-33.87, 151.21) == cc.nearest_place(-33.87, 151.21)
+    with pytest.raises(cc.CoordsException) as caught:
+        places.nearest(0, 0)
+    assert caught.value.code == cc.ERR_INVALID_HANDLE
+    with pytest.raises(cc.CoordsException) as caught:
+        cc.Places(str(tmp_path / "missing.cgeo"))
+    assert caught.value.code == cc.ERR_UNREADABLE_PLACE_FILE
+    damaged = tmp_path / "damaged.cgeo"
+    data = bytearray(open(BUNDLED_PLACES, "rb").read())
+    data[len(data) // 2] ^= 1
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(cc.CoordsException) as caught:
+        cc.Places(str(damaged))
+    assert caught.value.code == cc.ERR_DAMAGED_PLACE_DATA
+    assert lib.coords_places_close(None, None) == cc.OK

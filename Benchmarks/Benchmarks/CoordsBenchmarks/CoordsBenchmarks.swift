@@ -11,6 +11,7 @@ let benchmarks: @Sendable () -> Void = {
     blobBenchmarks()
     storeBenchmarks()
     managerBenchmarks()
+    geocodingBenchmarks()
 }
 
 // MARK: Crypto primitives: our API vs the same libsodium call
@@ -237,4 +238,43 @@ func openApp(_ path: String) throws -> CoordsApp {
 func removeTree(_ path: String) {
     removeDirectory(path + "/store")
     rmdir(path)
+}
+
+// MARK: Offline geocoding: the k-d index vs scoring every place (the reference algorithm)
+
+func geocodingBenchmarks() {
+    var sets: [(label: String, index: PlaceIndex, loadSeconds: Double)] = []
+    let bundledStart = monotonicSeconds()
+    if let bundled = try? PlaceIndex.bundled() {  // first use in this process: this is the load
+        sets.append(("15000 set", bundled, monotonicSeconds() - bundledStart))
+    }
+    if let path = environmentValue("COORDS_PLACES_1000") {
+        let start = monotonicSeconds()
+        if let large = try? PlaceIndex(contentsOfFile: path) { sets.append(("1000 set", large, monotonicSeconds() - start)) }
+    }
+    // Query points: half uniform on the sphere (mostly ocean), half near real places.
+    var rng = SystemRandomNumberGenerator()
+    var points: [(Double, Double)] = []
+    for i in 0..<1024 {
+        if i % 2 == 0 {
+            points.append((asin(Double.random(in: -1...1, using: &rng)) * 180 / .pi, Double.random(in: -180...180, using: &rng)))
+        } else {
+            points.append((Double.random(in: 25...60, using: &rng), Double.random(in: -120...140, using: &rng)))
+        }
+    }
+    var memory: [String: Any] = [:]
+    for set in sets {
+        memory[set.label] = ["places": set.index.count, "bytes": set.index.memoryByteCount, "load_ms": set.loadSeconds * 1000]
+        let index = set.index
+        Benchmark("Geocode nearest, \(set.label) ×1024 [ours]", configuration: configuration(heavy: true)) { _ in
+            for (latitude, longitude) in points { blackHole(try index.nearestPlace(latitude: latitude, longitude: longitude)) }
+        }
+        let scanned = set.label == "15000 set" ? 64 : 16
+        Benchmark("Geocode nearest, \(set.label) ×\(scanned) [raw]", configuration: configuration(heavy: true)) { _ in
+            for (latitude, longitude) in points.prefix(scanned) {
+                blackHole(try index.nearestPlaceByScanning(latitude: latitude, longitude: longitude))
+            }
+        }
+    }
+    writeSideResult("geocoding.json", memory)
 }

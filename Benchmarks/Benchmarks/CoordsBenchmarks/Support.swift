@@ -59,3 +59,30 @@ struct Identity {
         rawX25519Scalar = x25519.rawRepresentation.copyBytes()
     }
 }
+
+/// Seconds on the monotonic clock.
+func monotonicSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+func environmentValue(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+
+/// Writes facts that are not timings (memory of loaded data…) next to the JMH results, in
+/// $COORDS_BENCH_OUT, for scripts/bench-report.py.
+func writeSideResult(_ name: String, _ object: [String: Any]) {
+    guard let directory = environmentValue("COORDS_BENCH_OUT") else { return }
+    func render(_ value: Any) -> String {
+        switch value {
+        case let dictionary as [String: Any]:
+            return "{" + dictionary.sorted { $0.key < $1.key }.map { "\"\($0.key)\": \(render($0.value))" }.joined(separator: ", ") + "}"
+        case let text as String: return "\"\(text)\""
+        default: return "\(value)"
+        }
+    }
+    let text = render(object) + "\n"
+    guard let file = fopen(directory + "/" + name, "w") else { return }
+    fputs(text, file)
+    fclose(file)
+}

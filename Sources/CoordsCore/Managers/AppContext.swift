@@ -11,9 +11,10 @@ final class AppContext: Sendable {
     let random: any RandomSource
     let logger: Logger
     let backupParameters: Argon2id.Parameters
+    let places: PlaceSource
 
     init(database: Database, keychain: any Keychain, identity: IdentityHolder, clock: TimeSource,
-         random: any RandomSource, logger: Logger, backupParameters: Argon2id.Parameters) {
+         random: any RandomSource, logger: Logger, backupParameters: Argon2id.Parameters, places: PlaceSource = .bundled) {
         self.database = database
         self.keychain = keychain
         self.identity = identity
@@ -21,6 +22,7 @@ final class AppContext: Sendable {
         self.random = random
         self.logger = logger
         self.backupParameters = backupParameters
+        self.places = places
     }
 
     /// Whether strict mode (§6) is on.

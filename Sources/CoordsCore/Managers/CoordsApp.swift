@@ -52,6 +52,9 @@ public final class CoordsApp: Sendable {
         public var random: any RandomSource = SystemRandomSource()
         public var logger = Logger(label: "coords.core")
         public var store = Database.Options()
+        /// Where friends' place names come from (``FriendLocation/place``): the bundled
+        /// `cities15000` set by default, a loaded index (e.g. `cities1000`), or none.
+        public var places: PlaceSource = .bundled
 
         public init(keychain: KeychainChoice) { self.keychain = keychain }
     }
@@ -90,7 +93,8 @@ public final class CoordsApp: Sendable {
                 identity.set(try Identity(signing: Ed25519SigningKey(seed: seed)))
             }
             let context = AppContext(database: database, keychain: keychain, identity: identity, clock: options.clock,
-                                     random: options.random, logger: options.logger, backupParameters: options.backupParameters)
+                                     random: options.random, logger: options.logger, backupParameters: options.backupParameters,
+                                     places: options.places)
             return CoordsApp(directory: directory, context: context, capacity: options.updateCapacity)
         } catch {
             database.close()

@@ -246,25 +246,14 @@ public final class FileKeychain: Keychain {
     // MARK: Files
 
     static func readFile(_ path: String) throws -> [UInt8]? {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw KeychainError.io(operation: "open \(path)", errno: errno)
-        }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16_384)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw KeychainError.io(operation: "read \(path)", errno: errno)
+        do {
+            return try Files.read(path, limit: 1 << 24)
+        } catch {
+            switch error {
+            case .system(let operation, let code): throw KeychainError.io(operation: operation, errno: code)
+            case .tooLarge: throw KeychainError.corrupted("file larger than 16 MiB")
             }
-            if n == 0 { break }
-            bytes += chunk[0..<n]
-            guard bytes.count <= 1 << 24 else { throw KeychainError.corrupted("file larger than 16 MiB") }
         }
-        return bytes
     }
 
     /// Writes `bytes` to a temporary file (0600), fsyncs it, renames it over `path` and fsyncs

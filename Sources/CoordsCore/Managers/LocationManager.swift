@@ -36,6 +36,10 @@ public struct FriendLocation: Sendable, Equatable {
     public var authenticity: RelayAPI.Authenticity?
     /// The friend's marker colour (`#RRGGBB`).
     public var markerColor: String
+    /// The nearest named place to ``location`` from the app's offline place data (see
+    /// ``CoordsApp/Options/places``); nil without a location or with geocoding turned off.
+    /// Use ``Place/phrase(accuracyMetres:)`` with the location's accuracy for display.
+    public var place: Place? = nil
 }
 
 /// A refused fetch entry and why.
@@ -284,7 +288,7 @@ public actor LocationManager {
                 }
                 let record = CachedLocation(location: location, updated: entry.updated, fetchedAt: now, authenticity: entry.authenticity)
                 try cache.put(key, record)
-                outcome.updated.append(Self.view(key: key, friend: friend, cached: record))
+                outcome.updated.append(Self.view(key: key, friend: friend, cached: record, places: context.places))
             }
             if !outcome.updated.isEmpty { messages.append(.locationsUpdated(outcome.updated)) }
             for rejection in outcome.rejected {
@@ -301,13 +305,14 @@ public actor LocationManager {
             let cache = try tx.open(Tables.locations)
             return try tx.open(Tables.friends).entries()
                 .filter { $0.value.fetchFrom }
-                .map { Self.view(key: $0.key, friend: $0.value, cached: try cache.get($0.key)) }
+                .map { Self.view(key: $0.key, friend: $0.value, cached: try cache.get($0.key), places: context.places) }
         }.sorted { ($0.name, $0.id) < ($1.name, $1.id) }
     }
 
-    static func view(key: Ed25519PublicKey, friend: FriendRecord, cached: CachedLocation?) -> FriendLocation {
+    static func view(key: Ed25519PublicKey, friend: FriendRecord, cached: CachedLocation?, places: PlaceSource) -> FriendLocation {
         let id = key.base64URL
         return FriendLocation(id: id, name: friend.name, location: cached?.location, updated: cached?.updated,
-                              fetchedAt: cached?.fetchedAt, authenticity: cached?.authenticity, markerColor: MarkerColor(id: id).hex)
+                              fetchedAt: cached?.fetchedAt, authenticity: cached?.authenticity, markerColor: MarkerColor(id: id).hex,
+                              place: cached.flatMap { places.nearest(to: $0.location) })
     }
 }

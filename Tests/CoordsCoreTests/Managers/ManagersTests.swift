@@ -46,6 +46,7 @@ struct Trio {
             #expect(alice.location?.timestamp == now)
             #expect(alice.authenticity == .verified)
             #expect(alice.updated == t.relay.now)
+            #expect(alice.place?.countryName == "Switzerland")  // offline, from the bundled data
             #expect(outcome.rejected.isEmpty)
         }
         // Bob shares back; Alice sees him, and Carol (not his friend) is not among his recipients.
@@ -57,6 +58,8 @@ struct Trio {
         #expect(view.map(\.name) == ["Bob", "Carol"])
         #expect(view[0].location?.longitude == 13.405)
         #expect(view[1].location == nil)
+        #expect(view[0].place?.displayName == "Berlin, Germany")
+        #expect(view[1].place == nil)
         #expect(view[0].markerColor == MarkerColor(id: try t.bob.app.wallet.id()).hex)
         // Fetching again changes nothing.
         let again = try await t.alice.fetch(via: t.relay)

@@ -1,0 +1,40 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Small POSIX file helpers shared by the keychain and the geocoding loader (the core avoids
+/// Foundation's file APIs so the library stays lean when loaded by C or Python hosts).
+enum Files {
+    /// Why ``read(_:limit:)`` failed.
+    enum ReadFailure: Error {
+        /// `open` or `read` failed with `errno`.
+        case system(operation: String, errno: Int32)
+        /// The file is larger than the limit.
+        case tooLarge(limit: Int)
+    }
+
+    /// Reads the whole file at `path`, or returns nil when it does not exist.
+    /// - Throws: ``ReadFailure`` (never traps, whatever the file).
+    static func read(_ path: String, limit: Int) throws(ReadFailure) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw .system(operation: "open \(path)", errno: errno)
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .system(operation: "read \(path)", errno: errno)
+            }
+            if n == 0 { return bytes }
+            guard bytes.count + n <= limit else { throw .tooLarge(limit: limit) }
+            bytes += chunk[0..<n]
+        }
+    }
+}
