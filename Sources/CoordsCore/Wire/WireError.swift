@@ -57,6 +57,16 @@ public enum WireError: CoordsCoreError, Equatable {
     // 350–359: friend links
     /// The friend link is malformed; the text names the part that is wrong.
     case invalidFriendLink(String)
+    /// A sealed message envelope (§7) is malformed: the reason names the field.
+    case invalidEnvelope(String)
+    /// The envelope's signature does not verify with the sender's key.
+    case envelopeSignatureInvalid
+    /// The envelope is addressed to someone else.
+    case envelopeNotForMe
+    /// The envelope's `expiresAt` has passed (Unix seconds).
+    case envelopeExpired(expiresAt: UInt64)
+    /// The payload does not open: it or the header was changed, or it was moved from another envelope.
+    case envelopeTampered
 
     /// The stable numeric code of this error.
     public var code: Int32 {
@@ -85,6 +95,11 @@ public enum WireError: CoordsCoreError, Equatable {
         case .relayError: 345
         case .staleLocation: 346
         case .invalidFriendLink: 350
+        case .invalidEnvelope: 360
+        case .envelopeSignatureInvalid: 361
+        case .envelopeNotForMe: 362
+        case .envelopeExpired: 363
+        case .envelopeTampered: 364
         }
     }
 
@@ -120,6 +135,11 @@ public enum WireError: CoordsCoreError, Equatable {
         case .staleLocation(let timestamp, let last):
             "location fix from \(timestamp) ms is not newer than the last uploaded fix (\(last) ms); take a new fix"
         case .invalidFriendLink(let why): "invalid friend link: \(why)"
+        case .invalidEnvelope(let why): "invalid message envelope: \(why)"
+        case .envelopeSignatureInvalid: "the message envelope's signature does not verify with the sender's key (forged or altered)"
+        case .envelopeNotForMe: "this message envelope is addressed to someone else"
+        case .envelopeExpired(let at): "this message expired at \(RFC3339.format(at)) and is not shown"
+        case .envelopeTampered: "the message does not open: its payload or header was altered"
         }
     }
 }

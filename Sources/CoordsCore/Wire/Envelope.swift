@@ -1,0 +1,354 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A peer id (PROTOCOL.md §7.1): lowercase hex of SHA-256 of an Ed25519 public key.
+public struct PeerID: Sendable, Hashable, CustomStringConvertible {
+    /// 64 lowercase hex characters.
+    public let hex: String
+
+    /// The peer id of `key`.
+    public init(_ key: Ed25519PublicKey) {
+        hex = SHA256.hash(key.rawRepresentation).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+    }
+
+    /// Parses a peer id, accepting any case (stored lowercase).
+    /// - Throws: ``WireError/invalidEnvelope(_:)`` unless it is 64 hex digits.
+    public init(parsing text: String) throws {
+        let lower = text.lowercased()
+        guard lower.utf8.count == 64, lower.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+            throw WireError.invalidEnvelope("a peer id must be 64 hex digits, got \"\(text.prefix(70))\"")
+        }
+        hex = lower
+    }
+
+    public var description: String { String(hex.prefix(12)) + "…" }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
+}
+
+/// RFC 3339 timestamps (§7.1): producers write whole-second UTC with `Z`; readers accept any
+/// offset and fractional seconds.
+public enum RFC3339 {
+    /// `2026-11-22T10:00:00Z` for Unix seconds.
+    public static func format(_ seconds: UInt64) -> String {
+        var time = time_t(Int64(clamping: seconds))
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        func two(_ v: Int32) -> String { String(v).leftPadded(to: 2) }
+        return "\(String(parts.tm_year + 1900).leftPadded(to: 4))-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+    }
+
+    /// Unix seconds (fractions dropped) of an RFC 3339 date-time with `Z` or `±hh:mm`.
+    /// - Throws: ``WireError/invalidEnvelope(_:)`` for anything else.
+    public static func parse(_ text: String) throws -> UInt64 {
+        let b = Array(text.utf8)
+        func fail() -> WireError { .invalidEnvelope("\"\(text.prefix(40))\" is not an RFC 3339 date-time") }
+        func number(_ range: Range<Int>) throws -> Int {
+            guard range.upperBound <= b.count else { throw fail() }
+            var value = 0
+            for c in b[range] {
+                guard (0x30...0x39).contains(c) else { throw fail() }
+                value = value * 10 + Int(c - 0x30)
+            }
+            return value
+        }
+        guard b.count >= 20, b[4] == 0x2D, b[7] == 0x2D, b[10] == 0x54 || b[10] == 0x74, b[13] == 0x3A, b[16] == 0x3A else { throw fail() }
+        let (year, month, day) = (try number(0..<4), try number(5..<7), try number(8..<10))
+        let (hour, minute, second) = (try number(11..<13), try number(14..<16), try number(17..<19))
+        guard (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second <= 60 else { throw fail() }
+        var i = 19
+        if b[i] == 0x2E {  // fraction
+            i += 1
+            let start = i
+            while i < b.count, (0x30...0x39).contains(b[i]) { i += 1 }
+            guard i > start else { throw fail() }
+        }
+        guard i < b.count else { throw fail() }
+        var offset = 0
+        if b[i] == 0x5A || b[i] == 0x7A {
+            i += 1
+        } else if b[i] == 0x2B || b[i] == 0x2D {
+            guard i + 6 == b.count, b[i + 3] == 0x3A else { throw fail() }
+            let (h, m) = (try number(i + 1..<i + 3), try number(i + 4..<i + 6))
+            guard h < 24, m < 60 else { throw fail() }
+            offset = (h * 60 + m) * 60 * (b[i] == 0x2D ? -1 : 1)
+            i += 6
+        } else {
+            throw fail()
+        }
+        guard i == b.count else { throw fail() }
+        // Days from civil (Howard Hinnant's algorithm).
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        let days = era * 146_097 + doe - 719_468
+        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset
+        guard seconds >= 0 else { throw fail() }
+        return UInt64(seconds)
+    }
+}
+
+/// What a sealed payload says (§7.2): a text, a receipt, or a kind this build does not know.
+public struct MessagePayload: Sendable, Equatable {
+    /// `"text"`, `"receipt"`, or another kind (kept and reported, not dropped).
+    public var kind: String
+    /// The message id (UUID).
+    public var id: String
+    /// The text (empty for receipts).
+    public var text: String
+    /// When the sender wrote it (Unix ms).
+    public var sentAt: UInt64
+    /// For receipts: the id of the message it confirms.
+    public var ack: String?
+
+    public init(kind: String, id: String, text: String, sentAt: UInt64, ack: String? = nil) {
+        self.kind = kind
+        self.id = id
+        self.text = text
+        self.sentAt = sentAt
+        self.ack = ack
+    }
+
+    /// The UTF-8 JSON plaintext, keys in the §7.2 order.
+    public var json: [UInt8] {
+        var object = JSONObject()
+        object["kind"] = .string(kind)
+        object["id"] = .string(id)
+        object["text"] = .string(text)
+        object["sentAt"] = .integer(sentAt)
+        if let ack { object["ack"] = .string(ack) }
+        return JSONValue.object(object).serialized()
+    }
+
+    /// Parses a plaintext.
+    /// - Throws: ``WireError/invalidEnvelope(_:)`` when it is not the §7.2 JSON.
+    public init(json bytes: [UInt8]) throws {
+        guard let object = (try? JSONValue.parse(bytes))?.objectValue, let kind = object["kind"]?.stringValue,
+              let id = object["id"]?.stringValue, let sentAt = object["sentAt"]?.uint64Value else {
+            throw WireError.invalidEnvelope("the payload is not {\"kind\",\"id\",\"text\",\"sentAt\"} JSON")
+        }
+        self.init(kind: kind, id: id, text: object["text"]?.stringValue ?? "", sentAt: sentAt, ack: object["ack"]?.stringValue)
+    }
+}
+
+/// A sealed 1:1 message as the relay stores it (PROTOCOL.md §7.1). The relay can read the
+/// header (who to whom, when) but not the payload, and cannot forge the sender's signature.
+public struct Envelope: Sendable, Equatable {
+    public static let protocolVersion: UInt64 = 2
+    static let signatureDomain = "CoordsCore/envelope/v2"
+    static let hkdfSalt = Array("CoordsCore/envelope/v2".utf8)
+    /// The largest sealed payload a relay accepts (decoded bytes).
+    public static let maximumPayloadBytes = 131_072
+
+    public var id: String
+    public var senderID: String
+    public var recipientID: String
+    public var sealedPayloadBase64: String
+    public var signatureBase64: String
+    public var createdAt: String
+    public var expiresAt: String
+    /// The sender's Ed25519 key (base64url), a CoordsCore extension letting the relay check the
+    /// signature; optional on the wire.
+    public var senderKey: String?
+
+    public init(id: String, senderID: String, recipientID: String, sealedPayloadBase64: String, signatureBase64: String,
+                createdAt: String, expiresAt: String, senderKey: String?) {
+        self.id = id
+        self.senderID = senderID
+        self.recipientID = recipientID
+        self.sealedPayloadBase64 = sealedPayloadBase64
+        self.signatureBase64 = signatureBase64
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.senderKey = senderKey
+    }
+
+    /// The bytes the sender signs (§7.1), strings exactly as in the JSON.
+    public var signedBytes: [UInt8] {
+        Array("\(Self.signatureDomain)|\(Self.protocolVersion)|\(id)|\(senderID)|\(recipientID)|\(createdAt)|\(expiresAt)|\(sealedPayloadBase64)".utf8)
+    }
+
+    /// The AEAD associated data (§7.2): the header, so a payload cannot move to another envelope.
+    public var associatedData: [UInt8] { Array("\(id)|\(senderID)|\(recipientID)|\(createdAt)|\(expiresAt)".utf8) }
+
+    // MARK: Seal
+
+    /// Seals `payload` from `sender` to `recipient` and signs the envelope.
+    /// - Parameters:
+    ///   - id: the envelope id (a lowercase UUID v4; ``newUUID(using:)`` makes one).
+    ///   - createdAt, expiresAt: Unix seconds, written as whole-second UTC.
+    ///   - random: draws the ephemeral X25519 key (32 bytes), then the nonce (12 bytes).
+    /// - Throws: ``WireError/invalidEnvelope(_:)`` (expiry not after creation, payload too large),
+    ///   ``CryptoError``.
+    public static func seal(_ payload: [UInt8], id: String, from sender: Ed25519SigningKey, to recipient: Ed25519PublicKey,
+                            createdAt: UInt64, expiresAt: UInt64, includeSenderKey: Bool = true,
+                            random: any RandomSource = SystemRandomSource()) throws -> Envelope {
+        guard expiresAt > createdAt else { throw WireError.invalidEnvelope("expiresAt must be after createdAt") }
+        guard payload.count + 60 <= maximumPayloadBytes else {
+            throw WireError.invalidEnvelope("the payload is \(payload.count) bytes; at most \(maximumPayloadBytes - 60) fit in an envelope")
+        }
+        let ephemeral = try X25519PrivateKey(rawRepresentation: SecretBytes(copying: try random.bytes(32)))
+        let nonce = try random.bytes(AES256GCM.nonceByteCount)
+        var envelope = Envelope(id: id, senderID: PeerID(sender.publicKey).hex, recipientID: PeerID(recipient).hex,
+                                sealedPayloadBase64: "", signatureBase64: "", createdAt: RFC3339.format(createdAt),
+                                expiresAt: RFC3339.format(expiresAt), senderKey: includeSenderKey ? sender.publicKey.base64URL : nil)
+        let senderX = try X25519PrivateKey(ed25519: sender)
+        let recipientX = try X25519PublicKey(ed25519: recipient)
+        let key = try messageKey(first: ephemeral.sharedSecret(with: recipientX), second: senderX.sharedSecret(with: recipientX),
+                                 ephemeral: ephemeral.publicKey, sender: senderX.publicKey, recipient: recipientX)
+        let sealed = try AES256GCM.seal(payload, key: key, nonce: nonce, associatedData: envelope.associatedData)
+        envelope.sealedPayloadBase64 = Base64.encode(ephemeral.publicKey.rawRepresentation + nonce + sealed, variant: .standard)
+        envelope.signatureBase64 = Base64.encode(sender.signature(for: envelope.signedBytes), variant: .standard)
+        return envelope
+    }
+
+    /// `HKDF-SHA256(X25519(e, R) ‖ X25519(S, R), salt, info = E_pub ‖ S_pub ‖ R_pub)` (§7.2).
+    static func messageKey(first: SecretBytes, second: SecretBytes, ephemeral: X25519PublicKey, sender: X25519PublicKey,
+                           recipient: X25519PublicKey) throws -> SecretBytes {
+        let ikm = SecretBytes(count: first.count + second.count) { out in
+            first.withUnsafeBytes { out.copyMemory(from: $0) }
+            second.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: out[first.count...]).copyMemory(from: $0) }
+        }
+        return try HKDF.deriveKey(inputKeyMaterial: ikm, salt: hkdfSalt,
+                                  info: ephemeral.rawRepresentation + sender.rawRepresentation + recipient.rawRepresentation,
+                                  outputByteCount: 32)
+    }
+
+    /// A random lowercase UUID v4.
+    public static func newUUID(using random: any RandomSource = SystemRandomSource()) throws -> String {
+        var b = try random.bytes(16)
+        b[6] = b[6] & 0x0F | 0x40
+        b[8] = b[8] & 0x3F | 0x80
+        let hex = b.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        let h = Array(hex)
+        return String(h[0..<8]) + "-" + String(h[8..<12]) + "-" + String(h[12..<16]) + "-" + String(h[16..<20]) + "-" + String(h[20..<32])
+    }
+
+    // MARK: Verify and open
+
+    /// Checks the signature with the sender's key (whose peer id must be ``senderID``).
+    /// - Throws: ``WireError/envelopeSignatureInvalid``, ``WireError/invalidEnvelope(_:)``.
+    public func verify(senderKey key: Ed25519PublicKey) throws {
+        guard PeerID(key).hex == senderID.lowercased() else {
+            throw WireError.invalidEnvelope("senderID is not the hash of the sender's key")
+        }
+        guard let signature = try? Base64.decode(signatureBase64, variant: .standard, field: "signatureBase64"), signature.count == 64,
+              key.isValidSignature(signature, for: signedBytes) else {
+            throw WireError.envelopeSignatureInvalid
+        }
+    }
+
+    /// Verifies and opens an envelope addressed to `recipient` from `senderKey`.
+    /// - Parameter now: Unix seconds; an envelope whose `expiresAt` has passed is refused.
+    /// - Throws: ``WireError/envelopeNotForMe``, ``WireError/envelopeExpired(expiresAt:)``,
+    ///   ``WireError/envelopeSignatureInvalid``, ``WireError/envelopeTampered`` (payload or header
+    ///   changed), ``WireError/invalidEnvelope(_:)``.
+    public func open(as recipient: Ed25519SigningKey, from senderKey: Ed25519PublicKey, now: UInt64) throws -> [UInt8] {
+        guard recipientID.lowercased() == PeerID(recipient.publicKey).hex else { throw WireError.envelopeNotForMe }
+        let expiry = try RFC3339.parse(expiresAt)
+        _ = try RFC3339.parse(createdAt)
+        guard expiry > now else { throw WireError.envelopeExpired(expiresAt: expiry) }
+        try verify(senderKey: senderKey)
+        guard let sealed = try? Base64.decode(sealedPayloadBase64, variant: .standard, field: "sealedPayloadBase64"),
+              sealed.count >= 32 + 12 + 16 else {
+            throw WireError.invalidEnvelope("the sealed payload is not base64 of E_pub | nonce | ciphertext")
+        }
+        let ephemeral = try X25519PublicKey(rawRepresentation: Array(sealed[0..<32]))
+        let recipientX = try X25519PrivateKey(ed25519: recipient)
+        let senderX = try X25519PublicKey(ed25519: senderKey)
+        let key = try Self.messageKey(first: recipientX.sharedSecret(with: ephemeral), second: recipientX.sharedSecret(with: senderX),
+                                      ephemeral: ephemeral, sender: senderX, recipient: recipientX.publicKey)
+        do {
+            return try AES256GCM.open(Array(sealed[44...]), key: key, nonce: Array(sealed[32..<44]), associatedData: associatedData)
+        } catch CryptoError.authenticationFailed {
+            throw WireError.envelopeTampered
+        }
+    }
+
+    // MARK: JSON
+
+    /// The §7.1 JSON object.
+    public var json: JSONValue {
+        var object = JSONObject()
+        object["protocolVersion"] = .integer(Self.protocolVersion)
+        object["id"] = .string(id)
+        object["senderID"] = .string(senderID)
+        object["recipientID"] = .string(recipientID)
+        object["sealedPayloadBase64"] = .string(sealedPayloadBase64)
+        object["signatureBase64"] = .string(signatureBase64)
+        object["createdAt"] = .string(createdAt)
+        object["expiresAt"] = .string(expiresAt)
+        if let senderKey { object["senderKey"] = .string(senderKey) }
+        return .object(object)
+    }
+
+    /// Parses and checks the shape of an envelope (not its signature or payload).
+    /// - Throws: ``WireError/invalidEnvelope(_:)`` naming the first bad field.
+    public init(json value: JSONValue) throws {
+        guard let object = value.objectValue else { throw WireError.invalidEnvelope("an envelope is a JSON object") }
+        guard object["protocolVersion"]?.uint64Value == Self.protocolVersion else {
+            throw WireError.invalidEnvelope("protocolVersion must be 2")
+        }
+        func string(_ name: String) throws -> String {
+            guard let text = object[name]?.stringValue else { throw WireError.invalidEnvelope("\(name) is missing or not a string") }
+            return text
+        }
+        let id = try string("id")
+        guard Self.isUUID(id) else { throw WireError.invalidEnvelope("id must be a UUID, got \"\(id.prefix(40))\"") }
+        let sender = try PeerID(parsing: try string("senderID")), recipient = try PeerID(parsing: try string("recipientID"))
+        guard sender != recipient else { throw WireError.invalidEnvelope("sender and recipient are the same") }
+        let created = try string("createdAt"), expires = try string("expiresAt")
+        _ = try RFC3339.parse(created)
+        _ = try RFC3339.parse(expires)
+        var senderKey: String?
+        if let key = object["senderKey"], key != .null {
+            guard let text = key.stringValue else { throw WireError.invalidEnvelope("senderKey must be a string") }
+            senderKey = text
+        }
+        self.init(id: id, senderID: try string("senderID"), recipientID: try string("recipientID"),
+                  sealedPayloadBase64: try string("sealedPayloadBase64"), signatureBase64: try string("signatureBase64"),
+                  createdAt: created, expiresAt: expires, senderKey: senderKey)
+    }
+
+    /// Whether `text` is a UUID (8-4-4-4-12 hex digits, any case).
+    public static func isUUID(_ text: String) -> Bool {
+        let b = Array(text.utf8)
+        guard b.count == 36 else { return false }
+        for (i, c) in b.enumerated() {
+            if [8, 13, 18, 23].contains(i) {
+                guard c == 0x2D else { return false }
+            } else {
+                guard (0x30...0x39).contains(c) || (0x61...0x66).contains(c) || (0x41...0x46).contains(c) else { return false }
+            }
+        }
+        return true
+    }
+}
+
+/// Recipient-signed mailbox requests (§7.3): headers proving the caller holds the key whose hash
+/// is the mailbox's recipient id.
+public enum MailboxAuth {
+    static let domain = "coords-mailbox-v1"
+
+    /// The signed string `coords-mailbox-v1|METHOD|path?query|timestamp`.
+    public static func signedBytes(method: String, path: String, timestamp: UInt64) -> [UInt8] {
+        Array("\(domain)|\(method)|\(path)|\(timestamp)".utf8)
+    }
+
+    /// `X-Coords-Key`, `X-Coords-Timestamp`, `X-Coords-Signature` for a request.
+    public static func headers(signer: Ed25519SigningKey, method: String, path: String, timestamp: UInt64) -> [String: String] {
+        [
+            "X-Coords-Key": signer.publicKey.base64URL,
+            "X-Coords-Timestamp": String(timestamp),
+            "X-Coords-Signature": Base64.encode(signer.signature(for: signedBytes(method: method, path: path, timestamp: timestamp))),
+        ]
+    }
+}
