@@ -29,6 +29,21 @@ public struct RelayConfiguration: Sendable {
     /// Signed writes (uploads, deletes) per second per key (0 disables) and burst size.
     public var keyRate: Double = 1
     public var keyBurst: Double = 10
+    /// Mailbox (§7.3): longest envelope lifetime accepted (`expiresAt − createdAt`), seconds.
+    public var maximumMessageTTLSeconds: UInt64 = 86_400
+    /// Most unexpired envelopes waiting for one recipient (429 beyond).
+    public var maximumMessagesPerRecipient = 500
+    /// Most envelopes stored in total (507 beyond).
+    public var maximumMessages = 1_000_000
+    /// Largest decoded sealed payload (413 beyond).
+    public var maximumMessagePayloadBytes = 131_072
+    /// Largest mailbox POST body (the payload in base64 plus the header fields).
+    public var maximumMessageBodyBytes = 192 * 1024
+    /// Require `senderKey` on posted envelopes so every one is signature-checked (401 without).
+    public var strictMailbox = false
+    /// Messages posted per second per sender (0 disables) and burst size.
+    public var messageRate: Double = 5
+    public var messageBurst: Double = 30
     /// Take the client address from the first `X-Forwarded-For` entry (only behind a trusted proxy).
     public var trustForwardedFor = false
     /// The version `GET /api/version` reports (the reference Android app needs ≥ 2026.1.6).

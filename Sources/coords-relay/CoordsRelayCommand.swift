@@ -58,6 +58,21 @@ struct CoordsRelayCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-body"), help: "Largest request body in bytes [COORDS_MAX_BODY].")
     var maximumBody: Int = environment("COORDS_MAX_BODY").flatMap { Int($0) } ?? 96 * 1024
 
+    @Option(name: .customLong("message-ttl"), help: "Longest message lifetime accepted, seconds [COORDS_MESSAGE_TTL].")
+    var messageTTL: UInt64 = environment("COORDS_MESSAGE_TTL").flatMap { UInt64($0) } ?? 86_400
+
+    @Option(name: .customLong("mailbox-size"), help: "Most messages waiting per recipient [COORDS_MAILBOX_SIZE].")
+    var mailboxSize: Int = environment("COORDS_MAILBOX_SIZE").flatMap { Int($0) } ?? 500
+
+    @Option(name: .customLong("max-messages"), help: "Most messages stored in total [COORDS_MAX_MESSAGES].")
+    var maximumMessages: Int = environment("COORDS_MAX_MESSAGES").flatMap { Int($0) } ?? 1_000_000
+
+    @Option(name: .customLong("message-rate"), help: "Messages per second per sender, 0 for no limit [COORDS_MESSAGE_RATE].")
+    var messageRate: Double = environment("COORDS_MESSAGE_RATE").flatMap { Double($0) } ?? 5
+
+    @Flag(name: .customLong("strict-mailbox"), help: "Refuse envelopes without senderKey, so every signature is checked [COORDS_STRICT_MAILBOX=1].")
+    var strictMailbox: Bool = environment("COORDS_STRICT_MAILBOX") == "1"
+
     @Flag(name: .customLong("trust-forwarded-for"),
           help: "Rate-limit by the first X-Forwarded-For address (only behind a trusted proxy) [COORDS_TRUST_FORWARDED_FOR=1].")
     var trustForwardedFor: Bool = environment("COORDS_TRUST_FORWARDED_FOR") == "1"
@@ -89,6 +104,11 @@ struct CoordsRelayCommand: AsyncParsableCommand {
         configuration.keyBurst = keyBurst
         configuration.maximumBodyBytes = maximumBody
         configuration.trustForwardedFor = trustForwardedFor
+        configuration.maximumMessageTTLSeconds = messageTTL
+        configuration.maximumMessagesPerRecipient = mailboxSize
+        configuration.maximumMessages = maximumMessages
+        configuration.messageRate = messageRate
+        configuration.strictMailbox = strictMailbox
         configuration.logLevel = Logger.Level(rawValue: logLevel) ?? .info
 
         var logger = Logger(label: "coords.relay")

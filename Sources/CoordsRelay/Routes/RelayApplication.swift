@@ -38,6 +38,28 @@ public func buildApplication(service: RelayService) -> some ApplicationProtocol 
             await handle(request, context, service, needsBody: true) { try await service.delete(body: $0) }
         }
     }
+    // The §7.3 mailbox.
+    router.post("v1/relay/messages") { request, context in
+        await handle(request, context, service, needsBody: true, limit: configuration.maximumMessageBodyBytes) {
+            try await service.postMessage(body: $0)
+        }
+    }
+    router.get("v1/relay/messages") { request, context in
+        await signed(request, context, service) { path, headers in
+            try await service.listMessages(pathWithQuery: path, query: queryItems(path), headers: headers)
+        }
+    }
+    router.post("v1/relay/messages/:id/ack") { request, context in
+        await signed(request, context, service) { path, headers in
+            try await service.acknowledgeMessage(id: context.parameters.get("id") ?? "", method: "POST", pathWithQuery: path, headers: headers)
+        }
+    }
+    router.delete("v1/relay/messages/:id") { request, context in
+        await signed(request, context, service) { path, headers in
+            try await service.acknowledgeMessage(id: context.parameters.get("id") ?? "", method: "DELETE", pathWithQuery: path, headers: headers)
+        }
+    }
+
     router.get("healthz") { _, _ in
         response(.json(.object(["status": .string("ok")])))
     }
@@ -66,10 +88,10 @@ func response(_ reply: RelayReply) -> Response {
 
 /// Shared path of the body-carrying routes: address limit, content type, body size (checked
 /// against Content-Length first, then while collecting, never buffering past the limit).
-func handle(_ request: Request, _ context: RelayRequestContext, _ service: RelayService, needsBody: Bool,
+func handle(_ request: Request, _ context: RelayRequestContext, _ service: RelayService, needsBody: Bool, limit: Int? = nil,
             _ body: @escaping @Sendable ([UInt8]) async throws -> RelayReply) async -> Response {
     var request = request
-    let limit = service.configuration.maximumBodyBytes
+    let limit = limit ?? service.configuration.maximumBodyBytes
     let reply = await service.reply {
         try service.limit(address: clientAddress(request, context, service))
         guard let type = request.headers[.contentType]?.lowercased(),
@@ -88,6 +110,30 @@ func handle(_ request: Request, _ context: RelayRequestContext, _ service: Relay
         return try await body(Array(buffer.readableBytesView))
     }
     return response(reply)
+}
+
+/// Shared path of the recipient-signed mailbox routes: address limit, then the handler with the
+/// request target exactly as sent (the signed string covers it) and lowercased header names.
+func signed(_ request: Request, _ context: RelayRequestContext, _ service: RelayService,
+            _ body: @escaping @Sendable (String, [String: String]) async throws -> RelayReply) async -> Response {
+    let reply = await service.reply {
+        try service.limit(address: clientAddress(request, context, service))
+        var headers: [String: String] = [:]
+        for field in request.headers { headers[field.name.canonicalName] = field.value }
+        return try await body(request.head.path ?? request.uri.description, headers)
+    }
+    return response(reply)
+}
+
+/// The query items of a request target (`?a=1&b=2`), without percent-decoding (ids are hex).
+func queryItems(_ target: String) -> [String: String] {
+    guard let mark = target.firstIndex(of: "?") else { return [:] }
+    var items: [String: String] = [:]
+    for pair in target[target.index(after: mark)...].split(separator: "&") {
+        let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        if let name = parts.first, items[String(name)] == nil { items[String(name)] = parts.count > 1 ? String(parts[1]) : "" }
+    }
+    return items
 }
 
 /// The client's address: the peer, or the first `X-Forwarded-For` entry behind a trusted proxy.

@@ -12,6 +12,8 @@ public final class RelayService: Sendable {
     let metrics = RelayMetrics()
     private let addressLimiter: RateLimiter
     private let keyLimiter: RateLimiter
+    let messageLimiter: RateLimiter
+    let seenSignatures = SeenSignatures()
 
     public init(configuration: RelayConfiguration, store: any RelayStore, clock: TimeSource = .system, logger: Logger) {
         self.configuration = configuration
@@ -20,9 +22,10 @@ public final class RelayService: Sendable {
         self.logger = logger
         addressLimiter = RateLimiter(rate: configuration.addressRate, burst: configuration.addressBurst)
         keyLimiter = RateLimiter(rate: configuration.keyRate, burst: configuration.keyBurst)
+        messageLimiter = RateLimiter(rate: configuration.messageRate, burst: configuration.messageBurst)
     }
 
-    private var nowSeconds: UInt64 { clock.now() / 1000 }
+    var nowSeconds: UInt64 { clock.now() / 1000 }
 
     /// Runs a handler, turning a ``RelayFailure`` into its JSON reply and counting it.
     func reply(_ body: () async throws -> RelayReply) async -> RelayReply {
@@ -166,12 +169,14 @@ public final class RelayService: Sendable {
         }
         addressLimiter.prune(now: clock.now())
         keyLimiter.prune(now: clock.now())
+        try await sweepMailbox()
         return removed
     }
 
     /// The Prometheus exposition, with the store size refreshed.
     public func metricsText() async -> [UInt8] {
         if let count = try? await store.count() { metrics.storeEntries.set(Int64(count)) }
+        if let count = try? await store.mailboxCount() { metrics.mailboxEntries.set(Int64(count)) }
         return metrics.exposition()
     }
 

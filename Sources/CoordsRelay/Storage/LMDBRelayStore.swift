@@ -43,7 +43,53 @@ extension Tombstone: StoreValue {
 enum RelayTables {
     static let records = TableDefinition<Bytes32, RelayRecord>("relay_records")
     static let tombstones = TableDefinition<Bytes32, Tombstone>("relay_tombstones")
-    static let schema = Schema(version: 1, tables: [records.erased, tombstones.erased])
+    /// Mailbox queues: key `recipient id (32 bytes) | sequence u64 BE` (so a prefix scan lists a
+    /// recipient's envelopes oldest first), value ``MailboxEntry`` (`mailbox-entry/1`).
+    static let mailbox = TableDefinition<[UInt8], MailboxEntry>("mailbox_queue")
+    /// Envelope id → its queue key.
+    static let mailboxIndex = TableDefinition<String, [UInt8]>("mailbox_index")
+    /// Acknowledged ids → kept until (Unix seconds).
+    static let mailboxTombstones = TableDefinition<String, UInt64>("mailbox_tombstones")
+    /// `next_sequence`.
+    static let mailboxMeta = TableDefinition<String, UInt64>("mailbox_meta")
+    /// Version 2 added the mailbox tables (created at open; nothing to convert).
+    static let schema = Schema(version: 2, tables: [records.erased, tombstones.erased, mailbox.erased, mailboxIndex.erased,
+                                                    mailboxTombstones.erased, mailboxMeta.erased],
+                               migrations: [Migration(to: 2) { _ in }])
+}
+
+/// `mailbox-entry/1`: `version 1 | expiresAt u64 BE | id length u8 | id | recipient (64) | envelope`.
+extension MailboxEntry: StoreValue {
+    public static var storeTypeName: String { "mailbox-entry/1" }
+
+    public func withStoreBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        let idBytes = Array(id.utf8), recipientBytes = Array(recipient.utf8)
+        guard idBytes.count <= 255, recipientBytes.count == 64 else { throw StoreCodecError("mailbox entry id or recipient too long") }
+        var bytes: [UInt8] = [1]
+        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: expiresAt >> UInt64(shift))) }
+        bytes.append(UInt8(idBytes.count))
+        bytes += idBytes + recipientBytes + envelope
+        return try bytes.withUnsafeBytes { try body($0) }
+    }
+
+    public init(storeBytes: UnsafeRawBufferPointer) throws {
+        guard storeBytes.count >= 10, storeBytes[0] == 1 else { throw StoreCodecError("not a mailbox-entry/1 value") }
+        let expiresAt = (1...8).reduce(UInt64(0)) { $0 << 8 | UInt64(storeBytes[$1]) }
+        let idLength = Int(storeBytes[9])
+        guard storeBytes.count >= 10 + idLength + 64 else { throw StoreCodecError("truncated mailbox-entry/1 value") }
+        self.init(id: String(decoding: storeBytes[10..<10 + idLength], as: UTF8.self),
+                  recipient: String(decoding: storeBytes[10 + idLength..<74 + idLength], as: UTF8.self),
+                  expiresAt: expiresAt, envelope: Array(storeBytes[(74 + idLength)...]))
+    }
+}
+
+extension MailboxEntry {
+    /// The queue key prefix of a recipient: the 32 bytes its hex id spells (zeros if not hex).
+    static func queuePrefix(_ recipient: String) -> [UInt8] {
+        let hex = Array(recipient.utf8)
+        func nibble(_ c: UInt8) -> UInt8 { c >= 0x61 ? c - 0x61 + 10 : (c >= 0x30 && c <= 0x39 ? c - 0x30 : 0) }
+        return (0..<32).map { i in hex.count == 64 ? nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]) : 0 }
+    }
 }
 
 /// A persistent ``RelayStore`` on LMDB (CoordsCore's Store layer).
@@ -58,12 +104,17 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
         case put(Bytes32, RelayRecord)
         case delete(Bytes32, timestamp: UInt64, now: UInt64)
         case sweep(updatedBefore: UInt64, tombstonesBefore: UInt64)
+        case mailboxPost(MailboxEntry, MailboxLimits, now: UInt64)
+        case mailboxAck(id: String, recipient: String, tombstoneUntil: UInt64)
+        case mailboxSweep(now: UInt64)
     }
 
     private enum Outcome {
         case put(PutResult)
         case delete(DeleteResult)
         case swept(Int)
+        case posted(MailboxPostResult)
+        case acked(Bool)
     }
 
     private struct Job: Sendable {
@@ -126,6 +177,103 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
         try database.read { tx in try tx.open(RelayTables.records).count() }
     }
 
+    // MARK: Mailbox
+
+    public func mailboxPost(_ entry: MailboxEntry, limits: MailboxLimits, now: UInt64) async throws -> MailboxPostResult {
+        guard case .posted(let result) = try await submit(.mailboxPost(entry, limits, now: now)) else {
+            throw RelayStoreError(description: "unexpected outcome")
+        }
+        return result
+    }
+
+    public func mailboxAck(id: String, recipient: String, tombstoneUntil: UInt64) async throws -> Bool {
+        guard case .acked(let deleted) = try await submit(.mailboxAck(id: id, recipient: recipient, tombstoneUntil: tombstoneUntil)) else {
+            throw RelayStoreError(description: "unexpected outcome")
+        }
+        return deleted
+    }
+
+    public func mailboxSweep(now: UInt64) async throws -> Int {
+        guard case .swept(let count) = try await submit(.mailboxSweep(now: now)) else { throw RelayStoreError(description: "unexpected outcome") }
+        return count
+    }
+
+    public func mailboxList(recipient: String, now: UInt64, limit: Int) async throws -> [MailboxEntry] {
+        try database.read { tx in
+            var found: [MailboxEntry] = []
+            try tx.open(RelayTables.mailbox).forEach(prefix: MailboxEntry.queuePrefix(recipient)) { _, entry in
+                if entry.expiresAt > now, entry.recipient == recipient { found.append(entry) }
+                return found.count < limit
+            }
+            return found
+        }
+    }
+
+    public func mailboxCount() async throws -> Int {
+        try database.read { tx in try tx.open(RelayTables.mailboxIndex).count() }
+    }
+
+    /// The mailbox operations of one commit (inside the committer's write transaction).
+    private static func apply(_ operation: Operation, _ tx: borrowing WriteTransaction) throws -> Outcome? {
+        switch operation {
+        case .mailboxPost(let entry, let limits, let now):
+            let index = try tx.open(RelayTables.mailboxIndex)
+            if try index.contains(entry.id) || (try tx.open(RelayTables.mailboxTombstones).contains(entry.id)) { return .posted(.duplicate) }
+            if try index.count() >= limits.total { return .posted(.relayFull) }
+            let queue = try tx.open(RelayTables.mailbox)
+            let prefix = MailboxEntry.queuePrefix(entry.recipient)
+            var waiting = 0
+            try queue.forEach(prefix: prefix) { _, stored in
+                if stored.expiresAt > now { waiting += 1 }
+                return waiting < limits.perRecipient
+            }
+            if waiting >= limits.perRecipient { return .posted(.recipientFull) }
+            let meta = try tx.open(RelayTables.mailboxMeta)
+            let sequence = try meta.get("next_sequence") ?? 1
+            try meta.put("next_sequence", sequence + 1)
+            var key = prefix
+            for shift in stride(from: 56, through: 0, by: -8) { key.append(UInt8(truncatingIfNeeded: sequence >> UInt64(shift))) }
+            try queue.put(key, entry)
+            try index.put(entry.id, key)
+            return .posted(.stored)
+        case .mailboxAck(let id, let recipient, let until):
+            let index = try tx.open(RelayTables.mailboxIndex)
+            let tombstones = try tx.open(RelayTables.mailboxTombstones)
+            if let key = try index.get(id) {
+                let queue = try tx.open(RelayTables.mailbox)
+                guard let entry = try queue.get(key), entry.recipient == recipient else { return .acked(false) }
+                _ = try queue.remove(key)
+                _ = try index.remove(id)
+                try tombstones.put(id, until)
+                return .acked(true)
+            }
+            try tombstones.put(id, max(until, try tombstones.get(id) ?? 0))
+            return .acked(false)
+        case .mailboxSweep(let now):
+            let queue = try tx.open(RelayTables.mailbox)
+            let index = try tx.open(RelayTables.mailboxIndex)
+            var expired: [([UInt8], String)] = []
+            try queue.forEach { key, entry in
+                if entry.expiresAt <= now { expired.append((key, entry.id)) }
+                return true
+            }
+            for (key, id) in expired {
+                _ = try queue.remove(key)
+                _ = try index.remove(id)
+            }
+            let tombstones = try tx.open(RelayTables.mailboxTombstones)
+            var old: [String] = []
+            try tombstones.forEach { id, until in
+                if until < now { old.append(id) }
+                return true
+            }
+            for id in old { _ = try tombstones.remove(id) }
+            return .swept(expired.count)
+        default:
+            return nil
+        }
+    }
+
     /// Stops accepting writes, lets the committer finish what is queued, and closes LMDB.
     public func close() async {
         jobs.sender.close()
@@ -153,6 +301,7 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
                     let records = try tx.open(RelayTables.records)
                     let tombstones = try tx.open(RelayTables.tombstones)
                     return try batch.map { job -> Outcome in
+                        if let outcome = try Self.apply(job.operation, tx) { return outcome }
                         switch job.operation {
                         case .put(let key, let record):
                             let result = RelayStoreRules.put(timestamp: record.timestamp, existing: try records.get(key),
@@ -183,6 +332,8 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
                             }
                             for key in old { try tombstones.remove(key) }
                             return .swept(expired.count)
+                        case .mailboxPost, .mailboxAck, .mailboxSweep:
+                            throw RelayStoreError(description: "mailbox operation not applied")
                         }
                     }
                 }

@@ -41,5 +41,51 @@ public actor MemoryRelayStore: RelayStore {
 
     public func count() -> Int { records.count }
 
+    // MARK: Mailbox
+
+    private var queues: [String: [MailboxEntry]] = [:]  // by recipient, oldest first
+    private var recipientOf: [String: String] = [:]      // id → recipient
+    private var messageTombstones: [String: UInt64] = [:]  // id → kept until
+
+    public func mailboxPost(_ entry: MailboxEntry, limits: MailboxLimits, now: UInt64) -> MailboxPostResult {
+        if recipientOf[entry.id] != nil || messageTombstones[entry.id] != nil { return .duplicate }
+        if recipientOf.count >= limits.total { return .relayFull }
+        if (queues[entry.recipient] ?? []).count(where: { $0.expiresAt > now }) >= limits.perRecipient { return .recipientFull }
+        queues[entry.recipient, default: []].append(entry)
+        recipientOf[entry.id] = entry.recipient
+        return .stored
+    }
+
+    public func mailboxList(recipient: String, now: UInt64, limit: Int) -> [MailboxEntry] {
+        Array((queues[recipient] ?? []).lazy.filter { $0.expiresAt > now }.prefix(limit))
+    }
+
+    public func mailboxAck(id: String, recipient: String, tombstoneUntil: UInt64) -> Bool {
+        if let owner = recipientOf[id] {
+            guard owner == recipient else { return false }
+            queues[owner]?.removeAll { $0.id == id }
+            if queues[owner]?.isEmpty == true { queues[owner] = nil }
+            recipientOf[id] = nil
+            messageTombstones[id] = tombstoneUntil
+            return true
+        }
+        messageTombstones[id] = max(tombstoneUntil, messageTombstones[id] ?? 0)
+        return false
+    }
+
+    public func mailboxSweep(now: UInt64) -> Int {
+        var removed = 0
+        for (recipient, queue) in queues {
+            let kept = queue.filter { $0.expiresAt > now }
+            removed += queue.count - kept.count
+            for entry in queue where entry.expiresAt <= now { recipientOf[entry.id] = nil }
+            queues[recipient] = kept.isEmpty ? nil : kept
+        }
+        messageTombstones = messageTombstones.filter { $0.value >= now }
+        return removed
+    }
+
+    public func mailboxCount() -> Int { recipientOf.count }
+
     public func close() {}
 }

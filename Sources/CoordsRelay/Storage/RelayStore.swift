@@ -36,7 +36,7 @@ public enum DeleteResult: Sendable, Equatable {
 
 /// Where the relay keeps uploads. ``LMDBRelayStore`` persists them (durable before the 204);
 /// ``MemoryRelayStore`` is for tests. Both apply ``RelayStoreRules`` so they behave the same.
-public protocol RelayStore: Sendable {
+public protocol RelayStore: MailboxStore {
     /// Stores `record` under `key` unless something at least as new is there.
     func put(key: Bytes32, record: RelayRecord) async throws -> PutResult
     /// The records of `keys` updated at or after `updatedSince` (older ones are expired).
@@ -79,4 +79,62 @@ public enum RelayStoreRules {
 /// A store error the routes report as 500 (the store is broken, not the request).
 public struct RelayStoreError: Error, CustomStringConvertible {
     public var description: String
+}
+
+// MARK: Mailbox (PROTOCOL.md §7.3)
+
+/// One stored envelope: its lowercase id and recipient id, its expiry, and the JSON exactly as
+/// posted (the sender's signature covers the strings as they appear, so the relay never
+/// rewrites it).
+public struct MailboxEntry: Sendable, Equatable {
+    public var id: String
+    public var recipient: String
+    public var expiresAt: UInt64
+    public var envelope: [UInt8]
+
+    public init(id: String, recipient: String, expiresAt: UInt64, envelope: [UInt8]) {
+        self.id = id
+        self.recipient = recipient
+        self.expiresAt = expiresAt
+        self.envelope = envelope
+    }
+}
+
+/// Caps of the mailbox.
+public struct MailboxLimits: Sendable, Equatable {
+    /// Most unexpired envelopes waiting for one recipient.
+    public var perRecipient: Int
+    /// Most envelopes stored in total.
+    public var total: Int
+
+    public init(perRecipient: Int, total: Int) {
+        self.perRecipient = perRecipient
+        self.total = total
+    }
+}
+
+/// Outcome of posting an envelope.
+public enum MailboxPostResult: Sendable, Equatable {
+    case stored
+    /// The id is stored or was acknowledged (tombstone): 409.
+    case duplicate
+    /// The recipient's queue is full: 429.
+    case recipientFull
+    /// The relay holds its maximum: 507.
+    case relayFull
+}
+
+/// The mailbox side of a relay store: both stores implement it with the same rules.
+public protocol MailboxStore: Sendable {
+    /// Stores `entry` unless its id is known (stored or tombstoned) or a cap is reached.
+    func mailboxPost(_ entry: MailboxEntry, limits: MailboxLimits, now: UInt64) async throws -> MailboxPostResult
+    /// Up to `limit` unexpired envelopes for `recipient`, oldest first.
+    func mailboxList(recipient: String, now: UInt64, limit: Int) async throws -> [MailboxEntry]
+    /// Removes `id` if it is stored for `recipient` (true), and records a tombstone valid until
+    /// `tombstoneUntil` so the id can never be posted again (unless it belongs to someone else).
+    func mailboxAck(id: String, recipient: String, tombstoneUntil: UInt64) async throws -> Bool
+    /// Removes expired envelopes and tombstones; returns how many envelopes were removed.
+    func mailboxSweep(now: UInt64) async throws -> Int
+    /// Envelopes stored (expired ones included until swept).
+    func mailboxCount() async throws -> Int
 }

@@ -9,6 +9,11 @@ final class RelayMetrics: Sendable {
     let deletes: Counter
     let expired: Counter
     let storeEntries: Gauge
+    let messagesPosted: Counter
+    let messagesDelivered: Counter
+    let messagesAcknowledged: Counter
+    let messagesExpired: Counter
+    let mailboxEntries: Gauge
     private static let buckets: [Duration] = [.microseconds(250), .milliseconds(1), .milliseconds(2), .milliseconds(5),
                                               .milliseconds(10), .milliseconds(20), .milliseconds(50), .milliseconds(100),
                                               .milliseconds(250), .seconds(1)]
@@ -29,6 +34,11 @@ final class RelayMetrics: Sendable {
         deletes = registry.makeCounter(descriptor: Self.name("deletes", "total", "Blobs deleted by their owner"))
         expired = registry.makeCounter(descriptor: Self.name("expired", "total", "Blobs forgotten after the TTL"))
         storeEntries = registry.makeGauge(descriptor: Self.name("store", "entries", "Blobs currently stored"))
+        messagesPosted = registry.makeCounter(descriptor: Self.name("messages_posted", "total", "Envelopes accepted into mailboxes"))
+        messagesDelivered = registry.makeCounter(descriptor: Self.name("messages_delivered", "total", "Envelopes returned to their recipient"))
+        messagesAcknowledged = registry.makeCounter(descriptor: Self.name("messages_acknowledged", "total", "Envelopes removed by their recipient's ack"))
+        messagesExpired = registry.makeCounter(descriptor: Self.name("messages_expired", "total", "Envelopes swept after expiresAt"))
+        mailboxEntries = registry.makeGauge(descriptor: Self.name("mailbox", "entries", "Envelopes currently stored"))
     }
 
     /// Counts a finished request and its latency.

@@ -1,0 +1,163 @@
+import CoordsCore
+import Synchronization
+
+/// Signatures of recipient requests already accepted (§7.3: each is accepted once), kept until
+/// their timestamp leaves the skew window, after which the timestamp check refuses them anyway.
+/// In memory: after a restart a signature could be replayed within its remaining window, which
+/// only lets the replayer repeat the same read or ack (docs/MESSAGING.md).
+final class SeenSignatures: Sendable {
+    private let seen = Mutex<[String: UInt64]>([:])
+
+    /// Records `signature` (valid until `until`); false if it was already seen.
+    func insert(_ signature: String, until: UInt64, now: UInt64) -> Bool {
+        seen.withLock { seen in
+            if seen.count > 100_000 { seen = seen.filter { $0.value >= now } }
+            guard seen[signature] == nil else { return false }
+            seen[signature] = until
+            return true
+        }
+    }
+
+    func prune(now: UInt64) { seen.withLock { $0 = $0.filter { $0.value >= now } } }
+}
+
+/// The §7.3 mailbox: sealed envelopes in, recipient-signed reads and acks out.
+extension RelayService {
+    private var mailboxLimits: MailboxLimits {
+        MailboxLimits(perRecipient: configuration.maximumMessagesPerRecipient, total: configuration.maximumMessages)
+    }
+
+    /// `POST /v1/relay/messages` with an envelope → 202 `{"accepted": true, "packetID": id}`.
+    public func postMessage(body: [UInt8]) async throws -> RelayReply {
+        guard let value = try? JSONValue.parse(body) else { throw RelayFailure(400, "invalid_json", "the body is not JSON") }
+        let envelope: Envelope
+        do {
+            envelope = try Envelope(json: value)
+        } catch {
+            throw RelayFailure(400, "invalid_envelope", (error as? WireError)?.description ?? "\(error)")
+        }
+        let now = nowSeconds
+        guard let created = try? RFC3339.parse(envelope.createdAt), let expires = try? RFC3339.parse(envelope.expiresAt) else {
+            throw RelayFailure(400, "invalid_envelope", "createdAt and expiresAt must be RFC 3339 date-times")
+        }
+        guard expires > created else { throw RelayFailure(400, "invalid_envelope", "expiresAt must be after createdAt") }
+        guard expires > now else { throw RelayFailure(400, "expired", "expiresAt has already passed") }
+        guard created <= now + configuration.clockSkewSeconds else {
+            throw RelayFailure(400, "created_in_future", "createdAt is more than \(configuration.clockSkewSeconds) s in the future; check the device clock")
+        }
+        guard expires - created <= configuration.maximumMessageTTLSeconds else {
+            throw RelayFailure(400, "ttl_too_long", "the envelope lives \(expires - created) s; this relay keeps messages at most \(configuration.maximumMessageTTLSeconds) s")
+        }
+        if let keyText = envelope.senderKey {
+            guard let bytes = try? Base64.decode(keyText, field: "senderKey"), bytes.count == 32,
+                  let key = try? Ed25519PublicKey(rawRepresentation: bytes) else {
+                throw RelayFailure(401, "invalid_signature", "senderKey is not a base64url Ed25519 public key")
+            }
+            do {
+                try envelope.verify(senderKey: key)
+            } catch {
+                throw RelayFailure(401, "invalid_signature", "the envelope's signature does not verify with senderKey, or senderKey's hash is not senderID")
+            }
+        } else if configuration.strictMailbox {
+            throw RelayFailure(401, "sender_key_required", "this relay requires senderKey so it can check the signature")
+        }
+        guard let payload = try? Base64.decode(envelope.sealedPayloadBase64, variant: .standard, field: "sealedPayloadBase64") else {
+            throw RelayFailure(400, "invalid_envelope", "sealedPayloadBase64 is not standard base64 with padding")
+        }
+        guard payload.count <= configuration.maximumMessagePayloadBytes else {
+            throw RelayFailure(413, "payload_too_large", "the sealed payload is \(payload.count) bytes; the limit is \(configuration.maximumMessagePayloadBytes)")
+        }
+        guard let signature = try? Base64.decode(envelope.signatureBase64, variant: .standard, field: "signatureBase64"), signature.count == 64 else {
+            throw RelayFailure(400, "invalid_envelope", "signatureBase64 must be 64 bytes in standard base64")
+        }
+        let sender = envelope.senderID.lowercased()
+        if let retry = messageLimiter.take("m:" + sender, now: clock.now()) {
+            throw RelayFailure(429, "rate_limited", "too many messages from this sender; retry in \(retry) s", retryAfter: retry)
+        }
+        let id = envelope.id.lowercased()
+        let entry = MailboxEntry(id: id, recipient: envelope.recipientID.lowercased(), expiresAt: expires, envelope: body)
+        switch try await store.mailboxPost(entry, limits: mailboxLimits, now: now) {
+        case .stored:
+            metrics.messagesPosted.increment()
+            return .json(.object(["accepted": .bool(true), "packetID": .string(id)]), status: 202)
+        case .duplicate:
+            throw RelayFailure(409, "duplicate", "an envelope with id \(id) is stored or was already delivered")
+        case .recipientFull:
+            throw RelayFailure(429, "recipient_full", "the recipient has \(configuration.maximumMessagesPerRecipient) messages waiting; retry later",
+                               retryAfter: 60)
+        case .relayFull:
+            throw RelayFailure(507, "relay_full", "the relay holds its maximum number of messages; retry later")
+        }
+    }
+
+    /// `GET /v1/relay/messages?recipientID=…&limit=…` (recipient-signed) → `{"packets": […]}`.
+    public func listMessages(pathWithQuery: String, query: [String: String], headers: [String: String]) async throws -> RelayReply {
+        guard let recipientText = query["recipientID"], let recipient = try? PeerID(parsing: recipientText) else {
+            throw RelayFailure(400, "invalid_recipient", "recipientID must be 64 hex digits")
+        }
+        var limit = 50
+        if let text = query["limit"] {
+            guard let n = Int(text), (1...100).contains(n) else { throw RelayFailure(400, "invalid_limit", "limit must be 1…100") }
+            limit = n
+        }
+        try authenticate(recipient: recipient, method: "GET", pathWithQuery: pathWithQuery, headers: headers)
+        let entries = try await store.mailboxList(recipient: recipient.hex, now: nowSeconds, limit: limit)
+        let packets = entries.compactMap { try? JSONValue.parse($0.envelope) }
+        metrics.messagesDelivered.increment(by: Int64(packets.count))
+        return .json(.object(["packets": .array(packets)]))
+    }
+
+    /// `POST /v1/relay/messages/<id>/ack` or `DELETE /v1/relay/messages/<id>` (recipient-signed)
+    /// → `{"deleted": bool, "packetID": id}`.
+    public func acknowledgeMessage(id rawID: String, method: String, pathWithQuery: String, headers: [String: String]) async throws -> RelayReply {
+        guard Envelope.isUUID(rawID) else { throw RelayFailure(400, "invalid_id", "the message id must be a UUID") }
+        let id = rawID.lowercased()
+        guard let keyText = headers["x-coords-key"], let bytes = try? Base64.decode(keyText, field: "X-Coords-Key"), bytes.count == 32,
+              let key = try? Ed25519PublicKey(rawRepresentation: bytes) else {
+            throw RelayFailure(401, "unauthenticated", "send X-Coords-Key, X-Coords-Timestamp and X-Coords-Signature (§7.3)")
+        }
+        let recipient = PeerID(key)
+        try authenticate(recipient: recipient, method: method, pathWithQuery: pathWithQuery, headers: headers)
+        let tombstoneUntil = nowSeconds + configuration.maximumMessageTTLSeconds + configuration.clockSkewSeconds
+        let deleted = try await store.mailboxAck(id: id, recipient: recipient.hex, tombstoneUntil: tombstoneUntil)
+        if deleted { metrics.messagesAcknowledged.increment() }
+        return .json(.object(["deleted": .bool(deleted), "packetID": .string(id)]))
+    }
+
+    /// Checks the three recipient headers: the key hashes to `recipient`, the timestamp is within
+    /// the skew, the signature verifies and was never used before.
+    private func authenticate(recipient: PeerID, method: String, pathWithQuery: String, headers: [String: String]) throws {
+        guard let keyText = headers["x-coords-key"], let timestampText = headers["x-coords-timestamp"],
+              let signatureText = headers["x-coords-signature"] else {
+            throw RelayFailure(401, "unauthenticated", "send X-Coords-Key, X-Coords-Timestamp and X-Coords-Signature (§7.3)")
+        }
+        guard let bytes = try? Base64.decode(keyText, field: "X-Coords-Key"), bytes.count == 32,
+              let key = try? Ed25519PublicKey(rawRepresentation: bytes), PeerID(key) == recipient else {
+            throw RelayFailure(401, "wrong_mailbox", "X-Coords-Key is not the key of this recipient")
+        }
+        guard let timestamp = UInt64(timestampText) else { throw RelayFailure(401, "invalid_timestamp", "X-Coords-Timestamp must be Unix seconds") }
+        let now = nowSeconds, skew = configuration.clockSkewSeconds
+        guard timestamp + skew >= now, timestamp <= now + skew else {
+            throw RelayFailure(401, "timestamp_out_of_window", "X-Coords-Timestamp is more than \(skew) s from the relay's clock")
+        }
+        guard let signature = try? Base64.decode(signatureText, field: "X-Coords-Signature"), signature.count == 64,
+              key.isValidSignature(signature, for: MailboxAuth.signedBytes(method: method, path: pathWithQuery, timestamp: timestamp)) else {
+            throw RelayFailure(401, "invalid_signature", "X-Coords-Signature does not verify for this method, path and timestamp")
+        }
+        guard seenSignatures.insert(signatureText, until: timestamp + skew, now: now) else {
+            throw RelayFailure(401, "replayed_signature", "this request signature was already used; sign each request afresh")
+        }
+    }
+
+    /// Forgets expired envelopes, old tombstones and old request signatures.
+    func sweepMailbox() async throws {
+        let now = nowSeconds
+        let removed = try await store.mailboxSweep(now: now)
+        if removed > 0 {
+            metrics.messagesExpired.increment(by: Int64(removed))
+            logger.info("expired messages swept", metadata: ["count": "\(removed)"])
+        }
+        seenSignatures.prune(now: now)
+        messageLimiter.prune(now: clock.now())
+    }
+}
