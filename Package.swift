@@ -96,6 +96,7 @@ let package = Package(
             dependencies: [
                 "CoordsRelay", "CoordsCore", "coords-relay",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
         .testTarget(

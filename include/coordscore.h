@@ -138,6 +138,9 @@ extern "C" {
 #define COORDS_ERR_CANNOT_ADD_SELF 611
 #define COORDS_ERR_UNKNOWN_UPLOAD 620
 #define COORDS_ERR_FIX_IN_FUTURE 621
+#define COORDS_ERR_FRIEND_BLOCKED 630     /* no messages to or from a blocked friend */
+#define COORDS_ERR_MESSAGE_TOO_LONG 631
+#define COORDS_ERR_INVALID_MAILBOX_RESPONSE 632
 #define COORDS_ERR_WRONG_PASSPHRASE 650   /* the keychain passphrase or host key is wrong */
 #define COORDS_ERR_KEYCHAIN_CORRUPTED 651
 #define COORDS_ERR_KEYCHAIN_IO 652
@@ -467,6 +470,60 @@ int32_t coords_outbox_mark_failed(CoordsApp *app, uint64_t id, const char *reaso
 
 /* Drops an entry without delivering it. */
 int32_t coords_outbox_remove(CoordsApp *app, uint64_t id, CoordsError *out_error);
+
+/* ---- Sealed messages (PROTOCOL.md §7, docs/MESSAGING.md) ------------------------------ */
+
+/* Seals `payload` (the §7.2 plaintext JSON, at most 131,012 bytes) from `seed`'s identity to
+ * `recipient_public`, created at `created_at` (Unix s) and expiring `ttl_seconds` (1…2,592,000)
+ * later, with a fresh ephemeral key, nonce and UUID; writes the §7.1 envelope JSON.
+ * Errors: INVALID_PUBLIC_KEY, TOO_LARGE, INVALID_ARGUMENT, NULL_ARGUMENT. */
+int32_t coords_envelope_seal(const uint8_t seed[32], const uint8_t recipient_public[32], const uint8_t *payload,
+                             size_t payload_len, uint64_t created_at, uint64_t ttl_seconds, CoordsBuffer *envelope_json_out,
+                             CoordsError *out_error);
+
+/* Verifies an envelope from `sender_public` to `seed`'s identity and writes its plaintext.
+ * `now` (Unix s) decides expiry. Errors: INVALID_ENVELOPE, ENVELOPE_SIGNATURE, ENVELOPE_NOT_FOR_ME,
+ * ENVELOPE_EXPIRED, ENVELOPE_TAMPERED, INVALID_JSON, NULL_ARGUMENT. */
+int32_t coords_envelope_open(const uint8_t seed[32], const uint8_t sender_public[32], const char *envelope_json, uint64_t now,
+                             CoordsBuffer *payload_out, CoordsError *out_error);
+
+/* Seals `text` (UTF-8, ≤ 64 KiB) for a friend, stores it (status "queued") and queues it in the
+ * outbox (kind "message", reference = message id). Writes {"message": Message, "request": Request,
+ * "outbox_id": n}: send the request now (POST to the friend's relay) and call
+ * coords_messages_mark_sent on 202 or 409, or let the outbox retry it.
+ * Errors: FRIEND_NOT_FOUND, FRIEND_BLOCKED, MESSAGE_TOO_LONG, NO_IDENTITY, INVALID_PUBLIC_KEY_ID. */
+int32_t coords_messages_send(CoordsApp *app, const char *friend_id, const char *text, CoordsBuffer *sent_json_out,
+                             CoordsError *out_error);
+
+/* Marks a message accepted by the relay and removes its outbox entry (unknown ids are fine). */
+int32_t coords_messages_mark_sent(CoordsApp *app, const char *message_id, CoordsError *out_error);
+
+/* A recipient-signed GET of our own mailbox (Request JSON). Sign a fresh one per attempt: the
+ * relay accepts each signature once. Errors: NO_IDENTITY, NO_SERVER. */
+int32_t coords_messages_prepare_fetch(CoordsApp *app, CoordsBuffer *request_json_out, CoordsError *out_error);
+
+/* Processes the relay's {"packets": [...]}: verifies, opens, de-duplicates and stores every
+ * envelope, then writes {"received": [Message], "delivered": [id], "duplicates": [id],
+ * "rejected": [{"id", "error"}], "acks": [Request], "receipts": [OutboxEntry]}. Send the acks
+ * (everything was stored first) and the receipts. Errors: INVALID_MAILBOX_RESPONSE, NO_IDENTITY,
+ * TOO_LARGE. */
+int32_t coords_messages_process_fetch_response(CoordsApp *app, const uint8_t *body, size_t body_len,
+                                               CoordsBuffer *outcome_json_out, CoordsError *out_error);
+
+/* Conversations, most recent first: [{"friend_id", "name", "last_message": Message|null,
+ * "message_count", "disappear_after_seconds": n|null}]. */
+int32_t coords_messages_conversations(CoordsApp *app, CoordsBuffer *json_out, CoordsError *out_error);
+
+/* A conversation's messages, oldest first ([Message]); the last `limit` when limit > 0. */
+int32_t coords_messages_history(CoordsApp *app, const char *friend_id, uint32_t limit, CoordsBuffer *json_out,
+                                CoordsError *out_error);
+
+/* Disappearing messages: local copies of messages stored from now on are deleted `seconds`
+ * after they were stored (0 turns it off). Errors: FRIEND_NOT_FOUND. */
+int32_t coords_messages_set_disappearing(CoordsApp *app, const char *friend_id, uint64_t seconds, CoordsError *out_error);
+
+/* Deletes local messages whose timer ran out; writes their ids as a JSON array. */
+int32_t coords_messages_sweep_expired(CoordsApp *app, CoordsBuffer *ids_json_out, CoordsError *out_error);
 
 /* ---- Offline geocoding (never touches the network) ------------------------------------ */
 

@@ -143,6 +143,19 @@ enum Record {
             case .removed(let id): set("outbox", "removed"); o["id"] = .integer(id)
             case .errorOccurred(let code, let message): set("outbox", "error_occurred"); failure(code, message)
             }
+        case .messages(let m):
+            switch m {
+            case .messageQueued(let message): set("messages", "message_queued"); o["message"] = Record.message(message)
+            case .messageSent(let id): set("messages", "message_sent"); o["id"] = .string(id)
+            case .messagesReceived(let list): set("messages", "messages_received"); o["messages"] = .array(list.map(Record.message))
+            case .messageDelivered(let id): set("messages", "message_delivered"); o["id"] = .string(id)
+            case .messageRejected(let id, let code, let message): set("messages", "message_rejected"); o["id"] = .string(id); failure(code, message)
+            case .messagesExpired(let ids): set("messages", "messages_expired"); o["ids"] = .array(ids.map { .string($0) })
+            case .disappearingChanged(let friend, let seconds):
+                set("messages", "disappearing_changed"); o["friend_id"] = .string(friend)
+                o["seconds"] = seconds.map { .integer($0) } ?? .null
+            case .errorOccurred(let code, let message): set("messages", "error_occurred"); failure(code, message)
+            }
         }
         return .object(o)
     }

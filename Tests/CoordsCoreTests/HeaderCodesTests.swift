@@ -33,6 +33,8 @@ import Testing
         LocationManagerError.unknownUpload(fixTimestamp: 0), LocationManagerError.fixInFuture(fixTimestamp: 0, now: 0),
         KeychainError.wrongPassphrase, KeychainError.corrupted(""), KeychainError.io(operation: "", errno: 0), KeychainError.invalidName(""),
         KeychainError.hostFailure(code: 0, message: ""),
+        MessagesManagerError.friendBlocked(id: ""), MessagesManagerError.messageTooLong(bytes: 0, maximum: 0),
+        MessagesManagerError.invalidMailboxResponse(""),
         GeocodingError.invalidCoordinate(""), GeocodingError.damagedData(""), GeocodingError.unsupportedVersion(0),
         GeocodingError.unreadableFile(path: "", reason: ""),
     ]

@@ -11,6 +11,7 @@ public enum AppUpdate: Sendable, Equatable {
     case friends(FriendsManagerReconcileMessage)
     case location(LocationManagerReconcileMessage)
     case outbox(OutboxManagerReconcileMessage)
+    case messages(MessagesManagerReconcileMessage)
 }
 
 /// The result of waiting for an update.
@@ -66,6 +67,8 @@ public final class CoordsApp: Sendable {
     public let location: LocationManager
     /// Requests waiting to be sent (offline), retried with backoff.
     public let outbox: OutboxManager
+    /// Sealed 1:1 messages through the relay (§7).
+    public let messages: MessagesManager
     let context: AppContext
     private let doorbell = Doorbell()
     private let closers: [@Sendable () -> Void]
@@ -116,8 +119,12 @@ public final class CoordsApp: Sendable {
         wallet = WalletManager(context: context, channel: walletChannel)
         friends = FriendsManager(context: context, channel: friendsChannel)
         location = LocationManager(context: context, channel: locationChannel)
+        let messagesChannel: (sender: Sender<MessagesManagerReconcileMessage>, receiver: Receiver<MessagesManagerReconcileMessage>) =
+            Channel.make(capacity: capacity, doorbell: doorbell)
         outbox = OutboxManager(context: context, channel: outboxChannel)
-        closers = [walletChannel.sender.close, friendsChannel.sender.close, locationChannel.sender.close, outboxChannel.sender.close]
+        messages = MessagesManager(context: context, outbox: outbox, channel: messagesChannel)
+        closers = [walletChannel.sender.close, friendsChannel.sender.close, locationChannel.sender.close, outboxChannel.sender.close,
+                   messagesChannel.sender.close]
     }
 
     /// Closes the store and ends the update channels (listeners finish after draining).
@@ -130,8 +137,8 @@ public final class CoordsApp: Sendable {
     /// Whether ``close()`` was called.
     public var isClosed: Bool { context.database.isClosed }
 
-    /// Waits for the next reconcile message of any manager (wallet, friends, location, then
-    /// outbox when several are queued). For hosts that poll (the C ABI); Swift hosts may instead
+    /// Waits for the next reconcile message of any manager (wallet, friends, location, outbox,
+    /// then messages when several are queued). For hosts that poll (the C ABI); Swift hosts may instead
     /// iterate each manager's `updates`. The two compete: each message is delivered once.
     /// - Parameter timeout: how long to wait; nil waits until a message arrives or the app closes.
     public func nextUpdate(timeout: Duration?) -> NextUpdate {
@@ -142,8 +149,9 @@ public final class CoordsApp: Sendable {
             if let message = try? friends.updates.tryRecv() { return .update(.friends(message)) }
             if let message = try? location.updates.tryRecv() { return .update(.location(message)) }
             if let message = try? outbox.updates.tryRecv() { return .update(.outbox(message)) }
+            if let message = try? messages.updates.tryRecv() { return .update(.messages(message)) }
             if wallet.updates.isDisconnected && friends.updates.isDisconnected && location.updates.isDisconnected
-                && outbox.updates.isDisconnected { return .closed }
+                && outbox.updates.isDisconnected && messages.updates.isDisconnected { return .closed }
             if !doorbell.wait(after: generation, until: deadline) { return .timedOut }
         }
     }

@@ -10,20 +10,30 @@ public enum Tables {
     public static let settings = TableDefinition<String, String>("settings")
     /// Prepared requests waiting to be sent, by increasing id.
     public static let outbox = TableDefinition<UInt64, OutboxItem>("outbox")
+    /// Messages by `friend public key (32) | sequence u64 BE`: a prefix scan is a conversation,
+    /// oldest first.
+    public static let messages = TableDefinition<[UInt8], MessageRecord>("messages")
+    /// Message and envelope ids already processed → their ``messages`` key (empty for receipts):
+    /// de-duplication and receipt lookup.
+    public static let messageIDs = TableDefinition<String, [UInt8]>("message_ids")
+    /// Per-friend messaging settings (disappearing messages).
+    public static let conversations = TableDefinition<Ed25519PublicKey, ConversationSettings>("conversations")
 }
 
 /// The current schema and its migrations.
 public enum AppSchema {
     /// Version 1: friends, location_cache, upload_state, settings, outbox.
-    public static let version: UInt32 = 1
+    /// Version 2: messages, message_ids, conversations (new tables; nothing to convert).
+    public static let version: UInt32 = 2
 
     /// Every table, in creation order.
     public static var tables: [AnyTableDefinition] {
-        [Tables.friends.erased, Tables.locations.erased, Tables.uploadState.erased, Tables.settings.erased, Tables.outbox.erased]
+        [Tables.friends.erased, Tables.locations.erased, Tables.uploadState.erased, Tables.settings.erased, Tables.outbox.erased,
+         Tables.messages.erased, Tables.messageIDs.erased, Tables.conversations.erased]
     }
 
     /// The schema ``Database/open(path:options:schema:)`` is given for a data directory.
-    public static var current: Schema { Schema(version: version, tables: tables, migrations: []) }
+    public static var current: Schema { Schema(version: version, tables: tables, migrations: [Migration(to: 2) { _ in }]) }
 }
 
 /// Names of the rows in ``Tables/settings``.
@@ -36,6 +46,8 @@ public enum SettingKey {
     public static let strictMode = "strict_mode"
     /// The next outbox id (ids are never reused).
     public static let outboxNextID = "outbox_next_id"
+    /// The next message sequence number (orders a conversation).
+    public static let messageNextSequence = "message_next_sequence"
 }
 
 /// Trust in a friend's key: compared safety numbers make it verified; blocked friends are ignored.

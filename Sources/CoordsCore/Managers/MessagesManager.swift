@@ -1,0 +1,414 @@
+import Synchronization
+
+/// Delivery state of a message.
+public enum MessageStatus: String, Sendable, Codable, Equatable {
+    /// Sealed and queued in the outbox, not yet accepted by the relay.
+    case queued
+    /// The friend's relay accepted it (202, or 409: it already had it).
+    case sent
+    /// The friend's app stored it and sent a receipt.
+    case delivered
+    /// A message we received.
+    case received
+}
+
+/// A 1:1 message as the store keeps it (value of ``Tables/messages``).
+public struct MessageRecord: StoreJSONValue, Equatable {
+    public static var storeTypeName: String { "json:MessageRecord/1" }
+
+    /// The message id (lowercase UUID; also the envelope id).
+    public var id: String
+    /// The friend (base64url public key).
+    public var peer: String
+    /// Whether we wrote it.
+    public var outgoing: Bool
+    /// `text`, or a kind this build does not know (kept, not dropped).
+    public var kind: String
+    public var text: String
+    /// When the sender wrote it (ms since the epoch).
+    public var sentAt: UInt64
+    /// When we stored it (ms).
+    public var storedAt: UInt64
+    public var status: MessageStatus
+    /// Local deletion time (ms) when the conversation has disappearing messages.
+    public var disappearsAt: UInt64?
+}
+
+/// A friend's messaging settings (value of ``Tables/conversations``).
+public struct ConversationSettings: StoreJSONValue, Equatable {
+    public static var storeTypeName: String { "json:ConversationSettings/1" }
+    /// Local copies of messages are deleted this many seconds after they were stored; nil keeps them.
+    public var disappearAfterSeconds: UInt64?
+}
+
+/// A conversation as hosts list it.
+public struct Conversation: Sendable, Equatable {
+    public var friendID: String
+    public var name: String
+    public var lastMessage: MessageRecord?
+    public var messageCount: Int
+    public var disappearAfterSeconds: UInt64?
+}
+
+/// A message sealed and queued for sending.
+public struct SentMessage: Sendable, Equatable {
+    public var message: MessageRecord
+    /// `POST <friend's relay>/v1/relay/messages`: send it now, or let the outbox retry it.
+    public var request: PreparedRequest
+    /// Its outbox entry (kind `message`; reference = message id).
+    public var outboxID: UInt64
+}
+
+/// An envelope the reader refused, and why.
+public struct MessageRejection: Sendable, Equatable {
+    public var id: String
+    public var code: Int32
+    public var reason: String
+}
+
+/// What processing one mailbox response did.
+public struct MessagesOutcome: Sendable, Equatable {
+    /// New messages stored (texts, and unknown kinds).
+    public var received: [MessageRecord] = []
+    /// Ids of our messages the friend confirmed (receipts).
+    public var delivered: [String] = []
+    /// Envelopes already processed (the relay had not seen our ack yet).
+    public var duplicates: [String] = []
+    /// Envelopes refused: unknown or blocked sender, forged, tampered, expired, malformed.
+    public var rejected: [MessageRejection] = []
+    /// Acks to send to our relay, one per envelope — prepared after everything was stored, so
+    /// nothing is acknowledged that was not kept.
+    public var acks: [PreparedRequest] = []
+    /// Receipts for the texts received, queued in the outbox (send them now or let it retry).
+    public var receipts: [OutboxEntry] = []
+
+    public init() {}
+}
+
+/// What the messages manager tells the host, after the fact.
+public enum MessagesManagerReconcileMessage: Sendable, Equatable {
+    case messageQueued(MessageRecord)
+    case messageSent(id: String)
+    case messagesReceived([MessageRecord])
+    case messageDelivered(id: String)
+    case messageRejected(id: String, code: Int32, message: String)
+    case messagesExpired(ids: [String])
+    case disappearingChanged(friendID: String, seconds: UInt64?)
+    case errorOccurred(code: Int32, message: String)
+}
+
+/// Errors of messaging. Codes 630–639, stable.
+public enum MessagesManagerError: CoordsCoreError, Equatable {
+    /// The friend is blocked: nothing is sent to or accepted from them.
+    case friendBlocked(id: String)
+    /// The text is longer than an envelope carries.
+    case messageTooLong(bytes: Int, maximum: Int)
+    /// The mailbox response is not `{"packets": [...]}`.
+    case invalidMailboxResponse(String)
+
+    public var code: Int32 {
+        switch self {
+        case .friendBlocked: 630
+        case .messageTooLong: 631
+        case .invalidMailboxResponse: 632
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .friendBlocked(let id): "friend \(id.prefix(12))… is blocked; unblock them (verify --reset) to exchange messages"
+        case .messageTooLong(let bytes, let maximum): "the message is \(bytes) bytes; at most \(maximum) fit in one envelope"
+        case .invalidMailboxResponse(let why): "the relay's mailbox response is not valid: \(why)"
+        }
+    }
+}
+
+/// Sealed 1:1 messages through the relay (PROTOCOL.md §7).
+///
+/// - ``send(_:to:)`` seals a text for a friend, stores it, and queues the POST in the outbox
+///   (retried with backoff 1 s → 60 s until the relay takes it; nothing lost across restarts).
+/// - ``prepareFetch()`` signs a GET of our own mailbox; ``processFetchResponse(_:)`` verifies each
+///   envelope with the friend's key, opens it, de-duplicates by id, stores it, and only then
+///   prepares the ack. Texts get a delivery receipt back; receipts mark our messages delivered.
+/// - Conversations can have disappearing messages: local copies are deleted after a per-friend
+///   timer (``setDisappearing(friendID:after:)``, applied by ``sweepExpired()``).
+public actor MessagesManager {
+    /// How long envelopes live on the relay (the relay's default maximum, 24 h).
+    public static let envelopeLifetimeSeconds: UInt64 = 86_400
+    /// Largest text (UTF-8 bytes) a message carries.
+    public static let maximumTextBytes = 64 * 1024
+    /// Envelopes asked for per fetch.
+    public static let fetchLimit = 100
+
+    let context: AppContext
+    let reconciler: Reconciler<MessagesManagerReconcileMessage>
+    let outbox: OutboxManager
+    /// Reconcile messages, after the change they describe was committed.
+    public nonisolated let updates: Receiver<MessagesManagerReconcileMessage>
+    /// The last timestamp put in a mailbox request signature: each request gets a later one, so
+    /// two requests in the same second never carry the same signature (the relay accepts each
+    /// signature once).
+    private nonisolated let lastSignedTimestamp = Mutex<UInt64>(0)
+
+    init(context: AppContext, outbox: OutboxManager,
+         channel: (sender: Sender<MessagesManagerReconcileMessage>, receiver: Receiver<MessagesManagerReconcileMessage>)) {
+        self.context = context
+        self.outbox = outbox
+        reconciler = Reconciler(sender: channel.sender, logger: context.logger, manager: "messages") { .errorOccurred(code: $0, message: $1) }
+        updates = channel.receiver
+    }
+
+    // MARK: Send
+
+    /// Seals `text` for a friend, stores it (status `queued`), and queues the request.
+    /// - Throws: ``FriendsManagerError/notFound(id:)``, ``MessagesManagerError/friendBlocked(id:)``,
+    ///   ``MessagesManagerError/messageTooLong(bytes:maximum:)``, ``WalletManagerError/noIdentity``,
+    ///   ``WireError/invalidServerURL(_:)``, store and crypto errors.
+    public func send(_ text: String, to friendID: String) async throws -> SentMessage {
+        guard text.utf8.count <= Self.maximumTextBytes else {
+            throw MessagesManagerError.messageTooLong(bytes: text.utf8.count, maximum: Self.maximumTextBytes)
+        }
+        let id = try Envelope.newUUID(using: context.random)
+        let (message, request) = try seal(kind: "text", id: id, text: text, ack: nil, to: friendID)
+        let stored = try reconciler.write(context.database) { tx, messages -> MessageRecord in
+            var message = message
+            message.disappearsAt = try Self.disappearance(tx, peer: message.peer, storedAt: message.storedAt)
+            try Self.store(message, tx)
+            messages.append(.messageQueued(message))
+            return message
+        }
+        let outboxID = try await outbox.enqueue(kind: "message", request: request, reference: id)
+        return SentMessage(message: stored, request: request, outboxID: outboxID)
+    }
+
+    /// Seals one payload for a friend: the stored record and the POST to their relay.
+    private func seal(kind: String, id: String, text: String, ack: String?, to friendID: String) throws -> (MessageRecord, PreparedRequest) {
+        let identity = try context.identity.get()
+        let key = try Ed25519PublicKey(base64URL: friendID)
+        guard let friend = try context.database.read({ tx in try tx.open(Tables.friends).get(key) }) else {
+            throw FriendsManagerError.notFound(id: friendID)
+        }
+        guard friend.trust != .blocked else { throw MessagesManagerError.friendBlocked(id: friendID) }
+        let now = context.clock.now()
+        let payload = MessagePayload(kind: kind, id: id, text: text, sentAt: now, ack: ack)
+        let envelope = try Envelope.seal(payload.json, id: id, from: identity.signing, to: key, createdAt: now / 1000,
+                                         expiresAt: now / 1000 + Self.envelopeLifetimeSeconds, random: context.random)
+        let request = PreparedRequest(url: try RelayAPI.endpoint(server: friend.server, path: "/v1/relay/messages"), method: "POST",
+                                      headers: [.init(name: "Content-Type", value: "application/json")], body: envelope.json.serialized())
+        let record = MessageRecord(id: id, peer: friendID, outgoing: true, kind: kind, text: text, sentAt: now, storedAt: now,
+                                   status: .queued, disappearsAt: nil)
+        return (record, request)
+    }
+
+    /// Records that the relay took a message (202, or 409 because it already had it) and removes
+    /// its outbox entry.
+    /// - Throws: store errors (an unknown id is not an error).
+    public func markSent(id: String) async throws {
+        let id = id.lowercased()
+        try reconciler.write(context.database) { tx, messages in
+            guard try Self.update(id, tx, { if $0.status == .queued { $0.status = .sent } }) else { return }
+            messages.append(.messageSent(id: id))
+        }
+        for entry in try outbox.pending() where entry.item.reference == id && (entry.item.kind == "message" || entry.item.kind == "receipt") {
+            try await outbox.markDelivered(id: entry.id)
+        }
+    }
+
+    // MARK: Fetch
+
+    /// A signed `GET <own relay>/v1/relay/messages?recipientID=…&limit=100` (§7.3). Sign a fresh
+    /// one for every attempt: the relay accepts each signature once.
+    /// - Throws: ``WalletManagerError/noIdentity``, ``WalletManagerError/noServer``.
+    public nonisolated func prepareFetch() throws -> PreparedRequest {
+        let identity = try context.identity.get()
+        let path = "/v1/relay/messages?recipientID=\(PeerID(identity.publicKey).hex)&limit=\(Self.fetchLimit)"
+        return try signedRequest(method: "GET", path: path, identity: identity)
+    }
+
+    private nonisolated func signedRequest(method: String, path: String, identity: Identity) throws -> PreparedRequest {
+        guard let server = try context.database.read({ tx in try tx.open(Tables.settings).get(SettingKey.server) }), !server.isEmpty else {
+            throw WalletManagerError.noServer
+        }
+        let now = context.clock.now() / 1000
+        let timestamp = lastSignedTimestamp.withLock { last in
+            last = max(now, last + 1)
+            return last
+        }
+        let headers = MailboxAuth.headers(signer: identity.signing, method: method, path: path, timestamp: timestamp)
+        return PreparedRequest(url: try RelayAPI.endpoint(server: server, path: path), method: method,
+                               headers: ["X-Coords-Key", "X-Coords-Timestamp", "X-Coords-Signature"].map { .init(name: $0, value: headers[$0] ?? "") })
+    }
+
+    /// Processes the relay's `{"packets": [...]}`: verifies, opens, de-duplicates and stores each
+    /// envelope in one transaction, then prepares one ack per envelope and queues receipts.
+    /// Refused envelopes are acknowledged too (they can never become valid) and reported.
+    /// - Throws: ``MessagesManagerError/invalidMailboxResponse(_:)``, ``WalletManagerError/noIdentity``,
+    ///   store errors. Individual bad envelopes never throw: they are in ``MessagesOutcome/rejected``.
+    public func processFetchResponse(_ body: [UInt8]) async throws -> MessagesOutcome {
+        let identity = try context.identity.get()
+        guard let packets = (try? JSONValue.parse(body))?.objectValue?["packets"]?.arrayValue else {
+            throw MessagesManagerError.invalidMailboxResponse("expected {\"packets\": [...]}")
+        }
+        let now = context.clock.now()
+        var outcome = MessagesOutcome()
+        var ackIDs: [String] = []
+        var receiptsFor: [(friendID: String, messageID: String)] = []
+        try reconciler.write(context.database) { tx, messages in
+            let friends = try tx.open(Tables.friends)
+            var byPeerID: [String: (key: Ed25519PublicKey, record: FriendRecord)] = [:]
+            for (key, record) in try friends.entries() { byPeerID[PeerID(key).hex] = (key, record) }
+            let ids = try tx.open(Tables.messageIDs)
+            for packet in packets {
+                let rawID = packet.objectValue?["id"]?.stringValue ?? ""
+                func reject(_ code: Int32, _ reason: String) {
+                    outcome.rejected.append(MessageRejection(id: rawID, code: code, reason: reason))
+                    messages.append(.messageRejected(id: rawID, code: code, message: reason))
+                }
+                if Envelope.isUUID(rawID) { ackIDs.append(rawID.lowercased()) }
+                let envelope: Envelope
+                do { envelope = try Envelope(json: packet) } catch {
+                    reject((error as? WireError)?.code ?? 360, "\(error)")
+                    continue
+                }
+                let id = envelope.id.lowercased()
+                if try ids.contains(id) {
+                    outcome.duplicates.append(id)
+                    continue
+                }
+                guard let sender = byPeerID[envelope.senderID.lowercased()] else {
+                    reject(FriendsManagerError.notFound(id: "").code, "from \(envelope.senderID.prefix(12))…, who is not a friend")
+                    continue
+                }
+                guard sender.record.trust != .blocked else {
+                    reject(MessagesManagerError.friendBlocked(id: "").code, "from \(sender.record.name), who is blocked")
+                    continue
+                }
+                let payload: MessagePayload
+                do {
+                    payload = try MessagePayload(json: try envelope.open(as: identity.signing, from: sender.key, now: now / 1000))
+                } catch {
+                    reject((error as? any CoordsCoreError)?.code ?? 364, (error as? any CoordsCoreError)?.description ?? "\(error)")
+                    continue
+                }
+                let friendID = sender.key.base64URL
+                if payload.kind == "receipt" {
+                    try ids.put(id, [])
+                    if let acked = payload.ack?.lowercased(),
+                       try Self.update(acked, tx, { if $0.outgoing && $0.peer == friendID { $0.status = .delivered } }) {
+                        outcome.delivered.append(acked)
+                        messages.append(.messageDelivered(id: acked))
+                    }
+                    continue
+                }
+                let record = MessageRecord(id: id, peer: friendID, outgoing: false, kind: payload.kind, text: payload.text,
+                                           sentAt: payload.sentAt, storedAt: now, status: .received,
+                                           disappearsAt: try Self.disappearance(tx, peer: friendID, storedAt: now))
+                try Self.store(record, tx)
+                outcome.received.append(record)
+                if payload.kind == "text" { receiptsFor.append((friendID, id)) }
+            }
+            if !outcome.received.isEmpty { messages.append(.messagesReceived(outcome.received)) }
+        }
+        // Committed: now it is safe to tell the relay to forget them.
+        outcome.acks = try ackIDs.map { try signedRequest(method: "POST", path: "/v1/relay/messages/\($0)/ack", identity: identity) }
+        for (friendID, messageID) in receiptsFor {
+            guard let (_, request) = try? seal(kind: "receipt", id: Envelope.newUUID(using: context.random), text: "", ack: messageID, to: friendID) else {
+                continue
+            }
+            let outboxID = try await outbox.enqueue(kind: "receipt", request: request, reference: messageID)
+            if let entry = try outbox.pending().first(where: { $0.id == outboxID }) { outcome.receipts.append(entry) }
+        }
+        return outcome
+    }
+
+    // MARK: Conversations
+
+    /// Sets (or clears, with nil) the disappearing-messages timer of a conversation. Applies to
+    /// messages stored from now on.
+    /// - Throws: ``FriendsManagerError/notFound(id:)``, store errors.
+    public func setDisappearing(friendID: String, after seconds: UInt64?) throws {
+        let key = try Ed25519PublicKey(base64URL: friendID)
+        try reconciler.write(context.database) { tx, messages in
+            guard try tx.open(Tables.friends).contains(key) else { throw FriendsManagerError.notFound(id: friendID) }
+            try tx.open(Tables.conversations).put(key, ConversationSettings(disappearAfterSeconds: seconds))
+            messages.append(.disappearingChanged(friendID: friendID, seconds: seconds))
+        }
+    }
+
+    /// Deletes local copies whose disappearing timer ran out; returns their ids (also sent as
+    /// ``MessagesManagerReconcileMessage/messagesExpired(ids:)``).
+    /// - Throws: store errors.
+    @discardableResult
+    public func sweepExpired() throws -> [String] {
+        let now = context.clock.now()
+        return try reconciler.write(context.database) { tx, messages in
+            let table = try tx.open(Tables.messages)
+            var expired: [([UInt8], String)] = []
+            try table.forEach { key, record in
+                if let at = record.disappearsAt, at <= now { expired.append((key, record.id)) }
+                return true
+            }
+            for (key, _) in expired { _ = try table.remove(key) }
+            let ids = expired.map(\.1)
+            if !ids.isEmpty { messages.append(.messagesExpired(ids: ids)) }
+            return ids
+        }
+    }
+
+    /// Every friend with messages (or a timer), most recent conversation first.
+    /// - Throws: store errors.
+    public nonisolated func conversations() throws -> [Conversation] {
+        try context.database.read { tx in
+            let messages = try tx.open(Tables.messages)
+            let settings = try tx.open(Tables.conversations)
+            var result: [Conversation] = []
+            for (key, friend) in try tx.open(Tables.friends).entries() {
+                let history = try messages.entries(prefix: key.rawRepresentation)
+                let timer = try settings.get(key)?.disappearAfterSeconds
+                guard !history.isEmpty || timer != nil else { continue }
+                result.append(Conversation(friendID: key.base64URL, name: friend.name, lastMessage: history.last?.value,
+                                           messageCount: history.count, disappearAfterSeconds: timer))
+            }
+            return result.sorted { ($0.lastMessage?.storedAt ?? 0) > ($1.lastMessage?.storedAt ?? 0) }
+        }
+    }
+
+    /// A conversation's messages, oldest first (the last `limit` when given).
+    /// - Throws: ``WireError/invalidPublicKeyID(_:)``, store errors.
+    public nonisolated func history(with friendID: String, limit: Int? = nil) throws -> [MessageRecord] {
+        let key = try Ed25519PublicKey(base64URL: friendID)
+        let all = try context.database.read { tx in try tx.open(Tables.messages).entries(prefix: key.rawRepresentation).map(\.value) }
+        return limit.map { Array(all.suffix(max(0, $0))) } ?? all
+    }
+
+    // MARK: Store helpers
+
+    /// Stores a message under `peer key | sequence` and indexes its id.
+    static func store(_ record: MessageRecord, _ tx: borrowing WriteTransaction) throws {
+        let settings = try tx.open(Tables.settings)
+        let sequence = try settings.get(SettingKey.messageNextSequence).flatMap(UInt64.init) ?? 1
+        try settings.put(SettingKey.messageNextSequence, String(sequence + 1))
+        var key = try Ed25519PublicKey(base64URL: record.peer).rawRepresentation
+        for shift in stride(from: 56, through: 0, by: -8) { key.append(UInt8(truncatingIfNeeded: sequence >> UInt64(shift))) }
+        try tx.open(Tables.messages).put(key, record)
+        try tx.open(Tables.messageIDs).put(record.id, key)
+    }
+
+    /// Applies `change` to the stored message `id`; false when there is no such message.
+    static func update(_ id: String, _ tx: borrowing WriteTransaction, _ change: (inout MessageRecord) -> Void) throws -> Bool {
+        guard let key = try tx.open(Tables.messageIDs).get(id), !key.isEmpty else { return false }
+        let table = try tx.open(Tables.messages)
+        guard var record = try table.get(key) else { return false }
+        let before = record
+        change(&record)
+        guard record != before else { return false }
+        try table.put(key, record)
+        return true
+    }
+
+    /// When a message stored now in `peer`'s conversation disappears (nil: never).
+    static func disappearance(_ tx: borrowing WriteTransaction, peer: String, storedAt: UInt64) throws -> UInt64? {
+        let key = try Ed25519PublicKey(base64URL: peer)
+        return try tx.open(Tables.conversations).get(key)?.disappearAfterSeconds.map { storedAt + $0 * 1000 }
+    }
+}

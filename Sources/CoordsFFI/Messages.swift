@@ -1,0 +1,146 @@
+import CCoordsABI
+import CoordsCore
+
+extension Record {
+    static func message(_ m: MessageRecord) -> JSONValue {
+        .object([
+            "id": .string(m.id), "friend_id": .string(m.peer), "outgoing": .bool(m.outgoing), "kind": .string(m.kind),
+            "text": .string(m.text), "sent_at": .integer(m.sentAt), "stored_at": .integer(m.storedAt),
+            "status": .string(m.status.rawValue), "disappears_at": optional(m.disappearsAt) { .integer($0) },
+        ])
+    }
+
+    static func messagesOutcome(_ o: MessagesOutcome) -> JSONValue {
+        .object([
+            "received": .array(o.received.map(message)), "delivered": .array(o.delivered.map { .string($0) }),
+            "duplicates": .array(o.duplicates.map { .string($0) }),
+            "rejected": .array(o.rejected.map { .object(["id": .string($0.id), "error": .object(["code": .number(String($0.code)), "message": .string($0.reason)])]) }),
+            "acks": .array(o.acks.map(\.json)), "receipts": .array(o.receipts.map(outboxEntry)),
+        ])
+    }
+
+    static func conversation(_ c: Conversation) -> JSONValue {
+        .object([
+            "friend_id": .string(c.friendID), "name": .string(c.name), "last_message": optional(c.lastMessage, message),
+            "message_count": .integer(UInt64(c.messageCount)),
+            "disappear_after_seconds": optional(c.disappearAfterSeconds) { .integer($0) },
+        ])
+    }
+}
+
+// MARK: Stateless envelopes
+
+@_cdecl("coords_envelope_seal")
+public func ffiEnvelopeSeal(_ seed: UnsafePointer<UInt8>?, _ recipient: UnsafePointer<UInt8>?, _ payload: UnsafePointer<UInt8>?,
+                            _ payloadLength: Int, _ createdAt: UInt64, _ ttl: UInt64, _ envelopeOut: UnsafeMutablePointer<CoordsBuffer>?,
+                            _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(envelopeOut, "envelope_json_out")
+        let sender = try Argument.identity(seed)
+        let key = try Argument.publicKey(recipient, "recipient_public")
+        let bytes = try Argument.bytes(payload, payloadLength, "payload", maximum: Envelope.maximumPayloadBytes - 60)
+        guard ttl > 0, ttl <= 30 * 86_400 else { throw FFIError.invalid("ttl_seconds must be 1…2592000") }
+        guard createdAt <= UInt64(Int64.max) - ttl else { throw FFIError.invalid("created_at is out of range") }
+        let envelope = try Envelope.seal(bytes, id: try Envelope.newUUID(), from: sender, to: key, createdAt: createdAt, expiresAt: createdAt + ttl)
+        try Output.write(envelope.json, to: out)
+    }
+}
+
+@_cdecl("coords_envelope_open")
+public func ffiEnvelopeOpen(_ seed: UnsafePointer<UInt8>?, _ sender: UnsafePointer<UInt8>?, _ envelopeJSON: UnsafePointer<CChar>?,
+                            _ now: UInt64, _ payloadOut: UnsafeMutablePointer<CoordsBuffer>?,
+                            _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(payloadOut, "payload_out")
+        let reader = try Argument.identity(seed)
+        let key = try Argument.publicKey(sender, "sender_public")
+        let envelope = try Envelope(json: try Argument.json(envelopeJSON, "envelope_json"))
+        try Output.write(try envelope.open(as: reader, from: key, now: now), to: out)
+    }
+}
+
+// MARK: Messages manager
+
+@_cdecl("coords_messages_send")
+public func ffiMessagesSend(_ handle: OpaquePointer?, _ friendID: UnsafePointer<CChar>?, _ text: UnsafePointer<CChar>?,
+                            _ sentOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(sentOut, "sent_json_out")
+        let app = try apps.get(handle).app
+        let friend = try Argument.string(friendID, "friend_id"), body = try Argument.string(text, "text")
+        let sent = try blocking { try await app.messages.send(body, to: friend) }
+        try Output.write(.object(["message": Record.message(sent.message), "request": sent.request.json,
+                                  "outbox_id": .integer(sent.outboxID)]), to: out)
+    }
+}
+
+@_cdecl("coords_messages_mark_sent")
+public func ffiMessagesMarkSent(_ handle: OpaquePointer?, _ messageID: UnsafePointer<CChar>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let app = try apps.get(handle).app
+        let id = try Argument.string(messageID, "message_id")
+        try blocking { try await app.messages.markSent(id: id) }
+    }
+}
+
+@_cdecl("coords_messages_prepare_fetch")
+public func ffiMessagesPrepareFetch(_ handle: OpaquePointer?, _ requestOut: UnsafeMutablePointer<CoordsBuffer>?,
+                                    _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(requestOut, "request_json_out")
+        try Output.write(try apps.get(handle).app.messages.prepareFetch().json, to: out)
+    }
+}
+
+@_cdecl("coords_messages_process_fetch_response")
+public func ffiMessagesProcessFetchResponse(_ handle: OpaquePointer?, _ body: UnsafePointer<UInt8>?, _ length: Int,
+                                            _ outcomeOut: UnsafeMutablePointer<CoordsBuffer>?,
+                                            _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(outcomeOut, "outcome_json_out")
+        let app = try apps.get(handle).app
+        let bytes = try Argument.bytes(body, length, "body", maximum: Int(COORDS_MAX_BODY_BYTES))
+        try Output.write(Record.messagesOutcome(try blocking { try await app.messages.processFetchResponse(bytes) }), to: out)
+    }
+}
+
+@_cdecl("coords_messages_conversations")
+public func ffiMessagesConversations(_ handle: OpaquePointer?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
+                                     _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(jsonOut, "json_out")
+        try Output.write(.array(try apps.get(handle).app.messages.conversations().map(Record.conversation)), to: out)
+    }
+}
+
+@_cdecl("coords_messages_history")
+public func ffiMessagesHistory(_ handle: OpaquePointer?, _ friendID: UnsafePointer<CChar>?, _ limit: UInt32,
+                               _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(jsonOut, "json_out")
+        let app = try apps.get(handle).app
+        let history = try app.messages.history(with: try Argument.string(friendID, "friend_id"), limit: limit == 0 ? nil : Int(limit))
+        try Output.write(.array(history.map(Record.message)), to: out)
+    }
+}
+
+@_cdecl("coords_messages_set_disappearing")
+public func ffiMessagesSetDisappearing(_ handle: OpaquePointer?, _ friendID: UnsafePointer<CChar>?, _ seconds: UInt64,
+                                       _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let app = try apps.get(handle).app
+        let friend = try Argument.string(friendID, "friend_id")
+        try blocking { try await app.messages.setDisappearing(friendID: friend, after: seconds == 0 ? nil : seconds) }
+    }
+}
+
+@_cdecl("coords_messages_sweep_expired")
+public func ffiMessagesSweepExpired(_ handle: OpaquePointer?, _ idsOut: UnsafeMutablePointer<CoordsBuffer>?,
+                                    _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(idsOut, "ids_json_out")
+        let app = try apps.get(handle).app
+        let ids = try blocking { try await app.messages.sweepExpired() }
+        try Output.write(.array(ids.map { .string($0) }), to: out)
+    }
+}

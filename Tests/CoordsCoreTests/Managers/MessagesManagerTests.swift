@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+@testable import CoordsCore
+
+/// MessagesManager without a relay: the envelopes a relay would return are handed over directly.
+@Suite struct MessagesManagerTests {
+    /// Alice and Bob, friends both ways, on one clock.
+    struct Pair {
+        let clock = ManualClock(milliseconds: 1_800_000_000_000)
+        let alice: TestApp, bob: TestApp
+        let aliceID: String, bobID: String
+
+        init() async throws {
+            alice = try TestApp(name: "alice", clock: clock)
+            bob = try TestApp(name: "bob", clock: clock)
+            aliceID = try await alice.app.wallet.createIdentity(name: "Alice", server: "https://relay.test")
+            bobID = try await bob.app.wallet.createIdentity(name: "Bob", server: "https://relay.test")
+            _ = try await alice.app.friends.add(id: bobID, server: "https://relay.test", name: "Bob")
+            _ = try await bob.app.friends.add(id: aliceID, server: "https://relay.test", name: "Alice")
+        }
+
+        /// The mailbox response a relay would give for these sent messages.
+        static func packets(_ requests: [PreparedRequest]) throws -> [UInt8] {
+            JSONValue.object(["packets": .array(try requests.map { try JSONValue.parse($0.body) })]).serialized()
+        }
+    }
+
+    @Test func sendStoresQueuesAndDeliversOnce() async throws {
+        let p = try await Pair()
+        let sent = try await p.alice.app.messages.send("on my way", to: p.bobID)
+        #expect(sent.request.url == "https://relay.test/v1/relay/messages" && sent.request.method == "POST")
+        #expect(try p.alice.app.outbox.pending().map(\.item.reference) == [sent.message.id])
+        #expect(try p.alice.app.messages.history(with: p.bobID).map(\.status) == [.queued])
+        try await p.alice.app.messages.markSent(id: sent.message.id)
+        #expect(try p.alice.app.messages.history(with: p.bobID).map(\.status) == [.sent])
+        #expect(try p.alice.app.outbox.pending().isEmpty)
+
+        // Bob processes the same envelope twice (his ack had not reached the relay): stored once.
+        let body = try Pair.packets([sent.request])
+        let first = try await p.bob.app.messages.processFetchResponse(body)
+        #expect(first.received.map(\.text) == ["on my way"])
+        #expect(first.acks.count == 1 && first.acks[0].url.hasSuffix("/v1/relay/messages/\(sent.message.id)/ack"))
+        #expect(first.acks[0].header("X-Coords-Signature") != nil)
+        #expect(first.receipts.count == 1 && first.receipts[0].item.kind == "receipt")
+        let again = try await p.bob.app.messages.processFetchResponse(body)
+        #expect(again.received.isEmpty && again.duplicates == [sent.message.id] && again.acks.count == 1)
+        #expect(try p.bob.app.messages.history(with: p.aliceID).count == 1)
+        // Each signed request differs, even within one second (the relay accepts each signature once).
+        #expect(try p.bob.app.messages.prepareFetch().header("X-Coords-Signature") != (try p.bob.app.messages.prepareFetch().header("X-Coords-Signature")))
+
+        // The receipt marks Alice's message delivered; the update says so.
+        let receipt = try await p.alice.app.messages.processFetchResponse(try Pair.packets([first.receipts[0].item.request]))
+        #expect(receipt.delivered == [sent.message.id] && receipt.received.isEmpty)
+        #expect(try p.alice.app.messages.history(with: p.bobID).map(\.status) == [.delivered])
+        var updates: [MessagesManagerReconcileMessage] = []
+        while let update = try? p.alice.app.messages.updates.tryRecv() { updates.append(update) }
+        #expect(updates.contains(.messageDelivered(id: sent.message.id)))
+        #expect(updates.contains(.messageSent(id: sent.message.id)))
+        #expect(try p.alice.app.messages.conversations().map(\.name) == ["Bob"])
+    }
+
+    @Test func blockedStrangersForgedAndUnknownKindsAreHandled() async throws {
+        let p = try await Pair()
+        let carol = try TestApp(name: "carol", clock: p.clock)
+        _ = try await carol.app.wallet.createIdentity(name: "Carol", server: "https://relay.test")
+        _ = try await carol.app.friends.add(id: p.bobID, server: "https://relay.test", name: "Bob")
+        let fromCarol = try await carol.app.messages.send("hi, stranger", to: p.bobID)
+        let fromAlice = try await p.alice.app.messages.send("hello", to: p.bobID)
+        // Alice's header with Carol's payload: the signature no longer matches.
+        var forged = try #require(try JSONValue.parse(fromAlice.request.body).objectValue)
+        forged["sealedPayloadBase64"] = try JSONValue.parse(fromCarol.request.body).objectValue?["sealedPayloadBase64"]
+        let body = JSONValue.object(["packets": .array([try JSONValue.parse(fromCarol.request.body), .object(forged), .string("junk"),
+                                                        try JSONValue.parse(fromAlice.request.body)])]).serialized()
+        let outcome = try await p.bob.app.messages.processFetchResponse(body)
+        #expect(outcome.received.map(\.text) == ["hello"])
+        #expect(outcome.rejected.map(\.code) == [610, WireError.envelopeSignatureInvalid.code, WireError.invalidEnvelope("").code])
+        // Every envelope with an id is acknowledged (refused ones can never become valid).
+        #expect(outcome.acks.count == 3)
+
+        // Blocked: dropped and reported, nothing sent to them either.
+        _ = try await p.bob.app.friends.setTrust(id: p.aliceID, .blocked)
+        let next = try await p.alice.app.messages.send("still there?", to: p.bobID)
+        let blocked = try await p.bob.app.messages.processFetchResponse(try Pair.packets([next.request]))
+        #expect(blocked.received.isEmpty && blocked.rejected.map(\.code) == [630])
+        await #expect(throws: MessagesManagerError.friendBlocked(id: p.aliceID)) { try await p.bob.app.messages.send("no", to: p.aliceID) }
+        await #expect(throws: MessagesManagerError.self) { try await p.bob.app.messages.send(String(repeating: "x", count: 70_000), to: p.aliceID) }
+        await #expect(throws: (any Error).self) { try await p.bob.app.messages.processFetchResponse(Array("[]".utf8)) }
+    }
+
+    @Test func unknownKindsAreKeptAndDisappearingMessagesAreDeleted() async throws {
+        let p = try await Pair()
+        try await p.bob.app.messages.setDisappearing(friendID: p.aliceID, after: 60)
+        let aliceSeed = try #require(try p.alice.app.context.keychain.load(name: IdentityHolder.keychainName))
+        let alice = try Ed25519SigningKey(seed: aliceSeed)
+        let now = p.clock.milliseconds / 1000
+        let poll = try Envelope.seal(MessagePayload(kind: "poll", id: "p1", text: "pizza?", sentAt: 1).json, id: try Envelope.newUUID(),
+                                     from: alice, to: try Ed25519PublicKey(base64URL: p.bobID), createdAt: now, expiresAt: now + 600)
+        let text = try await p.alice.app.messages.send("gone soon", to: p.bobID)
+        let body = JSONValue.object(["packets": .array([poll.json, try JSONValue.parse(text.request.body)])]).serialized()
+        let outcome = try await p.bob.app.messages.processFetchResponse(body)
+        #expect(outcome.received.map(\.kind) == ["poll", "text"])
+        #expect(outcome.receipts.count == 1, "receipts only for texts")
+        #expect(outcome.received.allSatisfy { $0.disappearsAt == p.clock.milliseconds + 60_000 })
+        #expect(try await p.bob.app.messages.sweepExpired().isEmpty)
+        p.clock.advance(byMilliseconds: 60_000)
+        let expired = try await p.bob.app.messages.sweepExpired()
+        #expect(Set(expired) == Set(outcome.received.map(\.id)))
+        #expect(try p.bob.app.messages.history(with: p.aliceID).isEmpty)
+        #expect(try p.bob.app.messages.conversations().first?.disappearAfterSeconds == 60)
+        var updates: [MessagesManagerReconcileMessage] = []
+        while let update = try? p.bob.app.messages.updates.tryRecv() { updates.append(update) }
+        #expect(updates.contains(.messagesExpired(ids: expired)))
+        // Messages survive a restart (and the schema migrated to version 2).
+        try await p.alice.app.messages.markSent(id: text.message.id)
+        try p.alice.reopen()
+        #expect(try p.alice.app.messages.history(with: p.bobID).map(\.status) == [.sent])
+    }
+}
