@@ -419,6 +419,56 @@ static void test_apps(void) {
     CHECK(strcmp((const char *)json.data, "[]") == 0);
     coords_buffer_free(&json);
 
+    /* Sealed messages: Alice writes to Bob; a stranger's envelope is refused by Bob. */
+    EXPECT(COORDS_OK, coords_messages_send(alice, bob_id, "on my way", &json, &e_));
+    CHECK(contains(&json, "\"status\":\"queued\"") && contains(&json, "/v1/relay/messages"));
+    char message_id[37] = {0};
+    const char *id_at = json.data ? strstr((const char *)json.data, "\"id\":\"") : NULL;
+    if (id_at) memcpy(message_id, id_at + 6, 36);
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_messages_mark_sent(alice, message_id, &e_));
+    EXPECT(COORDS_OK, coords_messages_history(alice, bob_id, 0, &json, &e_));
+    CHECK(contains(&json, "\"status\":\"sent\"") && contains(&json, "\"text\":\"on my way\""));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_messages_conversations(alice, &json, &e_));
+    CHECK(contains(&json, "\"name\":\"Bob\"") && contains(&json, "\"message_count\":1"));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_messages_prepare_fetch(bob, &json, &e_));
+    CHECK(contains(&json, "\"method\":\"GET\"") && contains(&json, "X-Coords-Signature"));
+    coords_buffer_free(&json);
+    uint8_t stranger_seed[32], stranger_pub[32];
+    EXPECT(COORDS_OK, coords_identity_generate(stranger_seed, stranger_pub, &e_));
+    const char *payload = "{\"kind\":\"text\",\"id\":\"00000000-0000-4000-8000-000000000001\",\"text\":\"hi\",\"sentAt\":1}";
+    CoordsBuffer envelope = {NULL, 0};
+    uint64_t now_s = (uint64_t)time(NULL);
+    EXPECT(COORDS_OK, coords_envelope_seal(stranger_seed, bob_pub, (const uint8_t *)payload, strlen(payload), now_s, 3600, &envelope, &e_));
+    CoordsBuffer opened = {NULL, 0};
+    EXPECT(COORDS_OK, coords_envelope_open(bob_seed, stranger_pub, (const char *)envelope.data, now_s, &opened, &e_));
+    CHECK(opened.len == strlen(payload) && memcmp(opened.data, payload, opened.len) == 0);
+    coords_buffer_free(&opened);
+    EXPECT(COORDS_ERR_ENVELOPE_NOT_FOR_ME, coords_envelope_open(stranger_seed, stranger_pub, (const char *)envelope.data, now_s, &opened, &e_));
+    EXPECT(COORDS_ERR_ENVELOPE_EXPIRED, coords_envelope_open(bob_seed, stranger_pub, (const char *)envelope.data, now_s + 7200, &opened, &e_));
+    EXPECT(COORDS_ERR_INVALID_ENVELOPE, coords_envelope_open(bob_seed, alice_pub, (const char *)envelope.data, now_s, &opened, &e_));
+    size_t packets_len = envelope.len + 32;
+    char *packets = malloc(packets_len);
+    CHECK(packets != NULL);
+    if (packets) {
+        snprintf(packets, packets_len, "{\"packets\":[%s]}", (const char *)envelope.data);
+        EXPECT(COORDS_OK, coords_messages_process_fetch_response(bob, (const uint8_t *)packets, strlen(packets), &json, &e_));
+        CHECK(contains(&json, "\"received\":[]") && contains(&json, "\"code\":610") && contains(&json, "/ack"));
+        coords_buffer_free(&json);
+    }
+    free(packets);
+    coords_buffer_free(&envelope);
+    EXPECT(COORDS_ERR_INVALID_MAILBOX_RESPONSE, coords_messages_process_fetch_response(bob, (const uint8_t *)"[]", 2, &json, &e_));
+    EXPECT(COORDS_OK, coords_messages_set_disappearing(bob, alice_id, 60, &e_));
+    EXPECT(COORDS_OK, coords_messages_sweep_expired(bob, &json, &e_));
+    CHECK(json.data != NULL && strcmp((const char *)json.data, "[]") == 0);
+    coords_buffer_free(&json);
+    char stranger_id[64];
+    base64url(stranger_pub, 32, stranger_id);
+    EXPECT(COORDS_ERR_FRIEND_NOT_FOUND, coords_messages_send(bob, stranger_id, "x", &json, &e_));
+
     /* Signing and backups. */
     uint8_t sig[64];
     EXPECT(COORDS_OK, coords_wallet_sign(alice, (const uint8_t *)"x", 1, sig, &e_));

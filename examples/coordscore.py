@@ -52,6 +52,14 @@ ERR_IDENTITY_EXISTS = 601
 ERR_WRONG_BACKUP_PASSPHRASE = 603
 ERR_FRIEND_NOT_FOUND = 610
 ERR_WRONG_PASSPHRASE = 650
+ERR_INVALID_ENVELOPE = 360
+ERR_ENVELOPE_SIGNATURE = 361
+ERR_ENVELOPE_NOT_FOR_ME = 362
+ERR_ENVELOPE_EXPIRED = 363
+ERR_ENVELOPE_TAMPERED = 364
+ERR_FRIEND_BLOCKED = 630
+ERR_MESSAGE_TOO_LONG = 631
+ERR_INVALID_MAILBOX_RESPONSE = 632
 ERR_INVALID_COORDINATE = 700
 ERR_DAMAGED_PLACE_DATA = 701
 ERR_UNSUPPORTED_PLACE_DATA = 702
@@ -150,6 +158,16 @@ _SIGNATURES = [
     ("coords_outbox_mark_delivered", c_int32, [_APP, c_uint64, _ERR]),
     ("coords_outbox_mark_failed", c_int32, [_APP, c_uint64, c_char_p, _ERR]),
     ("coords_outbox_remove", c_int32, [_APP, c_uint64, _ERR]),
+    ("coords_envelope_seal", c_int32, [_U8, _U8, _U8, c_size_t, c_uint64, c_uint64, _BUF, _ERR]),
+    ("coords_envelope_open", c_int32, [_U8, _U8, c_char_p, c_uint64, _BUF, _ERR]),
+    ("coords_messages_send", c_int32, [_APP, c_char_p, c_char_p, _BUF, _ERR]),
+    ("coords_messages_mark_sent", c_int32, [_APP, c_char_p, _ERR]),
+    ("coords_messages_prepare_fetch", c_int32, [_APP, _BUF, _ERR]),
+    ("coords_messages_process_fetch_response", c_int32, [_APP, _U8, c_size_t, _BUF, _ERR]),
+    ("coords_messages_conversations", c_int32, [_APP, _BUF, _ERR]),
+    ("coords_messages_history", c_int32, [_APP, c_char_p, c_uint32, _BUF, _ERR]),
+    ("coords_messages_set_disappearing", c_int32, [_APP, c_char_p, c_uint64, _ERR]),
+    ("coords_messages_sweep_expired", c_int32, [_APP, _BUF, _ERR]),
     ("coords_geocode_nearest", c_int32, [c_double, c_double, c_double, _BUF, _ERR]),
     ("coords_places_open", c_int32, [c_char_p, POINTER(c_void_p), _ERR]),
     ("coords_places_nearest", c_int32, [c_void_p, c_double, c_double, c_double, _BUF, _ERR]),
@@ -342,6 +360,20 @@ def may_reuse_fix(fix_timestamp_ms: int, now_ms: int, reason: str) -> bool:
     out = c_bool()
     _call(lib.coords_may_reuse_fix, fix_timestamp_ms, now_ms, reason.encode(), byref(out))
     return out.value
+
+
+def seal_envelope(seed: bytes, recipient: bytes, payload: bytes, created_at: int, ttl_seconds: int = 86400) -> dict:
+    """Seals a §7.2 payload (UTF-8 JSON bytes) from `seed`'s identity to `recipient` (32-byte
+    Ed25519 public key); returns the §7.1 envelope as a dict."""
+    return _json_call(lib.coords_envelope_seal, _bytes(seed, "seed", 32), _bytes(recipient, "recipient", 32),
+                      _bytes(payload, "payload"), len(payload), created_at, ttl_seconds)
+
+
+def open_envelope(seed: bytes, sender: bytes, envelope: dict, now: int) -> bytes:
+    """Verifies and opens an envelope from `sender` to `seed`'s identity; returns the plaintext.
+    Raises CoordsException (ERR_ENVELOPE_SIGNATURE, ERR_ENVELOPE_TAMPERED, ERR_ENVELOPE_EXPIRED, …)."""
+    return _buffer_call(lib.coords_envelope_open, _bytes(seed, "seed", 32), _bytes(sender, "sender", 32),
+                        json.dumps(envelope).encode(), now)
 
 
 def nearest_place(latitude: float, longitude: float, accuracy_m: float = 0.0) -> dict:
@@ -617,3 +649,33 @@ class App:
 
     def remove_queued(self, id: int) -> None:
         _call(lib.coords_outbox_remove, self.handle, id)
+
+    # Messages (PROTOCOL.md §7)
+
+    def send_message(self, friend_id: str, text: str) -> dict:
+        """Seals `text` for a friend and queues it: {"message", "request", "outbox_id"}. Send the
+        request, then call mark_message_sent on 202 or 409."""
+        return _json_call(lib.coords_messages_send, self.handle, friend_id.encode(), text.encode())
+
+    def mark_message_sent(self, message_id: str) -> None:
+        _call(lib.coords_messages_mark_sent, self.handle, message_id.encode())
+
+    def prepare_message_fetch(self) -> dict:
+        """A recipient-signed GET of our mailbox (sign a fresh one per attempt)."""
+        return _json_call(lib.coords_messages_prepare_fetch, self.handle)
+
+    def process_messages(self, body: bytes) -> dict:
+        """{"received", "delivered", "duplicates", "rejected", "acks", "receipts"}: send the acks and receipts."""
+        return _json_call(lib.coords_messages_process_fetch_response, self.handle, _bytes(body, "body"), len(body))
+
+    def conversations(self) -> list:
+        return _json_call(lib.coords_messages_conversations, self.handle)
+
+    def history(self, friend_id: str, limit: int = 0) -> list:
+        return _json_call(lib.coords_messages_history, self.handle, friend_id.encode(), limit)
+
+    def set_disappearing(self, friend_id: str, seconds: Optional[int]) -> None:
+        _call(lib.coords_messages_set_disappearing, self.handle, friend_id.encode(), seconds or 0)
+
+    def sweep_expired_messages(self) -> list:
+        return _json_call(lib.coords_messages_sweep_expired, self.handle)

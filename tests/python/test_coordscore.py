@@ -573,3 +573,67 @@ def test_place_files(tmp_path):
         cc.Places(str(damaged))
     assert caught.value.code == cc.ERR_DAMAGED_PLACE_DATA
     assert lib.coords_places_close(None, None) == cc.OK
+
+
+ENVELOPES = os.path.join(ROOT, "Tests", "CoordsCoreTests", "Vectors", "envelope-v2.json")
+
+
+def test_vector_envelopes_open_and_rejects_are_refused():
+    with open(ENVELOPES) as f:
+        v = json.load(f)
+    seeds = [bytes.fromhex(k["seed"]) for k in v["keys"]]
+    publics = [bytes.fromhex(k["ed25519_public"]) for k in v["keys"]]
+    created = 1795341600  # 2026-11-22T10:00:00Z
+    for e in v["envelopes"]:
+        plaintext = cc.open_envelope(seeds[e["recipient"]], publics[e["sender"]], e["envelope"], created + 60)
+        assert plaintext.decode() == e["plaintext_utf8"]
+    for r in v["rejects"]:
+        with pytest.raises(cc.CoordsException) as caught:
+            cc.open_envelope(seeds[r["reader"]], publics[0], r["envelope"], created + 60)
+        assert caught.value.code in (cc.ERR_ENVELOPE_SIGNATURE, cc.ERR_ENVELOPE_TAMPERED, cc.ERR_ENVELOPE_NOT_FOR_ME, cc.ERR_INVALID_ENVELOPE)
+    e = v["envelopes"][0]
+    with pytest.raises(cc.CoordsException) as caught:
+        cc.open_envelope(seeds[e["recipient"]], publics[e["sender"]], e["envelope"], created + 2 * 86400)
+    assert caught.value.code == cc.ERR_ENVELOPE_EXPIRED
+
+
+def test_envelope_round_trip():
+    alice_seed, alice = cc.generate_identity()
+    bob_seed, bob = cc.generate_identity()
+    payload = json.dumps({"kind": "text", "id": "00000000-0000-4000-8000-000000000009", "text": "hi", "sentAt": 1}).encode()
+    envelope = cc.seal_envelope(alice_seed, bob, payload, 1_800_000_000, 3600)
+    assert envelope["protocolVersion"] == 2 and envelope["createdAt"] == "2027-01-15T08:00:00Z"
+    assert cc.open_envelope(bob_seed, alice, envelope, 1_800_000_001) == payload
+    with pytest.raises(cc.CoordsException) as caught:
+        cc.open_envelope(alice_seed, alice, envelope, 1_800_000_001)
+    assert caught.value.code == cc.ERR_ENVELOPE_NOT_FOR_ME
+
+
+def test_two_apps_exchange_messages(tmp_path):
+    with cc.App(str(tmp_path / "a"), passphrase="a", **FAST) as alice, cc.App(str(tmp_path / "b"), passphrase="b", **FAST) as bob:
+        alice_id = alice.create_identity("Alice", "https://relay.example")
+        bob_id = bob.create_identity("Bob", "https://relay.example")
+        alice.add_friend(bob_id, "https://relay.example", "Bob")
+        bob.add_friend(alice_id, "https://relay.example", "Alice")
+        sent = alice.send_message(bob_id, "on my way")
+        assert sent["request"]["url"] == "https://relay.example/v1/relay/messages" and sent["message"]["status"] == "queued"
+        alice.mark_message_sent(sent["message"]["id"])
+        packets = json.dumps({"packets": [json.loads(cc.request_body(sent["request"]))]}).encode()
+        outcome = bob.process_messages(packets)
+        assert [m["text"] for m in outcome["received"]] == ["on my way"]
+        assert len(outcome["acks"]) == 1 and len(outcome["receipts"]) == 1
+        assert bob.process_messages(packets)["duplicates"] == [sent["message"]["id"]]
+        receipt = json.dumps({"packets": [json.loads(cc.request_body(outcome["receipts"][0]["request"]))]}).encode()
+        assert alice.process_messages(receipt)["delivered"] == [sent["message"]["id"]]
+        assert [m["status"] for m in alice.history(bob_id)] == ["delivered"]
+        assert [c["name"] for c in bob.conversations()] == ["Alice"]
+        fetch = bob.prepare_message_fetch()
+        assert fetch["method"] == "GET" and "X-Coords-Signature" in fetch["headers"]
+        bob.set_disappearing(alice_id, 60)
+        assert bob.sweep_expired_messages() == []
+        with pytest.raises(cc.CoordsException) as caught:
+            bob.process_messages(b"[]")
+        assert caught.value.code == cc.ERR_INVALID_MAILBOX_RESPONSE
+        with pytest.raises(cc.CoordsException) as caught:
+            alice.send_message(cc.b64url(cc.generate_identity()[1]), "stranger")
+        assert caught.value.code == cc.ERR_FRIEND_NOT_FOUND
