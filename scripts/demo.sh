@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CoordsCore demo: a relay, Alice and Bob, one position each way — told as a short story.
+# The CoordsCore demo: a relay, Alice and Bob, one position and one message each way — told as a short story.
 # Run with `make demo` (which installs what is missing and builds first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,10 +66,17 @@ run bob share --lat 52.51628 --lon 13.37770 --accuracy 8
 say "7. Alice fetches and sees Bob."
 run alice fetch
 
-say "8. What the relay saw: public keys and ciphertext. Its metrics count requests, not places."
-curl -s "$RELAY/metrics" 2>/dev/null | grep -E '^coords_relay_(uploads|fetches)_total' | sed 's/^/    /' || echo "    (curl not installed)"
+say "8. Alice sends Bob a message, sealed end to end; Bob reads it and answers."
+run alice send Bob "Coffee at the station in 10 minutes?"
+run bob inbox
+run bob send Alice "On my way!"
+run alice chat Bob
+echo "   Alice's first message shows [delivered]: Bob's app sent back a sealed receipt."
 
-say "9. The relay stops; everything it wrote is removed."
+say "9. What the relay saw: public keys and ciphertext. Its metrics count requests, not places or words."
+curl -s "$RELAY/metrics" 2>/dev/null | grep -E '^coords_relay_(uploads|fetches|messages_posted|messages_acknowledged)_total' | sed 's/^/    /' || echo "    (curl not installed)"
+
+say "10. The relay stops; everything it wrote is removed."
 kill -TERM "$RELAY_PID"
 wait "$RELAY_PID" 2>/dev/null || true
 RELAY_PID=""

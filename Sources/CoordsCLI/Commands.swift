@@ -15,7 +15,7 @@ public struct CoordsCommand: AsyncParsableCommand {
             positions. Requests the relay could not take are queued and retried by later commands.             Friends' positions are named offline from bundled GeoNames data; set COORDS_PLACES_FILE             to a CGEO file (scripts/build-geodata.py --large) for the larger set.
             """,
         subcommands: [Init.self, WhoAmI.self, Add.self, Friends.self, Verify.self, Remove.self, Share.self, Fetch.self,
-                      Watch.self, Delete.self, Backup.self, Outbox.self])
+                      Watch.self, Delete.self, Send.self, Inbox.self, Chat.self, Backup.self, Outbox.self])
 
     public init() {}
 }

@@ -31,11 +31,13 @@ enum OutboxDelivery {
                     try await session.app.outbox.replaceRequest(id: entry.id, with: fresh)
                 }
                 let result = try await RelayHTTP.send(request)
-                if result.isSuccess {
+                let isMessage = entry.item.kind == "message" || entry.item.kind == "receipt"
+                if result.isSuccess || (isMessage && result.status == 409) {  // 409: the relay already has that envelope
                     try await session.app.outbox.markDelivered(id: entry.id)
                     if entry.item.kind == "upload", let fix = entry.item.reference.flatMap(UInt64.init) {
                         try? await session.app.location.markUploadSucceeded(fixTimestamp: fix)
                     }
+                    if entry.item.kind == "message", let id = entry.item.reference { try? await session.app.messages.markSent(id: id) }
                     report.delivered.append("\(entry.item.kind) #\(entry.id)")
                 } else if result.status == 429 || result.status >= 500 {
                     try await session.app.outbox.markFailed(id: entry.id, error: "relay answered \(result.status)")

@@ -104,6 +104,16 @@ def test_two_friends_share_fetch_remove_delete_and_survive_an_outage(world):
     coords(env, bob, "share", "--lat", "52.52", "--lon", "13.405")
     assert data(env, alice, "fetch")["friends"][0]["location"]["longitude"] == 13.405
 
+    # Messages both ways: sealed, acknowledged, with a delivery receipt.
+    assert "Sent to Bob." in coords(env, alice, "send", "Bob", "on my way 🚲").stdout
+    inbox = data(env, bob, "inbox")
+    assert [m["text"] for m in inbox["received"]] == ["on my way 🚲"] and inbox["conversations"][0]["name"] == "Alice"
+    assert data(env, bob, "inbox")["received"] == []  # acknowledged: the relay forgot it
+    coords(env, bob, "send", "Alice", "see you")
+    chat = data(env, alice, "chat", "Bob")
+    assert [(m["text"], m["status"]) for m in chat] == [("on my way 🚲", "delivered"), ("see you", "received")]
+    assert "no friend" in coords(env, alice, "send", "Nobody", "hi", expect=1).stderr
+
     # Sharing an older position than the relay has is impossible (stale), a newer one works.
     coords(env, alice, "share", "--lat", "47.40", "--lon", "8.55")
 
@@ -120,7 +130,8 @@ def test_two_friends_share_fetch_remove_delete_and_survive_an_outage(world):
     assert "queued" in queued
     assert data(env, alice, "outbox")[0]["kind"] == "upload"
     relay.start()  # same port, same data directory
-    assert "delivered upload" in coords(env, alice, "outbox", "flush").stdout
+    flushed = coords(env, alice, "outbox", "flush").stdout
+    assert "delivered upload" in flushed
     assert data(env, alice, "outbox") == []
     coords(env, alice, "add", bob_link)
     assert data(env, bob, "fetch")["failures"] == []

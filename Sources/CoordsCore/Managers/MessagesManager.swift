@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Delivery state of a message.
 public enum MessageStatus: String, Sendable, Codable, Equatable {
     /// Sealed and queued in the outbox, not yet accepted by the relay.
@@ -145,10 +143,6 @@ public actor MessagesManager {
     let outbox: OutboxManager
     /// Reconcile messages, after the change they describe was committed.
     public nonisolated let updates: Receiver<MessagesManagerReconcileMessage>
-    /// The last timestamp put in a mailbox request signature: each request gets a later one, so
-    /// two requests in the same second never carry the same signature (the relay accepts each
-    /// signature once).
-    private nonisolated let lastSignedTimestamp = Mutex<UInt64>(0)
 
     init(context: AppContext, outbox: OutboxManager,
          channel: (sender: Sender<MessagesManagerReconcileMessage>, receiver: Receiver<MessagesManagerReconcileMessage>)) {
@@ -229,10 +223,15 @@ public actor MessagesManager {
         guard let server = try context.database.read({ tx in try tx.open(Tables.settings).get(SettingKey.server) }), !server.isEmpty else {
             throw WalletManagerError.noServer
         }
+        // Each request gets a later timestamp than the last one signed (kept in the store, so
+        // also across processes): two requests in the same second never carry the same
+        // signature, which the relay would refuse as a replay.
         let now = context.clock.now() / 1000
-        let timestamp = lastSignedTimestamp.withLock { last in
-            last = max(now, last + 1)
-            return last
+        let timestamp = try context.database.write { tx in
+            let settings = try tx.open(Tables.settings)
+            let next = max(now, (try settings.get(SettingKey.mailboxLastSignedTimestamp).flatMap(UInt64.init) ?? 0) + 1)
+            try settings.put(SettingKey.mailboxLastSignedTimestamp, String(next))
+            return next
         }
         let headers = MailboxAuth.headers(signer: identity.signing, method: method, path: path, timestamp: timestamp)
         return PreparedRequest(url: try RelayAPI.endpoint(server: server, path: path), method: method,

@@ -48,6 +48,8 @@ public enum SettingKey {
     public static let outboxNextID = "outbox_next_id"
     /// The next message sequence number (orders a conversation).
     public static let messageNextSequence = "message_next_sequence"
+    /// The timestamp (Unix s) of the last signed mailbox request (each new one is later).
+    public static let mailboxLastSignedTimestamp = "mailbox_last_signed_timestamp"
 }
 
 /// Trust in a friend's key: compared safety numbers make it verified; blocked friends are ignored.

@@ -1,0 +1,159 @@
+import ArgumentParser
+import CoordsCore
+
+/// `coords send NAME TEXT`: seals a message for a friend and posts it to their relay (queued in
+/// the outbox when the relay cannot be reached; exit status 75 then).
+struct Send: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Send a friend an end-to-end sealed message.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+    @Argument(help: "The friend's name or id.") var friend: String
+    @Argument(help: "The text (quote it).") var text: String
+
+    func run() async throws {
+        try await runReporting {
+            let session = try Session.open(global)
+            defer { session.close() }
+            OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
+            let target = try findFriend(friend, in: session)
+            let sent = try await session.app.messages.send(text, to: target.id)
+            let delivered = await MessageDelivery.post(sent.request, messageID: sent.message.id, outboxID: sent.outboxID, session: session)
+            let name = target.name.isEmpty ? String(target.id.prefix(8)) : target.name
+            if output.json {
+                printJSON(.object(["id": .string(sent.message.id), "queued": .bool(!delivered.sent),
+                                   "error": delivered.error.map { .string($0) } ?? .null]))
+            } else if delivered.sent {
+                printLine("Sent to \(name).")
+            } else {
+                printLine("Could not reach \(name)'s relay (\(delivered.error ?? "unknown error")); the message is queued and will be retried.")
+            }
+            if !delivered.sent { throw ExitCode(queuedExitCode) }
+        }
+    }
+}
+
+/// `coords inbox`: fetches new messages, acknowledges them, sends receipts, and lists conversations.
+struct Inbox: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Fetch new messages and list your conversations.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        try await runReporting {
+            let session = try Session.open(global)
+            defer { session.close() }
+            OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
+            let outcome = try await MessageDelivery.sync(session)
+            let names = Dictionary(try session.app.friends.list().map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
+            let conversations = try session.app.messages.conversations()
+            if output.json {
+                printJSON(.object([
+                    "received": .array(outcome.received.map(messageJSON)),
+                    "delivered": .array(outcome.delivered.map { .string($0) }),
+                    "rejected": .array(outcome.rejected.map { .object(["id": .string($0.id), "code": .number(String($0.code)), "message": .string($0.reason)]) }),
+                    "conversations": .array(conversations.map { c in
+                        .object(["friend_id": .string(c.friendID), "name": .string(c.name), "messages": .integer(UInt64(c.messageCount)),
+                                 "last": c.lastMessage.map(messageJSON) ?? .null])
+                    }),
+                ]))
+                return
+            }
+            let now = nowMilliseconds()
+            for message in outcome.received {
+                printLine("\(names[message.peer] ?? String(message.peer.prefix(8))) (\(age(since: message.sentAt, now: now)) ago): \(message.text)")
+            }
+            for rejection in outcome.rejected { printLine("Refused a message (\(rejection.id.prefix(8))…): \(rejection.reason)") }
+            if outcome.received.isEmpty { printLine("No new messages.") }
+            if !conversations.isEmpty {
+                var table = TextTable("FRIEND", "MESSAGES", "LAST", "AGE")
+                for c in conversations {
+                    let last = c.lastMessage.map { ($0.outgoing ? "you: " : "") + String($0.text.prefix(40)) } ?? "—"
+                    table.add(c.name, String(c.messageCount), last, c.lastMessage.map { age(since: $0.storedAt, now: now) } ?? "—")
+                }
+                printLine(table.render())
+            }
+        }
+    }
+}
+
+/// `coords chat NAME`: the conversation with one friend (fetching new messages first).
+struct Chat: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show the conversation with a friend.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+    @Argument(help: "The friend's name or id.") var friend: String
+    @Option(help: "Show at most this many of the latest messages.") var limit: Int = 50
+    @Option(name: .customLong("disappear-after"),
+            help: "Delete local copies of this conversation's new messages after this many seconds (0 turns it off).")
+    var disappearAfter: UInt64?
+
+    func run() async throws {
+        try await runReporting {
+            let session = try Session.open(global)
+            defer { session.close() }
+            let target = try findFriend(friend, in: session)
+            if let seconds = disappearAfter {
+                try await session.app.messages.setDisappearing(friendID: target.id, after: seconds == 0 ? nil : seconds)
+            }
+            _ = try? await MessageDelivery.sync(session)
+            try await session.app.messages.sweepExpired()
+            let history = try session.app.messages.history(with: target.id, limit: max(1, limit))
+            if output.json {
+                printJSON(.array(history.map(messageJSON)))
+                return
+            }
+            let name = target.name.isEmpty ? String(target.id.prefix(8)) : target.name
+            if history.isEmpty { printLine("No messages with \(name) yet. Send one with `coords send \(name) \"…\"`.") }
+            let now = nowMilliseconds()
+            for message in history {
+                let who = message.outgoing ? "you" : name
+                let state = message.outgoing ? " [\(message.status.rawValue)]" : ""
+                printLine("\(age(since: message.sentAt, now: now)) ago  \(who): \(message.text)\(state)")
+            }
+        }
+    }
+}
+
+func messageJSON(_ m: MessageRecord) -> JSONValue {
+    .object(["id": .string(m.id), "friend_id": .string(m.peer), "outgoing": .bool(m.outgoing), "kind": .string(m.kind),
+             "text": .string(m.text), "sent_at": .integer(m.sentAt), "status": .string(m.status.rawValue)])
+}
+
+/// Talking to relays about messages.
+enum MessageDelivery {
+    /// Posts a sealed message; on 202 (or 409: the relay already has it) marks it sent. Network
+    /// failures, 429 and 5xx leave it in the outbox with a backoff.
+    static func post(_ request: PreparedRequest, messageID: String, outboxID: UInt64, session: Session) async -> (sent: Bool, error: String?) {
+        do {
+            let result = try await RelayHTTP.send(request)
+            if result.status == 202 || result.status == 409 {
+                try await session.app.messages.markSent(id: messageID)
+                return (true, nil)
+            }
+            let reason = RelayHTTP.refusal(result, action: "take the message")
+            if result.status == 429 || result.status >= 500 {
+                try await session.app.outbox.markFailed(id: outboxID, error: reason)
+            } else {
+                try await session.app.outbox.remove(id: outboxID)
+            }
+            return (false, reason)
+        } catch {
+            try? await session.app.outbox.markFailed(id: outboxID, error: describe(error))
+            return (false, describe(error))
+        }
+    }
+
+    /// Fetches our mailbox, processes it, then sends the acks and the receipts.
+    static func sync(_ session: Session) async throws -> MessagesOutcome {
+        let result = try await RelayHTTP.send(try session.app.messages.prepareFetch())
+        guard result.status == 200 else { throw CLIFailure(RelayHTTP.refusal(result, action: "list your messages")) }
+        let outcome = try await session.app.messages.processFetchResponse(result.body)
+        for ack in outcome.acks { _ = try? await RelayHTTP.send(ack) }
+        for receipt in outcome.receipts {
+            // On success markSent removes the receipt's outbox entry; otherwise the outbox retries it.
+            _ = await post(receipt.item.request, messageID: receipt.item.reference ?? "", outboxID: receipt.id, session: session)
+        }
+        try await session.app.messages.sweepExpired()
+        return outcome
+    }
+}
