@@ -21,7 +21,7 @@ NOTES = os.path.join(ROOT, "Benchmarks", "notes.json")
 def target_for(name):
     if name.startswith("Store"):
         return 0.5
-    if name.startswith(("Ed25519", "X25519", "AES", "Blob")):
+    if name.startswith(("Ed25519", "X25519", "AES", "Blob", "Envelope")):
         return 0.9
     if name.startswith("Geocode nearest, 15000"):
         return 50  # the index against a full scan: a speed-up, not an overhead

@@ -12,6 +12,7 @@ let benchmarks: @Sendable () -> Void = {
     storeBenchmarks()
     managerBenchmarks()
     geocodingBenchmarks()
+    envelopeBenchmarks()
 }
 
 // MARK: Crypto primitives: our API vs the same libsodium call
@@ -277,4 +278,29 @@ func geocodingBenchmarks() {
         }
     }
     writeSideResult("geocoding.json", memory)
+}
+
+// MARK: Sealed messages: Envelope v2 vs the same libsodium sequence in C
+
+func envelopeBenchmarks() {
+    guard let alice = try? Identity(), let bob = try? Identity() else { return }
+    let payload = randomBytes(1024)
+    let created: UInt64 = 1_795_341_600  // 2026-11-22T10:00:00Z, the C baseline's fixed header times
+    let id = "3f2a6c1e-8b7d-4e5f-9a0b-1c2d3e4f5a60"
+    guard let envelope = try? Envelope.seal(payload, id: id, from: alice.key, to: bob.key.publicKey, createdAt: created, expiresAt: created + 86_400)
+    else { return }
+    pair("Envelope seal 1 KiB", ops: 20, ours: {
+        blackHole(try Envelope.seal(payload, id: id, from: alice.key, to: bob.key.publicKey, createdAt: created, expiresAt: created + 86_400))
+    }, raw: {
+        var b64 = [CChar](repeating: 0, count: 2048)
+        var signature = [CChar](repeating: 0, count: 89)
+        blackHole(cb_envelope_seal(alice.rawSecretKey, bob.key.publicKey.rawRepresentation, id, payload, payload.count, &b64, b64.count, &signature))
+    })
+    pair("Envelope open 1 KiB", ops: 20, ours: {
+        blackHole(try envelope.open(as: bob.key, from: alice.key.publicKey, now: created + 60))
+    }, raw: {
+        var out = [UInt8](repeating: 0, count: 2048)
+        blackHole(cb_envelope_open(bob.rawSecretKey, alice.key.publicKey.rawRepresentation, id, envelope.sealedPayloadBase64,
+                                   envelope.signatureBase64, &out, out.count))
+    })
 }

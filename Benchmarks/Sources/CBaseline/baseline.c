@@ -167,3 +167,110 @@ size_t cb_lmdb_get(cb_lmdb *db, const uint8_t *keys, size_t n) {
     mdb_txn_abort(txn);
     return total;
 }
+
+/* ---- Envelope v2 (PROTOCOL.md §7): the libsodium sequence of Envelope.seal / open ---------- */
+
+static void hex(const uint8_t *in, size_t len, char *out) { sodium_bin2hex(out, len * 2 + 1, in, len); }
+
+static void peer_id(const uint8_t ed_pk[32], char out[65]) {
+    uint8_t digest[32];
+    crypto_hash_sha256(digest, ed_pk, 32);
+    hex(digest, 32, out);
+}
+
+/* HKDF-SHA256 (RFC 5869) for one 32-byte block: extract, then expand with counter 1. */
+static void hkdf(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt, size_t salt_len, const uint8_t *info, size_t info_len,
+                 uint8_t out[32]) {
+    uint8_t prk[32];
+    crypto_auth_hmacsha256_state st;
+    crypto_auth_hmacsha256_init(&st, salt, salt_len);
+    crypto_auth_hmacsha256_update(&st, ikm, ikm_len);
+    crypto_auth_hmacsha256_final(&st, prk);
+    const uint8_t one = 1;
+    crypto_auth_hmacsha256_init(&st, prk, 32);
+    crypto_auth_hmacsha256_update(&st, info, info_len);
+    crypto_auth_hmacsha256_update(&st, &one, 1);
+    crypto_auth_hmacsha256_final(&st, out);
+    sodium_memzero(prk, sizeof prk);
+}
+
+static const char SALT[] = "CoordsCore/envelope/v2";
+static const char CREATED[] = "2026-11-22T10:00:00Z", EXPIRES[] = "2026-11-23T10:00:00Z";
+
+size_t cb_envelope_seal(const uint8_t sender_sk[64], const uint8_t recipient_pk[32], const char id[37], const uint8_t *payload,
+                        size_t len, char *payload_b64, size_t b64_capacity, char signature_b64[89]) {
+    uint8_t esk[32], epk[32], nonce[12], ssk[32], spk[32], rpk[32], ikm[64], info[96], key[32];
+    char sender_id[65], recipient_id[65];
+    randombytes_buf(esk, 32);
+    crypto_scalarmult_base(epk, esk);
+    randombytes_buf(nonce, 12);
+    peer_id(sender_sk + 32, sender_id);
+    peer_id(recipient_pk, recipient_id);
+    crypto_sign_ed25519_sk_to_curve25519(ssk, sender_sk);
+    crypto_scalarmult_base(spk, ssk);
+    if (crypto_sign_ed25519_pk_to_curve25519(rpk, recipient_pk) != 0) return 0;
+    if (crypto_scalarmult(ikm, esk, rpk) != 0 || crypto_scalarmult(ikm + 32, ssk, rpk) != 0) return 0;
+    memcpy(info, epk, 32); memcpy(info + 32, spk, 32); memcpy(info + 64, rpk, 32);
+    hkdf(ikm, 64, (const uint8_t *)SALT, sizeof SALT - 1, info, 96, key);
+    char ad[256];
+    int ad_len = snprintf(ad, sizeof ad, "%s|%s|%s|%s|%s", id, sender_id, recipient_id, CREATED, EXPIRES);
+    size_t sealed_len = 44 + len + 16;
+    uint8_t *sealed = malloc(sealed_len);
+    if (!sealed) return 0;
+    memcpy(sealed, epk, 32); memcpy(sealed + 32, nonce, 12);
+    crypto_aead_aes256gcm_encrypt(sealed + 44, NULL, payload, len, (const uint8_t *)ad, (size_t)ad_len, NULL, nonce, key);
+    sodium_bin2base64(payload_b64, b64_capacity, sealed, sealed_len, sodium_base64_VARIANT_ORIGINAL);
+    free(sealed);
+    size_t b64_len = strlen(payload_b64);
+    size_t signed_cap = b64_len + 256;
+    char *to_sign = malloc(signed_cap);
+    if (!to_sign) return 0;
+    int signed_len = snprintf(to_sign, signed_cap, "CoordsCore/envelope/v2|2|%s|%s|%s|%s|%s|%s", id, sender_id, recipient_id, CREATED, EXPIRES,
+                              payload_b64);
+    uint8_t sig[64];
+    crypto_sign_detached(sig, NULL, (const uint8_t *)to_sign, (size_t)signed_len, sender_sk);
+    free(to_sign);
+    sodium_bin2base64(signature_b64, 89, sig, 64, sodium_base64_VARIANT_ORIGINAL);
+    sodium_memzero(esk, sizeof esk); sodium_memzero(ssk, sizeof ssk); sodium_memzero(ikm, sizeof ikm); sodium_memzero(key, sizeof key);
+    return b64_len;
+}
+
+int cb_envelope_open(const uint8_t recipient_sk[64], const uint8_t sender_pk[32], const char id[37], const char *payload_b64,
+                     const char *signature_b64, uint8_t *out, size_t out_capacity) {
+    char sender_id[65], recipient_id[65];
+    peer_id(sender_pk, sender_id);
+    peer_id(recipient_sk + 32, recipient_id);
+    size_t b64_len = strlen(payload_b64);
+    size_t signed_cap = b64_len + 256;
+    char *to_sign = malloc(signed_cap);
+    if (!to_sign) return -1;
+    int signed_len = snprintf(to_sign, signed_cap, "CoordsCore/envelope/v2|2|%s|%s|%s|%s|%s|%s", id, sender_id, recipient_id, CREATED, EXPIRES,
+                              payload_b64);
+    uint8_t sig[64];
+    size_t sig_len = 0;
+    int bad = sodium_base642bin(sig, 64, signature_b64, strlen(signature_b64), NULL, &sig_len, NULL, sodium_base64_VARIANT_ORIGINAL) != 0
+        || sig_len != 64 || crypto_sign_verify_detached(sig, (const uint8_t *)to_sign, (size_t)signed_len, sender_pk) != 0;
+    free(to_sign);
+    if (bad) return -1;
+    size_t sealed_len = 0;
+    uint8_t *sealed = malloc(b64_len);
+    if (!sealed) return -1;
+    if (sodium_base642bin(sealed, b64_len, payload_b64, b64_len, NULL, &sealed_len, NULL, sodium_base64_VARIANT_ORIGINAL) != 0
+        || sealed_len < 60 || sealed_len - 60 > out_capacity) { free(sealed); return -1; }
+    uint8_t rsk[32], rpk[32], spk[32], ikm[64], info[96], key[32];
+    crypto_sign_ed25519_sk_to_curve25519(rsk, recipient_sk);
+    crypto_scalarmult_base(rpk, rsk);
+    int rc = crypto_sign_ed25519_pk_to_curve25519(spk, sender_pk) != 0 || crypto_scalarmult(ikm, rsk, sealed) != 0
+        || crypto_scalarmult(ikm + 32, rsk, spk) != 0;
+    if (!rc) {
+        memcpy(info, sealed, 32); memcpy(info + 32, spk, 32); memcpy(info + 64, rpk, 32);
+        hkdf(ikm, 64, (const uint8_t *)SALT, sizeof SALT - 1, info, 96, key);
+        char ad[256];
+        int ad_len = snprintf(ad, sizeof ad, "%s|%s|%s|%s|%s", id, sender_id, recipient_id, CREATED, EXPIRES);
+        rc = crypto_aead_aes256gcm_decrypt(out, NULL, NULL, sealed + 44, sealed_len - 44, (const uint8_t *)ad, (size_t)ad_len,
+                                           sealed + 32, key);
+    }
+    free(sealed);
+    sodium_memzero(rsk, sizeof rsk); sodium_memzero(ikm, sizeof ikm); sodium_memzero(key, sizeof key);
+    return rc == 0 ? (int)(sealed_len - 60) : -1;
+}

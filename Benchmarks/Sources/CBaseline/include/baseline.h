@@ -25,6 +25,17 @@ size_t cb_blob_seal(const uint8_t loc[20], const uint8_t *keys, size_t n, int ed
 /* Opens a blob like LocationBlob.open: one X25519, then AES-GCM over the entries in order. */
 int cb_blob_open(const uint8_t x25519_sk[32], const uint8_t *blob, size_t len, uint8_t loc[20]);
 
+/* Envelope v2 (§7), the libsodium sequence of Envelope.seal: ephemeral key, nonce, peer ids,
+ * both X25519 conversions, two agreements, HKDF-SHA256, AES-GCM with the header as associated
+ * data, base64, the signed string and its Ed25519 signature (fixed createdAt/expiresAt strings).
+ * Writes the payload and signature base64; returns the payload base64 length (0 on failure). */
+size_t cb_envelope_seal(const uint8_t sender_sk[64], const uint8_t recipient_pk[32], const char id[37], const uint8_t *payload,
+                        size_t len, char *payload_b64, size_t b64_capacity, char signature_b64[89]);
+/* Envelope.open's sequence: peer ids, signature check, base64, conversions, agreements, HKDF,
+ * AES-GCM open. Returns the plaintext length or -1. */
+int cb_envelope_open(const uint8_t recipient_sk[64], const uint8_t sender_pk[32], const char id[37], const char *payload_b64,
+                     const char *signature_b64, uint8_t *out, size_t out_capacity);
+
 /* LMDB: an environment in `path` with one unnamed database (0600, MDB_NOTLS). */
 typedef struct cb_lmdb cb_lmdb;
 cb_lmdb *cb_lmdb_open(const char *path, int nosync);
