@@ -419,8 +419,13 @@ struct Trio {
         #expect(app.app.nextUpdate(timeout: .seconds(1)) == .update(.wallet(.profileChanged(name: "M", server: "https://relay.test"))))
         _ = try await app.app.location.prepareUpload(try fix(1, 2, at: app.clock.milliseconds))
         #expect(app.app.nextUpdate(timeout: .seconds(1)) == .update(.location(.uploadPrepared(fixTimestamp: app.clock.milliseconds, recipientCount: 1))))
-        // A waiting poller is woken by a message from another thread.
-        let waiter = Task.detached { app.app.nextUpdate(timeout: .seconds(5)) }
+        // A waiting poller is woken by a message from another thread. nextUpdate blocks its
+        // thread, so it runs on a dispatch thread, never on the (small) cooperative pool.
+        let waiter = Task {
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async { continuation.resume(returning: app.app.nextUpdate(timeout: .seconds(10))) }
+            }
+        }
         try await Task.sleep(for: .milliseconds(30))
         await app.app.location.dispatch(.markUploadFailed(fixTimestamp: 1, reason: "offline"))
         #expect(await waiter.value == .update(.location(.uploadFailed(fixTimestamp: 1, reason: "offline"))))
