@@ -1,6 +1,7 @@
 -- wrk script for the relay load test. Arguments after `--`:
---   <bodies file> <METHOD> <path> <wrk threads> [delay ms]
--- Thread i sends bodies i, i+T, i+2T, … (T threads), so no body is sent twice.
+--   <bodies file> <METHOD> <path> <wrk threads> [delay ms] [first body]
+-- Thread i sends bodies first+i, first+i+T, first+i+2T, … (T threads), so no body is sent twice
+-- within a run; a caller running wrk again against the same relay passes a later `first`.
 -- `delay` paces each connection (wrk measures latency from send to response, without it).
 local bodies, counter, stride, pause = {}, 0, 1, 0
 local next_id, threads = 0, {}
@@ -18,7 +19,7 @@ function init(args)
     wrk.headers["Content-Type"] = "application/json"
     stride = tonumber(args[4]) or 1
     pause = math.floor((tonumber(args[5]) or 0) + 0.5)
-    counter = thread_id
+    counter = (tonumber(args[6]) or 0) + thread_id
 end
 
 function request()
