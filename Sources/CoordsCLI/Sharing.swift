@@ -310,10 +310,13 @@ struct Outbox: AsyncParsableCommand {
     }
 }
 
+/// Writes a file readable by its owner only (0600), also when it already existed with wider
+/// permissions: the mode is set on the open descriptor before any byte is written.
 func writeFile(_ path: String, _ bytes: [UInt8]) throws {
-    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
     guard fd >= 0 else { throw CLIFailure("cannot write \(path): \(String(cString: strerror(errno)))") }
     defer { close(fd) }
+    guard fchmod(fd, 0o600) == 0 else { throw CLIFailure("cannot make \(path) private (0600): \(String(cString: strerror(errno)))") }
     var written = 0
     while written < bytes.count {
         let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress?.advanced(by: written), bytes.count - written) }

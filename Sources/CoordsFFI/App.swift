@@ -34,7 +34,13 @@ private func cost(_ value: JSONValue?, default fallback: Argon2id.Parameters) th
         guard let object = value.objectValue, let ops = object["ops_limit"]?.uint64Value, let mem = object["mem_limit"]?.uint64Value else {
             throw FFIError.invalid("a cost is \"minimum\", \"interactive\", \"moderate\" or {\"ops_limit\": n, \"mem_limit\": n}")
         }
-        return Argon2id.Parameters(opsLimit: ops, memLimitBytes: mem)
+        let parameters = Argon2id.Parameters(opsLimit: ops, memLimitBytes: mem)
+        do {
+            try parameters.validate()
+        } catch let error as CryptoError {
+            throw FFIError.invalid("\(error)")
+        }
+        return parameters
     default: throw FFIError.invalid("unknown cost preset \(value.serializedString)")
     }
 }

@@ -31,8 +31,11 @@ public struct RelayConfiguration: Sendable {
     public var keyBurst: Double = 10
     /// Mailbox (§7.3): longest envelope lifetime accepted (`expiresAt − createdAt`), seconds.
     public var maximumMessageTTLSeconds: UInt64 = 86_400
-    /// Most unexpired envelopes waiting for one recipient (429 beyond).
+    /// Most unexpired signature-checked envelopes waiting for one recipient (429 beyond).
     public var maximumMessagesPerRecipient = 500
+    /// Most unexpired envelopes *without* `senderKey` waiting for one recipient: a separate
+    /// quota, so unsigned junk can never crowd out a friend's signed message (429 beyond).
+    public var maximumUnauthenticatedMessagesPerRecipient = 50
     /// Most envelopes stored in total (507 beyond).
     public var maximumMessages = 1_000_000
     /// Largest decoded sealed payload (413 beyond).
@@ -41,15 +44,40 @@ public struct RelayConfiguration: Sendable {
     public var maximumMessageBodyBytes = 192 * 1024
     /// Require `senderKey` on posted envelopes so every one is signature-checked (401 without).
     public var strictMailbox = false
-    /// Messages posted per second per sender (0 disables) and burst size.
+    /// Messages posted per second per sender (0 disables) and burst size. The sender is the
+    /// verified `senderKey`, or the client address for envelopes without one.
     public var messageRate: Double = 5
     public var messageBurst: Double = 30
+    /// Most mailbox request signatures remembered at once (§7.3 accepted-once); beyond it signed
+    /// mailbox requests get 503 until old ones expire.
+    public var maximumSeenSignatures = 1_000_000
+    /// HTTP connection limits (idle timeout, deadlines, caps): see ``ConnectionLimits``.
+    public var connections = ConnectionLimits()
     /// Take the client address from the first `X-Forwarded-For` entry (only behind a trusted proxy).
     public var trustForwardedFor = false
     /// The version `GET /api/version` reports (the reference Android app needs ≥ 2026.1.6).
     public var version = "2026.11.0"
     /// Log level.
     public var logLevel: Logger.Level = .info
+
+    public init() {}
+}
+
+/// What the HTTP layer allows one connection, and how many connections it keeps.
+public struct ConnectionLimits: Sendable, Equatable {
+    /// A keep-alive connection with no request in progress is closed after this many seconds.
+    public var idleTimeoutSeconds: UInt64 = 30
+    /// A request's head (request line and headers) must arrive within this many seconds of its
+    /// first byte (or of the connection opening), else 408 and close.
+    public var headerTimeoutSeconds: UInt64 = 10
+    /// A request's body must arrive within this many seconds of its head, else the connection closes.
+    public var bodyTimeoutSeconds: UInt64 = 30
+    /// Most open connections in total (more are answered 503 and closed). At start the relay
+    /// lowers it to fit the process's open-file limit (`ulimit -n`), keeping room for the store.
+    public var maximumConnections = 4096
+    /// Most open connections from one client address (more are answered 503 and closed). Behind
+    /// a proxy every connection comes from the proxy: raise it there.
+    public var maximumConnectionsPerAddress = 128
 
     public init() {}
 }

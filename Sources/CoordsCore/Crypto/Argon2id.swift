@@ -17,6 +17,20 @@ public enum Argon2id {
             self.memLimitBytes = memLimitBytes
         }
 
+        /// Checks the limits: opsLimit 1…64 and memLimit 8 KiB…4 GiB.
+        /// - Throws: ``CryptoError/invalidParameter(_:)`` naming the value out of range.
+        public func validate() throws {
+            let minimumOps = UInt64(crypto_pwhash_opslimit_min())
+            guard opsLimit >= minimumOps, opsLimit <= Argon2id.maximumOpsLimit else {
+                throw CryptoError.invalidParameter("Argon2id opsLimit must be \(minimumOps)…\(Argon2id.maximumOpsLimit), got \(opsLimit)")
+            }
+            let minimumMemory = UInt64(crypto_pwhash_memlimit_min())
+            let maximumMemory = min(Argon2id.maximumMemLimitBytes, UInt64(crypto_pwhash_memlimit_max()))
+            guard memLimitBytes >= minimumMemory, memLimitBytes <= maximumMemory else {
+                throw CryptoError.invalidParameter("Argon2id memLimit must be \(minimumMemory)…\(maximumMemory) bytes, got \(memLimitBytes)")
+            }
+        }
+
         /// libsodium's interactive profile (2 passes, 64 MiB): about 0.1 s here.
         public static var interactive: Parameters {
             Parameters(opsLimit: UInt64(crypto_pwhash_opslimit_interactive()),
@@ -62,15 +76,7 @@ public enum Argon2id {
         guard outputByteCount >= minimumOutput, outputByteCount <= 4096 else {
             throw CryptoError.invalidParameter("Argon2id output must be \(minimumOutput)…4096 bytes, got \(outputByteCount)")
         }
-        let minimumOps = UInt64(crypto_pwhash_opslimit_min())
-        guard parameters.opsLimit >= minimumOps, parameters.opsLimit <= maximumOpsLimit else {
-            throw CryptoError.invalidParameter("Argon2id opsLimit must be \(minimumOps)…\(maximumOpsLimit), got \(parameters.opsLimit)")
-        }
-        let minimumMemory = UInt64(crypto_pwhash_memlimit_min())
-        let maximumMemory = min(maximumMemLimitBytes, UInt64(crypto_pwhash_memlimit_max()))
-        guard parameters.memLimitBytes >= minimumMemory, parameters.memLimitBytes <= maximumMemory else {
-            throw CryptoError.invalidParameter("Argon2id memLimit must be \(minimumMemory)…\(maximumMemory) bytes, got \(parameters.memLimitBytes)")
-        }
+        try parameters.validate()
         guard UInt64(password.count) <= UInt64(crypto_pwhash_passwd_max()) else {
             throw CryptoError.invalidParameter("passphrase is too long (\(password.count) bytes)")
         }

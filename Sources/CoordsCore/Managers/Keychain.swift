@@ -97,7 +97,8 @@ public final class FileKeychain: Keychain {
     /// Opens the keychain at `path`, creating an empty one (sealed under `unlock`) if absent.
     /// - Parameter parameters: Argon2id cost for a *new* passphrase keychain (an existing file
     ///   keeps the parameters it was created with).
-    /// - Throws: ``KeychainError/wrongPassphrase`` when `unlock` does not open an existing file,
+    /// - Throws: ``CryptoError/invalidParameter(_:)`` when `parameters` are out of range for a new file,
+    ///   ``KeychainError/wrongPassphrase`` when `unlock` does not open an existing file,
     ///   ``KeychainError/corrupted(_:)``, ``KeychainError/io(operation:errno:)``, ``CryptoError``.
     public init(path: String, unlock: Unlock, parameters: Argon2id.Parameters = .interactive,
                 random: any RandomSource = SystemRandomSource()) throws {
@@ -110,6 +111,7 @@ public final class FileKeychain: Keychain {
             key = try Self.deriveKey(header: header, unlock: unlock)
             _ = try Self.open(existing, key: key)  // wrong passphrase shows up here, at open
         } else {
+            if case .passphrase = unlock { try parameters.validate() }  // a bad cost is the caller's mistake, not damage
             var h = Self.magic + [1]
             let salt = try random.bytes(Argon2id.saltByteCount)
             switch unlock {

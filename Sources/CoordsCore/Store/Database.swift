@@ -49,6 +49,8 @@ public final class Database: @unchecked Sendable {
         public var durability: Durability = .durable
         /// Permissions of the files (0600: only the owner).
         public var fileMode: UInt32 = 0o600
+        /// Testing only: fails chosen LMDB calls (see ``StoreFaultInjector``).
+        @_spi(Testing) public var faultInjector: StoreFaultInjector?
 
         public init() {}
     }
@@ -115,7 +117,7 @@ public final class Database: @unchecked Sendable {
         case .noMetaSync: flags |= UInt32(MDB_NOMETASYNC)
         case .noSync: flags |= UInt32(MDB_NOSYNC)
         }
-        rc = mdb_env_open(env, canonical, flags, mode_t(options.fileMode))
+        rc = options.faultInjector?.fault(.open) ?? mdb_env_open(env, canonical, flags, mode_t(options.fileMode))
         guard rc == 0 else { throw fail(rc) }
 
         let db = Database(path: canonical, env: env, options: options)
@@ -186,6 +188,8 @@ public final class Database: @unchecked Sendable {
         var attempts = 0
         while true {
             if isNearlyFull() { try grow(force: false) }
+            // Each path below releases the shared resize lock exactly once before it grows,
+            // retries, returns or throws (an unlock too many here once hung close() for good).
             resizeLock.lockShared()
             let state: TransactionState
             do {
@@ -194,34 +198,34 @@ public final class Database: @unchecked Sendable {
                 resizeLock.unlock()
                 throw error
             }
+            let result: R
             do {
-                let result = try body(WriteTransaction(state: state))
-                let rc = state.finish(commit: true)
-                resizeLock.unlock()
-                if rc == 0 { return result }
-                if rc == MDB_MAP_FULL, attempts < 4 {
-                    attempts += 1
-                    try grow(force: true)
-                    continue
-                }
-                throw rc == MDB_MAP_FULL ? try mapFullError() : StoreError.lmdb(rc, "commit")
+                result = try body(WriteTransaction(state: state))
             } catch StoreError.mapFull(_, _) where attempts < 4 {
                 state.finish(commit: false)
                 resizeLock.unlock()
                 attempts += 1
                 try grow(force: true)
+                continue
             } catch {
                 state.finish(commit: false)
                 resizeLock.unlock()
                 throw error
             }
+            let rc = state.finish(commit: true)
+            resizeLock.unlock()
+            if rc == 0 { return result }
+            guard rc == MDB_MAP_FULL else { throw StoreError.lmdb(rc, "commit") }
+            guard attempts < 4 else { throw try mapFullError() }
+            attempts += 1
+            try grow(force: true)
         }
     }
 
     private func begin(readOnly: Bool) throws -> OpaquePointer {
         guard !isClosed else { throw StoreError.closed }
         var txn: OpaquePointer?
-        var rc = mdb_txn_begin(env, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn)
+        var rc = injectedFault(readOnly ? .beginRead : .beginWrite) ?? mdb_txn_begin(env, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn)
         if rc == MDB_MAP_RESIZED {
             // Another process grew the map: adopt its size (LMDB allows this with no txn active
             // in this process; we hold only a shared resize lock, so take it exclusively).
@@ -236,6 +240,13 @@ public final class Database: @unchecked Sendable {
         }
         guard rc == 0, let txn else { throw StoreError.lmdb(rc, readOnly ? "begin read transaction" : "begin write transaction") }
         return txn
+    }
+
+    /// The error code a test's ``StoreFaultInjector`` wants for this call, if any.
+    @inline(__always)
+    func injectedFault(_ operation: StoreFaultInjector.Operation) -> Int32? {
+        guard let injector = options.faultInjector else { return nil }
+        return injector.fault(operation)
     }
 
     // MARK: Map size
@@ -283,7 +294,7 @@ public final class Database: @unchecked Sendable {
         }
         let doubled = usage.mapSize.multipliedReportingOverflow(by: 2)
         let target = doubled.overflow ? options.maximumMapSize : min(doubled.partialValue, options.maximumMapSize)
-        let rc = mdb_env_set_mapsize(env, target)
+        let rc = injectedFault(.resize) ?? mdb_env_set_mapsize(env, target)
         guard rc == 0 else { throw StoreError.lmdb(rc, "grow map to \(target) bytes") }
     }
 

@@ -20,7 +20,13 @@ final class TransactionState {
     func finish(commit: Bool) -> Int32 {
         guard let txn else { return 0 }
         self.txn = nil
-        if commit { return mdb_txn_commit(txn) }
+        if commit {
+            if let rc = database.injectedFault(.commit) {
+                mdb_txn_abort(txn)  // a failed mdb_txn_commit frees the transaction too
+                return rc
+            }
+            return mdb_txn_commit(txn)
+        }
         mdb_txn_abort(txn)
         return 0
     }
@@ -50,7 +56,7 @@ final class TransactionState {
             try value.withStoreBytes { v in
                 var keyVal = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
                 var dataVal = MDB_val(mv_size: v.count, mv_data: UnsafeMutableRawPointer(mutating: v.baseAddress))
-                let rc = mdb_put(txn, dbi, &keyVal, &dataVal, 0)
+                let rc = database.injectedFault(.put) ?? mdb_put(txn, dbi, &keyVal, &dataVal, 0)
                 if rc == MDB_MAP_FULL { throw database.lockedMapFullError() }
                 if rc == MDB_BAD_VALSIZE { throw StoreError.invalidKeySize(size: k.count, maximum: database.maximumKeySize) }
                 guard rc == 0 else { throw StoreError.lmdb(rc, "put") }
@@ -152,7 +158,7 @@ struct TableAccess<Key: StoreKey, Value: StoreValue> {
             guard rc == 0 else { throw StoreError.lmdb(rc, "remove from \(name)") }
             // Decode before deleting: the value's memory is only valid until the page changes.
             let previous = try? state.decode(Value.self, dataVal, table: name)
-            rc = mdb_del(txn, dbi, &keyVal, nil)
+            rc = state.database.injectedFault(.delete) ?? mdb_del(txn, dbi, &keyVal, nil)
             guard rc == 0 else { throw StoreError.lmdb(rc, "remove from \(name)") }
             return previous
         }

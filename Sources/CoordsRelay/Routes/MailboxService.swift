@@ -3,32 +3,89 @@ import Synchronization
 
 /// Signatures of recipient requests already accepted (§7.3: each is accepted once), kept until
 /// their timestamp leaves the skew window, after which the timestamp check refuses them anyway.
-/// In memory: after a restart a signature could be replayed within its remaining window, which
-/// only lets the replayer repeat the same read or ack (docs/MESSAGING.md).
+///
+/// Entries live in time buckets of ``bucketSeconds`` by expiry, so forgetting old ones costs
+/// O(1) amortised (a whole bucket goes at once, and there are at most `2·skew / bucketSeconds + 1`
+/// live buckets to look at), never a scan of the whole set under the lock. Memory is bounded by
+/// `capacity`: past it new signatures are refused (503) rather than old ones forgotten early,
+/// which would let them be replayed. Only the signature's first 32 bytes (Ed25519's `R`, unique
+/// per key and message) are kept. In memory: after a restart a signature could be replayed
+/// within its remaining window, which only lets the replayer repeat the same read or ack
+/// (docs/MESSAGING.md).
 final class SeenSignatures: Sendable {
-    private let seen = Mutex<[String: UInt64]>([:])
+    /// What ``insert(_:until:now:)`` decided.
+    enum Outcome: Equatable {
+        case accepted
+        case replayed
+        case full
+    }
 
-    /// Records `signature` (valid until `until`); false if it was already seen.
-    func insert(_ signature: String, until: UInt64, now: UInt64) -> Bool {
-        seen.withLock { seen in
-            if seen.count > 100_000 { seen = seen.filter { $0.value >= now } }
-            guard seen[signature] == nil else { return false }
-            seen[signature] = until
-            return true
+    private struct Key: Hashable {
+        var a: UInt64, b: UInt64, c: UInt64, d: UInt64
+    }
+
+    private struct State {
+        var members: Set<Key> = []
+        var buckets: [UInt64: [Key]] = [:]
+        /// The smallest bucket number present (nil when empty).
+        var oldest: UInt64?
+    }
+
+    static let bucketSeconds: UInt64 = 16
+    let capacity: Int
+    private let state = Mutex(State())
+
+    init(capacity: Int) { self.capacity = max(capacity, 1) }
+
+    /// Records `signature` (valid until `until`, Unix seconds) at `now`: `.accepted` the first
+    /// time, `.replayed` after, `.full` when `capacity` live signatures are held.
+    func insert(_ signature: [UInt8], until: UInt64, now: UInt64) -> Outcome {
+        guard signature.count >= 32 else { return .replayed }
+        func word(_ offset: Int) -> UInt64 { (0..<8).reduce(0) { $0 << 8 | UInt64(signature[offset + $1]) } }
+        let key = Key(a: word(0), b: word(8), c: word(16), d: word(24))
+        return state.withLock { state in
+            Self.expire(&state, now: now)
+            guard !state.members.contains(key) else { return .replayed }
+            guard state.members.count < capacity else { return .full }
+            state.members.insert(key)
+            let bucket = until / Self.bucketSeconds
+            state.buckets[bucket, default: []].append(key)
+            state.oldest = min(state.oldest ?? bucket, bucket)
+            return .accepted
         }
     }
 
-    func prune(now: UInt64) { seen.withLock { $0 = $0.filter { $0.value >= now } } }
+    /// Forgets every bucket whose signatures all expired before `now`.
+    func prune(now: UInt64) { state.withLock { Self.expire(&$0, now: now) } }
+
+    /// Signatures currently remembered.
+    var count: Int { state.withLock { $0.members.count } }
+
+    private static func expire(_ state: inout State, now: UInt64) {
+        // Bucket b holds expiries b·w … b·w + w − 1: all past when b < now / w.
+        let current = now / bucketSeconds
+        guard let oldest = state.oldest, oldest < current else { return }
+        for bucket in state.buckets.keys where bucket < current {
+            for key in state.buckets.removeValue(forKey: bucket) ?? [] { state.members.remove(key) }
+        }
+        state.oldest = state.buckets.keys.min()
+    }
 }
 
 /// The §7.3 mailbox: sealed envelopes in, recipient-signed reads and acks out.
 extension RelayService {
     private var mailboxLimits: MailboxLimits {
-        MailboxLimits(perRecipient: configuration.maximumMessagesPerRecipient, total: configuration.maximumMessages)
+        MailboxLimits(perRecipient: configuration.maximumMessagesPerRecipient, total: configuration.maximumMessages,
+                      perRecipientUnauthenticated: configuration.maximumUnauthenticatedMessagesPerRecipient)
     }
 
     /// `POST /v1/relay/messages` with an envelope → 202 `{"accepted": true, "packetID": id}`.
-    public func postMessage(body: [UInt8]) async throws -> RelayReply {
+    ///
+    /// Envelopes whose `senderKey` signature checked out are rate-limited by that verified sender
+    /// and queue under the recipient's authenticated quota; envelopes without `senderKey` are
+    /// rate-limited by `clientAddress` (never by their unchecked `senderID`) and have a separate,
+    /// smaller quota, so they can never crowd out a friend's signed message.
+    public func postMessage(body: [UInt8], clientAddress: String) async throws -> RelayReply {
         guard let value = try? JSONValue.parse(body) else { throw RelayFailure(400, "invalid_json", "the body is not JSON") }
         let envelope: Envelope
         do {
@@ -42,12 +99,13 @@ extension RelayService {
         }
         guard expires > created else { throw RelayFailure(400, "invalid_envelope", "expiresAt must be after createdAt") }
         guard expires > now else { throw RelayFailure(400, "expired", "expiresAt has already passed") }
-        guard created <= now + configuration.clockSkewSeconds else {
+        guard created <= now.addingSaturating(configuration.clockSkewSeconds) else {
             throw RelayFailure(400, "created_in_future", "createdAt is more than \(configuration.clockSkewSeconds) s in the future; check the device clock")
         }
         guard expires - created <= configuration.maximumMessageTTLSeconds else {
             throw RelayFailure(400, "ttl_too_long", "the envelope lives \(expires - created) s; this relay keeps messages at most \(configuration.maximumMessageTTLSeconds) s")
         }
+        var verifiedSender: PeerID?
         if let keyText = envelope.senderKey {
             guard let bytes = try? Base64.decode(keyText, field: "senderKey"), bytes.count == 32,
                   let key = try? Ed25519PublicKey(rawRepresentation: bytes) else {
@@ -58,6 +116,7 @@ extension RelayService {
             } catch {
                 throw RelayFailure(401, "invalid_signature", "the envelope's signature does not verify with senderKey, or senderKey's hash is not senderID")
             }
+            verifiedSender = PeerID(key)
         } else if configuration.strictMailbox {
             throw RelayFailure(401, "sender_key_required", "this relay requires senderKey so it can check the signature")
         }
@@ -70,12 +129,13 @@ extension RelayService {
         guard let signature = try? Base64.decode(envelope.signatureBase64, variant: .standard, field: "signatureBase64"), signature.count == 64 else {
             throw RelayFailure(400, "invalid_envelope", "signatureBase64 must be 64 bytes in standard base64")
         }
-        let sender = envelope.senderID.lowercased()
-        if let retry = messageLimiter.take("m:" + sender, now: clock.now()) {
+        let limiterKey = verifiedSender.map { "m:" + $0.hex } ?? "u:" + clientAddress
+        if let retry = messageLimiter.take(limiterKey, now: clock.now()) {
             throw RelayFailure(429, "rate_limited", "too many messages from this sender; retry in \(retry) s", retryAfter: retry)
         }
         let id = envelope.id.lowercased()
-        let entry = MailboxEntry(id: id, recipient: envelope.recipientID.lowercased(), expiresAt: expires, envelope: body)
+        let entry = MailboxEntry(id: id, recipient: envelope.recipientID.lowercased(), expiresAt: expires, envelope: body,
+                                 authenticated: verifiedSender != nil)
         switch try await store.mailboxPost(entry, limits: mailboxLimits, now: now) {
         case .stored:
             metrics.messagesPosted.increment()
@@ -83,7 +143,8 @@ extension RelayService {
         case .duplicate:
             throw RelayFailure(409, "duplicate", "an envelope with id \(id) is stored or was already delivered")
         case .recipientFull:
-            throw RelayFailure(429, "recipient_full", "the recipient has \(configuration.maximumMessagesPerRecipient) messages waiting; retry later",
+            let quota = verifiedSender == nil ? configuration.maximumUnauthenticatedMessagesPerRecipient : configuration.maximumMessagesPerRecipient
+            throw RelayFailure(429, "recipient_full", "the recipient has \(quota) \(verifiedSender == nil ? "unsigned " : "")messages waiting; retry later",
                                retryAfter: 60)
         case .relayFull:
             throw RelayFailure(507, "relay_full", "the relay holds its maximum number of messages; retry later")
@@ -118,7 +179,7 @@ extension RelayService {
         }
         let recipient = PeerID(key)
         try authenticate(recipient: recipient, method: method, pathWithQuery: pathWithQuery, headers: headers)
-        let tombstoneUntil = nowSeconds + configuration.maximumMessageTTLSeconds + configuration.clockSkewSeconds
+        let tombstoneUntil = nowSeconds.addingSaturating(configuration.maximumMessageTTLSeconds).addingSaturating(configuration.clockSkewSeconds)
         let deleted = try await store.mailboxAck(id: id, recipient: recipient.hex, tombstoneUntil: tombstoneUntil)
         if deleted { metrics.messagesAcknowledged.increment() }
         return .json(.object(["deleted": .bool(deleted), "packetID": .string(id)]))
@@ -137,15 +198,20 @@ extension RelayService {
         }
         guard let timestamp = UInt64(timestampText) else { throw RelayFailure(401, "invalid_timestamp", "X-Coords-Timestamp must be Unix seconds") }
         let now = nowSeconds, skew = configuration.clockSkewSeconds
-        guard timestamp + skew >= now, timestamp <= now + skew else {
+        guard timestamp.isWithin(skew, of: now) else {
             throw RelayFailure(401, "timestamp_out_of_window", "X-Coords-Timestamp is more than \(skew) s from the relay's clock")
         }
         guard let signature = try? Base64.decode(signatureText, field: "X-Coords-Signature"), signature.count == 64,
               key.isValidSignature(signature, for: MailboxAuth.signedBytes(method: method, path: pathWithQuery, timestamp: timestamp)) else {
             throw RelayFailure(401, "invalid_signature", "X-Coords-Signature does not verify for this method, path and timestamp")
         }
-        guard seenSignatures.insert(signatureText, until: timestamp + skew, now: now) else {
+        switch seenSignatures.insert(signature, until: timestamp.addingSaturating(skew), now: now) {
+        case .accepted:
+            break
+        case .replayed:
             throw RelayFailure(401, "replayed_signature", "this request signature was already used; sign each request afresh")
+        case .full:
+            throw RelayFailure(503, "busy", "the relay is remembering too many request signatures; retry in a minute", retryAfter: 60)
         }
     }
 

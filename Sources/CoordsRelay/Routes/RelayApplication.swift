@@ -1,9 +1,13 @@
 import CoordsCore
 import HTTPTypes
+import HummingbirdCore
 import Hummingbird
 import Logging
 import NIOCore
 import ServiceLifecycle
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The request context: Hummingbird's core storage plus the client's address.
 public struct RelayRequestContext: RequestContext {
@@ -41,7 +45,7 @@ public func buildApplication(service: RelayService) -> some ApplicationProtocol 
     // The §7.3 mailbox.
     router.post("v1/relay/messages") { request, context in
         await handle(request, context, service, needsBody: true, limit: configuration.maximumMessageBodyBytes) {
-            try await service.postMessage(body: $0)
+            try await service.postMessage(body: $0, clientAddress: clientAddress(request, context, service))
         }
     }
     router.get("v1/relay/messages") { request, context in
@@ -70,11 +74,56 @@ public func buildApplication(service: RelayService) -> some ApplicationProtocol 
 
     var logger = service.logger
     logger.logLevel = configuration.logLevel
+    let limits = effectiveConnectionLimits(configuration.connections)
+    let registry = ConnectionRegistry(limits: limits)
+    let metrics = service.metrics
     var app = Application(router: router,
+                          server: HTTPServerBuilder { responder in
+                              RelayHTTPChannel(responder: responder, limits: limits, registry: registry, metrics: metrics)
+                          },
                           configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "coords-relay"),
                           logger: logger)
     app.addServices(ExpirySweeper(service: service))
     return app
+}
+
+/// The connection limits, with the total cap lowered to fit the open-file limit (`ulimit -n`):
+/// each connection is a descriptor, and the store, the listener and the logs need some too.
+func effectiveConnectionLimits(_ requested: ConnectionLimits) -> ConnectionLimits {
+    var limits = requested
+    var rlim = rlimit()
+    if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &rlim) == 0, rlim.rlim_cur != rlim_t.max {
+        let available = Int(clamping: rlim.rlim_cur).subtractingSaturating(64)
+        limits.maximumConnections = max(1, min(limits.maximumConnections, available))
+    }
+    limits.maximumConnectionsPerAddress = max(1, min(limits.maximumConnectionsPerAddress, limits.maximumConnections))
+    return limits
+}
+
+/// The relay's routes and their methods, for 405 answers with `Allow` (a `:name` segment matches anything).
+let knownRoutes: [(path: [String], methods: [String])] = {
+    var routes: [(path: [String], methods: [String])] = []
+    for prefix in [["api"], []] {
+        routes.append((prefix + ["version"], ["GET"]))
+        routes.append((prefix + ["location"], ["PUT", "POST", "DELETE"]))
+    }
+    routes.append((["v1", "relay", "messages"], ["GET", "POST"]))
+    routes.append((["v1", "relay", "messages", ":id", "ack"], ["POST"]))
+    routes.append((["v1", "relay", "messages", ":id"], ["DELETE"]))
+    routes.append((["healthz"], ["GET"]))
+    routes.append((["metrics"], ["GET"]))
+    return routes
+}()
+
+/// The methods the route at `path` answers, or nil when no route has that path.
+func allowedMethods(path: String) -> [String]? {
+    let segments = path.split(separator: "?", maxSplits: 1).first.map { $0.split(separator: "/").map(String.init) } ?? []
+    var methods: [String] = []
+    for route in knownRoutes where route.path.count == segments.count {
+        if zip(route.path, segments).allSatisfy({ $0.hasPrefix(":") || $0 == $1 }) { methods += route.methods }
+    }
+    if methods.contains("GET") { methods.append("HEAD") }  // Hummingbird answers HEAD for every GET route
+    return methods.isEmpty ? nil : methods
 }
 
 /// Converts a ``RelayReply`` into a Hummingbird response.
@@ -162,9 +211,17 @@ struct RelayMiddleware: RouterMiddleware {
         do {
             response = try await next(request, context)
         } catch let error as HTTPError {
-            let failure = RelayFailure(Int(error.status.code), error.status.code == 404 ? "not_found" : "http_error",
-                                       error.body ?? error.status.reasonPhrase)
-            response = CoordsRelay.response(failure.reply)
+            if error.status.code == 404, let allowed = allowedMethods(path: request.uri.path),
+               !allowed.contains(request.method.rawValue) {
+                var failure = RelayFailure(405, "method_not_allowed",
+                                           "\(request.uri.path) answers \(allowed.joined(separator: ", ")), not \(request.method.rawValue)").reply
+                failure.headers.append(("Allow", allowed.joined(separator: ", ")))
+                response = CoordsRelay.response(failure)
+            } else {
+                let failure = RelayFailure(Int(error.status.code), error.status.code == 404 ? "not_found" : "http_error",
+                                           error.body ?? error.status.reasonPhrase)
+                response = CoordsRelay.response(failure.reply)
+            }
         } catch {
             response = CoordsRelay.response(RelayFailure(500, "internal", "the relay could not complete the request").reply)
         }

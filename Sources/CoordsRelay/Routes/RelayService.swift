@@ -13,7 +13,7 @@ public final class RelayService: Sendable {
     private let addressLimiter: RateLimiter
     private let keyLimiter: RateLimiter
     let messageLimiter: RateLimiter
-    let seenSignatures = SeenSignatures()
+    let seenSignatures: SeenSignatures
 
     public init(configuration: RelayConfiguration, store: any RelayStore, clock: TimeSource = .system, logger: Logger) {
         self.configuration = configuration
@@ -23,6 +23,7 @@ public final class RelayService: Sendable {
         addressLimiter = RateLimiter(rate: configuration.addressRate, burst: configuration.addressBurst)
         keyLimiter = RateLimiter(rate: configuration.keyRate, burst: configuration.keyBurst)
         messageLimiter = RateLimiter(rate: configuration.messageRate, burst: configuration.messageBurst)
+        seenSignatures = SeenSignatures(capacity: configuration.maximumSeenSignatures)
     }
 
     var nowSeconds: UInt64 { clock.now() / 1000 }
@@ -109,7 +110,7 @@ public final class RelayService: Sendable {
         }
         let ttl = configuration.ttlSeconds
         let now = nowSeconds
-        let found = try await store.get(keys: keys.compactMap(\.key), updatedSince: now > ttl ? now - ttl : 0)
+        let found = try await store.get(keys: keys.compactMap(\.key), updatedSince: now.subtractingSaturating(ttl))
         var response = JSONObject()
         for (text, key) in keys {
             guard let key, let record = found[key] else {
@@ -160,9 +161,9 @@ public final class RelayService: Sendable {
         let now = nowSeconds
         let ttl = configuration.ttlSeconds
         // Tombstones only need to outlive the freshness window: older uploads are refused anyway.
-        let tombstoneLife = 2 * configuration.clockSkewSeconds
-        let removed = try await store.sweep(updatedBefore: now > ttl ? now - ttl : 0,
-                                            tombstonesBefore: now > tombstoneLife ? now - tombstoneLife : 0)
+        let tombstoneLife = configuration.clockSkewSeconds.multipliedSaturating(by: 2)
+        let removed = try await store.sweep(updatedBefore: now.subtractingSaturating(ttl),
+                                            tombstonesBefore: now.subtractingSaturating(tombstoneLife))
         if removed > 0 {
             metrics.expired.increment(by: Int64(removed))
             logger.info("expired blobs swept", metadata: ["count": "\(removed)"])
@@ -177,6 +178,8 @@ public final class RelayService: Sendable {
     public func metricsText() async -> [UInt8] {
         if let count = try? await store.count() { metrics.storeEntries.set(Int64(count)) }
         if let count = try? await store.mailboxCount() { metrics.mailboxEntries.set(Int64(count)) }
+        seenSignatures.prune(now: nowSeconds)
+        metrics.seenSignatures.set(Int64(seenSignatures.count))
         return metrics.exposition()
     }
 
@@ -215,10 +218,10 @@ public final class RelayService: Sendable {
             throw RelayFailure(400, "invalid_timestamp", "timestamp must be an unsigned integer (Unix seconds)")
         }
         let now = nowSeconds
-        if now > timestamp, now - timestamp > configuration.clockSkewSeconds {
+        if now > timestamp, !timestamp.isWithin(configuration.clockSkewSeconds, of: now) {
             throw RelayFailure(401, "timestamp_too_old", "timestamp too old")
         }
-        if timestamp > now, timestamp - now > configuration.clockSkewSeconds {
+        if timestamp > now, !timestamp.isWithin(configuration.clockSkewSeconds, of: now) {
             throw RelayFailure(401, "timestamp_in_future", "timestamp is more than \(configuration.clockSkewSeconds) s in the future; check the device clock")
         }
         return timestamp

@@ -58,28 +58,38 @@ enum RelayTables {
                                migrations: [Migration(to: 2) { _ in }])
 }
 
-/// `mailbox-entry/1`: `version 1 | expiresAt u64 BE | id length u8 | id | recipient (64) | envelope`.
+/// `mailbox-entry/1` (the table's type name; the value carries its own version byte):
+/// version 1: `1 | expiresAt u64 BE | id length u8 | id | recipient (64) | envelope` (written
+/// before the split quotas; read as unauthenticated, the cautious reading);
+/// version 2: `2 | flags u8 (bit 0: authenticated) | expiresAt u64 BE | id length u8 | id | recipient (64) | envelope`.
 extension MailboxEntry: StoreValue {
     public static var storeTypeName: String { "mailbox-entry/1" }
 
     public func withStoreBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         let idBytes = Array(id.utf8), recipientBytes = Array(recipient.utf8)
         guard idBytes.count <= 255, recipientBytes.count == 64 else { throw StoreCodecError("mailbox entry id or recipient too long") }
-        var bytes: [UInt8] = [1]
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: expiresAt >> UInt64(shift))) }
-        bytes.append(UInt8(idBytes.count))
-        bytes += idBytes + recipientBytes + envelope
-        return try bytes.withUnsafeBytes { try body($0) }
+        var writer = ByteWriter(capacity: 75 + idBytes.count + envelope.count)
+        writer.write(UInt8(2))
+        writer.write(UInt8(authenticated ? 1 : 0))
+        writer.write(expiresAt)
+        writer.write(UInt8(idBytes.count))
+        writer.write(idBytes)
+        writer.write(recipientBytes)
+        writer.write(envelope)
+        return try writer.bytes.withUnsafeBytes { try body($0) }
     }
 
     public init(storeBytes: UnsafeRawBufferPointer) throws {
-        guard storeBytes.count >= 10, storeBytes[0] == 1 else { throw StoreCodecError("not a mailbox-entry/1 value") }
-        let expiresAt = (1...8).reduce(UInt64(0)) { $0 << 8 | UInt64(storeBytes[$1]) }
-        let idLength = Int(storeBytes[9])
-        guard storeBytes.count >= 10 + idLength + 64 else { throw StoreCodecError("truncated mailbox-entry/1 value") }
-        self.init(id: String(decoding: storeBytes[10..<10 + idLength], as: UTF8.self),
-                  recipient: String(decoding: storeBytes[10 + idLength..<74 + idLength], as: UTF8.self),
-                  expiresAt: expiresAt, envelope: Array(storeBytes[(74 + idLength)...]))
+        var reader = ByteReader(storeBytes)
+        let version = try reader.read(UInt8.self)
+        guard version == 1 || version == 2 else { throw StoreCodecError("not a mailbox-entry value (version \(version))") }
+        let flags = version == 2 ? try reader.read(UInt8.self) : 0
+        let expiresAt = try reader.read(UInt64.self)
+        let idLength = Int(try reader.read(UInt8.self))
+        let id = try reader.read(count: idLength)
+        let recipient = try reader.read(count: 64)
+        self.init(id: String(decoding: id, as: UTF8.self), recipient: String(decoding: recipient, as: UTF8.self),
+                  expiresAt: expiresAt, envelope: reader.readRemaining(), authenticated: flags & 1 == 1)
     }
 }
 
@@ -222,12 +232,14 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
             if try index.count() >= limits.total { return .posted(.relayFull) }
             let queue = try tx.open(RelayTables.mailbox)
             let prefix = MailboxEntry.queuePrefix(entry.recipient)
+            // Both quotas together bound this scan.
+            let quota = limits.quota(for: entry)
             var waiting = 0
             try queue.forEach(prefix: prefix) { _, stored in
-                if stored.expiresAt > now { waiting += 1 }
-                return waiting < limits.perRecipient
+                if stored.expiresAt > now, stored.authenticated == entry.authenticated { waiting += 1 }
+                return waiting < quota
             }
-            if waiting >= limits.perRecipient { return .posted(.recipientFull) }
+            if waiting >= quota { return .posted(.recipientFull) }
             let meta = try tx.open(RelayTables.mailboxMeta)
             let sequence = try meta.get("next_sequence") ?? 1
             try meta.put("next_sequence", sequence + 1)

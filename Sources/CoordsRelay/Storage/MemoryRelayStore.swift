@@ -50,7 +50,8 @@ public actor MemoryRelayStore: RelayStore {
     public func mailboxPost(_ entry: MailboxEntry, limits: MailboxLimits, now: UInt64) -> MailboxPostResult {
         if recipientOf[entry.id] != nil || messageTombstones[entry.id] != nil { return .duplicate }
         if recipientOf.count >= limits.total { return .relayFull }
-        if (queues[entry.recipient] ?? []).count(where: { $0.expiresAt > now }) >= limits.perRecipient { return .recipientFull }
+        let waiting = (queues[entry.recipient] ?? []).count { $0.expiresAt > now && $0.authenticated == entry.authenticated }
+        if waiting >= limits.quota(for: entry) { return .recipientFull }
         queues[entry.recipient, default: []].append(entry)
         recipientOf[entry.id] = entry.recipient
         return .stored

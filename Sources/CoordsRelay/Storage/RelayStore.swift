@@ -91,26 +91,37 @@ public struct MailboxEntry: Sendable, Equatable {
     public var recipient: String
     public var expiresAt: UInt64
     public var envelope: [UInt8]
+    /// Whether the relay checked the sender's signature (`senderKey` present and valid). Such
+    /// envelopes and the unchecked ones count against separate per-recipient quotas.
+    public var authenticated: Bool
 
-    public init(id: String, recipient: String, expiresAt: UInt64, envelope: [UInt8]) {
+    public init(id: String, recipient: String, expiresAt: UInt64, envelope: [UInt8], authenticated: Bool = true) {
         self.id = id
         self.recipient = recipient
         self.expiresAt = expiresAt
         self.envelope = envelope
+        self.authenticated = authenticated
     }
 }
 
 /// Caps of the mailbox.
 public struct MailboxLimits: Sendable, Equatable {
-    /// Most unexpired envelopes waiting for one recipient.
+    /// Most unexpired signature-checked envelopes waiting for one recipient.
     public var perRecipient: Int
     /// Most envelopes stored in total.
     public var total: Int
+    /// Most unexpired envelopes *without* a checked sender signature waiting for one recipient
+    /// (a separate quota: unsigned junk can never fill the room kept for signed messages).
+    public var perRecipientUnauthenticated: Int
 
-    public init(perRecipient: Int, total: Int) {
+    public init(perRecipient: Int, total: Int, perRecipientUnauthenticated: Int? = nil) {
         self.perRecipient = perRecipient
         self.total = total
+        self.perRecipientUnauthenticated = perRecipientUnauthenticated ?? perRecipient
     }
+
+    /// The per-recipient quota of `entry`'s class.
+    public func quota(for entry: MailboxEntry) -> Int { entry.authenticated ? perRecipient : perRecipientUnauthenticated }
 }
 
 /// Outcome of posting an envelope.
@@ -118,7 +129,7 @@ public enum MailboxPostResult: Sendable, Equatable {
     case stored
     /// The id is stored or was acknowledged (tombstone): 409.
     case duplicate
-    /// The recipient's queue is full: 429.
+    /// The recipient's quota for this class of envelope (authenticated or not) is full: 429.
     case recipientFull
     /// The relay holds its maximum: 507.
     case relayFull

@@ -14,6 +14,8 @@ final class RelayMetrics: Sendable {
     let messagesAcknowledged: Counter
     let messagesExpired: Counter
     let mailboxEntries: Gauge
+    let seenSignatures: Gauge
+    let connectionsOpen: Gauge
     private static let buckets: [Duration] = [.microseconds(250), .milliseconds(1), .milliseconds(2), .milliseconds(5),
                                               .milliseconds(10), .milliseconds(20), .milliseconds(50), .milliseconds(100),
                                               .milliseconds(250), .seconds(1)]
@@ -39,6 +41,9 @@ final class RelayMetrics: Sendable {
         messagesAcknowledged = registry.makeCounter(descriptor: Self.name("messages_acknowledged", "total", "Envelopes removed by their recipient's ack"))
         messagesExpired = registry.makeCounter(descriptor: Self.name("messages_expired", "total", "Envelopes swept after expiresAt"))
         mailboxEntries = registry.makeGauge(descriptor: Self.name("mailbox", "entries", "Envelopes currently stored"))
+        seenSignatures = registry.makeGauge(descriptor: Self.name("seen_signatures", "entries",
+                                                                  "Mailbox request signatures remembered (accepted once)"))
+        connectionsOpen = registry.makeGauge(descriptor: Self.name("connections_open", "count", "HTTP connections open now"))
     }
 
     /// Counts a finished request and its latency.
@@ -50,6 +55,18 @@ final class RelayMetrics: Sendable {
     /// Counts a refused request by reason (the error code).
     func rejection(_ reason: String) {
         registry.makeCounter(descriptor: Self.rejections, labels: [("reason", reason)]).increment()
+    }
+
+    /// Counts a connection turned away at accept time (`total_cap`, `address_cap`).
+    func connectionRefused(_ reason: String) {
+        registry.makeCounter(descriptor: Self.name("connections_refused", "total", "Connections refused by the connection caps"),
+                             labels: [("reason", reason)]).increment()
+    }
+
+    /// Counts a connection the relay closed (`idle`, `header_timeout`, `body_timeout`, `malformed_request`).
+    func connectionClosed(_ reason: String) {
+        registry.makeCounter(descriptor: Self.name("connections_closed", "total", "Connections closed by the relay's timeouts and refusals"),
+                             labels: [("reason", reason)]).increment()
     }
 
     /// Prometheus text exposition.

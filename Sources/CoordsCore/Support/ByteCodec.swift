@@ -1,0 +1,75 @@
+/// Reading past the end of a ``ByteReader``'s input.
+public struct ByteReaderError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// Bytes asked for, and bytes that were left.
+    public var wanted: Int
+    public var remaining: Int
+    public var description: String { "truncated input: wanted \(wanted) bytes, \(remaining) left" }
+}
+
+/// A cursor over untrusted bytes that reads big-endian integers and byte runs, and throws
+/// ``ByteReaderError`` instead of trapping when the input is short (whatever a length field says).
+///
+/// ```swift
+/// var reader = ByteReader(bytes)
+/// let version = try reader.read(UInt8.self)
+/// let stamp = try reader.read(UInt64.self)
+/// let name = try reader.read(count: Int(try reader.read(UInt8.self)))
+/// ```
+public struct ByteReader {
+    private let base: UnsafeRawBufferPointer
+    /// Bytes consumed so far.
+    public private(set) var offset = 0
+
+    /// Reads `bytes`; use the reader only while `bytes` is valid (inside its `withUnsafeBytes`).
+    public init(_ bytes: UnsafeRawBufferPointer) { base = bytes }
+
+    /// Bytes not yet read.
+    public var remaining: Int { base.count - offset }
+    /// Whether everything was read.
+    public var isAtEnd: Bool { offset >= base.count }
+
+    /// Reads a big-endian integer.
+    /// - Throws: ``ByteReaderError`` when fewer than `MemoryLayout<T>.size` bytes are left.
+    public mutating func read<T: FixedWidthInteger>(_: T.Type) throws(ByteReaderError) -> T {
+        let size = MemoryLayout<T>.size
+        guard size <= remaining else { throw ByteReaderError(wanted: size, remaining: remaining) }
+        var value: T = 0
+        for index in offset..<offset + size { value = value << 8 | T(truncatingIfNeeded: base[index]) }
+        offset += size
+        return value
+    }
+
+    /// Reads `count` bytes (a negative or oversized count throws; it never traps).
+    /// - Throws: ``ByteReaderError``.
+    public mutating func read(count: Int) throws(ByteReaderError) -> [UInt8] {
+        guard count >= 0, count <= remaining else { throw ByteReaderError(wanted: count, remaining: remaining) }
+        let bytes = Array(base[offset..<offset + count])
+        offset += count
+        return bytes
+    }
+
+    /// Reads everything that is left.
+    public mutating func readRemaining() -> [UInt8] {
+        let bytes = Array(base[offset...])
+        offset = base.count
+        return bytes
+    }
+}
+
+/// Builds a byte string of big-endian integers and byte runs (the writing side of ``ByteReader``).
+public struct ByteWriter: Sendable {
+    /// What was written.
+    public private(set) var bytes: [UInt8] = []
+
+    /// An empty writer with room for `capacity` bytes.
+    public init(capacity: Int = 0) { bytes.reserveCapacity(max(capacity, 0)) }
+
+    /// Appends `value` big-endian.
+    public mutating func write<T: FixedWidthInteger>(_ value: T) {
+        let size = MemoryLayout<T>.size
+        for shift in stride(from: (size - 1) * 8, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> shift)) }
+    }
+
+    /// Appends raw bytes.
+    public mutating func write(_ run: some Sequence<UInt8>) { bytes.append(contentsOf: run) }
+}

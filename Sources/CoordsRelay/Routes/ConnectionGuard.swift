@@ -1,0 +1,305 @@
+import CoordsCore
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import Synchronization
+
+/// Open connections in total and per client address, shared by every event loop.
+final class ConnectionRegistry: Sendable {
+    /// Why a connection was turned away.
+    enum Refusal: String {
+        case total = "total_cap"
+        case perAddress = "address_cap"
+    }
+
+    let limits: ConnectionLimits
+    private let state = Mutex<(total: Int, perAddress: [String: Int])>((0, [:]))
+
+    init(limits: ConnectionLimits) { self.limits = limits }
+
+    /// Counts a new connection from `address`, or says why it may not open (then nothing is counted).
+    func open(address: String) -> Refusal? {
+        state.withLock { state in
+            guard state.total < limits.maximumConnections else { return .total }
+            let current = state.perAddress[address] ?? 0
+            guard current < limits.maximumConnectionsPerAddress else { return .perAddress }
+            state.total += 1
+            state.perAddress[address] = current + 1
+            return nil
+        }
+    }
+
+    /// Forgets a connection counted by ``open(address:)``.
+    func close(address: String) {
+        state.withLock { state in
+            state.total = max(state.total - 1, 0)
+            let left = (state.perAddress[address] ?? 1) - 1
+            state.perAddress[address] = left > 0 ? left : nil
+        }
+    }
+
+    /// Connections open now.
+    var count: Int { state.withLock { $0.total } }
+}
+
+/// One connection's request phase, shared by its two guard handlers (both run on the
+/// connection's event loop, so no locking).
+final class ConnectionPhase {
+    enum Phase {
+        /// Between requests (or before the first byte of one): the idle timer runs.
+        case idle
+        /// Bytes of a request head arrived (or the connection just opened): the header timer runs.
+        case readingHead
+        /// The head arrived; the body timer runs until its end.
+        case readingBody
+        /// The request is complete; the relay is answering.
+        case responding
+    }
+
+    var phase = Phase.readingHead
+    var timer: Scheduled<Void>?
+    /// Whether this relay closed the connection on purpose (so a close is counted once).
+    var closedByGuard = false
+
+    func cancelTimer() {
+        timer?.cancel()
+        timer = nil
+    }
+}
+
+/// The first handler of every connection (it sees raw bytes): admission against the
+/// connection caps, the idle and header deadlines, and the 503/408 answers it writes itself.
+final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let shared: ConnectionPhase
+    private let limits: ConnectionLimits
+    private let metrics: RelayMetrics
+    private let refusal: ConnectionRegistry.Refusal?
+
+    init(shared: ConnectionPhase, limits: ConnectionLimits, metrics: RelayMetrics, refusal: ConnectionRegistry.Refusal?) {
+        self.shared = shared
+        self.limits = limits
+        self.metrics = metrics
+        self.refusal = refusal
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { start(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        start(context)
+        context.fireChannelActive()
+    }
+
+    private var started = false
+
+    private func start(_ context: ChannelHandlerContext) {
+        guard !started else { return }
+        started = true
+        if let refusal {
+            metrics.connectionRefused(refusal.rawValue)
+            let message = refusal == .total
+                ? "the relay has its maximum number of connections open; retry shortly"
+                : "too many connections from this address; reuse one connection or retry shortly"
+            answerAndClose(context, status: 503, code: "too_many_connections", message: message, retryAfter: 5)
+            return
+        }
+        schedule(context, after: limits.headerTimeoutSeconds, reason: "header_timeout")
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard refusal == nil, !shared.closedByGuard else { return }  // a refused connection reads nothing
+        if shared.phase == .idle {
+            shared.phase = .readingHead
+            schedule(context, after: limits.headerTimeoutSeconds, reason: "header_timeout")
+        }
+        context.fireChannelRead(data)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        shared.cancelTimer()
+        context.fireChannelInactive()
+    }
+
+    /// Arms the timer of the current phase; the parts handler calls back through ``ConnectionPhase``.
+    func schedule(_ context: ChannelHandlerContext, after seconds: UInt64, reason: String) {
+        shared.cancelTimer()
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        shared.timer = context.eventLoop.scheduleTask(in: .seconds(Int64(clamping: seconds))) {
+            let (handler, context) = bound.value
+            handler.expire(context, reason: reason)
+        }
+    }
+
+    private func expire(_ context: ChannelHandlerContext, reason: String) {
+        guard !shared.closedByGuard else { return }
+        metrics.connectionClosed(reason)
+        switch shared.phase {
+        case .readingHead:
+            answerAndClose(context, status: 408, code: "request_timeout",
+                           message: "the request head did not arrive within \(limits.headerTimeoutSeconds) s", retryAfter: nil)
+        case .idle, .readingBody, .responding:
+            shared.closedByGuard = true
+            context.close(promise: nil)
+        }
+    }
+
+    /// Writes a complete JSON error response straight to the socket and closes. Only used when
+    /// no response is in progress on this connection.
+    private func answerAndClose(_ context: ChannelHandlerContext, status: Int, code: String, message: String, retryAfter: Int?) {
+        shared.closedByGuard = true
+        shared.cancelTimer()
+        let body = RelayFailure(status, code, message).reply.body
+        var head = "HTTP/1.1 \(status) \(HTTPResponse.Status(code: status).reasonPhrase)\r\n"
+        head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\nConnection: close\r\n"
+        if let retryAfter { head += "Retry-After: \(retryAfter)\r\n" }
+        head += "\r\n"
+        var buffer = context.channel.allocator.buffer(capacity: head.utf8.count + body.count)
+        buffer.writeString(head)
+        buffer.writeBytes(body)
+        context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in context.close(promise: nil) }
+    }
+}
+
+/// The second guard handler, after the HTTP decoder (it sees request parts): moves the phase
+/// along (head → body deadline, end → responding, response end → idle timer), and answers the
+/// decoder's refusals (oversized headers, unknown methods, malformed requests) with JSON.
+final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private let shared: ConnectionPhase
+    private let guardHandler: ConnectionGuardHandler
+    private let limits: ConnectionLimits
+    private let metrics: RelayMetrics
+    private var guardContext: ChannelHandlerContext?
+
+    init(shared: ConnectionPhase, guardHandler: ConnectionGuardHandler, limits: ConnectionLimits, metrics: RelayMetrics) {
+        self.shared = shared
+        self.guardHandler = guardHandler
+        self.limits = limits
+        self.metrics = metrics
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        guardContext = try? context.pipeline.syncOperations.context(handler: guardHandler)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { guardContext = nil }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head:
+            shared.phase = .readingBody
+            arm(limits.bodyTimeoutSeconds, reason: "body_timeout")
+        case .body:
+            break
+        case .end:
+            shared.phase = .responding
+            shared.cancelTimer()
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data), shared.phase == .responding {
+            shared.phase = .idle
+            arm(limits.idleTimeoutSeconds, reason: "idle")
+        }
+        context.write(data, promise: promise)
+    }
+
+    private func arm(_ seconds: UInt64, reason: String) {
+        guard let guardContext else { return }
+        guardHandler.schedule(guardContext, after: seconds, reason: reason)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard let parserError = error as? HTTPParserError else {
+            context.fireErrorCaught(error)
+            return
+        }
+        metrics.connectionClosed("malformed_request")
+        shared.cancelTimer()
+        guard !shared.closedByGuard, shared.phase == .readingHead || shared.phase == .idle else {
+            shared.closedByGuard = true
+            context.close(promise: nil)
+            return
+        }
+        shared.closedByGuard = true
+        let failure = Self.failure(for: parserError)
+        let body = failure.reply.body
+        let head = HTTPResponse(status: .init(code: failure.status),
+                                headerFields: [.contentType: "application/json", .contentLength: String(body.count), .connection: "close"])
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.write(wrapOutboundOut(.body(context.channel.allocator.buffer(bytes: body))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+    }
+
+    /// The JSON answer for a request the HTTP decoder refused.
+    static func failure(for error: HTTPParserError) -> RelayFailure {
+        switch error {
+        case .headerOverflow:
+            return RelayFailure(431, "headers_too_large", "the request line and headers are too large")
+        case .invalidMethod:
+            return RelayFailure(501, "method_not_implemented", "the relay does not know this HTTP method")
+        case .invalidURL:
+            return RelayFailure(400, "invalid_url", "the request target is not a valid URL")
+        default:
+            return RelayFailure(400, "malformed_request", "the request is not valid HTTP/1.1 (\(error))")
+        }
+    }
+}
+
+/// The relay's HTTP/1.1 child channel: Hummingbird's `HTTP1Channel` with the connection guard
+/// in front (caps, idle timeout, header and body deadlines, JSON refusals).
+struct RelayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
+    typealias Value = HTTP1Channel.Value
+
+    let responder: HTTPChannelHandler.Responder
+    let limits: ConnectionLimits
+    let registry: ConnectionRegistry
+    let metrics: RelayMetrics
+    /// Hummingbird's decoder limits (header sizes), applied per connection.
+    let decoder = HTTP1Channel.Configuration.DecoderConfiguration(maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 32 * 1024,
+                                                                  maxHeaderFieldCount: 100)
+
+    func setup(channel: any NIOCore.Channel, logger: Logger) -> EventLoopFuture<Value> {
+        let address = channel.remoteAddress?.ipAddress ?? "unknown"
+        let refusal = registry.open(address: address)
+        if refusal == nil {
+            metrics.connectionsOpen.set(Int64(registry.count))
+            let registry = registry, metrics = metrics
+            channel.closeFuture.whenComplete { _ in
+                registry.close(address: address)
+                metrics.connectionsOpen.set(Int64(registry.count))
+            }
+        }
+        let limits = limits, metrics = metrics, decoder = decoder, responder = responder
+        return channel.eventLoop.makeCompletedFuture { () -> HTTP1Channel in
+            let shared = ConnectionPhase()
+            let guardHandler = ConnectionGuardHandler(shared: shared, limits: limits, metrics: metrics, refusal: refusal)
+            try channel.pipeline.syncOperations.addHandler(guardHandler, position: .first)
+            let phaseHandler = RequestPhaseHandler(shared: shared, guardHandler: guardHandler, limits: limits, metrics: metrics)
+            let box = NIOLoopBound(phaseHandler, eventLoop: channel.eventLoop)
+            return HTTP1Channel(responder: responder,
+                                configuration: .init(additionalChannelHandlers: [box.value], idleTimeout: nil,
+                                                     httpDecoderConfiguration: decoder))
+        }.flatMap { http1 in http1.setup(channel: channel, logger: logger) }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        await handleHTTP(asyncChannel: value, logger: logger)
+    }
+}

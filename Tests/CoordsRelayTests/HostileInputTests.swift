@@ -1,0 +1,323 @@
+import CoordsCore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+@testable import CoordsRelay
+
+/// Regression tests for what an attack on a live relay found (issue 17): each failed before its fix.
+@Suite struct HostileInputTests {
+    static let bob = MailboxTests.bob
+
+    /// Recipient-signed headers with a hostile timestamp, signed over that timestamp.
+    static func headers(_ signer: Ed25519SigningKey, _ method: String, _ path: String, timestamp: UInt64) -> HTTPFields {
+        MailboxTests.signedHeaders(signer, method, path, timestamp)
+    }
+
+    // MARK: 1. One request used to trap the relay (timestamp + skew overflowed)
+
+    @Test(arguments: [UInt64.max, UInt64.max - 1, UInt64.max - 299, UInt64.max / 2, 0, 1])
+    func hostileMailboxTimestampsAreRefusedNotTrapped(_ timestamp: UInt64) async throws {
+        let relay = RelayHarness()
+        try await relay.app.test(.router) { client in
+            let path = MailboxTests.listPath(Self.bob)
+            let list = try await client.execute(uri: path, method: .get, headers: Self.headers(Self.bob, "GET", path, timestamp: timestamp))
+            #expect(list.status == .unauthorized)
+            #expect(list.errorCode == "timestamp_out_of_window")
+            let id = try Envelope.newUUID()
+            let ack = "/v1/relay/messages/\(id)/ack"
+            let acked = try await client.execute(uri: ack, method: .post, headers: Self.headers(Self.bob, "POST", ack, timestamp: timestamp))
+            #expect(acked.status == .unauthorized)
+            let delete = "/v1/relay/messages/\(id)"
+            let deleted = try await client.execute(uri: delete, method: .delete, headers: Self.headers(Self.bob, "DELETE", delete, timestamp: timestamp))
+            #expect(deleted.status == .unauthorized)
+        }
+    }
+
+    @Test func hostileUploadTimestampsAreRefused() async throws {
+        let relay = RelayHarness()
+        let signer = try Ed25519SigningKey.generate()
+        try await relay.app.test(.router) { client in
+            let hostile: [UInt64] = [.max, .max - 1, UInt64(Int64.max) + 1, 0]
+            for timestamp in hostile {
+                let upload = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json,
+                                                      body: try relay.uploadBody(signer, timestamp: timestamp))
+                #expect(upload.status == .unauthorized)
+                let request = try RelayAPI.prepareDelete(timestamp: timestamp, signer: signer, server: "https://relay.test")
+                let delete = try await client.execute(uri: "/api/location", method: .delete, headers: RelayHarness.json,
+                                                      body: ByteBuffer(bytes: request.body))
+                #expect(delete.status == .unauthorized)
+            }
+        }
+    }
+
+    @Test func hostileEnvelopeTimesAreRefused() async throws {
+        let relay = RelayHarness()
+        try await relay.app.test(.router) { client in
+            // Far-future createdAt and expiresAt (RFC 3339 years 9999): 400, not a trap.
+            let envelope = try MailboxTests.envelope(now: relay.now)
+            var json = envelope.json.objectValue ?? JSONObject()
+            json["createdAt"] = .string("9999-12-31T23:59:59Z")
+            json["expiresAt"] = .string("9999-12-31T23:59:60Z")
+            let posted = try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json,
+                                                  body: RelayHarness.body(.object(json)))
+            #expect(posted.status == .badRequest)
+        }
+    }
+
+    // MARK: 4. Unsigned envelopes can no longer crowd out a friend's signed one
+
+    @Test(arguments: MailboxTests.StoreKind.allCases)
+    func unsignedFloodCannotFillTheSignedQuota(_ kind: MailboxTests.StoreKind) async throws {
+        var configuration = RelayHarness.defaultConfiguration()
+        configuration.maximumMessagesPerRecipient = 20
+        configuration.maximumUnauthenticatedMessagesPerRecipient = 5
+        let s = try MailboxTests.Setup(kind, configuration: configuration)
+        let relay = s.relay
+        try await relay.app.test(.router) { client in
+            // Junk under random sender ids, no senderKey: the unsigned quota fills, and only it.
+            var statuses: [HTTPResponse.Status] = []
+            for _ in 0..<12 {
+                let junk = try MailboxTests.envelope(from: try Ed25519SigningKey.generate(), now: relay.now, senderKey: false)
+                statuses.append(try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json,
+                                                         body: MailboxTests.body(junk)).status)
+            }
+            #expect(statuses.filter { $0 == .accepted }.count == 5)
+            #expect(statuses.filter { $0 == .tooManyRequests }.count == 7)
+            // A friend's signed message still gets in.
+            let friend = try MailboxTests.envelope("real", now: relay.now)
+            #expect(try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json,
+                                             body: MailboxTests.body(friend)).status == .accepted)
+        }
+        await s.finish()
+    }
+
+    @Test func unsignedSendersAreRateLimitedByAddressNotByTheirClaimedID() async throws {
+        var configuration = RelayHarness.defaultConfiguration()
+        configuration.messageRate = 1
+        configuration.messageBurst = 3
+        let relay = RelayHarness(configuration: configuration)
+        try await relay.app.test(.router) { client in
+            var statuses: [HTTPResponse.Status] = []
+            for _ in 0..<6 {  // a fresh claimed senderID each time: that used to reset the limit
+                let junk = try MailboxTests.envelope(from: try Ed25519SigningKey.generate(), now: relay.now, senderKey: false)
+                statuses.append(try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json,
+                                                         body: MailboxTests.body(junk)).status)
+            }
+            #expect(statuses.filter { $0 == .accepted }.count == 3)
+            #expect(statuses.filter { $0 == .tooManyRequests }.count == 3)
+            // A verified sender has a budget of its own.
+            let signed = try MailboxTests.envelope(from: try Ed25519SigningKey.generate(), now: relay.now)
+            #expect(try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json,
+                                             body: MailboxTests.body(signed)).status == .accepted)
+        }
+    }
+
+    // MARK: 5. The accepted-once cache expires by buckets, bounded
+
+    @Test func seenSignaturesExpireByBucketAndStayBounded() {
+        let seen = SeenSignatures(capacity: 3)
+        func signature(_ n: UInt8) -> [UInt8] { [UInt8](repeating: n, count: 64) }
+        #expect(seen.insert(signature(1), until: 1000, now: 700) == .accepted)
+        #expect(seen.insert(signature(1), until: 1000, now: 701) == .replayed)
+        #expect(seen.insert(signature(2), until: 1100, now: 701) == .accepted)
+        #expect(seen.insert(signature(3), until: 1200, now: 702) == .accepted)
+        #expect(seen.insert(signature(4), until: 1200, now: 702) == .full)  // bounded: refuse, never forget early
+        #expect(seen.count == 3)
+        // Past the first expiry (and its whole bucket), the first signature is forgotten.
+        #expect(seen.insert(signature(4), until: 1300, now: 1000 + SeenSignatures.bucketSeconds) == .accepted)
+        #expect(seen.insert(signature(1), until: 1300, now: 1000 + SeenSignatures.bucketSeconds) == .full)
+        #expect(seen.insert(signature(1), until: 1300, now: 1100 + SeenSignatures.bucketSeconds) == .accepted)
+        seen.prune(now: UInt64.max)
+        #expect(seen.count == 0)
+        // Hostile expiry values never trap.
+        #expect(seen.insert(signature(9), until: .max, now: .max) == .accepted)
+        #expect(seen.insert(signature(9), until: .max, now: .max) == .replayed)
+    }
+
+    @Test func seenSignatureInsertsStayFastPastAHundredThousand() {
+        let seen = SeenSignatures(capacity: 1_000_000)
+        var random = SystemRandomNumberGenerator()
+        let clock = ContinuousClock()
+        let elapsed = clock.measure {
+            for i in 0..<150_000 {
+                var signature = [UInt8](repeating: 0, count: 64)
+                for j in 0..<8 { signature[j] = UInt8.random(in: 0...255, using: &random) }
+                signature[8] = UInt8(truncatingIfNeeded: i)
+                signature[9] = UInt8(truncatingIfNeeded: i >> 8)
+                signature[10] = UInt8(truncatingIfNeeded: i >> 16)
+                _ = seen.insert(signature, until: 1_000 + UInt64(i / 100), now: UInt64(i / 100))
+            }
+        }
+        // The old cache filtered the whole map on every insert past 100,000 (minutes here);
+        // the bucketed one forgets whole buckets as time moves.
+        #expect(elapsed < .seconds(20))
+        #expect(seen.count < 150_000)
+    }
+
+    // MARK: 6. Wrong methods answer 405 with Allow
+
+    @Test func wrongMethodOnAKnownPathIs405WithAllow() async throws {
+        let relay = RelayHarness()
+        try await relay.app.test(.router) { client in
+            let patch = try await client.execute(uri: "/api/location", method: .patch)
+            #expect(patch.status == .methodNotAllowed)
+            #expect(patch.headers[HTTPField.Name("Allow")!] == "PUT, POST, DELETE")
+            #expect(patch.errorCode == "method_not_allowed")
+            let put = try await client.execute(uri: "/v1/relay/messages/\(try Envelope.newUUID())/ack", method: .put)
+            #expect(put.status == .methodNotAllowed)
+            #expect(put.headers[HTTPField.Name("Allow")!] == "POST")
+            let unknown = try await client.execute(uri: "/nowhere", method: .get)
+            #expect(unknown.status == .notFound)
+            #expect(unknown.errorCode == "not_found")
+        }
+    }
+}
+
+/// The HTTP layer's limits, over real sockets (issue 17, items 3 and 6).
+@Suite(.serialized) struct ConnectionLimitTests {
+    static func harness(_ adjust: (inout ConnectionLimits) -> Void) -> RelayHarness {
+        var configuration = RelayHarness.defaultConfiguration()
+        adjust(&configuration.connections)
+        return RelayHarness(configuration: configuration)
+    }
+
+    @Test func idleConnectionsAreClosed() async throws {
+        let relay = Self.harness { $0.idleTimeoutSeconds = 1 }
+        try await relay.app.test(.live) { client in
+            let socket = try RawSocket(port: try #require(client.port))
+            try socket.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            let answer = try socket.readUntilClosed(timeout: 5)
+            #expect(answer.hasPrefix("HTTP/1.1 200"))
+            #expect(socket.closedByPeer)  // closed after ~1 s of idleness, not held open
+            let metrics = try await client.execute(uri: "/metrics", method: .get)
+            #expect(String(buffer: metrics.body).contains("coords_relay_connections_closed_total{reason=\"idle\"}"))
+        }
+    }
+
+    @Test func slowHeadersGet408JSONAndAClose() async throws {
+        let relay = Self.harness { $0.headerTimeoutSeconds = 1 }
+        try await relay.app.test(.live) { client in
+            let socket = try RawSocket(port: try #require(client.port))
+            try socket.send("GET /healthz HTTP/1.1\r\nHost: x\r\n")  // never finishes the head
+            let answer = try socket.readUntilClosed(timeout: 5)
+            #expect(answer.hasPrefix("HTTP/1.1 408"))
+            #expect(answer.contains("\"error\":\"request_timeout\""))
+            #expect(socket.closedByPeer)
+        }
+    }
+
+    @Test func slowBodiesAreClosed() async throws {
+        let relay = Self.harness { $0.bodyTimeoutSeconds = 1 }
+        try await relay.app.test(.live) { client in
+            let socket = try RawSocket(port: try #require(client.port))
+            try socket.send("PUT /api/location HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"pub")
+            _ = try socket.readUntilClosed(timeout: 5)
+            #expect(socket.closedByPeer)
+        }
+    }
+
+    @Test func connectionsPerAddressAreCapped() async throws {
+        let relay = Self.harness { $0.maximumConnectionsPerAddress = 3 }
+        try await relay.app.test(.live) { client in
+            let port = try #require(client.port)
+            let held = try (0..<3).map { _ in try RawSocket(port: port) }
+            try await Task.sleep(for: .milliseconds(200))
+            let extra = try RawSocket(port: port)
+            let answer = try extra.readUntilClosed(timeout: 5)
+            #expect(answer.hasPrefix("HTTP/1.1 503"))
+            #expect(answer.contains("\"error\":\"too_many_connections\""))
+            withExtendedLifetime(held) {}
+            for socket in held { socket.close() }
+            try await Task.sleep(for: .milliseconds(300))
+            let again = try RawSocket(port: port)
+            try again.send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            #expect(try again.readUntilClosed(timeout: 5).hasPrefix("HTTP/1.1 200"))
+            let metrics = try await client.execute(uri: "/metrics", method: .get)
+            #expect(String(buffer: metrics.body).contains("coords_relay_connections_refused_total{reason=\"address_cap\"}"))
+        }
+    }
+
+    @Test(arguments: [
+        ("FOO / HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 501", "method_not_implemented"),
+        ("GET /\(String(repeating: "a", count: 100_000)) HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 431", "headers_too_large"),
+        ("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 40_000))\r\n\r\n", "HTTP/1.1 431", "headers_too_large"),
+        ("\u{1}\u{2}garbage\r\n\r\n", "HTTP/1.1 501", "\"error\""),
+        ("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n", "HTTP/1.1 400", "malformed_request"),
+    ])
+    func decoderRefusalsAnswerJSON(_ request: String, _ status: String, _ code: String) async throws {
+        let relay = Self.harness { _ in }
+        try await relay.app.test(.live) { client in
+            let socket = try RawSocket(port: try #require(client.port))
+            try socket.send(request)
+            let answer = try socket.readUntilClosed(timeout: 5)
+            #expect(answer.hasPrefix(status), "\(answer.prefix(200))")
+            #expect(answer.contains("Content-Type: application/json") || answer.contains("content-type: application/json"))
+            #expect(answer.contains(code))
+        }
+    }
+}
+
+/// A blocking TCP client for sending exactly the bytes a hostile client would.
+final class RawSocket: @unchecked Sendable {
+    private var fd: Int32
+    private(set) var closedByPeer = false
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw RawSocketError("socket: \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else {
+            Glibc.close(fd)
+            throw RawSocketError("connect: \(errno)")
+        }
+    }
+
+    func send(_ text: String) throws {
+        let bytes = Array(text.utf8)
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { return }  // the relay may close before reading everything (a refusal)
+            sent += n
+        }
+    }
+
+    /// Reads until the peer closes or `timeout` seconds pass.
+    func readUntilClosed(timeout: Int) throws -> String {
+        var tv = timeval(tv_sec: timeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var data: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n > 0 {
+                data += chunk[0..<n]
+                continue
+            }
+            if n == 0 || errno == ECONNRESET { closedByPeer = true }
+            break
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    func close() {
+        if fd >= 0 { Glibc.close(fd) }
+        fd = -1
+    }
+
+    deinit { close() }
+}
+
+struct RawSocketError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
