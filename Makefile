@@ -7,7 +7,10 @@ LIB_DIR := .build/debug
 PORTABLE_DIR := .build-static/release
 SWIFT_STATIC_LIBS := $(shell dirname "$$(readlink -f "$$(command -v $(SWIFT))")")/../lib/swift_static/linux
 
-.PHONY: all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-abi test-c test-python test-portable test-e2e example-c demo clean help
+FUZZ_TIME ?= 600
+FUZZ_TEST_TIME ?= 12
+
+.PHONY: fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-abi test-c test-python test-portable test-e2e example-c demo clean help
 
 all: build
 
@@ -18,6 +21,7 @@ help:
 	@echo "make lib-portable  libcoordscore.so with the Swift runtime linked in, into $(PORTABLE_DIR)"
 	@echo "make demo    build the relay and the CLI, then watch Alice and Bob share positions through it"
 	@echo "make test    everything CI checks: Swift tests, ThreadSanitizer, ABI check, C, Python and CLI suites"
+	@echo "make fuzz    libFuzzer on every parser and route (FUZZ_TIME=600 s each); make test runs them briefly"
 	@echo "make bench   the benchmark suite (ratios against raw libsodium/LMDB, relay load): docs/PERFORMANCE.md"
 	@echo "make bench-quick  the same with short samples (under two minutes after the build)"
 	@echo "make clean   remove build output"
@@ -37,7 +41,15 @@ lib-portable: deps
 	$(SWIFT) build -c release --product coordscore --scratch-path .build-static \
 		-Xswiftc -static-stdlib -Xlinker -L$(SWIFT_STATIC_LIBS)
 
-test: deps test-swift test-tsan test-abi test-c test-python test-portable test-e2e
+test: deps test-swift test-tsan test-abi test-c test-python test-portable test-e2e test-fuzz
+
+# Coverage-guided fuzzing (Fuzz/, libFuzzer + ASan): every parser and route, $(FUZZ_TIME) s each.
+fuzz: deps
+	scripts/fuzz.sh --time $(FUZZ_TIME)
+
+# The same targets for a short bounded time in `make test`, so a trap fails CI.
+test-fuzz: deps
+	scripts/fuzz.sh --time $(FUZZ_TEST_TIME)
 
 test-swift:
 	$(SWIFT) test $(SWIFT_TEST_FLAGS)
@@ -112,4 +124,4 @@ bench-quick: bench-deps
 	python3 scripts/bench-report.py Benchmarks/.build/results/Current_run.jmh.json Benchmarks/.build/results/relay.json docs/PERFORMANCE.md --quick
 
 clean:
-	rm -rf .build .build-* .build_* Benchmarks/.build
+	rm -rf .build .build-* .build_* Benchmarks/.build Fuzz/.build

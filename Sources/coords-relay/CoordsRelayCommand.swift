@@ -64,6 +64,26 @@ struct CoordsRelayCommand: AsyncParsableCommand {
     @Option(name: .customLong("mailbox-size"), help: "Most messages waiting per recipient [COORDS_MAILBOX_SIZE].")
     var mailboxSize: Int = environment("COORDS_MAILBOX_SIZE").flatMap { Int($0) } ?? 500
 
+    @Option(name: .customLong("mailbox-size-unsigned"),
+            help: "Most messages without senderKey waiting per recipient (a separate quota) [COORDS_MAILBOX_SIZE_UNSIGNED].")
+    var mailboxSizeUnsigned: Int = environment("COORDS_MAILBOX_SIZE_UNSIGNED").flatMap { Int($0) } ?? 50
+
+    @Option(name: .customLong("idle-timeout"), help: "Seconds before an idle keep-alive connection is closed [COORDS_IDLE_TIMEOUT].")
+    var idleTimeout: UInt64 = environment("COORDS_IDLE_TIMEOUT").flatMap { UInt64($0) } ?? 30
+
+    @Option(name: .customLong("header-timeout"), help: "Seconds a request head may take to arrive (408 beyond) [COORDS_HEADER_TIMEOUT].")
+    var headerTimeout: UInt64 = environment("COORDS_HEADER_TIMEOUT").flatMap { UInt64($0) } ?? 10
+
+    @Option(name: .customLong("body-timeout"), help: "Seconds a request body may take to arrive [COORDS_BODY_TIMEOUT].")
+    var bodyTimeout: UInt64 = environment("COORDS_BODY_TIMEOUT").flatMap { UInt64($0) } ?? 30
+
+    @Option(name: .customLong("max-connections"), help: "Most open connections (lowered to fit ulimit -n) [COORDS_MAX_CONNECTIONS].")
+    var maximumConnections: Int = environment("COORDS_MAX_CONNECTIONS").flatMap { Int($0) } ?? 4096
+
+    @Option(name: .customLong("max-connections-per-address"),
+            help: "Most open connections from one client address [COORDS_MAX_CONNECTIONS_PER_ADDRESS].")
+    var maximumConnectionsPerAddress: Int = environment("COORDS_MAX_CONNECTIONS_PER_ADDRESS").flatMap { Int($0) } ?? 128
+
     @Option(name: .customLong("max-messages"), help: "Most messages stored in total [COORDS_MAX_MESSAGES].")
     var maximumMessages: Int = environment("COORDS_MAX_MESSAGES").flatMap { Int($0) } ?? 1_000_000
 
@@ -88,6 +108,10 @@ struct CoordsRelayCommand: AsyncParsableCommand {
             throw ValidationError("rates must be ≥ 0 and bursts ≥ 1")
         }
         guard maximumBody >= 1024 else { throw ValidationError("--max-body must be at least 1024") }
+        guard idleTimeout >= 1, headerTimeout >= 1, bodyTimeout >= 1 else { throw ValidationError("timeouts must be at least 1 second") }
+        guard maximumConnections >= 1, maximumConnectionsPerAddress >= 1, mailboxSizeUnsigned >= 0 else {
+            throw ValidationError("connection caps must be at least 1 and --mailbox-size-unsigned at least 0")
+        }
     }
 
     func run() async throws {
@@ -106,6 +130,12 @@ struct CoordsRelayCommand: AsyncParsableCommand {
         configuration.trustForwardedFor = trustForwardedFor
         configuration.maximumMessageTTLSeconds = messageTTL
         configuration.maximumMessagesPerRecipient = mailboxSize
+        configuration.maximumUnauthenticatedMessagesPerRecipient = mailboxSizeUnsigned
+        configuration.connections.idleTimeoutSeconds = idleTimeout
+        configuration.connections.headerTimeoutSeconds = headerTimeout
+        configuration.connections.bodyTimeoutSeconds = bodyTimeout
+        configuration.connections.maximumConnections = maximumConnections
+        configuration.connections.maximumConnectionsPerAddress = maximumConnectionsPerAddress
         configuration.maximumMessages = maximumMessages
         configuration.messageRate = messageRate
         configuration.strictMailbox = strictMailbox

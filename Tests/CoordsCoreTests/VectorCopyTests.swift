@@ -9,7 +9,11 @@ import Testing
 
     @Test(.enabled(if: FileManager.default.fileExists(atPath: shared.path), "../shared/vectors is not present on this machine"))
     func copiesAreByteIdenticalToSharedVectors() throws {
-        let names = try FileManager.default.contentsOfDirectory(atPath: Self.shared.path).filter { $0.hasSuffix(".json") }.sorted()
+        var names = try FileManager.default.contentsOfDirectory(atPath: Self.shared.path).filter { $0.hasSuffix(".json") }.sorted()
+        let wycheproof = Self.shared.appendingPathComponent("wycheproof")
+        if FileManager.default.fileExists(atPath: wycheproof.path) {
+            names += try FileManager.default.contentsOfDirectory(atPath: wycheproof.path).sorted().map { "wycheproof/" + $0 }
+        }
         #expect(!names.isEmpty)
         for name in names {
             let original = try Data(contentsOf: Self.shared.appendingPathComponent(name))

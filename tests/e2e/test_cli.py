@@ -155,6 +155,13 @@ def test_wrong_passphrase_missing_home_and_backups(world):
     backup = tmp / "carol.backup"
     assert "Wrote an encrypted backup" in coords(env, home, "backup", "export", str(backup)).stdout
     assert oct(os.stat(backup).st_mode & 0o777) == "0o600"
+    # Exporting over an existing world-readable file makes it private too (it used to stay 0644).
+    existing = tmp / "existing.backup"
+    existing.write_bytes(b"old")
+    os.chmod(existing, 0o644)
+    coords(env, home, "backup", "export", str(existing))
+    assert oct(os.stat(existing).st_mode & 0o777) == "0o600"
+    assert existing.read_bytes() != b"old"
     restored = tmp / "restored"
     assert "Restored identity" in coords(env, restored, "backup", "import", str(backup)).stdout
     assert data(env, restored, "whoami")["id"] == data(env, home, "whoami")["id"]

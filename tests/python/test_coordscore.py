@@ -637,3 +637,15 @@ def test_two_apps_exchange_messages(tmp_path):
         with pytest.raises(cc.CoordsException) as caught:
             alice.send_message(cc.b64url(cc.generate_identity()[1]), "stranger")
         assert caught.value.code == cc.ERR_FRIEND_NOT_FOUND
+
+
+def test_out_of_range_keychain_cost_is_an_invalid_argument(tmp_path):
+    # Used to report 651 "keychain file is damaged" for a directory that had no keychain yet.
+    for cost in ({"ops_limit": 0, "mem_limit": 65536}, {"ops_limit": 2, "mem_limit": 1},
+                 {"ops_limit": 1 << 40, "mem_limit": 65536}, {"ops_limit": 2, "mem_limit": 1 << 62}):
+        directory = tmp_path / f"app-{cost['ops_limit']}-{cost['mem_limit']}"
+        with pytest.raises(cc.CoordsException) as error:
+            cc.App(str(directory), passphrase="pw", keychain_cost=cost)
+        assert error.value.code == cc.ERR_INVALID_ARGUMENT, error.value
+        assert "Argon2id" in str(error.value)
+        assert not (directory / "keychain.bin").exists()

@@ -148,6 +148,10 @@ public enum LocationBlob {
     public static func open(_ blob: UnsafeRawBufferPointer, with key: X25519PrivateKey) throws -> WireLocation {
         guard blob.count >= minimumByteCount else { throw WireError.blobTooShort(actual: blob.count, minimum: minimumByteCount) }
         guard blob[0] == version else { throw WireError.unsupportedBlobVersion(blob[0]) }
+        // X25519 ignores the top bit of a u-coordinate, so a set bit would give a second blob
+        // that opens to the same location although the header changed (§3: every header bit is
+        // authenticated). Honest senders never set it: crypto_scalarmult_base leaves it clear.
+        guard blob[32] & 0x80 == 0 else { throw WireError.invalidEphemeralKey }
         let entryCount = Int(blob[33]) << 8 | Int(blob[34])
         let required = headerByteCount + entryByteCount * entryCount + 12 + AES256GCM.tagByteCount
         guard blob.count >= required else {

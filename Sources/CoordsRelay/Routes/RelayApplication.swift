@@ -26,6 +26,12 @@ public struct RelayRequestContext: RequestContext {
 /// The `coords-relay` executable calls this; tests call it too (`app.test(.router)` in process,
 /// `.live` over a socket).
 public func buildApplication(service: RelayService) -> some ApplicationProtocol {
+    assemble(service: service, router: buildRouter(service: service))
+}
+
+/// The relay's routes and middleware on `service`, without a server: the application serves
+/// it, and the fuzz target drives it in process with arbitrary requests.
+public func buildRouter(service: RelayService) -> Router<RelayRequestContext> {
     let configuration = service.configuration
     let router = Router(context: RelayRequestContext.self)
     router.add(middleware: RelayMiddleware(service: service))
@@ -71,7 +77,12 @@ public func buildApplication(service: RelayService) -> some ApplicationProtocol 
         Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                  body: .init(byteBuffer: ByteBuffer(bytes: await service.metricsText())))
     }
+    return router
+}
 
+/// Builds the assembled application around ``buildRouter(service:)``.
+private func assemble(service: RelayService, router: Router<RelayRequestContext>) -> some ApplicationProtocol {
+    let configuration = service.configuration
     var logger = service.logger
     logger.logLevel = configuration.logLevel
     let limits = effectiveConnectionLimits(configuration.connections)

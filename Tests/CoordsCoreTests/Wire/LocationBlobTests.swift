@@ -120,9 +120,10 @@ import Testing
         }
     }
 
-    /// Every bit the reader depends on is authenticated: flipping any byte of the header, of
-    /// the reader's own entry or of the data section makes opening fail, while flipping a byte
-    /// of someone else's entry leaves the reader's view intact.
+    /// Every bit the reader depends on is authenticated: flipping any bit of the header (the
+    /// top bit of the ephemeral key included, which X25519 itself ignores), of the reader's own
+    /// entry or of the data section makes opening fail, while flipping a bit of someone else's
+    /// entry leaves the reader's view intact.
     @Test func everyByteTheReaderUsesIsAuthenticated() throws {
         let sender = try Ed25519SigningKey.generate(), friend = try Ed25519SigningKey.generate()
         let reader = try X25519PrivateKey(ed25519: friend)
@@ -130,13 +131,19 @@ import Testing
         let blob = try LocationBlob.seal(location, for: [sender.publicKey, friend.publicKey])
         let senderEntry = 35..<95
         for index in blob.indices {
-            var mutated = blob
-            mutated[index] ^= 0x01
-            if senderEntry.contains(index) {
-                #expect(try LocationBlob.open(mutated, with: reader) == location, "byte \(index)")
-            } else {
-                #expect(throws: WireError.self, "byte \(index)") { try LocationBlob.open(mutated, with: reader) }
+            for bit in 0..<8 {
+                var mutated = blob
+                mutated[index] ^= UInt8(1) << UInt8(bit)
+                if senderEntry.contains(index) {
+                    #expect(try LocationBlob.open(mutated, with: reader) == location, "byte \(index) bit \(bit)")
+                } else {
+                    #expect(throws: WireError.self, "byte \(index) bit \(bit)") { try LocationBlob.open(mutated, with: reader) }
+                }
             }
         }
+        // The exact gap Wycheproof's NonCanonicalPublic cases point at.
+        var topBit = blob
+        topBit[32] ^= 0x80
+        #expect(throws: WireError.invalidEphemeralKey) { try LocationBlob.open(topBit, with: reader) }
     }
 }

@@ -1,0 +1,28 @@
+// swift-tools-version:6.0
+// libFuzzer targets for every parser and route (issue 17). Built by scripts/fuzz.sh with
+// `-sanitize=fuzzer,address`; one binary, the target chosen by COORDS_FUZZ_TARGET.
+import PackageDescription
+
+let package = Package(
+    name: "CoordsFuzz",
+    dependencies: [
+        .package(name: "CoordsCore", path: ".."),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "CoordsFuzz",
+            dependencies: [
+                .product(name: "CoordsCore", package: "CoordsCore"),
+                .product(name: "CoordsRelay", package: "CoordsCore"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
+            // libFuzzer supplies main(); the module must not.
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

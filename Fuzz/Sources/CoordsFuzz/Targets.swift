@@ -1,0 +1,294 @@
+// libFuzzer entry points for every parser and route of CoordsCore and the relay.
+//
+// One binary; `COORDS_FUZZ_TARGET` picks the target (scripts/fuzz.sh sets it and passes the
+// target's corpus under Fuzz/corpus/<target>/). A trap, an ASan report or a failed property
+// check (`check`) is a crash that libFuzzer saves as `crash-…`; turn it into a regression test.
+@testable import CoordsCore
+@testable import CoordsRelay
+import Dispatch
+import Hummingbird
+import Logging
+import NIOCore
+import NIOEmbedded
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The targets, by name (`scripts/fuzz.sh --list`).
+let targets: [String: @Sendable ([UInt8]) -> Void] = [
+    "blob-open": blobOpen,
+    "friend-link": friendLink,
+    "fetch-response": fetchResponse,
+    "json": json,
+    "relay-upload": { body in relayBody(body, \.upload) },
+    "relay-fetch": { body in relayBody(body, \.fetch) },
+    "relay-delete": { body in relayBody(body, \.delete) },
+    "relay-message-post": { body in relayBody(body) { service in { try await service.postMessage(body: $0, clientAddress: "127.0.0.1") } } },
+    "envelope": envelope,
+    "mailbox-auth": mailboxAuth,
+    "relay-router": relayRouter,
+    "cgeo": cgeo,
+    "backup": backup,
+    "keychain": keychain,
+    "store-codecs": storeCodecs,
+]
+
+/// A failed property: crash loudly so libFuzzer keeps the input.
+func check(_ condition: Bool, _ what: String) {
+    guard condition else {
+        fputs("property failed: \(what)\n", stderr)
+        abort()
+    }
+}
+
+/// Runs async work to completion from libFuzzer's synchronous callback.
+func blocking(_ body: @escaping @Sendable () async -> Void) {
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        await body()
+        done.signal()
+    }
+    done.wait()
+}
+
+enum Fixture {
+    static let name: String = getenv("COORDS_FUZZ_TARGET").map { String(cString: $0) } ?? ""
+    /// A fixed identity, so a saved crash input replays the same way.
+    static let reader: Ed25519SigningKey = {
+        guard let key = try? Ed25519SigningKey(seed: [UInt8](repeating: 7, count: 32)) else { fatalError("libsodium did not start") }
+        return key
+    }()
+    static let readerX: X25519PrivateKey = {
+        guard let key = try? X25519PrivateKey(ed25519: reader) else { fatalError("libsodium did not start") }
+        return key
+    }()
+    static let service: RelayService = {
+        var configuration = RelayConfiguration()
+        configuration.addressRate = 0  // limits would turn most inputs into 429 and hide the parsers
+        configuration.keyRate = 0
+        configuration.messageRate = 0
+        var logger = Logger(label: "fuzz")
+        logger.logLevel = .critical
+        return RelayService(configuration: configuration, store: MemoryRelayStore(), logger: logger)
+    }()
+    static let responder = buildRouter(service: service).buildResponder()
+    static let keychainPath = "/tmp/coords-fuzz-keychain-\(getpid())"
+}
+
+@_cdecl("LLVMFuzzerInitialize")
+public func fuzzerInitialize(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>) -> Int32 {
+    guard targets[Fixture.name] != nil else {
+        fputs("set COORDS_FUZZ_TARGET to one of: \(targets.keys.sorted().joined(separator: " "))\n", stderr)
+        exit(2)
+    }
+    _ = Fixture.readerX
+    return 0
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
+    targets[Fixture.name]?(bytes)
+    return 0
+}
+
+// MARK: Core parsers
+
+@Sendable func blobOpen(_ bytes: [UInt8]) {
+    if let location = try? LocationBlob.open(bytes, with: Fixture.readerX) {
+        check((try? WireLocation(bytes: location.bytes)) == location, "wire location round trip")
+    }
+}
+
+@Sendable func friendLink(_ bytes: [UInt8]) {
+    let text = String(decoding: bytes, as: UTF8.self)
+    guard let link = try? FriendLink.parse(text) else { return }
+    // A parsed link prints as a link that parses to the same friend.
+    let again = try? FriendLink.parse(link.link)
+    check(again?.id == link.id && again?.server == link.server, "friend link round trip")
+}
+
+@Sendable func fetchResponse(_ bytes: [UInt8]) {
+    var strict = RelayAPI.FetchOptions()
+    strict.requireSignatures = true
+    _ = try? RelayAPI.processFetchResponse(bytes, reader: Fixture.readerX)
+    _ = try? RelayAPI.processFetchResponse(bytes, reader: Fixture.readerX, options: strict)
+}
+
+@Sendable func json(_ bytes: [UInt8]) {
+    guard let value = try? JSONValue.parse(bytes) else { return }
+    let serialized = value.serialized()
+    check((try? JSONValue.parse(serialized)) == value, "JSON serialize/parse round trip")
+}
+
+@Sendable func envelope(_ bytes: [UInt8]) {
+    guard let value = try? JSONValue.parse(bytes), let envelope = try? Envelope(json: value) else {
+        _ = try? RFC3339.parse(String(decoding: bytes, as: UTF8.self))
+        _ = try? MessagePayload(json: bytes)
+        return
+    }
+    _ = try? RFC3339.parse(envelope.createdAt)
+    _ = try? RFC3339.parse(envelope.expiresAt)
+    if let keyText = envelope.senderKey, let raw = try? Base64.decode(keyText, field: "senderKey"),
+       let key = try? Ed25519PublicKey(rawRepresentation: raw) {
+        try? envelope.verify(senderKey: key)
+        _ = try? envelope.open(as: Fixture.reader, from: key, now: 1_800_000_000)
+    }
+    _ = try? envelope.open(as: Fixture.reader, from: Fixture.reader.publicKey, now: .max)
+}
+
+// MARK: Relay
+
+@Sendable func relayBody(_ body: [UInt8], _ route: KeyPath<RelayService, @Sendable ([UInt8]) async throws -> RelayReply>) {
+    relayBody(body) { service in service[keyPath: route] }
+}
+
+func relayBody(_ body: [UInt8], _ route: @escaping @Sendable (RelayService) -> @Sendable ([UInt8]) async throws -> RelayReply) {
+    blocking {
+        let reply = await Fixture.service.reply { try await route(Fixture.service)(body) }
+        check(reply.status != 500, "relay answered 500 to a request body")
+    }
+}
+
+extension RelayService {
+    var upload: @Sendable ([UInt8]) async throws -> RelayReply { { try await self.upload(body: $0) } }
+    var fetch: @Sendable ([UInt8]) async throws -> RelayReply { { try await self.fetch(body: $0) } }
+    var delete: @Sendable ([UInt8]) async throws -> RelayReply { { try await self.delete(body: $0) } }
+}
+
+/// Lines: request target, X-Coords-Key, X-Coords-Timestamp, X-Coords-Signature (any may be
+/// missing). A timestamp line of one byte picks a numeric edge value instead.
+@Sendable func mailboxAuth(_ bytes: [UInt8]) {
+    let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+    let target = lines.first ?? ""
+    var headers: [String: String] = [:]
+    if lines.count > 1 { headers["x-coords-key"] = lines[1] }
+    if lines.count > 2 {
+        let edges: [UInt64] = [0, 1, .max, .max - 1, .max - 299, UInt64(Int64.max), UInt64(Int64.max) + 1, 1_800_000_000]
+        let line = lines[2]
+        headers["x-coords-timestamp"] = line.utf8.count == 1 ? String(edges[Int(line.utf8.first ?? 0) % edges.count]) : line
+    }
+    if lines.count > 3 { headers["x-coords-signature"] = lines[3] }
+    blocking {
+        let service = Fixture.service
+        let list = await service.reply { try await service.listMessages(pathWithQuery: target, query: queryItems(target), headers: headers) }
+        check(list.status != 500, "mailbox list answered 500")
+        let id = lines.count > 4 ? lines[4] : "00000000-0000-4000-8000-000000000000"
+        let ack = await service.reply { try await service.acknowledgeMessage(id: id, method: "POST", pathWithQuery: target, headers: headers) }
+        check(ack.status != 500, "mailbox ack answered 500")
+    }
+}
+
+/// The whole router in process: `METHOD TARGET\n`, header lines `Name: value\n`, a blank line,
+/// then the body.
+@Sendable func relayRouter(_ bytes: [UInt8]) {
+    var lines: [String] = []
+    var index = 0
+    var body: [UInt8] = []
+    while index < bytes.count {
+        guard let end = bytes[index...].firstIndex(of: UInt8(ascii: "\n")) else {
+            lines.append(String(decoding: bytes[index...], as: UTF8.self))
+            index = bytes.count
+            break
+        }
+        let line = String(decoding: bytes[index..<end], as: UTF8.self)
+        index = end + 1
+        if line.isEmpty, !lines.isEmpty {
+            body = Array(bytes[index...])
+            break
+        }
+        lines.append(line)
+    }
+    let requestLine = (lines.first ?? "GET /").split(separator: " ", maxSplits: 1).map(String.init)
+    let method = HTTPRequest.Method(requestLine.first ?? "GET") ?? .get
+    let path = requestLine.count > 1 ? requestLine[1] : "/"
+    var fields = HTTPFields()
+    for line in lines.dropFirst() {
+        let parts = line.split(separator: ":", maxSplits: 1).map { String($0) }
+        guard parts.count == 2, let name = HTTPField.Name(parts[0]) else { continue }
+        let value = parts[1].drop { $0 == " " }
+        fields.append(HTTPField(name: name, value: String(value)))
+    }
+    let head = HTTPRequest(method: method, scheme: "http", authority: "relay", path: path, headerFields: fields)
+    blocking {
+        let request = Request(head: head, body: .init(buffer: ByteBuffer(bytes: body)))
+        var logger = Logger(label: "fuzz")
+        logger.logLevel = .critical
+        let context = RelayRequestContext(source: .init(channel: NIOAsyncTestingChannel(), logger: logger))
+        do {
+            let response = try await Fixture.responder.respond(to: request, context: context)
+            check(response.status.code != 500, "router answered 500 to \(method) \(path.prefix(80))")
+        } catch {
+            check(false, "router threw instead of answering: \(error)")
+        }
+    }
+}
+
+// MARK: Files
+
+@Sendable func cgeo(_ bytes: [UInt8]) {
+    guard let index = try? PlaceIndex(bytes: bytes) else { return }
+    for (latitude, longitude) in [(0.0, 0.0), (89.9, 179.9), (-45.0, -170.0)] {
+        _ = try? index.nearestPlace(latitude: latitude, longitude: longitude)
+    }
+}
+
+/// Files name their own Argon2id cost; keep a fuzz run fast by lowering a valid cost at
+/// `offset` to the minimum (invalid ones stay, so the range checks are fuzzed too).
+func cheapenArgon2(_ bytes: inout [UInt8], at offset: Int) {
+    guard bytes.count >= offset + 16 else { return }
+    let ops = bytes[offset..<offset + 8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+    let memory = bytes[offset + 8..<offset + 16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+    guard (try? Argon2id.Parameters(opsLimit: ops, memLimitBytes: memory).validate()) != nil else { return }
+    var writer = ByteWriter()
+    writer.write(UInt64(1))
+    writer.write(UInt64(8192))
+    bytes.replaceSubrange(offset..<offset + 16, with: writer.bytes)
+}
+
+@Sendable func backup(_ bytes: [UInt8]) {
+    var bytes = bytes
+    cheapenArgon2(&bytes, at: 9)
+    _ = try? WalletManager.open(bytes, passphrase: "fuzz")
+}
+
+@Sendable func keychain(_ bytes: [UInt8]) {
+    var bytes = bytes
+    cheapenArgon2(&bytes, at: 6)
+    let path = Fixture.keychainPath
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    guard fd >= 0 else { return }
+    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
+    if let chain = try? FileKeychain(path: path, unlock: .key(SecretBytes(copying: [UInt8](repeating: 1, count: 32)))) {
+        _ = try? chain.load(name: "identity")
+    }
+    _ = try? FileKeychain(path: path, unlock: .passphrase("fuzz"), parameters: .minimum)
+    unlink(path)
+}
+
+/// First byte: the type; the rest: its stored bytes. Decoded values must re-encode to bytes
+/// that decode to the same value.
+@Sendable func storeCodecs(_ bytes: [UInt8]) {
+    guard let selector = bytes.first else { return }
+    let payload = Array(bytes.dropFirst())
+    func roundTrip<T: StoreCodable & Equatable>(_: T.Type) {
+        guard let value = payload.withUnsafeBytes({ try? T(storeBytes: $0) }) else { return }
+        let again = try? value.withStoreBytes { try T(storeBytes: $0) }
+        check(again == value, "\(T.storeTypeName) round trip")
+    }
+    switch selector % 12 {
+    case 0: roundTrip(RelayRecord.self)
+    case 1: roundTrip(Tombstone.self)
+    case 2: roundTrip(MailboxEntry.self)
+    case 3: roundTrip(FriendRecord.self)
+    case 4: roundTrip(CachedLocation.self)
+    case 5: roundTrip(UploadState.self)
+    case 6: roundTrip(OutboxItem.self)
+    case 7: roundTrip(MessageRecord.self)
+    case 8: roundTrip(String.self)
+    case 9: roundTrip(Bytes32.self)
+    case 10: roundTrip(UInt64.self)
+    default: roundTrip(Int64.self)
+    }
+}
