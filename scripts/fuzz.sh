@@ -6,6 +6,7 @@
 #   scripts/fuzz.sh --time 600      every target, 10 minutes each (`make fuzz`)
 #   scripts/fuzz.sh --time 60 json  one target
 #   scripts/fuzz.sh --list          the target names
+#   scripts/fuzz.sh --no-build …    reuse the fuzz binary already built
 #
 # New inputs that reach new code go to Fuzz/.build/corpus/<target>/ (not committed); crashes are
 # written to Fuzz/.build/crashes/<target>/ and fail the run. The committed seeds in
@@ -19,7 +20,8 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --time) seconds="$2"; shift 2 ;;
         --list) list=1; shift ;;
-        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+        --no-build) nobuild=1; shift ;;
+        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
         *) only+=("$1"); shift ;;
     esac
 done
@@ -29,9 +31,11 @@ targets=(blob-open friend-link fetch-response json relay-upload relay-fetch rela
 if [ "${list:-0}" = 1 ]; then printf '%s\n' "${targets[@]}"; exit 0; fi
 [ ${#only[@]} -gt 0 ] && targets=("${only[@]}")
 
+if [ "${nobuild:-0}" != 1 ]; then
 echo "fuzz: building Fuzz/ with -sanitize=fuzzer,address (the first build takes several minutes)"
 swift build --package-path Fuzz -c debug -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing \
     --product CoordsFuzz 2>&1 | grep -E "error|warning: .*Fuzz/Sources|Compiling CoordsFuzz|Build complete" || true
+fi
 binary=Fuzz/.build/debug/CoordsFuzz
 [ -x "$binary" ] || { echo "fuzz: error: the fuzz build failed (run the swift build command above by hand)" >&2; exit 1; }
 

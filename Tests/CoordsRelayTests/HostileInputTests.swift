@@ -157,6 +157,25 @@ import Testing
         #expect(seen.count < 150_000)
     }
 
+    // MARK: Found by the fuzzer
+
+    /// store-codecs crash-49ffb5cf: a mailbox entry whose recipient held a byte that is not
+    /// UTF-8 decoded lossily into a different value (which then could not be written back).
+    @Test func damagedMailboxEntriesAreRefusedNotRewritten() throws {
+        var bytes: [UInt8] = [2, 1, 0, 0, 0, 0, 0, 0, 0, 0x63, 4] + Array("abcd".utf8) + [UInt8](repeating: 0x30, count: 64) + Array("{}".utf8)
+        #expect(throws: Never.self) { _ = try bytes.withUnsafeBytes { try MailboxEntry(storeBytes: $0) } }
+        bytes[11 + 4 + 40] = 0xf4  // a lone lead byte inside the recipient
+        #expect(throws: StoreCodecError.self) { _ = try bytes.withUnsafeBytes { try MailboxEntry(storeBytes: $0) } }
+        bytes[11 + 4 + 40] = 0x30
+        bytes[1] = 0x81  // unknown flag bits
+        #expect(throws: StoreCodecError.self) { _ = try bytes.withUnsafeBytes { try MailboxEntry(storeBytes: $0) } }
+        // Truncated anywhere: an error, never a trap.
+        for length in 0..<bytes.count - 2 {
+            let prefix = Array(bytes.prefix(length))
+            #expect(throws: (any Error).self) { _ = try prefix.withUnsafeBytes { try MailboxEntry(storeBytes: $0) } }
+        }
+    }
+
     // MARK: 6. Wrong methods answer 405 with Allow
 
     @Test func wrongMethodOnAKnownPathIs405WithAllow() async throws {
@@ -220,9 +239,11 @@ import Testing
     }
 
     @Test func connectionsPerAddressAreCapped() async throws {
-        let relay = Self.harness { $0.maximumConnectionsPerAddress = 3 }
+        // The live test client keeps one keep-alive connection of its own: 1 + 3 held = the cap.
+        let relay = Self.harness { $0.maximumConnectionsPerAddress = 4 }
         try await relay.app.test(.live) { client in
             let port = try #require(client.port)
+            #expect(try await client.execute(uri: "/healthz", method: .get).status == .ok)  // its connection is counted first
             let held = try (0..<3).map { _ in try RawSocket(port: port) }
             try await Task.sleep(for: .milliseconds(200))
             let extra = try RawSocket(port: port)

@@ -6,6 +6,7 @@
 @testable import CoordsCore
 @testable import CoordsRelay
 import Dispatch
+import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
@@ -20,9 +21,9 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "friend-link": friendLink,
     "fetch-response": fetchResponse,
     "json": json,
-    "relay-upload": { body in relayBody(body, \.upload) },
-    "relay-fetch": { body in relayBody(body, \.fetch) },
-    "relay-delete": { body in relayBody(body, \.delete) },
+    "relay-upload": { body in relayBody(body) { service in { try await service.upload(body: $0) } } },
+    "relay-fetch": { body in relayBody(body) { service in { try await service.fetch(body: $0) } } },
+    "relay-delete": { body in relayBody(body) { service in { try await service.delete(body: $0) } } },
     "relay-message-post": { body in relayBody(body) { service in { try await service.postMessage(body: $0, clientAddress: "127.0.0.1") } } },
     "envelope": envelope,
     "mailbox-auth": mailboxAuth,
@@ -36,9 +37,15 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
 /// A failed property: crash loudly so libFuzzer keeps the input.
 func check(_ condition: Bool, _ what: String) {
     guard condition else {
-        fputs("property failed: \(what)\n", stderr)
+        printError("property failed: \(what)")
         abort()
     }
+}
+
+/// Writes a line to standard error.
+func printError(_ line: String) {
+    let bytes = Array((line + "\n").utf8)
+    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
 }
 
 /// Runs async work to completion from libFuzzer's synchronous callback.
@@ -78,7 +85,7 @@ enum Fixture {
 @_cdecl("LLVMFuzzerInitialize")
 public func fuzzerInitialize(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>) -> Int32 {
     guard targets[Fixture.name] != nil else {
-        fputs("set COORDS_FUZZ_TARGET to one of: \(targets.keys.sorted().joined(separator: " "))\n", stderr)
+        printError("set COORDS_FUZZ_TARGET to one of: \(targets.keys.sorted().joined(separator: " "))")
         exit(2)
     }
     _ = Fixture.readerX
@@ -139,21 +146,11 @@ public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> In
 
 // MARK: Relay
 
-@Sendable func relayBody(_ body: [UInt8], _ route: KeyPath<RelayService, @Sendable ([UInt8]) async throws -> RelayReply>) {
-    relayBody(body) { service in service[keyPath: route] }
-}
-
 func relayBody(_ body: [UInt8], _ route: @escaping @Sendable (RelayService) -> @Sendable ([UInt8]) async throws -> RelayReply) {
     blocking {
         let reply = await Fixture.service.reply { try await route(Fixture.service)(body) }
         check(reply.status != 500, "relay answered 500 to a request body")
     }
-}
-
-extension RelayService {
-    var upload: @Sendable ([UInt8]) async throws -> RelayReply { { try await self.upload(body: $0) } }
-    var fetch: @Sendable ([UInt8]) async throws -> RelayReply { { try await self.fetch(body: $0) } }
-    var delete: @Sendable ([UInt8]) async throws -> RelayReply { { try await self.delete(body: $0) } }
 }
 
 /// Lines: request target, X-Coords-Key, X-Coords-Timestamp, X-Coords-Signature (any may be
@@ -169,7 +166,9 @@ extension RelayService {
         headers["x-coords-timestamp"] = line.utf8.count == 1 ? String(edges[Int(line.utf8.first ?? 0) % edges.count]) : line
     }
     if lines.count > 3 { headers["x-coords-signature"] = lines[3] }
+    let signedHeaders = headers
     blocking {
+        let headers = signedHeaders
         let service = Fixture.service
         let list = await service.reply { try await service.listMessages(pathWithQuery: target, query: queryItems(target), headers: headers) }
         check(list.status != 500, "mailbox list answered 500")
@@ -210,7 +209,9 @@ extension RelayService {
         fields.append(HTTPField(name: name, value: String(value)))
     }
     let head = HTTPRequest(method: method, scheme: "http", authority: "relay", path: path, headerFields: fields)
+    let requestBody = body
     blocking {
+        let body = requestBody
         let request = Request(head: head, body: .init(buffer: ByteBuffer(bytes: body)))
         var logger = Logger(label: "fuzz")
         logger.logLevel = .critical
@@ -249,7 +250,7 @@ func cheapenArgon2(_ bytes: inout [UInt8], at offset: Int) {
 @Sendable func backup(_ bytes: [UInt8]) {
     var bytes = bytes
     cheapenArgon2(&bytes, at: 9)
-    _ = try? WalletManager.open(bytes, passphrase: "fuzz")
+    _ = try? Backup.open(bytes, passphrase: "fuzz")
 }
 
 @Sendable func keychain(_ bytes: [UInt8]) {
@@ -291,4 +292,20 @@ func cheapenArgon2(_ bytes: inout [UInt8], at offset: Int) {
     case 10: roundTrip(UInt64.self)
     default: roundTrip(Int64.self)
     }
+}
+
+// MARK: Entry point
+
+/// libFuzzer's driver (from `-sanitize=fuzzer`), for when SwiftPM renames the executable's
+/// `main` to `CoordsFuzz_main` (debug builds link executables as testable).
+@_silgen_name("LLVMFuzzerRunDriver")
+func runFuzzerDriver(_ argc: UnsafeMutablePointer<Int32>,
+                     _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+                     _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
+
+@_cdecl("CoordsFuzz_main")
+public func coordsFuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    var count = argc
+    var arguments = argv
+    return runFuzzerDriver(&count, &arguments) { data, size in fuzzerTestOneInput(data, size) }
 }

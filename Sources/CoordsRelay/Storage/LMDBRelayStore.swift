@@ -86,10 +86,13 @@ extension MailboxEntry: StoreValue {
         let flags = version == 2 ? try reader.read(UInt8.self) : 0
         let expiresAt = try reader.read(UInt64.self)
         let idLength = Int(try reader.read(UInt8.self))
-        let id = try reader.read(count: idLength)
-        let recipient = try reader.read(count: 64)
-        self.init(id: String(decoding: id, as: UTF8.self), recipient: String(decoding: recipient, as: UTF8.self),
-                  expiresAt: expiresAt, envelope: reader.readRemaining(), authenticated: flags & 1 == 1)
+        // Strict UTF-8: a lossy decode would turn a damaged value into a different one silently.
+        guard let id = String(validating: try reader.read(count: idLength), as: UTF8.self),
+              let recipient = String(validating: try reader.read(count: 64), as: UTF8.self), recipient.utf8.count == 64 else {
+            throw StoreCodecError("mailbox entry id or recipient is not UTF-8")
+        }
+        guard flags & ~1 == 0 else { throw StoreCodecError("unknown mailbox entry flags \(flags)") }
+        self.init(id: id, recipient: recipient, expiresAt: expiresAt, envelope: reader.readRemaining(), authenticated: flags & 1 == 1)
     }
 }
 
