@@ -5,6 +5,8 @@ CC ?= cc
 CFLAGS_STRICT := -std=c99 -Wall -Wextra -Werror -pedantic -Iinclude
 LIB_DIR := .build/debug
 PORTABLE_DIR := .build-static/release
+# The relay and the CLI are their own package (Apps/), so the core's package stays lean.
+APPS := --package-path Apps
 SWIFT_STATIC_LIBS := $(shell dirname "$$(readlink -f "$$(command -v $(SWIFT))")")/../lib/swift_static/linux
 
 FUZZ_TIME ?= 600
@@ -31,6 +33,7 @@ deps:
 
 build: deps
 	$(SWIFT) build
+	$(SWIFT) build $(APPS)
 
 lib: deps
 	$(SWIFT) build --product coordscore
@@ -39,7 +42,7 @@ lib: deps
 # liblmdb and the C/C++ runtimes): the Swift runtime and FoundationEssentials are linked in.
 lib-portable: deps
 	$(SWIFT) build -c release --product coordscore --scratch-path .build-static \
-		-Xswiftc -static-stdlib -Xlinker -L$(SWIFT_STATIC_LIBS)
+		-Xswiftc -static-stdlib -Xlinker -L$(SWIFT_STATIC_LIBS) -Xlinker -soname=libcoordscore.so.$(ABI_MAJOR)
 
 test: deps test-swift test-tsan test-abi test-c test-python test-portable test-e2e test-fuzz
 
@@ -53,6 +56,7 @@ test-fuzz: deps
 
 test-swift:
 	$(SWIFT) test $(SWIFT_TEST_FLAGS)
+	$(SWIFT) test $(APPS) $(SWIFT_TEST_FLAGS)
 
 # The concurrency-heavy suites again under ThreadSanitizer, in their own build folder so the
 # normal build stays cached.
@@ -65,8 +69,8 @@ demo: tools
 
 # The executables: the relay and the CLI.
 tools: deps
-	$(SWIFT) build --product coords-relay
-	$(SWIFT) build --product coords
+	$(SWIFT) build $(APPS) --product coords-relay
+	$(SWIFT) build $(APPS) --product coords
 
 # The CLI against a live relay on loopback (two homes, share, fetch, outage, backups, errors).
 test-e2e: tools
@@ -100,7 +104,7 @@ test-portable: lib-portable
 bench-deps: deps
 	@command -v wrk >/dev/null 2>&1 || { echo "bench: installing wrk with apt-get"; \
 		$$( [ "$$(id -u)" -eq 0 ] || echo sudo ) apt-get install -y -qq wrk; }
-	$(SWIFT) build -c release --product coords-relay
+	$(SWIFT) build -c release $(APPS) --product coords-relay
 	cd Benchmarks && $(SWIFT) build -c release --product RelayLoadBodies
 	$(MAKE) --no-print-directory geodata-large
 
@@ -124,4 +128,4 @@ bench-quick: bench-deps
 	python3 scripts/bench-report.py Benchmarks/.build/results/Current_run.jmh.json Benchmarks/.build/results/relay.json docs/PERFORMANCE.md --quick
 
 clean:
-	rm -rf .build .build-* .build_* Benchmarks/.build Fuzz/.build
+	rm -rf .build .build-* .build_* Benchmarks/.build Fuzz/.build Apps/.build

@@ -7,6 +7,7 @@ let package = Package(
     name: "CoordsFuzz",
     dependencies: [
         .package(name: "CoordsCore", path: ".."),
+        .package(name: "CoordsApps", path: "../Apps"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
@@ -16,7 +17,7 @@ let package = Package(
             name: "CoordsFuzz",
             dependencies: [
                 .product(name: "CoordsCore", package: "CoordsCore"),
-                .product(name: "CoordsRelay", package: "CoordsCore"),
+                .product(name: "CoordsRelay", package: "CoordsApps"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -226,7 +226,8 @@ COORDS_STATIC_ASSERT(sizeof(CoordsKeychainCallbacks) == 4 * sizeof(void *), keyc
 /* The ABI version of the loaded library (compare with COORDS_ABI_VERSION). Never fails. */
 uint32_t coords_abi_version(void);
 
-/* The library version, e.g. "0.1.0": a static string, do not free. Never fails. */
+/* The library version, e.g. "1.0.0" (the same string as `coords --version`, `coords-relay
+ * --version` and `coordscore.__version__`): a static string, do not free. Never fails. */
 const char *coords_version(void);
 
 /* Frees the message of `error` and resets it (code 0, message NULL). NULL is a no-op. */

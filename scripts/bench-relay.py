@@ -16,7 +16,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RELAY = os.path.join(ROOT, ".build", "release", "coords-relay")
+RELAY = os.path.join(ROOT, "Apps", ".build", "release", "coords-relay")
 BODIES = os.path.join(ROOT, "Benchmarks", ".build", "release", "RelayLoadBodies")
 LUA = os.path.join(ROOT, "Benchmarks", "relay.lua")
 QUICK = "--quick" in sys.argv

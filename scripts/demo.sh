@@ -3,7 +3,7 @@
 # Run with `make demo` (which installs what is missing and builds first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${COORDS_BIN_DIR:-.build/debug}
+BIN=${COORDS_BIN_DIR:-Apps/.build/debug}
 for tool in coords coords-relay; do
     [ -x "$BIN/$tool" ] || { echo "demo: $BIN/$tool is missing; run 'make demo' (it builds first)" >&2; exit 1; }
 done

@@ -8,7 +8,7 @@ import Musl
 #endif
 
 /// The library version reported by coords_version() (static storage, never freed).
-nonisolated(unsafe) let libraryVersion: UnsafeMutablePointer<CChar>? = strdup("0.1.0")
+nonisolated(unsafe) let libraryVersion: UnsafeMutablePointer<CChar>? = strdup(CoordsVersion.string)
 
 @_cdecl("coords_abi_version")
 public func ffiABIVersion() -> UInt32 { COORDS_ABI_VERSION }

@@ -12,7 +12,7 @@ import time
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.environ.get("COORDS_BIN_DIR", os.path.join(ROOT, ".build", "debug"))
+BIN = os.environ.get("COORDS_BIN_DIR", os.path.join(ROOT, "Apps", ".build", "debug"))
 QUEUED = 75  # EX_TEMPFAIL: work queued in the outbox
 
 

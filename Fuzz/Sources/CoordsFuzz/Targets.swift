@@ -112,7 +112,7 @@ public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> In
     guard let link = try? FriendLink.parse(text) else { return }
     // A parsed link prints as a link that parses to the same friend.
     let again = try? FriendLink.parse(link.link)
-    check(again?.id == link.id && again?.server == link.server, "friend link round trip")
+    check(again?.id == link.id && again?.server == link.server && again?.name == link.name, "friend link round trip")
 }
 
 @Sendable func fetchResponse(_ bytes: [UInt8]) {

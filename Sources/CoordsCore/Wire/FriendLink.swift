@@ -43,7 +43,8 @@ public struct FriendLink: Sendable, Hashable {
     /// (the name after it may be empty), and `/add/` between a non-empty host and a non-empty
     /// key that is canonical base64url of exactly 32 bytes. In the name, `%XX` escapes are
     /// decoded (`+` stays `+`, a malformed escape is kept as written) and the result must be
-    /// UTF-8. The server becomes `https://` + host (which may carry a port or a path).
+    /// UTF-8. The server becomes `https://` + host (which may carry a port or a path; trailing
+    /// slashes are dropped).
     /// - Throws: ``WireError/invalidFriendLink(_:)`` naming what is wrong.
     public static func parse(_ text: String) throws -> FriendLink {
         let trimmed = trimWhitespace(text)
@@ -59,7 +60,11 @@ public struct FriendLink: Sendable, Hashable {
         guard let add = path.firstRange(of: "/add/") else {
             throw WireError.invalidFriendLink("it has no /add/ between the server and the key")
         }
-        let host = path[..<add.lowerBound], key = path[add.upperBound...]
+        var host = path[..<add.lowerBound]
+        let key = path[add.upperBound...]
+        // Trailing slashes are dropped, as ``link`` drops them, so a link parses to the same
+        // server as the link printed from it (found by the friend-link fuzz target).
+        while host.hasSuffix("/") { host = host.dropLast() }
         guard !host.isEmpty else { throw WireError.invalidFriendLink("the server part is empty") }
         guard !key.isEmpty else { throw WireError.invalidFriendLink("the key part is empty") }
         guard let keyBytes = try? Base64.decode(String(key), field: "key") else {

@@ -65,4 +65,16 @@ import Testing
         #expect(color.hue == hue)
         #expect(color.hex == hex)
     }
+
+    /// friend-link fuzz crash-9401c875: `coord://host//add/…` parsed to the server
+    /// `https://host/`, but the link printed from it says `coord://host/add/…`, which parsed
+    /// to `https://host`: one friend, two server strings.
+    @Test func trailingSlashesOfTheHostAreDropped() throws {
+        let key = try Ed25519SigningKey.generate().publicKey.base64URL
+        let link = try FriendLink.parse("coord://relay.example//add/\(key)#Bob")
+        #expect(link.server == "https://relay.example")
+        let again = try FriendLink.parse(link.link)
+        #expect(again.server == link.server && again.id == link.id && again.name == link.name)
+        #expect(throws: WireError.self) { try FriendLink.parse("coord:////add/\(key)#Bob") }
+    }
 }

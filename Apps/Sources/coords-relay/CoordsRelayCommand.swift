@@ -20,7 +20,8 @@ struct CoordsRelayCommand: AsyncParsableCommand {
             and rollback refusal, signed deletes, expiry, rate limits, persistence (LMDB).
             Every option can also be set through the environment variable in brackets.
             See docs/RELAY.md.
-            """)
+            """,
+        version: CoordsVersion.string)
 
     @Option(help: "Interface to bind [COORDS_HOST].")
     var host: String = environment("COORDS_HOST") ?? "127.0.0.1"

@@ -14,6 +14,7 @@ public struct CoordsCommand: AsyncParsableCommand {
             with your passphrase: COORDS_PASSPHRASE or a prompt), your friends and their last \
             positions. Requests the relay could not take are queued and retried by later commands.             Friends' positions are named offline from bundled GeoNames data; set COORDS_PLACES_FILE             to a CGEO file (scripts/build-geodata.py --large) for the larger set.
             """,
+        version: CoordsVersion.string,
         subcommands: [Init.self, WhoAmI.self, Add.self, Friends.self, Verify.self, Remove.self, Share.self, Fetch.self,
                       Watch.self, Delete.self, Send.self, Inbox.self, Chat.self, Backup.self, Outbox.self])
 

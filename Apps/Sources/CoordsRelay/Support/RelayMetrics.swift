@@ -1,3 +1,4 @@
+import CoordsCore
 import Prometheus
 
 /// The relay's Prometheus metrics (one registry per relay instance, no global state).
@@ -44,6 +45,9 @@ final class RelayMetrics: Sendable {
         seenSignatures = registry.makeGauge(descriptor: Self.name("seen_signatures", "entries",
                                                                   "Mailbox request signatures remembered (accepted once)"))
         connectionsOpen = registry.makeGauge(descriptor: Self.name("connections_open", "count", "HTTP connections open now"))
+        registry.makeGauge(descriptor: MetricNameDescriptor(namespace: "coords", subsystem: "relay", metricName: "build_info",
+                                                            helpText: "The relay's version (value 1)"),
+                           labels: [("version", CoordsVersion.string)]).set(Int64(1))
     }
 
     /// Counts a finished request and its latency.

@@ -1,0 +1,81 @@
+// swift-tools-version:6.0
+// The hosts built on CoordsCore that need a server stack: the relay (Hummingbird) and the CLI
+// (AsyncHTTPClient). Kept out of the root package so an app depending on CoordsCore resolves
+// only the core's dependencies.
+import PackageDescription
+
+let package = Package(
+    name: "CoordsApps",
+    products: [
+        .library(name: "CoordsRelay", targets: ["CoordsRelay"]),
+        .executable(name: "coords-relay", targets: ["coords-relay"]),
+        .executable(name: "coords", targets: ["coords"]),
+    ],
+    dependencies: [
+        .package(name: "CoordsCore", path: ".."),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+    ],
+    targets: [
+        .target(
+            name: "CoordsRelay",
+            dependencies: [
+                .product(name: "CoordsCore", package: "CoordsCore"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "coords-relay",
+            dependencies: [
+                "CoordsRelay",
+                .product(name: "CoordsCore", package: "CoordsCore"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .target(
+            name: "CoordsCLI",
+            dependencies: [
+                .product(name: "CoordsCore", package: "CoordsCore"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "coords",
+            dependencies: ["CoordsCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .testTarget(
+            name: "CoordsCLITests",
+            dependencies: ["CoordsCLI", .product(name: "CoordsCore", package: "CoordsCore")],
+            exclude: ["Vectors"]
+        ),
+        .testTarget(
+            name: "CoordsRelayTests",
+            dependencies: [
+                "CoordsRelay", "coords-relay",
+                .product(name: "CoordsCore", package: "CoordsCore"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
