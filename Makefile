@@ -9,10 +9,16 @@ PORTABLE_DIR := .build-static/release
 APPS := --package-path Apps
 SWIFT_STATIC_LIBS := $(shell dirname "$$(readlink -f "$$(command -v $(SWIFT))")")/../lib/swift_static/linux
 
+VERSION := $(shell cat VERSION)
+ABI_MAJOR := $(firstword $(subst ., ,$(VERSION)))
+PREFIX ?= /usr/local
+DESTDIR ?=
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
 FUZZ_TIME ?= 600
 FUZZ_TEST_TIME ?= 12
 
-.PHONY: fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-abi test-c test-python test-portable test-e2e example-c demo clean help
+.PHONY: wheel test-wheel test-docs install test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-abi test-c test-python test-portable test-e2e example-c demo clean help
 
 all: build
 
@@ -26,6 +32,8 @@ help:
 	@echo "make fuzz    libFuzzer on every parser and route (FUZZ_TIME=600 s each); make test runs them briefly"
 	@echo "make bench   the benchmark suite (ratios against raw libsodium/LMDB, relay load): docs/PERFORMANCE.md"
 	@echo "make bench-quick  the same with short samples (under two minutes after the build)"
+	@echo "make wheel   the Python package (dist/coordscore-*.whl, carrying the portable library)"
+	@echo "make install install libcoordscore.so, coordscore.h and coordscore.pc (PREFIX=/usr/local DESTDIR=)"
 	@echo "make clean   remove build output"
 
 deps:
@@ -44,7 +52,7 @@ lib-portable: deps
 	$(SWIFT) build -c release --product coordscore --scratch-path .build-static \
 		-Xswiftc -static-stdlib -Xlinker -L$(SWIFT_STATIC_LIBS) -Xlinker -soname=libcoordscore.so.$(ABI_MAJOR)
 
-test: deps test-swift test-tsan test-abi test-c test-python test-portable test-e2e test-fuzz
+test: deps test-swift test-tsan test-abi test-c test-python test-portable test-install test-wheel test-docs test-e2e test-fuzz
 
 # Coverage-guided fuzzing (Fuzz/, libFuzzer + ASan): every parser and route, $(FUZZ_TIME) s each.
 fuzz: deps
@@ -100,6 +108,37 @@ test-portable: lib-portable
 	scripts/check-abi.sh $(PORTABLE_DIR)/libcoordscore.so
 	COORDSCORE_LIB=$(CURDIR)/$(PORTABLE_DIR)/libcoordscore.so python3 -m pytest -q tests/python
 
+# The Python package as a wheel carrying the portable library: dist/coordscore-<version>-py3-none-linux_<arch>.whl.
+wheel: lib-portable
+	scripts/build-wheel.sh
+
+# The wheel installed in a fresh venv: the README snippet under env -i, then the Python suite.
+test-wheel: wheel
+	scripts/test-wheel.sh
+
+# Every swift/c/python block of README.md and docs/*.md compiled (whole programs run).
+test-docs: lib
+	$(SWIFT) build --product CoordsCore
+	python3 scripts/doc-snippets.py check
+
+# Installs the portable library the way C libraries install: libcoordscore.so.$(VERSION) with the
+# SONAME libcoordscore.so.$(ABI_MAJOR) and the usual symlinks, the header, and coordscore.pc, so
+# `pkg-config --cflags --libs coordscore` is all a C program needs.
+install: lib-portable
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
+	install -m 0755 $(PORTABLE_DIR)/libcoordscore.so $(DESTDIR)$(LIBDIR)/libcoordscore.so.$(VERSION)
+	ln -sf libcoordscore.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libcoordscore.so.$(ABI_MAJOR)
+	ln -sf libcoordscore.so.$(ABI_MAJOR) $(DESTDIR)$(LIBDIR)/libcoordscore.so
+	install -m 0644 include/coordscore.h $(DESTDIR)$(INCLUDEDIR)/coordscore.h
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|; s|@INCLUDEDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))|; s|@VERSION@|$(VERSION)|' \
+		coordscore.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/coordscore.pc
+	@echo "install: libcoordscore $(VERSION) (ABI $(ABI_MAJOR)) into $(DESTDIR)$(PREFIX)"
+
+# `make install` into a staging directory, then the README's C program built with pkg-config
+# alone, run, and the versions compared everywhere (scripts/check-install.sh).
+test-install: lib-portable
+	scripts/check-install.sh
+
 # Benchmarks (Benchmarks/ is its own package, so the main build and CI stay lean).
 bench-deps: deps
 	@command -v wrk >/dev/null 2>&1 || { echo "bench: installing wrk with apt-get"; \
@@ -128,4 +167,4 @@ bench-quick: bench-deps
 	python3 scripts/bench-report.py Benchmarks/.build/results/Current_run.jmh.json Benchmarks/.build/results/relay.json docs/PERFORMANCE.md --quick
 
 clean:
-	rm -rf .build .build-* .build_* Benchmarks/.build Fuzz/.build Apps/.build
+	rm -rf .build .build-* .build_* Benchmarks/.build Fuzz/.build Apps/.build dist

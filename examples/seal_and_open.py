@@ -1,7 +1,13 @@
 """Seal a position for yourself and a friend, then open it as the friend (run: python3 examples/seal_and_open.py)."""
 import time
 
-import coordscore as cc
+try:
+    import coordscore as cc  # the installed package (pip install coordscore-*.whl)
+except ImportError:  # run from a source checkout: python/coordscore
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    import coordscore as cc
 
 alice_seed, alice = cc.generate_identity()
 bob_seed, bob = cc.generate_identity()

@@ -9,7 +9,13 @@ import json
 import tempfile
 import time
 
-import coordscore as cc
+try:
+    import coordscore as cc  # the installed package (pip install coordscore-*.whl)
+except ImportError:  # run from a source checkout: python/coordscore
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    import coordscore as cc
 
 
 class ToyRelay:

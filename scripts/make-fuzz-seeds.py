@@ -14,7 +14,7 @@ import struct
 import sys
 
 root = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(root / "examples"))
+sys.path.insert(0, str(root / "python"))
 import coordscore as cc  # noqa: E402
 
 corpus = root / "Fuzz" / "corpus"

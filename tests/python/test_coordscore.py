@@ -10,7 +10,7 @@ from ctypes import byref, c_bool, c_uint8
 import pytest
 
 import coordscore as cc
-from coordscore import CoordsBuffer, CoordsError, CoordsLocation, lib
+from coordscore import CoordsBuffer, CoordsErrorStruct, CoordsLocation, lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VECTORS = os.path.join(ROOT, "Tests", "CoordsCoreTests", "Vectors", "coords-v3.json")
@@ -26,7 +26,7 @@ def vectors():
 
 def raw(function, *args):
     """Calls a raw C function; returns (code, message) and frees everything."""
-    error = CoordsError()
+    error = CoordsErrorStruct()
     code = function(*args, byref(error))
     message = ctypes.string_at(error.message).decode() if error.message else None
     lib.coords_error_free(byref(error))
@@ -94,7 +94,7 @@ def test_vector_keys_and_links(vectors):
         assert cc.friend_link(public, link["server"], link["name"]) == link["link"]
     for case in vectors["link_parse"]:
         if case["ok"]:
-            assert cc.parse_friend_link(case["link"]) == {"pubkey": case["pubkey"], "server": case["server"], "name": case["name"]}
+            assert cc.parse_friend_link(case["link"]) == cc.FriendLink(case["pubkey"], case["server"], case["name"])
         else:
             with pytest.raises(cc.CoordsException) as error:
                 cc.parse_friend_link(case["link"])
@@ -537,14 +537,14 @@ def test_nearest_place_matches_independent_answers():
         answers = json.load(f)["answers"]
     for answer in answers[:100]:
         place = cc.nearest_place(answer["latitude"], answer["longitude"])
-        assert (place["name"], place["country_code"] or "") == (answer["name"], answer["country_code"]), answer
-        assert abs(place["distance_km"] - answer["distance_km"]) < 0.01
+        assert (place.name, place.country_code or "") == (answer["name"], answer["country_code"]), answer
+        assert abs(place.distance_km - answer["distance_km"]) < 0.01
 
 
 def test_nearest_place_display_phrase_and_errors():
     austin = cc.nearest_place(30.2672, -97.7431)
-    assert austin["display"] == "Austin, Texas" and austin["state"] == "Texas" and austin["phrase"] == "in Austin, Texas"
-    assert cc.nearest_place(30.2672, -97.7431, accuracy_m=25_000)["phrase"] == "near Austin, Texas"
+    assert austin.display == "Austin, Texas" and austin.state == "Texas" and austin.phrase == "in Austin, Texas"
+    assert cc.nearest_place(30.2672, -97.7431, accuracy_m=25_000).phrase == "near Austin, Texas"
     for lat, lon in [(float("nan"), 0), (0, float("inf")), (90.5, 0), (0, -180.01)]:
         with pytest.raises(cc.CoordsException) as caught:
             cc.nearest_place(lat, lon)
@@ -557,7 +557,7 @@ def test_nearest_place_display_phrase_and_errors():
 def test_place_files(tmp_path):
     with cc.Places(BUNDLED_PLACES) as places:
         assert len(places) > 30_000
-        assert places.nearest(38.7223, -9.1393)["display"] == "Lisbon, Portugal"
+        assert places.nearest(38.7223, -9.1393).display == "Lisbon, Portugal"
         assert places.nearest(-33.87, 151.21) == cc.nearest_place(-33.87, 151.21)
     with pytest.raises(cc.CoordsException) as caught:
         places.nearest(0, 0)
@@ -649,3 +649,35 @@ def test_out_of_range_keychain_cost_is_an_invalid_argument(tmp_path):
         assert error.value.code == cc.ERR_INVALID_ARGUMENT, error.value
         assert "Argon2id" in str(error.value)
         assert not (directory / "keychain.bin").exists()
+
+
+def test_exception_hierarchy_and_version():
+    # Each layer's codes raise that layer's class; bad input is also a ValueError, as in PyNaCl.
+    with pytest.raises(cc.WireError) as caught:
+        cc.parse_friend_link("https://not-a-link")
+    assert isinstance(caught.value, ValueError) and isinstance(caught.value, cc.CoordsError)
+    assert caught.value.code == cc.ERR_INVALID_FRIEND_LINK
+    with pytest.raises(cc.GeocodingError):
+        cc.nearest_place(91, 0)
+    with pytest.raises(cc.ArgumentError):
+        cc.may_reuse_fix(1, 2, "later")
+    seed, public = cc.generate_identity()
+    with pytest.raises(cc.WireError) as caught:
+        cc.open_blob(seed, cc.seal(cc.Location(1, 2, timestamp_ms=3), [cc.generate_identity()[1]]))
+    assert caught.value.code == cc.ERR_NOT_A_RECIPIENT
+    assert cc.CoordsError.from_code(205, "x").__class__ is cc.CryptoError
+    assert cc.CoordsError.from_code(401, "x").__class__ is cc.StoreError
+    assert cc.CoordsError.from_code(650, "x").__class__ is cc.ManagerError
+    assert cc.CoordsError.from_code(9999, "x").__class__ is cc.CoordsError
+    assert cc.CoordsException is cc.CoordsError
+    # One version everywhere.
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    version = open(os.path.join(root, "VERSION")).read().strip()
+    assert cc.__version__ == version == cc.version()
+
+
+def test_typed_records():
+    place = cc.nearest_place(38.7223, -9.1393)
+    assert isinstance(place, cc.Place) and place.display == "Lisbon, Portugal" and place.phrase == "in Lisbon, Portugal"
+    link = cc.parse_friend_link(cc.friend_link(cc.generate_identity()[1], "https://relay.example", "Bob"))
+    assert isinstance(link, cc.FriendLink) and link.server == "https://relay.example" and link.name == "Bob"

@@ -1,14 +1,17 @@
-"""Python binding for libcoordscore (the CoordsCore C ABI), with ctypes only.
+"""CoordsCore for Python: end-to-end encrypted location sharing, on libcoordscore (the C ABI).
 
     import coordscore as cc
     seed, public = cc.generate_identity()
     blob = cc.seal(cc.Location(47.3769, 8.5417, timestamp_ms=1763805600000), [public])
     print(cc.open_blob(seed, blob))
 
-The library is found through $COORDSCORE_LIB, then the repository's .build folders, then the
-system library path. Every C function has its argtypes/restype set (ctypes would otherwise
-truncate pointers to 32 bits), every buffer the library returns is freed, and every failure
-raises CoordsException with the library's stable code and message (docs/ABI.md).
+The wheel carries a portable libcoordscore.so (it needs only libsodium and LMDB). The library is
+found next to this file, then through $COORDSCORE_LIB, then in a source checkout's build folders,
+then on the system library path. Every C function has its argtypes/restype set (ctypes would
+otherwise truncate pointers to 32 bits), every buffer the library returns is freed, and every
+failure raises a subclass of `CoordsError` carrying the library's stable `.code` and `.message`
+(docs/ABI.md): `ArgumentError` and `WireError` (also `ValueError`: the input was bad),
+`CryptoError`, `StoreError`, `ChannelError`, `ManagerError`, `GeocodingError`.
 """
 from __future__ import annotations
 
@@ -22,6 +25,9 @@ from ctypes import (CFUNCTYPE, POINTER, Structure, byref, c_bool, c_char_p, c_do
                     c_size_t, c_uint8, c_uint32, c_uint64, c_void_p)
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
+
+__version__ = "1.0.0"
+"""The CoordsCore release (the same as `coords_version()`, `coords --version`)."""
 
 ABI_VERSION = 1
 
@@ -66,24 +72,74 @@ ERR_UNSUPPORTED_PLACE_DATA = 702
 ERR_UNREADABLE_PLACE_FILE = 703
 
 
-class CoordsException(Exception):
-    """A failed call: `code` is the stable COORDS_ERR_* value, `message` the library's text."""
+class CoordsError(Exception):
+    """A failed call: `code` is the stable COORDS_ERR_* value, `message` the library's text.
+
+    `CoordsError.from_code(code, message)` builds the subclass for the code's layer (100–199
+    arguments, 200–299 crypto, 300–399 wire format, 400–499 store, 500–599 channels, 600–699
+    managers and keychains, 700–799 geocoding)."""
 
     def __init__(self, code: int, message: str):
         super().__init__(f"[{code}] {message}")
         self.code = code
         self.message = message
 
+    @staticmethod
+    def from_code(code: int, message: str) -> "CoordsError":
+        """The exception of the right class for `code`."""
+        for low, cls in _ERROR_CLASSES:
+            if low <= code < low + 100:
+                return cls(code, message)
+        return CoordsError(code, message)
 
-class CoordsError(Structure):
+
+class ArgumentError(CoordsError, ValueError):
+    """100–199: an argument the library refused (NULL, wrong length, not UTF-8, bad option, closed handle)."""
+
+
+class CryptoError(CoordsError):
+    """200–299: a cryptographic operation failed (authentication, invalid key, no AES-NI)."""
+
+
+class WireError(CoordsError, ValueError):
+    """300–399: bytes or text that are not valid Coords wire format (blobs, links, JSON, envelopes)."""
+
+
+class StoreError(CoordsError):
+    """400–499: the LMDB store (already open, full, damaged)."""
+
+
+class ChannelError(CoordsError):
+    """500–599: update channels (closed, timed out)."""
+
+
+class ManagerError(CoordsError):
+    """600–699: app state (no identity, unknown friend, wrong passphrase, damaged keychain)."""
+
+
+class GeocodingError(CoordsError, ValueError):
+    """700–799: place lookups (a position not on Earth, damaged place data)."""
+
+
+_ERROR_CLASSES = [(100, ArgumentError), (200, CryptoError), (300, WireError), (400, StoreError),
+                  (500, ChannelError), (600, ManagerError), (700, GeocodingError)]
+
+CoordsException = CoordsError
+"""The name of the base exception before 1.0 (kept as an alias)."""
+
+
+class CoordsErrorStruct(Structure):
+    """The C `CoordsError` {code, message}: message owned by the library (coords_error_free)."""
     _fields_ = [("code", c_int32), ("message", c_void_p)]  # c_void_p: keep the pointer to free it
 
 
 class CoordsBuffer(Structure):
+    """The C `CoordsBuffer` {data, len}: owned by the library until coords_buffer_free."""
     _fields_ = [("data", POINTER(c_uint8)), ("len", c_size_t)]
 
 
 class CoordsLocation(Structure):
+    """The C `CoordsLocation`: degrees, metres, fix time in ms since the epoch."""
     _fields_ = [("latitude", c_double), ("longitude", c_double), ("altitude", c_double), ("accuracy", c_float),
                 ("timestamp_ms", c_uint64)]
 
@@ -95,13 +151,14 @@ UPDATE_CALLBACK = CFUNCTYPE(None, c_void_p, POINTER(c_uint8), c_size_t)
 
 
 class CoordsKeychainCallbacks(Structure):
+    """The C keychain callback table (see Keychain for the Python side)."""
     _fields_ = [("context", c_void_p), ("save", KEYCHAIN_SAVE), ("load", KEYCHAIN_LOAD), ("remove", KEYCHAIN_REMOVE)]
 
 
 assert ctypes.sizeof(CoordsLocation) == 40 and ctypes.sizeof(CoordsBuffer) == 2 * ctypes.sizeof(c_void_p)
 
 _U8 = POINTER(c_uint8)
-_ERR = POINTER(CoordsError)
+_ERR = POINTER(CoordsErrorStruct)
 _BUF = POINTER(CoordsBuffer)
 _LOC = POINTER(CoordsLocation)
 _APP = c_void_p
@@ -177,18 +234,21 @@ _SIGNATURES = [
 
 
 def _find_library() -> str:
+    packaged = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libcoordscore.so")
+    if os.path.exists(packaged):
+        return packaged
     explicit = os.environ.get("COORDSCORE_LIB")
     if explicit:
         return explicit
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for build in ("release", "debug"):
-        candidate = os.path.join(root, ".build", build, "libcoordscore.so")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # python/coordscore/ in a checkout
+    for build in (".build-static/release", ".build/release", ".build/debug"):
+        candidate = os.path.join(root, build, "libcoordscore.so")
         if os.path.exists(candidate):
             return candidate
     found = ctypes.util.find_library("coordscore")
     if found:
         return found
-    raise ImportError("libcoordscore.so not found: run `make lib` or set COORDSCORE_LIB")
+    raise ImportError("libcoordscore.so not found: install the coordscore wheel, run `make lib`, or set COORDSCORE_LIB")
 
 
 def _load() -> ctypes.CDLL:
@@ -208,12 +268,12 @@ lib = _load()
 
 def _call(function, *args) -> None:
     """Calls a fallible C function with a trailing CoordsError and raises on failure."""
-    error = CoordsError()
+    error = CoordsErrorStruct()
     code = function(*args, byref(error))
     if code != OK:
         message = ctypes.string_at(error.message).decode("utf-8", "replace") if error.message else ""
         lib.coords_error_free(byref(error))
-        raise CoordsException(code, message)
+        raise CoordsError.from_code(code, message)
 
 
 def _take(buffer: CoordsBuffer) -> bytes:
@@ -228,7 +288,7 @@ def _buffer_call(function, *args) -> bytes:
     buffer = CoordsBuffer()
     try:
         _call(function, *args, byref(buffer))
-    except CoordsException:
+    except CoordsError:
         lib.coords_buffer_free(byref(buffer))
         raise
     return _take(buffer)
@@ -262,15 +322,49 @@ class Location:
     timestamp_ms: int = 0
 
     def to_c(self) -> CoordsLocation:
+        """The C struct for this location."""
         return CoordsLocation(self.latitude, self.longitude, self.altitude, self.accuracy, self.timestamp_ms)
 
     @classmethod
     def from_c(cls, c: CoordsLocation) -> "Location":
+        """A Location from the C struct."""
         return cls(c.latitude, c.longitude, c.altitude, c.accuracy, c.timestamp_ms)
 
     @classmethod
     def from_json(cls, obj: dict) -> "Location":
+        """A Location from the library's JSON record."""
         return cls(obj["latitude"], obj["longitude"], obj["altitude"], obj["accuracy"], obj["timestamp_ms"])
+
+
+@dataclass(frozen=True)
+class Place:
+    """A named place from the offline GeoNames data (docs/GEOCODING.md)."""
+    name: str
+    country_code: str
+    country: str
+    state: Optional[str]
+    population: int
+    latitude: float
+    longitude: float
+    distance_km: float
+    display: str
+    """"Lisbon, Portugal" / "Austin, Texas": what to show."""
+    phrase: str
+    """"in Lisbon, Portugal" or "near …", chosen from the fix's accuracy."""
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "Place":
+        """Builds a Place from the library's JSON record."""
+        return cls(obj["name"], obj["country_code"], obj["country"], obj.get("state"), int(obj["population"]),
+                   float(obj["latitude"]), float(obj["longitude"]), float(obj["distance_km"]), obj["display"], obj["phrase"])
+
+
+@dataclass(frozen=True)
+class FriendLink:
+    """A parsed `coord://` friend link: the friend's public key id, relay and name."""
+    pubkey: str
+    server: str
+    name: str
 
 
 def b64url(data: bytes) -> str:
@@ -279,6 +373,7 @@ def b64url(data: bytes) -> str:
 
 
 def version() -> str:
+    """The loaded library's version (equal to `__version__` for a matching wheel)."""
     return lib.coords_version().decode("utf-8")
 
 
@@ -292,23 +387,26 @@ def generate_identity() -> tuple[bytes, bytes]:
 
 
 def public_from_seed(seed: bytes) -> bytes:
+    """The 32-byte Ed25519 public key of a 32-byte seed. Raises ArgumentError for a wrong length."""
     public = (c_uint8 * 32)()
     _call(lib.coords_identity_public_from_seed, _bytes(seed, "seed", 32), public)
     return bytes(public)
 
 
 def sign(seed: bytes, message: bytes) -> bytes:
+    """The 64-byte Ed25519 signature of `message` by `seed`'s identity."""
     signature = (c_uint8 * 64)()
     _call(lib.coords_sign, _bytes(seed, "seed", 32), _bytes(message, "message"), len(message), signature)
     return bytes(signature)
 
 
 def verify(public_key: bytes, message: bytes, signature: bytes) -> bool:
+    """Whether `signature` is `public_key`'s signature of `message` (False, never an exception, for a bad one)."""
     try:
         _call(lib.coords_verify, _bytes(public_key, "public_key", 32), _bytes(message, "message"), len(message),
               _bytes(signature, "signature", 64))
         return True
-    except CoordsException as error:
+    except CoordsError as error:
         if error.code == ERR_AUTHENTICATION_FAILED:
             return False
         raise
@@ -324,39 +422,51 @@ def seal(location: Location, recipients: list[bytes]) -> bytes:
 
 
 def open_blob(seed: bytes, blob: bytes) -> Location:
+    """Opens a location blob as `seed`'s identity. Raises WireError (e.g. ERR_NOT_A_RECIPIENT,
+    ERR_BLOB_TAMPERED) when it is not for us or was changed."""
     out = CoordsLocation()
     _call(lib.coords_blob_open, _bytes(seed, "seed", 32), _bytes(blob, "blob"), len(blob), byref(out))
     return Location.from_c(out)
 
 
 def prepare_upload(seed: bytes, location: Location, friend_ids: list[str], server: str) -> dict:
+    """A signed upload request for `server`, sealed for the sender and `friend_ids`:
+    {"method", "url", "headers", "body_base64"} (send it with any HTTP client)."""
     c_location = location.to_c()
     return _json_call(lib.coords_prepare_upload, _bytes(seed, "seed", 32), byref(c_location),
                       json.dumps(friend_ids).encode(), server.encode())
 
 
 def prepare_fetch(friends: list[dict]) -> list:
+    """Fetch requests for [{"pubkey", "server"}], grouped by relay, at most 50 ids each."""
     return _json_call(lib.coords_prepare_fetch, json.dumps(friends).encode())
 
 
 def process_fetch_response(seed: bytes, body: bytes) -> list:
+    """Verifies and opens every entry of a fetch response: one dict per id (docs/ABI.md)."""
     return _json_call(lib.coords_process_fetch_response, _bytes(seed, "seed", 32), _bytes(body, "body"), len(body))
 
 
 def friend_link(public_key: bytes, server: str, name: str) -> str:
+    """The `coord://` link for a public key, relay and display name."""
     return _buffer_call(lib.coords_friend_link_generate, _bytes(public_key, "public_key", 32), server.encode(),
                         name.encode()).decode()
 
 
-def parse_friend_link(link: str) -> dict:
-    return _json_call(lib.coords_friend_link_parse, link.encode())
+def parse_friend_link(link: str) -> FriendLink:
+    """Parses a `coord://` link. Raises WireError (ERR_INVALID_FRIEND_LINK) naming what is wrong."""
+    record = _json_call(lib.coords_friend_link_parse, link.encode())
+    return FriendLink(record["pubkey"], record["server"], record["name"])
 
 
 def safety_number(a: bytes, b: bytes) -> str:
+    """The 60-digit safety number two people compare in person (the same from both sides)."""
     return _buffer_call(lib.coords_safety_number, _bytes(a, "a", 32), _bytes(b, "b", 32)).decode()
 
 
 def may_reuse_fix(fix_timestamp_ms: int, now_ms: int, reason: str) -> bool:
+    """Whether a fix taken at `fix_timestamp_ms` may be uploaded again for `reason`
+    ("background", "explicit", …). Raises ArgumentError for an unknown reason."""
     out = c_bool()
     _call(lib.coords_may_reuse_fix, fix_timestamp_ms, now_ms, reason.encode(), byref(out))
     return out.value
@@ -376,11 +486,10 @@ def open_envelope(seed: bytes, sender: bytes, envelope: dict, now: int) -> bytes
                         json.dumps(envelope).encode(), now)
 
 
-def nearest_place(latitude: float, longitude: float, accuracy_m: float = 0.0) -> dict:
-    """The nearest named place from the bundled data, offline: {"name", "country_code", "country",
-    "state", "population", "latitude", "longitude", "distance_km", "display", "phrase"}.
-    Raises CoordsException(ERR_INVALID_COORDINATE) for positions not on Earth."""
-    return _json_call(lib.coords_geocode_nearest, float(latitude), float(longitude), float(accuracy_m))
+def nearest_place(latitude: float, longitude: float, accuracy_m: float = 0.0) -> Place:
+    """The nearest named place from the bundled data, offline (no coordinate leaves the process).
+    Raises GeocodingError (ERR_INVALID_COORDINATE) for positions not on Earth."""
+    return Place.from_json(_json_call(lib.coords_geocode_nearest, float(latitude), float(longitude), float(accuracy_m)))
 
 
 class Places:
@@ -392,19 +501,22 @@ class Places:
         _call(lib.coords_places_open, path.encode(), byref(handle))
         self._handle = handle
 
-    def nearest(self, latitude: float, longitude: float, accuracy_m: float = 0.0) -> dict:
+    def nearest(self, latitude: float, longitude: float, accuracy_m: float = 0.0) -> Place:
+        """The nearest place in this file (see `nearest_place`)."""
         if self._handle is None:
-            raise CoordsException(ERR_INVALID_HANDLE, "the place file is closed")
-        return _json_call(lib.coords_places_nearest, self._handle, float(latitude), float(longitude), float(accuracy_m))
+            raise ArgumentError(ERR_INVALID_HANDLE, "the place file is closed")
+        return Place.from_json(_json_call(lib.coords_places_nearest, self._handle, float(latitude), float(longitude),
+                                          float(accuracy_m)))
 
     def __len__(self) -> int:
         if self._handle is None:
-            raise CoordsException(ERR_INVALID_HANDLE, "the place file is closed")
+            raise ArgumentError(ERR_INVALID_HANDLE, "the place file is closed")
         count = c_uint64()
         _call(lib.coords_places_count, self._handle, byref(count))
         return count.value
 
     def close(self) -> None:
+        """Releases the place file (idempotent)."""
         if self._handle is not None:
             handle, self._handle = self._handle, None
             _call(lib.coords_places_close, handle)
@@ -431,14 +543,17 @@ class Keychain:
         self.lock = threading.Lock()
 
     def save(self, name: str, secret: bytes) -> None:
+        """Stores `secret` under `name` (called by the library)."""
         with self.lock:
             self.entries[name] = secret
 
     def load(self, name: str) -> Optional[bytes]:
+        """The secret stored under `name`, or None (called by the library)."""
         with self.lock:
             return self.entries.get(name)
 
     def remove(self, name: str) -> None:
+        """Forgets `name` (called by the library)."""
         with self.lock:
             self.entries.pop(name, None)
 
@@ -515,8 +630,9 @@ class App:
 
     @property
     def handle(self):
+        """The raw app handle (raises ArgumentError once closed)."""
         if self._handle is None:
-            raise CoordsException(ERR_INVALID_HANDLE, "the app is closed")
+            raise ArgumentError(ERR_INVALID_HANDLE, "the app is closed")
         return self._handle
 
     # Updates
@@ -524,7 +640,7 @@ class App:
         """The next update as a dict, or None when none came within timeout_ms (-1: wait)."""
         try:
             return _json_call(lib.coords_app_next_update, self.handle, timeout_ms)
-        except CoordsException as error:
+        except CoordsError as error:
             if error.code == ERR_TIMED_OUT:
                 return None
             raise
@@ -554,100 +670,128 @@ class App:
 
     # Wallet
     def create_identity(self, name: str, server: str) -> str:
+        """Creates this app's identity; returns its public key id. Raises ManagerError (ERR_IDENTITY_EXISTS) when there is one."""
         return _buffer_call(lib.coords_wallet_create_identity, self.handle, name.encode(), server.encode()).decode()
 
     def import_seed(self, seed: bytes, name: str, server: str) -> str:
+        """Imports an identity from its 32-byte seed; returns its public key id."""
         return _buffer_call(lib.coords_wallet_import_seed, self.handle, _bytes(seed, "seed", 32), name.encode(),
                             server.encode()).decode()
 
     def set_profile(self, name: Optional[str] = None, server: Optional[str] = None) -> None:
+        """Changes the display name and/or relay of the identity (None leaves a field as it is)."""
         _call(lib.coords_wallet_set_profile, self.handle, _text(name), _text(server))
 
     def set_strict_mode(self, strict: bool) -> None:
+        """Strict mode: fetched entries must carry the uploader's signature."""
         _call(lib.coords_wallet_set_strict_mode, self.handle, strict)
 
     def info(self) -> dict:
+        """The identity: {"id", "name", "server", "strict", …} (docs/ABI.md)."""
         return _json_call(lib.coords_wallet_info, self.handle)
 
     def public_key(self) -> bytes:
+        """The identity's 32-byte Ed25519 public key. Raises ManagerError (ERR_NO_IDENTITY) before one exists."""
         out = (c_uint8 * 32)()
         _call(lib.coords_wallet_public_key, self.handle, out)
         return bytes(out)
 
     def friend_link(self) -> str:
+        """This identity's `coord://` link to give to friends."""
         return _buffer_call(lib.coords_wallet_friend_link, self.handle).decode()
 
     def safety_number(self, friend_public: bytes) -> str:
+        """The safety number to compare in person with a friend."""
         return _buffer_call(lib.coords_wallet_safety_number, self.handle, _bytes(friend_public, "friend_public", 32)).decode()
 
     def sign(self, message: bytes) -> bytes:
+        """Signs `message` with the identity key (64 bytes)."""
         out = (c_uint8 * 64)()
         _call(lib.coords_wallet_sign, self.handle, _bytes(message, "message"), len(message), out)
         return bytes(out)
 
     def export_backup(self, passphrase: str) -> bytes:
+        """An encrypted backup of the identity and friends (Argon2id + AES-256-GCM)."""
         return _buffer_call(lib.coords_wallet_export_backup, self.handle, passphrase.encode())
 
     def import_backup(self, backup: bytes, passphrase: str) -> str:
+        """Restores a backup into this (empty) app; returns the identity's id. Raises ManagerError (ERR_WRONG_BACKUP_PASSPHRASE)."""
         return _buffer_call(lib.coords_wallet_import_backup, self.handle, _bytes(backup, "backup"), len(backup),
                             passphrase.encode()).decode()
 
     # Friends
     def add_friend_link(self, link: str) -> dict:
+        """Adds a friend from a `coord://` link; returns the friend record."""
         return _json_call(lib.coords_friends_add_link, self.handle, link.encode())
 
     def add_friend(self, id: str, server: str, name: str = "", share_with: bool = True, fetch_from: bool = True) -> dict:
+        """Adds a friend by public key id and relay; returns the friend record."""
         record = {"id": id, "server": server, "name": name, "share_with": share_with, "fetch_from": fetch_from}
         return _json_call(lib.coords_friends_add, self.handle, json.dumps(record).encode())
 
     def update_friend(self, id: str, **changes) -> dict:
+        """Changes fields of a friend (name, share_with, fetch_from, verified, colour, …); returns the record."""
         return _json_call(lib.coords_friends_update, self.handle, id.encode(), json.dumps(changes).encode())
 
     def remove_friend(self, id: str) -> None:
+        """Forgets a friend. Raises ManagerError (ERR_FRIEND_NOT_FOUND)."""
         _call(lib.coords_friends_remove, self.handle, id.encode())
 
     def friends(self) -> list:
+        """Every friend record."""
         return _json_call(lib.coords_friends_list, self.handle)
 
     # Location
     def prepare_upload(self, fix: Location) -> dict:
+        """A signed upload of `fix` for every friend shared with: {"request", "fix_timestamp_ms", …}."""
         c_fix = fix.to_c()
         return _json_call(lib.coords_location_prepare_upload, self.handle, byref(c_fix))
 
     def prepare_delete(self) -> dict:
+        """A signed delete of our blob from our relay."""
         return _json_call(lib.coords_location_prepare_delete, self.handle)
 
     def mark_upload_succeeded(self, fix_timestamp_ms: int) -> None:
+        """Records that the upload of this fix reached the relay."""
         _call(lib.coords_location_mark_upload_succeeded, self.handle, fix_timestamp_ms)
 
     def mark_upload_failed(self, fix_timestamp_ms: int, reason: str) -> None:
+        """Records that the upload of this fix failed (kept for a retry)."""
         _call(lib.coords_location_mark_upload_failed, self.handle, fix_timestamp_ms, reason.encode())
 
     def prepare_fetches(self) -> list:
+        """Fetch requests for every friend fetched from, one per relay and 50 ids."""
         return _json_call(lib.coords_location_prepare_fetches, self.handle)
 
     def process_fetch_response(self, body: bytes) -> dict:
+        """Verifies, opens and caches a fetch response; returns what changed."""
         return _json_call(lib.coords_location_process_fetch_response, self.handle, _bytes(body, "body"), len(body))
 
     def friend_locations(self) -> list:
+        """Every friend's last known position (with a place name when enabled)."""
         return _json_call(lib.coords_location_friend_locations, self.handle)
 
     # Outbox
     def enqueue(self, kind: str, request: dict, reference: Optional[str] = None) -> int:
+        """Queues a prepared request in the outbox; returns its id (ids are never reused)."""
         out = c_uint64()
         _call(lib.coords_outbox_enqueue, self.handle, kind.encode(), json.dumps(request).encode(), _text(reference), byref(out))
         return out.value
 
     def outbox(self, due_only: bool = False) -> list:
+        """The queued requests (only those due now with due_only)."""
         return _json_call(lib.coords_outbox_pending, self.handle, due_only)
 
     def mark_delivered(self, id: int) -> None:
+        """Removes a delivered request from the outbox."""
         _call(lib.coords_outbox_mark_delivered, self.handle, id)
 
     def mark_failed(self, id: int, reason: str) -> None:
+        """Records a failed attempt; the request is retried with backoff."""
         _call(lib.coords_outbox_mark_failed, self.handle, id, reason.encode())
 
     def remove_queued(self, id: int) -> None:
+        """Drops a queued request."""
         _call(lib.coords_outbox_remove, self.handle, id)
 
     # Messages (PROTOCOL.md §7)
@@ -658,6 +802,7 @@ class App:
         return _json_call(lib.coords_messages_send, self.handle, friend_id.encode(), text.encode())
 
     def mark_message_sent(self, message_id: str) -> None:
+        """Marks a message as accepted by the relay (after 202 or 409)."""
         _call(lib.coords_messages_mark_sent, self.handle, message_id.encode())
 
     def prepare_message_fetch(self) -> dict:
@@ -669,13 +814,17 @@ class App:
         return _json_call(lib.coords_messages_process_fetch_response, self.handle, _bytes(body, "body"), len(body))
 
     def conversations(self) -> list:
+        """One summary per friend with messages."""
         return _json_call(lib.coords_messages_conversations, self.handle)
 
     def history(self, friend_id: str, limit: int = 0) -> list:
+        """The messages with a friend, oldest first (the last `limit` when > 0)."""
         return _json_call(lib.coords_messages_history, self.handle, friend_id.encode(), limit)
 
     def set_disappearing(self, friend_id: str, seconds: Optional[int]) -> None:
+        """Deletes local copies of a conversation's messages after `seconds` (None: keep)."""
         _call(lib.coords_messages_set_disappearing, self.handle, friend_id.encode(), seconds or 0)
 
     def sweep_expired_messages(self) -> list:
+        """Deletes messages past their disappearing time; returns their ids."""
         return _json_call(lib.coords_messages_sweep_expired, self.handle)
