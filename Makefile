@@ -18,7 +18,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 FUZZ_TIME ?= 600
 FUZZ_TEST_TIME ?= 12
 
-.PHONY: wheel test-wheel test-docs install test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-abi test-c test-python test-portable test-e2e example-c demo clean help
+.PHONY: docs wheel test-wheel test-docs install test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-abi test-c test-python test-portable test-e2e example-c demo clean help
 
 all: build
 
@@ -32,6 +32,7 @@ help:
 	@echo "make fuzz    libFuzzer on every parser and route (FUZZ_TIME=600 s each); make test runs them briefly"
 	@echo "make bench   the benchmark suite (ratios against raw libsodium/LMDB, relay load): docs/PERFORMANCE.md"
 	@echo "make bench-quick  the same with short samples (under two minutes after the build)"
+	@echo "make docs    the DocC site of CoordsCore in .build-docs/site (no warnings allowed)"
 	@echo "make wheel   the Python package (dist/coordscore-*.whl, carrying the portable library)"
 	@echo "make install install libcoordscore.so, coordscore.h and coordscore.pc (PREFIX=/usr/local DESTDIR=)"
 	@echo "make clean   remove build output"
@@ -116,10 +117,15 @@ wheel: lib-portable
 test-wheel: wheel
 	scripts/test-wheel.sh
 
-# Every swift/c/python block of README.md and docs/*.md compiled (whole programs run).
-test-docs: lib
+# Every swift/c/python block of README.md and docs/*.md compiled (whole programs run), and the
+# DocC site built without warnings.
+test-docs: lib docs
 	$(SWIFT) build --product CoordsCore
 	python3 scripts/doc-snippets.py check
+
+# The DocC site of CoordsCore (static HTML in .build-docs/site); fails on any DocC warning.
+docs: deps
+	scripts/docs.sh
 
 # Installs the portable library the way C libraries install: libcoordscore.so.$(VERSION) with the
 # SONAME libcoordscore.so.$(ABI_MAJOR) and the usual symlinks, the header, and coordscore.pc, so

@@ -14,7 +14,7 @@
 /// | 700–799 | offline geocoding (``GeocodingError``)  |
 ///
 /// Codes are never reused or renumbered; new cases take new numbers. The C ABI passes the code
-/// through unchanged as an `int32_t`, together with ``CustomStringConvertible/description``.
+/// through unchanged as an `int32_t`, together with the error's `description`.
 public protocol CoordsCoreError: Error, CustomStringConvertible, Sendable {
     /// The stable numeric code of this error (see the table above).
     var code: Int32 { get }

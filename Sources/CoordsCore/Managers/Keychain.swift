@@ -95,8 +95,12 @@ public final class FileKeychain: Keychain {
     private let key: SecretBytes
 
     /// Opens the keychain at `path`, creating an empty one (sealed under `unlock`) if absent.
-    /// - Parameter parameters: Argon2id cost for a *new* passphrase keychain (an existing file
-    ///   keeps the parameters it was created with).
+    /// - Parameters:
+    ///   - path: the keychain file (created 0600).
+    ///   - unlock: the host key or passphrase that seals it.
+    ///   - parameters: Argon2id cost for a *new* passphrase keychain (an existing file keeps the
+    ///     parameters it was created with).
+    ///   - random: draws the salt and nonces.
     /// - Throws: ``CryptoError/invalidParameter(_:)`` when `parameters` are out of range for a new file,
     ///   ``KeychainError/wrongPassphrase`` when `unlock` does not open an existing file,
     ///   ``KeychainError/corrupted(_:)``, ``KeychainError/io(operation:errno:)``, ``CryptoError``.

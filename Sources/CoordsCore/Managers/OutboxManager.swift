@@ -66,6 +66,7 @@ public actor OutboxManager {
 
     /// Queues `request`, due at once.
     /// - Parameters:
+    ///   - request: the prepared HTTP request to deliver.
     ///   - kind: what it is (`upload`, `delete`, `message`, …).
     ///   - reference: the host's handle on it (an upload's fix timestamp, a message id).
     ///   - location: for uploads, the fix, so it can be sealed again if the signature expires.

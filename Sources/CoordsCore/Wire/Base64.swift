@@ -38,7 +38,10 @@ public enum Base64 {
     }
 
     /// Decodes canonical base64 of `variant`.
-    /// - Parameter field: names the value in the error message ("pubkey", "blob", …).
+    /// - Parameters:
+    ///   - text: the encoded text.
+    ///   - variant: base64url without padding (the default) or standard base64 with padding.
+    ///   - field: names the value in the error message ("pubkey", "blob", …).
     /// - Throws: ``WireError/invalidBase64(field:)``.
     public static func decode(_ text: String, variant: Variant = .urlSafeNoPadding, field: String = "value") throws -> [UInt8] {
         var text = text

@@ -183,8 +183,13 @@ public struct Envelope: Sendable, Equatable {
 
     /// Seals `payload` from `sender` to `recipient` and signs the envelope.
     /// - Parameters:
+    ///   - payload: the §7.2 plaintext (UTF-8 JSON).
     ///   - id: the envelope id (a lowercase UUID v4; ``newUUID(using:)`` makes one).
-    ///   - createdAt, expiresAt: Unix seconds, written as whole-second UTC.
+    ///   - sender: the sender's identity key (signs the envelope).
+    ///   - recipient: the recipient's Ed25519 public key.
+    ///   - createdAt: Unix seconds, written as whole-second UTC.
+    ///   - expiresAt: Unix seconds, written as whole-second UTC.
+    ///   - includeSenderKey: whether to add `senderKey` so relays can check the signature.
     ///   - random: draws the ephemeral X25519 key (32 bytes), then the nonce (12 bytes).
     /// - Throws: ``WireError/invalidEnvelope(_:)`` (expiry not after creation, payload too large),
     ///   ``CryptoError``.
@@ -247,7 +252,10 @@ public struct Envelope: Sendable, Equatable {
     }
 
     /// Verifies and opens an envelope addressed to `recipient` from `senderKey`.
-    /// - Parameter now: Unix seconds; an envelope whose `expiresAt` has passed is refused.
+    /// - Parameters:
+    ///   - recipient: our identity key.
+    ///   - senderKey: the sender's Ed25519 public key, as we know it.
+    ///   - now: Unix seconds; an envelope whose `expiresAt` has passed is refused.
     /// - Throws: ``WireError/envelopeNotForMe``, ``WireError/envelopeExpired(expiresAt:)``,
     ///   ``WireError/envelopeSignatureInvalid``, ``WireError/envelopeTampered`` (payload or header
     ///   changed), ``WireError/invalidEnvelope(_:)``.

@@ -48,7 +48,9 @@ public enum JSONValue: Sendable, Equatable {
     public var doubleValue: Double? { if case .number(let n) = self { Double(n) } else { nil } }
 
     /// Parses `bytes` as one JSON document (surrounding whitespace allowed).
-    /// - Parameter maximumDepth: the deepest nesting of arrays/objects accepted (default 64).
+    /// - Parameters:
+    ///   - bytes: UTF-8 JSON text.
+    ///   - maximumDepth: the deepest nesting of arrays/objects accepted (default 64).
     /// - Throws: ``WireError/invalidJSON(_:)`` naming the byte offset and the problem.
     public static func parse(_ bytes: [UInt8], maximumDepth: Int = 64) throws -> JSONValue {
         try bytes.withUnsafeBytes { try parse($0, maximumDepth: maximumDepth) }

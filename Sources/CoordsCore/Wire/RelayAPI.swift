@@ -186,6 +186,7 @@ public enum RelayAPI {
     /// - Parameters:
     ///   - body: the response body.
     ///   - reader: the reader's X25519 key (its identity's X25519 form).
+    ///   - options: strict mode and the clock used for freshness checks.
     /// - Throws: ``WireError/invalidJSON(_:)`` or ``WireError/unexpectedJSON(_:)`` only when the
     ///   body as a whole is not a JSON object.
     public static func processFetchResponse(_ body: [UInt8], reader: X25519PrivateKey,

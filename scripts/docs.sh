@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The DocC site of CoordsCore (Sources/CoordsCore/CoordsCore.docc + every public symbol's doc
+# comment) as static HTML in .build-docs/site, with docc from the Swift toolchain (no plugin, so
+# the package keeps its single dependency). Any DocC warning fails the build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+graphs=.build-docs/symbol-graphs
+rm -rf "$graphs" .build-docs/coords-graphs .build-docs/site
+swift build --scratch-path .build-docs --target CoordsCore \
+    -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$PWD/$graphs" 2>&1 | tail -1
+mkdir -p .build-docs/coords-graphs
+cp "$graphs"/CoordsCore*.symbols.json .build-docs/coords-graphs/
+log=.build-docs/docc.log
+docc convert Sources/CoordsCore/CoordsCore.docc \
+    --fallback-display-name CoordsCore --fallback-bundle-identifier org.coords.CoordsCore \
+    --additional-symbol-graph-dir .build-docs/coords-graphs --output-path .build-docs/site \
+    --transform-for-static-hosting --hosting-base-path coordscore >"$log" 2>&1 || { cat "$log" >&2; exit 1; }
+if grep -q "warning:" "$log"; then
+    grep -A3 "warning:" "$log" >&2
+    echo "docs: $(grep -c 'warning:' "$log") DocC warnings (fix the doc comments above)" >&2
+    exit 1
+fi
+pages=$(find .build-docs/site/data/documentation -name '*.json' | wc -l)
+echo "docs: .build-docs/site ($pages pages, no warnings); serve it with: python3 -m http.server -d .build-docs/site"
