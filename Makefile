@@ -144,6 +144,7 @@ install: lib-portable
 # alone, run, and the versions compared everywhere (scripts/check-install.sh).
 test-install: lib-portable
 	scripts/check-install.sh
+	scripts/check-consumer.sh
 
 # Benchmarks (Benchmarks/ is its own package, so the main build and CI stay lean).
 bench-deps: deps

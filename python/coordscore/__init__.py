@@ -321,6 +321,12 @@ class Location:
     accuracy: float = 0.0
     timestamp_ms: int = 0
 
+    def __getitem__(self, key: str) -> Any:
+        """Dict-style read access (`location["latitude"]`), as for the other records."""
+        if key not in self.__dataclass_fields__:
+            raise KeyError(key)
+        return getattr(self, key)
+
     def to_c(self) -> CoordsLocation:
         """The C struct for this location."""
         return CoordsLocation(self.latitude, self.longitude, self.altitude, self.accuracy, self.timestamp_ms)
@@ -336,12 +342,301 @@ class Location:
         return cls(obj["latitude"], obj["longitude"], obj["altitude"], obj["accuracy"], obj["timestamp_ms"])
 
 
+
+# ---- Typed records (docs/ABI.md, "JSON schemas") -------------------------------------------
+
+class _Record:
+    """Base of the typed records. Fields are attributes; `record["field"]` also works (read-only),
+    for code written against the dicts of earlier versions. `to_json()` gives the library's JSON."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in getattr(self, "__dataclass_fields__", {}):
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The field `key`, or `default` when the record has no such field."""
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def to_json(self) -> dict:
+        """The record as the library's JSON object (nested records converted too)."""
+        def convert(value: Any) -> Any:
+            if isinstance(value, _Record):
+                return value.to_json()
+            if isinstance(value, Location):
+                return {"latitude": value.latitude, "longitude": value.longitude, "altitude": value.altitude,
+                        "accuracy": value.accuracy, "timestamp_ms": value.timestamp_ms}
+            if isinstance(value, list):
+                return [convert(item) for item in value]
+            return value
+        return {name: convert(getattr(self, name)) for name in self.__dataclass_fields__}
+
+
+def _location(value: Optional[dict]) -> Optional["Location"]:
+    return None if value is None else Location.from_json(value)
+
+
 @dataclass(frozen=True)
-class Place:
+class ErrorInfo(_Record):
+    """A failure reported inside a result (not raised): the stable code and the library's text."""
+    code: int
+    message: str
+
+    @classmethod
+    def from_json(cls, obj: Optional[dict]) -> Optional["ErrorInfo"]:
+        """An ErrorInfo from JSON (None stays None)."""
+        return None if obj is None else cls(int(obj["code"]), obj["message"])
+
+
+@dataclass(frozen=True)
+class Request(_Record):
+    """A prepared HTTP request: send it with any HTTP client and give the response back."""
+    url: str
+    method: str
+    headers: dict
+    body_base64: str
+    server: Optional[str] = None
+    """Fetch requests only: the relay they go to."""
+    ids: Optional[list] = None
+    """Fetch requests only: the public key ids asked for (at most 50)."""
+
+    @property
+    def body(self) -> bytes:
+        """The body bytes."""
+        return base64.b64decode(self.body_base64)
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "Request":
+        """A Request from the library's JSON."""
+        return cls(obj["url"], obj["method"], dict(obj["headers"]), obj["body_base64"], obj.get("server"), obj.get("ids"))
+
+    def to_json(self) -> dict:
+        """The library's JSON (the fetch-only keys when present)."""
+        out = {"url": self.url, "method": self.method, "headers": self.headers, "body_base64": self.body_base64}
+        if self.server is not None:
+            out["server"] = self.server
+        if self.ids is not None:
+            out["ids"] = self.ids
+        return out
+
+
+@dataclass(frozen=True)
+class FetchResult(_Record):
+    """One entry of a processed fetch response."""
+    pubkey: str
+    location: Optional["Location"]
+    updated: Optional[int]
+    upload_timestamp: Optional[int]
+    authenticity: str
+    """"verified", "unverified", "tampered" or "absent"."""
+    error: Optional[ErrorInfo]
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "FetchResult":
+        """A FetchResult from the library's JSON."""
+        return cls(obj["pubkey"], _location(obj["location"]), obj["updated"], obj["upload_timestamp"], obj["authenticity"],
+                   ErrorInfo.from_json(obj["error"]))
+
+
+@dataclass(frozen=True)
+class Friend(_Record):
+    """A friend: who, where they publish, what we share and fetch, and how much we trust the key."""
+    id: str
+    name: str
+    server: str
+    share_with: bool
+    fetch_from: bool
+    added_at: int
+    trust: str
+    """"unverified", "verified" (compared in person) or "blocked"."""
+    marker_color: str
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "Friend":
+        """A Friend from the library's JSON."""
+        return cls(obj["id"], obj["name"], obj["server"], obj["share_with"], obj["fetch_from"], obj["added_at"], obj["trust"],
+                   obj["marker_color"])
+
+
+@dataclass(frozen=True)
+class FriendLocation(_Record):
+    """A friend's last known position (None before the first fetch), with its place name."""
+    id: str
+    name: str
+    location: Optional["Location"]
+    updated: Optional[int]
+    fetched_at: Optional[int]
+    authenticity: Optional[str]
+    marker_color: str
+    place: Optional["Place"]
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "FriendLocation":
+        """A FriendLocation from the library's JSON."""
+        place = obj.get("place")
+        return cls(obj["id"], obj["name"], _location(obj["location"]), obj["updated"], obj["fetched_at"], obj["authenticity"],
+                   obj["marker_color"], None if place is None else Place.from_json(place))
+
+
+@dataclass(frozen=True)
+class Upload(_Record):
+    """A prepared upload: send `request`, then mark_upload_succeeded(fix_timestamp)."""
+    request: Request
+    fix_timestamp: int
+    upload_timestamp: int
+    recipient_count: int
+    blob_size: int
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "Upload":
+        """An Upload from the library's JSON."""
+        return cls(Request.from_json(obj["request"]), obj["fix_timestamp"], obj["upload_timestamp"], obj["recipient_count"],
+                   obj["blob_size"])
+
+
+@dataclass(frozen=True)
+class Rejection(_Record):
+    """An entry or message that was refused, and why."""
+    id: str
+    error: ErrorInfo
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "Rejection":
+        """A Rejection from the library's JSON."""
+        return cls(obj["id"], ErrorInfo.from_json(obj["error"]))
+
+
+@dataclass(frozen=True)
+class FetchOutcome(_Record):
+    """What a processed fetch response changed."""
+    updated: list
+    """FriendLocation for every friend whose position changed."""
+    unchanged: list
+    rejected: list
+    """Rejection for every entry refused (tampered, rolled back, not for us)."""
+    ignored: list
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "FetchOutcome":
+        """A FetchOutcome from the library's JSON."""
+        return cls([FriendLocation.from_json(x) for x in obj["updated"]], list(obj["unchanged"]),
+                   [Rejection.from_json(x) for x in obj["rejected"]], list(obj["ignored"]))
+
+
+@dataclass(frozen=True)
+class OutboxEntry(_Record):
+    """A request waiting in the outbox for a relay that could not be reached."""
+    id: int
+    kind: str
+    request: Request
+    attempts: int
+    next_attempt_at: int
+    created_at: int
+    last_error: Optional[str]
+    reference: Optional[str]
+    location: Optional["Location"]
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "OutboxEntry":
+        """An OutboxEntry from the library's JSON."""
+        return cls(obj["id"], obj["kind"], Request.from_json(obj["request"]), obj["attempts"], obj["next_attempt_at"],
+                   obj["created_at"], obj["last_error"], obj["reference"], _location(obj["location"]))
+
+
+@dataclass(frozen=True)
+class Message(_Record):
+    """A sealed 1:1 message, sent or received (docs/MESSAGING.md)."""
+    id: str
+    friend_id: str
+    outgoing: bool
+    kind: str
+    text: str
+    sent_at: int
+    stored_at: int
+    status: str
+    """"queued", "sent", "delivered" or "received"."""
+    disappears_at: Optional[int]
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "Message":
+        """A Message from the library's JSON."""
+        return cls(obj["id"], obj["friend_id"], obj["outgoing"], obj["kind"], obj["text"], obj["sent_at"], obj["stored_at"],
+                   obj["status"], obj["disappears_at"])
+
+
+@dataclass(frozen=True)
+class Sent(_Record):
+    """A message queued for sending: POST `request`, then mark_message_sent(message.id)."""
+    message: Message
+    request: Request
+    outbox_id: int
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "Sent":
+        """A Sent from the library's JSON."""
+        return cls(Message.from_json(obj["message"]), Request.from_json(obj["request"]), obj["outbox_id"])
+
+
+@dataclass(frozen=True)
+class MessagesOutcome(_Record):
+    """What a mailbox response brought: send `acks` to our relay and `receipts` to each friend's."""
+    received: list
+    delivered: list
+    duplicates: list
+    rejected: list
+    acks: list
+    receipts: list
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "MessagesOutcome":
+        """A MessagesOutcome from the library's JSON."""
+        return cls([Message.from_json(x) for x in obj["received"]], list(obj["delivered"]), list(obj["duplicates"]),
+                   [Rejection.from_json(x) for x in obj["rejected"]], [Request.from_json(x) for x in obj["acks"]],
+                   [OutboxEntry.from_json(x) for x in obj["receipts"]])
+
+
+@dataclass(frozen=True)
+class Conversation(_Record):
+    """One conversation: the friend, the last message and the disappearing setting."""
+    friend_id: str
+    name: str
+    last_message: Optional[Message]
+    message_count: int
+    disappear_after_seconds: Optional[int]
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "Conversation":
+        """A Conversation from the library's JSON."""
+        last = obj["last_message"]
+        return cls(obj["friend_id"], obj["name"], None if last is None else Message.from_json(last), obj["message_count"],
+                   obj["disappear_after_seconds"])
+
+
+@dataclass(frozen=True)
+class WalletInfo(_Record):
+    """The identity of an app."""
+    has_identity: bool
+    id: Optional[str]
+    name: str
+    server: str
+    link: Optional[str]
+    strict_mode: bool
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "WalletInfo":
+        """A WalletInfo from the library's JSON."""
+        return cls(obj["has_identity"], obj["id"], obj["name"], obj["server"], obj["link"], obj["strict_mode"])
+
+
+@dataclass(frozen=True)
+class Place(_Record):
     """A named place from the offline GeoNames data (docs/GEOCODING.md)."""
     name: str
-    country_code: str
-    country: str
+    country_code: Optional[str]
+    country: Optional[str]
     state: Optional[str]
     population: int
     latitude: float
@@ -360,7 +655,7 @@ class Place:
 
 
 @dataclass(frozen=True)
-class FriendLink:
+class FriendLink(_Record):
     """A parsed `coord://` friend link: the friend's public key id, relay and name."""
     pubkey: str
     server: str
@@ -429,22 +724,22 @@ def open_blob(seed: bytes, blob: bytes) -> Location:
     return Location.from_c(out)
 
 
-def prepare_upload(seed: bytes, location: Location, friend_ids: list[str], server: str) -> dict:
-    """A signed upload request for `server`, sealed for the sender and `friend_ids`:
-    {"method", "url", "headers", "body_base64"} (send it with any HTTP client)."""
+def prepare_upload(seed: bytes, location: Location, friend_ids: list[str], server: str) -> Request:
+    """A signed upload request for `server`, sealed for the sender and `friend_ids` (send it with any HTTP client)."""
     c_location = location.to_c()
-    return _json_call(lib.coords_prepare_upload, _bytes(seed, "seed", 32), byref(c_location),
-                      json.dumps(friend_ids).encode(), server.encode())
+    return Request.from_json(_json_call(lib.coords_prepare_upload, _bytes(seed, "seed", 32), byref(c_location),
+                      json.dumps(friend_ids).encode(), server.encode()))
 
 
-def prepare_fetch(friends: list[dict]) -> list:
+def prepare_fetch(friends: list[dict]) -> list[Request]:
     """Fetch requests for [{"pubkey", "server"}], grouped by relay, at most 50 ids each."""
-    return _json_call(lib.coords_prepare_fetch, json.dumps(friends).encode())
+    return [Request.from_json(x) for x in _json_call(lib.coords_prepare_fetch, json.dumps(friends).encode())]
 
 
-def process_fetch_response(seed: bytes, body: bytes) -> list:
-    """Verifies and opens every entry of a fetch response: one dict per id (docs/ABI.md)."""
-    return _json_call(lib.coords_process_fetch_response, _bytes(seed, "seed", 32), _bytes(body, "body"), len(body))
+def process_fetch_response(seed: bytes, body: bytes) -> list[FetchResult]:
+    """Verifies and opens every entry of a fetch response: one FetchResult per id, in order."""
+    return [FetchResult.from_json(x) for x in
+            _json_call(lib.coords_process_fetch_response, _bytes(seed, "seed", 32), _bytes(body, "body"), len(body))]
 
 
 def friend_link(public_key: bytes, server: str, name: str) -> str:
@@ -528,8 +823,8 @@ class Places:
         self.close()
 
 
-def request_body(request: dict) -> bytes:
-    """The body bytes of a prepared request."""
+def request_body(request) -> bytes:
+    """The body bytes of a prepared request (a Request or its JSON dict)."""
     return base64.b64decode(request["body_base64"])
 
 
@@ -686,9 +981,9 @@ class App:
         """Strict mode: fetched entries must carry the uploader's signature."""
         _call(lib.coords_wallet_set_strict_mode, self.handle, strict)
 
-    def info(self) -> dict:
-        """The identity: {"id", "name", "server", "strict", …} (docs/ABI.md)."""
-        return _json_call(lib.coords_wallet_info, self.handle)
+    def info(self) -> WalletInfo:
+        """The identity (has_identity is False before one is created)."""
+        return WalletInfo.from_json(_json_call(lib.coords_wallet_info, self.handle))
 
     def public_key(self) -> bytes:
         """The identity's 32-byte Ed25519 public key. Raises ManagerError (ERR_NO_IDENTITY) before one exists."""
@@ -720,36 +1015,36 @@ class App:
                             passphrase.encode()).decode()
 
     # Friends
-    def add_friend_link(self, link: str) -> dict:
+    def add_friend_link(self, link: str) -> Friend:
         """Adds a friend from a `coord://` link; returns the friend record."""
-        return _json_call(lib.coords_friends_add_link, self.handle, link.encode())
+        return Friend.from_json(_json_call(lib.coords_friends_add_link, self.handle, link.encode()))
 
-    def add_friend(self, id: str, server: str, name: str = "", share_with: bool = True, fetch_from: bool = True) -> dict:
+    def add_friend(self, id: str, server: str, name: str = "", share_with: bool = True, fetch_from: bool = True) -> Friend:
         """Adds a friend by public key id and relay; returns the friend record."""
         record = {"id": id, "server": server, "name": name, "share_with": share_with, "fetch_from": fetch_from}
-        return _json_call(lib.coords_friends_add, self.handle, json.dumps(record).encode())
+        return Friend.from_json(_json_call(lib.coords_friends_add, self.handle, json.dumps(record).encode()))
 
-    def update_friend(self, id: str, **changes) -> dict:
+    def update_friend(self, id: str, **changes) -> Friend:
         """Changes fields of a friend (name, share_with, fetch_from, verified, colour, …); returns the record."""
-        return _json_call(lib.coords_friends_update, self.handle, id.encode(), json.dumps(changes).encode())
+        return Friend.from_json(_json_call(lib.coords_friends_update, self.handle, id.encode(), json.dumps(changes).encode()))
 
     def remove_friend(self, id: str) -> None:
         """Forgets a friend. Raises ManagerError (ERR_FRIEND_NOT_FOUND)."""
         _call(lib.coords_friends_remove, self.handle, id.encode())
 
-    def friends(self) -> list:
+    def friends(self) -> list[Friend]:
         """Every friend record."""
-        return _json_call(lib.coords_friends_list, self.handle)
+        return [Friend.from_json(x) for x in _json_call(lib.coords_friends_list, self.handle)]
 
     # Location
-    def prepare_upload(self, fix: Location) -> dict:
+    def prepare_upload(self, fix: Location) -> Upload:
         """A signed upload of `fix` for every friend shared with: {"request", "fix_timestamp_ms", …}."""
         c_fix = fix.to_c()
-        return _json_call(lib.coords_location_prepare_upload, self.handle, byref(c_fix))
+        return Upload.from_json(_json_call(lib.coords_location_prepare_upload, self.handle, byref(c_fix)))
 
-    def prepare_delete(self) -> dict:
+    def prepare_delete(self) -> Request:
         """A signed delete of our blob from our relay."""
-        return _json_call(lib.coords_location_prepare_delete, self.handle)
+        return Request.from_json(_json_call(lib.coords_location_prepare_delete, self.handle))
 
     def mark_upload_succeeded(self, fix_timestamp_ms: int) -> None:
         """Records that the upload of this fix reached the relay."""
@@ -759,28 +1054,29 @@ class App:
         """Records that the upload of this fix failed (kept for a retry)."""
         _call(lib.coords_location_mark_upload_failed, self.handle, fix_timestamp_ms, reason.encode())
 
-    def prepare_fetches(self) -> list:
+    def prepare_fetches(self) -> list[Request]:
         """Fetch requests for every friend fetched from, one per relay and 50 ids."""
-        return _json_call(lib.coords_location_prepare_fetches, self.handle)
+        return [Request.from_json(x) for x in _json_call(lib.coords_location_prepare_fetches, self.handle)]
 
-    def process_fetch_response(self, body: bytes) -> dict:
+    def process_fetch_response(self, body: bytes) -> FetchOutcome:
         """Verifies, opens and caches a fetch response; returns what changed."""
-        return _json_call(lib.coords_location_process_fetch_response, self.handle, _bytes(body, "body"), len(body))
+        return FetchOutcome.from_json(_json_call(lib.coords_location_process_fetch_response, self.handle, _bytes(body, "body"), len(body)))
 
-    def friend_locations(self) -> list:
+    def friend_locations(self) -> list[FriendLocation]:
         """Every friend's last known position (with a place name when enabled)."""
-        return _json_call(lib.coords_location_friend_locations, self.handle)
+        return [FriendLocation.from_json(x) for x in _json_call(lib.coords_location_friend_locations, self.handle)]
 
     # Outbox
-    def enqueue(self, kind: str, request: dict, reference: Optional[str] = None) -> int:
+    def enqueue(self, kind: str, request, reference: Optional[str] = None) -> int:
         """Queues a prepared request in the outbox; returns its id (ids are never reused)."""
         out = c_uint64()
-        _call(lib.coords_outbox_enqueue, self.handle, kind.encode(), json.dumps(request).encode(), _text(reference), byref(out))
+        record = request.to_json() if isinstance(request, Request) else request
+        _call(lib.coords_outbox_enqueue, self.handle, kind.encode(), json.dumps(record).encode(), _text(reference), byref(out))
         return out.value
 
-    def outbox(self, due_only: bool = False) -> list:
+    def outbox(self, due_only: bool = False) -> list[OutboxEntry]:
         """The queued requests (only those due now with due_only)."""
-        return _json_call(lib.coords_outbox_pending, self.handle, due_only)
+        return [OutboxEntry.from_json(x) for x in _json_call(lib.coords_outbox_pending, self.handle, due_only)]
 
     def mark_delivered(self, id: int) -> None:
         """Removes a delivered request from the outbox."""
@@ -796,35 +1092,36 @@ class App:
 
     # Messages (PROTOCOL.md §7)
 
-    def send_message(self, friend_id: str, text: str) -> dict:
-        """Seals `text` for a friend and queues it: {"message", "request", "outbox_id"}. Send the
-        request, then call mark_message_sent on 202 or 409."""
-        return _json_call(lib.coords_messages_send, self.handle, friend_id.encode(), text.encode())
+    def send_message(self, friend_id: str, text: str) -> Sent:
+        """Seals `text` for a friend and queues it. Send `.request`, then call mark_message_sent on
+        202 or 409."""
+        return Sent.from_json(_json_call(lib.coords_messages_send, self.handle, friend_id.encode(), text.encode()))
 
     def mark_message_sent(self, message_id: str) -> None:
         """Marks a message as accepted by the relay (after 202 or 409)."""
         _call(lib.coords_messages_mark_sent, self.handle, message_id.encode())
 
-    def prepare_message_fetch(self) -> dict:
+    def prepare_message_fetch(self) -> Request:
         """A recipient-signed GET of our mailbox (sign a fresh one per attempt)."""
-        return _json_call(lib.coords_messages_prepare_fetch, self.handle)
+        return Request.from_json(_json_call(lib.coords_messages_prepare_fetch, self.handle))
 
-    def process_messages(self, body: bytes) -> dict:
-        """{"received", "delivered", "duplicates", "rejected", "acks", "receipts"}: send the acks and receipts."""
-        return _json_call(lib.coords_messages_process_fetch_response, self.handle, _bytes(body, "body"), len(body))
+    def process_messages(self, body: bytes) -> MessagesOutcome:
+        """Verifies, opens and stores a mailbox response: send the outcome's acks and receipts."""
+        return MessagesOutcome.from_json(
+            _json_call(lib.coords_messages_process_fetch_response, self.handle, _bytes(body, "body"), len(body)))
 
-    def conversations(self) -> list:
+    def conversations(self) -> list[Conversation]:
         """One summary per friend with messages."""
-        return _json_call(lib.coords_messages_conversations, self.handle)
+        return [Conversation.from_json(x) for x in _json_call(lib.coords_messages_conversations, self.handle)]
 
-    def history(self, friend_id: str, limit: int = 0) -> list:
+    def history(self, friend_id: str, limit: int = 0) -> list[Message]:
         """The messages with a friend, oldest first (the last `limit` when > 0)."""
-        return _json_call(lib.coords_messages_history, self.handle, friend_id.encode(), limit)
+        return [Message.from_json(x) for x in _json_call(lib.coords_messages_history, self.handle, friend_id.encode(), limit)]
 
     def set_disappearing(self, friend_id: str, seconds: Optional[int]) -> None:
         """Deletes local copies of a conversation's messages after `seconds` (None: keep)."""
         _call(lib.coords_messages_set_disappearing, self.handle, friend_id.encode(), seconds or 0)
 
-    def sweep_expired_messages(self) -> list:
+    def sweep_expired_messages(self) -> list[str]:
         """Deletes messages past their disappearing time; returns their ids."""
         return _json_call(lib.coords_messages_sweep_expired, self.handle)

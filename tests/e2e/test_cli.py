@@ -177,3 +177,14 @@ def test_clear_errors_for_bad_input(world):
     assert "invalid friend link" in coords(env, home, "add", "https://nope", expect=1).stderr
     assert "no friend" in coords(env, home, "remove", "Nobody", expect=1).stderr
     assert "not an absolute http" in coords(env, tmp / "eve", "init", "--server", "ftp://x", "--name", "E", expect=1).stderr
+
+
+def test_one_version_everywhere(world):
+    _, server, _, _ = world
+    version = open(os.path.join(ROOT, "VERSION")).read().strip()
+    for tool in ("coords", "coords-relay"):
+        result = subprocess.run([os.path.join(BIN, tool), "--version"], capture_output=True, text=True, timeout=30)
+        assert result.returncode == 0 and result.stdout.strip() == version, (tool, result.stdout, result.stderr)
+    import urllib.request
+    metrics = urllib.request.urlopen(server + "/metrics", timeout=10).read().decode()
+    assert f'coords_relay_build_info{{version="{version}"}} 1' in metrics

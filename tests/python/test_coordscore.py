@@ -681,3 +681,34 @@ def test_typed_records():
     assert isinstance(place, cc.Place) and place.display == "Lisbon, Portugal" and place.phrase == "in Lisbon, Portugal"
     link = cc.parse_friend_link(cc.friend_link(cc.generate_identity()[1], "https://relay.example", "Bob"))
     assert isinstance(link, cc.FriendLink) and link.server == "https://relay.example" and link.name == "Bob"
+
+
+def test_app_methods_return_typed_records(tmp_path):
+    with cc.App(str(tmp_path / "alice"), passphrase="pw", **FAST) as alice:
+        assert isinstance(alice.info(), cc.WalletInfo) and not alice.info().has_identity
+        alice.create_identity("Alice", "https://relay.example")
+        info = alice.info()
+        assert info.has_identity and info.name == "Alice" and info.link.startswith("coord://")
+        bob_seed, bob = cc.generate_identity()
+        friend = alice.add_friend_link(cc.friend_link(bob, "https://relay.example", "Bob"))
+        assert isinstance(friend, cc.Friend) and friend.name == "Bob" and friend.trust == "unverified"
+        assert alice.friends() == [friend]
+        upload = alice.prepare_upload(cc.Location(47.37, 8.54, timestamp_ms=int(time.time() * 1000)))
+        assert isinstance(upload, cc.Upload) and isinstance(upload.request, cc.Request)
+        assert upload.request.method == "PUT" and json.loads(upload.request.body)["pubkey"] == cc.b64url(alice.public_key())
+        assert upload.recipient_count == 2
+        fetches = alice.prepare_fetches()
+        assert [type(f) for f in fetches] == [cc.Request] and fetches[0].ids == [friend.id]
+        outcome = alice.process_fetch_response(json.dumps({friend.id: None}).encode())
+        assert isinstance(outcome, cc.FetchOutcome)
+        assert all(isinstance(x, cc.FriendLocation) for x in alice.friend_locations())
+        queued = alice.enqueue("upload", upload.request, reference=str(upload.fix_timestamp))
+        entries = alice.outbox()
+        assert [e.id for e in entries] == [queued] and isinstance(entries[0], cc.OutboxEntry)
+        assert entries[0].request == upload.request
+        sent = alice.send_message(friend.id, "hi")
+        assert isinstance(sent, cc.Sent) and isinstance(sent.message, cc.Message) and sent.message.text == "hi"
+        assert [m.text for m in alice.history(friend.id)] == ["hi"]
+        assert isinstance(alice.conversations()[0], cc.Conversation)
+        assert isinstance(alice.prepare_message_fetch(), cc.Request)
+        assert upload.to_json()["request"]["method"] == "PUT" and upload["fix_timestamp"] == upload.fix_timestamp
