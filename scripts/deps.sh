@@ -15,6 +15,10 @@ packages_for_missing() {
     command -v python3 >/dev/null 2>&1 || missing+=(python3)
     command -v cc >/dev/null 2>&1 || missing+=(gcc)
     command -v curl >/dev/null 2>&1 || missing+=(curl)
+    # The relay's multi-node tests start a real PostgreSQL (and nginx as the load balancer).
+    ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+    command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+    command -v readelf >/dev/null 2>&1 || missing+=(binutils)
     echo "${missing[@]:-}"
 }
 

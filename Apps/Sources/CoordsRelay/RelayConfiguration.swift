@@ -9,6 +9,11 @@ public struct RelayConfiguration: Sendable {
     public var port = 8080
     /// Directory of the LMDB store; nil keeps everything in memory.
     public var dataDirectory: String?
+    /// PostgreSQL instead of LMDB: a libpq-style URL (`postgres://user:password@host:5432/db?sslmode=require`);
+    /// several relays on one database serve the same data (docs/RELAY.md, "Scaling").
+    public var postgresURL: String?
+    /// Most connections this relay keeps open to PostgreSQL.
+    public var postgresPoolSize = 16
     /// Commit durability of the LMDB store.
     public var durability: Database.Durability = .durable
     /// Blobs not refreshed within this many seconds are forgotten (default 7 days).

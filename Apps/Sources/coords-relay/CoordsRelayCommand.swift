@@ -32,6 +32,13 @@ struct CoordsRelayCommand: AsyncParsableCommand {
     @Option(name: .customLong("data-dir"), help: "Directory of the LMDB store [COORDS_DATA_DIR].")
     var dataDirectory: String = environment("COORDS_DATA_DIR") ?? "./coords-relay-data"
 
+    @Option(name: .customLong("postgres"),
+            help: "Keep the data in PostgreSQL instead of LMDB: postgres://user:password@host:port/db[?sslmode=require] (password also from PGPASSWORD) [COORDS_POSTGRES_URL].")
+    var postgresURL: String? = environment("COORDS_POSTGRES_URL")
+
+    @Option(name: .customLong("postgres-pool-size"), help: "Most PostgreSQL connections this relay keeps open [COORDS_POSTGRES_POOL_SIZE].")
+    var postgresPoolSize: Int = environment("COORDS_POSTGRES_POOL_SIZE").flatMap { Int($0) } ?? 16
+
     @Flag(help: "Keep everything in memory instead (lost on exit; for tests and demos) [COORDS_MEMORY=1].")
     var memory: Bool = environment("COORDS_MEMORY") == "1"
 
@@ -108,6 +115,8 @@ struct CoordsRelayCommand: AsyncParsableCommand {
         guard addressRate >= 0, keyRate >= 0, addressBurst >= 1, keyBurst >= 1 else {
             throw ValidationError("rates must be ≥ 0 and bursts ≥ 1")
         }
+        guard (1...1000).contains(postgresPoolSize) else { throw ValidationError("--postgres-pool-size must be 1…1000") }
+        guard !(memory && postgresURL != nil) else { throw ValidationError("--memory and --postgres exclude each other") }
         guard maximumBody >= 1024 else { throw ValidationError("--max-body must be at least 1024") }
         guard idleTimeout >= 1, headerTimeout >= 1, bodyTimeout >= 1 else { throw ValidationError("timeouts must be at least 1 second") }
         guard maximumConnections >= 1, maximumConnectionsPerAddress >= 1, mailboxSizeUnsigned >= 0 else {
@@ -144,15 +153,28 @@ struct CoordsRelayCommand: AsyncParsableCommand {
 
         var logger = Logger(label: "coords.relay")
         logger.logLevel = configuration.logLevel
+        configuration.postgresURL = postgresURL
+        configuration.postgresPoolSize = postgresPoolSize
         let store: any RelayStore
-        if let directory = configuration.dataDirectory {
+        if let url = configuration.postgresURL {
+            do {
+                let location = try PostgresLocation(url: url, environmentPassword: environment("PGPASSWORD"))
+                store = try await PostgresRelayStore(location: location, poolSize: postgresPoolSize, logger: logger)
+            } catch {
+                // One clear line and a non-zero exit, never a crash (the password is never printed).
+                let line = Array("coords-relay: error: \(error)\n".utf8)
+                _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+                throw ExitCode(69)  // EX_UNAVAILABLE
+            }
+        } else if let directory = configuration.dataDirectory {
             store = try LMDBRelayStore(directory: directory, durability: configuration.durability, logger: logger)
         } else {
             store = MemoryRelayStore()
         }
         let service = RelayService(configuration: configuration, store: store, logger: logger)
         logger.info("coords-relay starting", metadata: [
-            "address": "\(host):\(port)", "store": "\(configuration.dataDirectory.map { "lmdb at \($0)" } ?? "memory")",
+            "address": "\(host):\(port)",
+            "store": "\((store as? PostgresRelayStore).map { "postgres at \($0.location.redacted)" } ?? configuration.dataDirectory.map { "lmdb at \($0)" } ?? "memory")",
             "ttl": "\(ttl)s",
         ])
         let app = buildApplication(service: service)

@@ -8,32 +8,23 @@ import Testing
 @testable import CoordsRelay
 
 /// The §7.3 mailbox: every status code, recipient signatures, caps, tombstones and expiry, on the
-/// in-memory and the LMDB store, in process and over a socket.
+/// in-memory and the LMDB store, in process and over a socket (PostgreSQL: PostgresStoreTests).
 @Suite struct MailboxTests {
-    enum StoreKind: String, CaseIterable, Sendable { case memory, lmdb }
+    typealias StoreKind = CoordsRelayTests.StoreKind
     static let cases: [(TestingSetup, StoreKind)] = [(.router, .memory), (.router, .lmdb), (.live, .lmdb)]
 
-    /// A relay with the chosen store (the LMDB directory is removed by `finish`).
+    /// A relay with the chosen store (closed by `finish`).
     struct Setup {
         let relay: RelayHarness
-        let directory: String?
 
-        init(_ kind: StoreKind, configuration: RelayConfiguration = RelayHarness.defaultConfiguration()) throws {
+        init(_ kind: StoreKind, configuration: RelayConfiguration = RelayHarness.defaultConfiguration()) async throws {
             var configuration = configuration
             configuration.messageRate = 0
-            if kind == .lmdb {
-                let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mailbox-\(UUID().uuidString)").path
-                self.directory = directory
-                relay = RelayHarness(configuration: configuration, store: try LMDBRelayStore(directory: directory, durability: .noSync))
-            } else {
-                directory = nil
-                relay = RelayHarness(configuration: configuration)
-            }
+            relay = RelayHarness(configuration: configuration, store: try await StoreUnderTest.store(kind))
         }
 
         func finish() async {
             await relay.store.close()
-            if let directory { try? FileManager.default.removeItem(atPath: directory) }
         }
     }
 
@@ -64,7 +55,7 @@ import Testing
 
     @Test(arguments: MailboxTests.cases)
     func postListAckAndReplay(_ setup: TestingSetup, _ kind: StoreKind) async throws {
-        let s = try Setup(kind)
+        let s = try await Setup(kind)
         let relay = s.relay
         try await relay.app.test(setup) { client in
             let first = try Self.envelope("one", now: relay.now), second = try Self.envelope("two", now: relay.now)
@@ -119,7 +110,7 @@ import Testing
 
     @Test(arguments: MailboxTests.cases)
     func otherPeopleCannotReadOrAckAMailbox(_ setup: TestingSetup, _ kind: StoreKind) async throws {
-        let s = try Setup(kind)
+        let s = try await Setup(kind)
         let relay = s.relay
         try await relay.app.test(setup) { client in
             let envelope = try Self.envelope(now: relay.now)
@@ -158,7 +149,7 @@ import Testing
         configuration.maximumMessagesPerRecipient = 2
         configuration.maximumMessages = 3
         configuration.maximumMessagePayloadBytes = 4096
-        let s = try Setup(kind, configuration: configuration)
+        let s = try await Setup(kind, configuration: configuration)
         let relay = s.relay
         let now = relay.now
         try await relay.app.test(setup) { client in
@@ -201,7 +192,7 @@ import Testing
 
     @Test(arguments: MailboxTests.cases)
     func expiredEnvelopesAreNeverDeliveredAndAreSwept(_ setup: TestingSetup, _ kind: StoreKind) async throws {
-        let s = try Setup(kind)
+        let s = try await Setup(kind)
         let relay = s.relay
         try await relay.app.test(setup) { client in
             let short = try Self.envelope("soon gone", now: relay.now, ttl: 60)

@@ -11,14 +11,14 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
     public var testDescription: String { "\(self)".contains("live") ? "live socket" : "in process" }
 }
 
-/// Every route and status code, each test run twice: in process (`.router`) and over a real
-/// loopback socket (`.live`, port 0).
+/// Every route and status code, in process (`.router`) and over a real loopback socket (`.live`,
+/// port 0), on the memory and the LMDB store (PostgreSQL: PostgresStoreTests).
 @Suite struct RelayRouterTests {
-    static let setups: [TestingSetup] = [.router, .live]
+    static let setups: [(TestingSetup, StoreKind)] = [(.router, .memory), (.live, .memory), (.router, .lmdb)]
 
     @Test(arguments: RelayRouterTests.setups)
-    func versionOnBothPaths(_ setup: TestingSetup) async throws {
-        let relay = RelayHarness()
+    func versionOnBothPaths(_ setup: TestingSetup, _ kind: StoreKind) async throws {
+        let relay = RelayHarness(store: try await StoreUnderTest.store(kind))
         try await relay.app.test(setup) { client in
             for path in ["/api/version", "/version"] {
                 let response = try await client.execute(uri: path, method: .get)
@@ -37,8 +37,8 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
 
     /// The reference server's own cases: put/get, all-zero signature, old timestamp, unknown key.
     @Test(arguments: RelayRouterTests.setups)
-    func referenceServerCases(_ setup: TestingSetup) async throws {
-        let relay = RelayHarness()
+    func referenceServerCases(_ setup: TestingSetup, _ kind: StoreKind) async throws {
+        let relay = RelayHarness(store: try await StoreUnderTest.store(kind))
         let alice = try Ed25519SigningKey.generate()
         let stranger = try Ed25519SigningKey.generate().publicKey.base64URL
         try await relay.app.test(setup) { client in
@@ -73,8 +73,8 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
 
     /// Every check of §4 in order, plus the §6 ones, each with its status code.
     @Test(arguments: RelayRouterTests.setups)
-    func uploadChecksInReferenceOrder(_ setup: TestingSetup) async throws {
-        let relay = RelayHarness()
+    func uploadChecksInReferenceOrder(_ setup: TestingSetup, _ kind: StoreKind) async throws {
+        let relay = RelayHarness(store: try await StoreUnderTest.store(kind))
         let key = try Ed25519SigningKey.generate()
         let valid = try #require(try JSONValue.parse(Array(try relay.uploadBody(key).readableBytesView)).objectValue)
         @Sendable func with(_ changes: [String: JSONValue?]) -> ByteBuffer {
@@ -124,10 +124,10 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
     }
 
     @Test(arguments: RelayRouterTests.setups)
-    func requestShapeErrors(_ setup: TestingSetup) async throws {
+    func requestShapeErrors(_ setup: TestingSetup, _ kind: StoreKind) async throws {
         var configuration = RelayHarness.defaultConfiguration()
         configuration.maximumBodyBytes = 8192
-        let relay = RelayHarness(configuration: configuration)
+        let relay = RelayHarness(configuration: configuration, store: try await StoreUnderTest.store(kind))
         let ids = (0..<51).map { _ in Base64.encode([UInt8](repeating: 3, count: 32)) }
         try await relay.app.test(setup) { client in
             let tooMany = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody(ids))
@@ -162,8 +162,8 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
     }
 
     @Test(arguments: RelayRouterTests.setups)
-    func signedDelete(_ setup: TestingSetup) async throws {
-        let relay = RelayHarness()
+    func signedDelete(_ setup: TestingSetup, _ kind: StoreKind) async throws {
+        let relay = RelayHarness(store: try await StoreUnderTest.store(kind))
         let key = try Ed25519SigningKey.generate(), other = try Ed25519SigningKey.generate()
         let id = key.publicKey.base64URL
         try await relay.app.test(setup) { client in
@@ -199,10 +199,10 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
     }
 
     @Test(arguments: RelayRouterTests.setups)
-    func blobsExpireAfterTheTTL(_ setup: TestingSetup) async throws {
+    func blobsExpireAfterTheTTL(_ setup: TestingSetup, _ kind: StoreKind) async throws {
         var configuration = RelayHarness.defaultConfiguration()
         configuration.ttlSeconds = 3600
-        let relay = RelayHarness(configuration: configuration)
+        let relay = RelayHarness(configuration: configuration, store: try await StoreUnderTest.store(kind))
         let key = try Ed25519SigningKey.generate()
         let id = key.publicKey.base64URL
         try await relay.app.test(setup) { client in
@@ -223,13 +223,13 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
     }
 
     @Test(arguments: RelayRouterTests.setups)
-    func rateLimitsPerAddressAndPerKey(_ setup: TestingSetup) async throws {
+    func rateLimitsPerAddressAndPerKey(_ setup: TestingSetup, _ kind: StoreKind) async throws {
         var configuration = RelayHarness.defaultConfiguration()
         configuration.addressRate = 1
         configuration.addressBurst = 5
         configuration.keyRate = 0.1
         configuration.keyBurst = 2
-        let relay = RelayHarness(configuration: configuration)
+        let relay = RelayHarness(configuration: configuration, store: try await StoreUnderTest.store(kind))
         let key = try Ed25519SigningKey.generate()
         try await relay.app.test(setup) { client in
             var statuses: [UInt] = []
@@ -258,8 +258,8 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
     }
 
     @Test(arguments: RelayRouterTests.setups)
-    func metricsExposition(_ setup: TestingSetup) async throws {
-        let relay = RelayHarness()
+    func metricsExposition(_ setup: TestingSetup, _ kind: StoreKind) async throws {
+        let relay = RelayHarness(store: try await StoreUnderTest.store(kind))
         let key = try Ed25519SigningKey.generate()
         try await relay.app.test(setup) { client in
             _ = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(key))
@@ -281,8 +281,8 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
 
     /// CoordsCore's client verifies the relay's signature stamps: end to end, the entry is verified.
     @Test(arguments: RelayRouterTests.setups)
-    func coreClientVerifiesTheRelaysStamps(_ setup: TestingSetup) async throws {
-        let relay = RelayHarness()
+    func coreClientVerifiesTheRelaysStamps(_ setup: TestingSetup, _ kind: StoreKind) async throws {
+        let relay = RelayHarness(store: try await StoreUnderTest.store(kind))
         let alice = try Ed25519SigningKey.generate(), bob = try Ed25519SigningKey.generate()
         let location = try Location(latitude: 59.3293, longitude: 18.0686, timestamp: relay.clock.milliseconds)
         let blob = try LocationBlob.seal(location.wire, for: [alice.publicKey, bob.publicKey])

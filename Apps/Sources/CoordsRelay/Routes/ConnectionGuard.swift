@@ -166,7 +166,8 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
         var buffer = context.channel.allocator.buffer(capacity: head.utf8.count + body.count)
         buffer.writeString(head)
         buffer.writeBytes(body)
-        context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in context.close(promise: nil) }
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(buffer)).whenComplete { _ in channel.close(promise: nil) }
     }
 }
 
@@ -244,7 +245,8 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
                                 headerFields: [.contentType: "application/json", .contentLength: String(body.count), .connection: "close"])
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(context.channel.allocator.buffer(bytes: body))), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
     }
 
     /// The JSON answer for a request the HTTP decoder refused.

@@ -35,6 +35,10 @@ public final class RelayService: Sendable {
         } catch let failure as RelayFailure {
             metrics.rejection(failure.code)
             return failure.reply
+        } catch let unavailable as RelayStoreUnavailable {
+            logger.warning("store unavailable", metadata: ["error": "\(unavailable)"])
+            metrics.rejection("store_unavailable")
+            return RelayFailure(503, "store_unavailable", "the relay's database is unavailable; retry shortly", retryAfter: 5).reply
         } catch {
             logger.error("request failed", metadata: ["error": "\(error)"])
             metrics.rejection("internal")

@@ -45,8 +45,7 @@ final class RelayMetrics: Sendable {
         seenSignatures = registry.makeGauge(descriptor: Self.name("seen_signatures", "entries",
                                                                   "Mailbox request signatures remembered (accepted once)"))
         connectionsOpen = registry.makeGauge(descriptor: Self.name("connections_open", "count", "HTTP connections open now"))
-        registry.makeGauge(descriptor: MetricNameDescriptor(namespace: "coords", subsystem: "relay", metricName: "build_info",
-                                                            helpText: "The relay's version (value 1)"),
+        registry.makeGauge(descriptor: Self.name("build", "info", "The relay's version (value 1)"),
                            labels: [("version", CoordsVersion.string)]).set(Int64(1))
     }
 

@@ -1,0 +1,555 @@
+import CoordsCore
+import Logging
+import NIOCore
+import PostgresNIO
+import Synchronization
+
+/// The store could not reach its database (down, restarting, unreachable): the relay answers
+/// 503 with a JSON reason and keeps serving once the database is back.
+public struct RelayStoreUnavailable: Error, CustomStringConvertible {
+    public var description: String
+}
+
+/// Where a PostgreSQL store connects: parsed from a libpq-style URL
+/// (`postgres://user:password@host:port/database?sslmode=require`).
+public struct PostgresLocation: Sendable, Equatable {
+    public var host: String
+    public var port: Int
+    public var username: String
+    public var password: String?
+    public var database: String
+    /// `disable` (default for loopback), `prefer`, `require` or `verify-full`.
+    public var sslMode: String
+
+    /// Parses `url`; the password may also come from `PGPASSWORD` (`environmentPassword`).
+    /// - Throws: ``RelayStoreError`` naming what is wrong (never a crash on a strange URL).
+    public init(url: String, environmentPassword: String? = nil) throws {
+        guard let schemeEnd = url.range(of: "://"), ["postgres", "postgresql"].contains(url[..<schemeEnd.lowerBound].lowercased()) else {
+            throw RelayStoreError(description: "the PostgreSQL URL must start with postgres:// (got \(Self.redacted(url)))")
+        }
+        var rest = url[schemeEnd.upperBound...]
+        var query = Substring("")
+        if let mark = rest.firstIndex(of: "?") {
+            query = rest[rest.index(after: mark)...]
+            rest = rest[..<mark]
+        }
+        var path = Substring("")
+        if let slash = rest.firstIndex(of: "/") {
+            path = rest[rest.index(after: slash)...]
+            rest = rest[..<slash]
+        }
+        var user = Substring("postgres"), password: Substring?
+        if let at = rest.lastIndex(of: "@") {
+            let credentials = rest[..<at]
+            rest = rest[rest.index(after: at)...]
+            if let colon = credentials.firstIndex(of: ":") {
+                user = credentials[..<colon]
+                password = credentials[credentials.index(after: colon)...]
+            } else {
+                user = credentials
+            }
+        }
+        var host = rest, port = 5432
+        if host.hasPrefix("["), host.firstIndex(of: "]") == nil {
+            throw RelayStoreError(description: "the PostgreSQL URL has an unclosed [ in its host")
+        }
+        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {  // [::1]:5432
+            let after = host[host.index(after: close)...]
+            if after.hasPrefix(":") {
+                guard let p = Int(after.dropFirst()), (1...65535).contains(p) else {
+                    throw RelayStoreError(description: "the PostgreSQL URL has an invalid port")
+                }
+                port = p
+            }
+            host = host[host.index(after: host.startIndex)..<close]
+        } else if let colon = host.lastIndex(of: ":") {
+            guard let p = Int(host[host.index(after: colon)...]), (1...65535).contains(p) else {
+                throw RelayStoreError(description: "the PostgreSQL URL has an invalid port")
+            }
+            port = p
+            host = host[..<colon]
+        }
+        guard !host.isEmpty else { throw RelayStoreError(description: "the PostgreSQL URL has no host") }
+        self.host = Self.percentDecoded(host)
+        self.port = port
+        self.username = Self.percentDecoded(user)
+        self.password = password.map(Self.percentDecoded) ?? environmentPassword
+        self.database = path.isEmpty ? self.username : Self.percentDecoded(path)
+        var mode = "disable"
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.count == 2, parts[0] == "sslmode" { mode = String(parts[1]) }
+        }
+        guard ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"].contains(mode) else {
+            throw RelayStoreError(description: "sslmode must be disable, prefer, require, verify-ca or verify-full (got \(mode))")
+        }
+        sslMode = mode
+    }
+
+    /// The URL without its password (for logs and errors).
+    public var redacted: String { "postgres://\(username)@\(host):\(port)/\(database)?sslmode=\(sslMode)" }
+
+    static func redacted(_ url: String) -> String {
+        guard let at = url.lastIndex(of: "@"), let scheme = url.range(of: "://") else { return url }
+        return String(url[..<scheme.upperBound]) + "…@" + String(url[url.index(after: at)...])
+    }
+
+    private static func percentDecoded(_ text: Substring) -> String {
+        var bytes: [UInt8] = []
+        var iterator = Array(text.utf8)[...]
+        while let byte = iterator.popFirst() {
+            if byte == UInt8(ascii: "%"), iterator.count >= 2,
+               let value = UInt8(String(decoding: iterator.prefix(2), as: UTF8.self), radix: 16) {
+                bytes.append(value)
+                iterator = iterator.dropFirst(2)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// True for the first caller of ``claim()`` only.
+final class Once: Sendable {
+    private let done = Mutex(false)
+
+    func claim() -> Bool { done.withLock { done in defer { done = true }; return !done } }
+}
+
+/// A ``RelayStore`` on PostgreSQL, so that any number of relay processes on any number of
+/// machines serve one set of data (docs/RELAY.md, "Scaling").
+///
+/// Every rule that reads before it writes runs in one transaction holding a PostgreSQL advisory
+/// lock on what it decides about (the key of an upload or delete, the recipient of an envelope),
+/// so two nodes handling conflicting requests at the same instant decide one after the other:
+/// the newest-timestamp rule, tombstones, mailbox caps and "an id is accepted once" hold across
+/// nodes. A fetch of 50 ids is one query. Commits are durable before the relay answers
+/// (`synchronous_commit` stays on). Sweeps are plain `DELETE … WHERE`, safe when several nodes
+/// run them at once.
+///
+/// The schema is created and migrated at start through `coords_relay_migrations` (one row per
+/// applied version); a relay refuses a database whose schema is newer than it knows.
+public final class PostgresRelayStore: RelayStore, Sendable {
+    /// The schema version this code writes.
+    public static let schemaVersion = 1
+    /// Migrations by version: each runs once, in order, inside the migration transaction.
+    static let migrations: [(version: Int, statements: [PostgresQuery])] = [
+        (1, [
+            """
+            CREATE TABLE relay_records (
+                key BYTEA PRIMARY KEY, blob BYTEA NOT NULL, ts BIGINT NOT NULL, signature BYTEA NOT NULL, updated BIGINT NOT NULL)
+            """,
+            "CREATE INDEX relay_records_updated ON relay_records (updated)",
+            "CREATE TABLE relay_tombstones (key BYTEA PRIMARY KEY, ts BIGINT NOT NULL, recorded_at BIGINT NOT NULL)",
+            """
+            CREATE TABLE mailbox (
+                id TEXT PRIMARY KEY, recipient TEXT NOT NULL, seq BIGSERIAL NOT NULL, expires_at BIGINT NOT NULL,
+                authenticated BOOLEAN NOT NULL, envelope BYTEA NOT NULL)
+            """,
+            "CREATE INDEX mailbox_recipient ON mailbox (recipient, seq)",
+            "CREATE INDEX mailbox_expires ON mailbox (expires_at)",
+            "CREATE TABLE mailbox_tombstones (id TEXT PRIMARY KEY, until BIGINT NOT NULL)",
+            "CREATE TABLE seen_signatures (r BYTEA PRIMARY KEY, until BIGINT NOT NULL)",
+            "CREATE INDEX seen_signatures_until ON seen_signatures (until)",
+        ]),
+    ]
+    /// The advisory lock that serialises migrations of several nodes starting at once.
+    static let migrationLock: Int64 = 0x636f_6f72_6473_0001
+
+    private let client: PostgresClient
+    private let runner: Task<Void, Never>
+    private let logger: Logger
+    /// Longest wait for the database before a request is answered 503.
+    let operationTimeout: Duration
+    public let location: PostgresLocation
+
+    /// Connects, checks the credentials and the schema, and migrates it.
+    /// - Parameters:
+    ///   - location: where the database is.
+    ///   - poolSize: most connections this node keeps open.
+    ///   - operationTimeout: how long a request may wait for the database before it gets 503.
+    /// - Throws: ``RelayStoreError`` with one clear sentence: unreachable, refused credentials,
+    ///   a schema newer than this relay, or a failed migration.
+    public init(location: PostgresLocation, poolSize: Int = 16, operationTimeout: Duration = .seconds(5),
+                logger: Logger = Logger(label: "coords.relay.postgres")) async throws {
+        var configuration = PostgresClient.Configuration(host: location.host, port: location.port, username: location.username,
+                                                         password: location.password, database: location.database,
+                                                         tls: try Self.tls(location.sslMode))
+        configuration.options.maximumConnections = max(poolSize, 1)
+        configuration.options.minimumConnections = 0
+        configuration.options.connectTimeout = .seconds(5)
+        self.location = location
+        self.logger = logger
+        self.operationTimeout = operationTimeout
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.client = client
+        runner = Task { await client.run() }
+        do {
+            try await Self.checkConnection(location, timeout: operationTimeout, logger: logger)
+            try await migrate()
+        } catch {
+            runner.cancel()
+            throw error
+        }
+    }
+
+    private static func tls(_ mode: String) throws -> PostgresClient.Configuration.TLS {
+        switch mode {
+        case "disable": return .disable
+        case "allow", "prefer": return .prefer(.makeClientConfiguration())
+        case "require":
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.certificateVerification = .none  // libpq's require: encrypted, not verified
+            return .require(configuration)
+        default: return .require(.makeClientConfiguration())  // verify-ca, verify-full
+        }
+    }
+
+    /// One direct connection before the pool starts: the pool retries failed connections quietly,
+    /// so a wrong password or an unreachable host would only show as timeouts. Here they become
+    /// one clear sentence.
+    private static func checkConnection(_ location: PostgresLocation, timeout: Duration, logger: Logger) async throws {
+        let tls: PostgresConnection.Configuration.TLS
+        switch location.sslMode {
+        case "disable": tls = .disable
+        case "allow", "prefer": tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        case "require":
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.certificateVerification = .none
+            tls = .require(try NIOSSLContext(configuration: configuration))
+        default: tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        }
+        let configuration = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.username,
+                                                             password: location.password, database: location.database, tls: tls)
+        do {
+            try await withDeadline(timeout, what: "connect") {
+                let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+                try await connection.close()
+            }
+        } catch let error as PSQLError {
+            let state = error.serverInfo?[.sqlState] ?? ""
+            let message = error.serverInfo?[.message] ?? "\(error.code)"
+            if state.hasPrefix("28") {
+                throw RelayStoreError(description: "PostgreSQL at \(location.host):\(location.port) refused user \(location.username): \(message) (check the password in the URL or PGPASSWORD)")
+            }
+            if state == "3D000" {
+                throw RelayStoreError(description: "PostgreSQL at \(location.host):\(location.port) has no database \(location.database): \(message)")
+            }
+            if error.code == .server {
+                throw RelayStoreError(description: "PostgreSQL at \(location.host):\(location.port) refused the connection: \(message) (SQLSTATE \(state))")
+            }
+            throw RelayStoreError(description: "cannot reach PostgreSQL at \(location.host):\(location.port): \(error.underlying.map { "\($0)" } ?? "\(error.code)")")
+        } catch let error as RelayStoreUnavailable {
+            throw RelayStoreError(description: "cannot reach PostgreSQL at \(location.host):\(location.port): \(error.description)")
+        } catch let error as RelayStoreError {
+            throw error
+        } catch {
+            throw RelayStoreError(description: "cannot reach PostgreSQL at \(location.host):\(location.port): \(error)")
+        }
+    }
+
+    public func close() async {
+        runner.cancel()
+        _ = await runner.value
+    }
+
+    // MARK: Schema
+
+    private func migrate() async throws {
+        try await run("migrate the schema") { client, logger in
+            try await client.withTransaction(logger: logger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
+                try await connection.query("""
+                    CREATE TABLE IF NOT EXISTS coords_relay_migrations (
+                        version INT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
+                    """, logger: logger)
+                var current = 0
+                for try await version in try await connection.query("SELECT coalesce(max(version), 0) FROM coords_relay_migrations",
+                                                                    logger: logger).decode(Int.self) {
+                    current = version
+                }
+                guard current <= Self.schemaVersion else {
+                    throw RelayStoreError(description: "the database's relay schema is version \(current), newer than this relay's \(Self.schemaVersion); upgrade coords-relay")
+                }
+                for migration in Self.migrations where migration.version > current {
+                    for statement in migration.statements { try await connection.query(statement, logger: logger) }
+                    try await connection.query("INSERT INTO coords_relay_migrations (version) VALUES (\(migration.version))", logger: logger)
+                    logger.info("relay schema migrated", metadata: ["version": "\(migration.version)"])
+                }
+            }
+        }
+    }
+
+    /// The schema version stored in the database.
+    public func storedSchemaVersion() async throws -> Int {
+        try await run("read the schema version") { client, logger in
+            var version = 0
+            for try await v in try await client.query("SELECT coalesce(max(version), 0) FROM coords_relay_migrations", logger: logger)
+                .decode(Int.self) { version = v }
+            return version
+        }
+    }
+
+    // MARK: Uploads
+
+    public func put(key: Bytes32, record: RelayRecord) async throws -> PutResult {
+        try await run("store an upload") { client, logger in
+            try await client.withTransaction(logger: logger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock(\(Self.lockID(key.bytes)))", logger: logger)
+                let (existing, tombstone) = try await Self.current(key, connection, logger)
+                let result = RelayStoreRules.put(timestamp: record.timestamp, existing: existing, tombstone: tombstone)
+                guard result == .stored else { return result }
+                try await connection.query("""
+                    INSERT INTO relay_records (key, blob, ts, signature, updated)
+                    VALUES (\(Self.bytes(key.bytes)), \(Self.bytes(record.blob)), \(Self.int(record.timestamp)),
+                            \(Self.bytes(record.signature)), \(Self.int(record.updated)))
+                    ON CONFLICT (key) DO UPDATE SET blob = EXCLUDED.blob, ts = EXCLUDED.ts, signature = EXCLUDED.signature,
+                                                    updated = EXCLUDED.updated
+                    """, logger: logger)
+                try await connection.query("DELETE FROM relay_tombstones WHERE key = \(Self.bytes(key.bytes))", logger: logger)
+                return result
+            }
+        }
+    }
+
+    public func delete(key: Bytes32, timestamp: UInt64, now: UInt64) async throws -> DeleteResult {
+        try await run("delete an upload") { client, logger in
+            try await client.withTransaction(logger: logger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock(\(Self.lockID(key.bytes)))", logger: logger)
+                let (existing, tombstone) = try await Self.current(key, connection, logger)
+                let result = RelayStoreRules.delete(timestamp: timestamp, existing: existing, tombstone: tombstone)
+                if case .stale = result { return result }
+                let kept = max(timestamp, tombstone?.timestamp ?? 0)
+                try await connection.query("DELETE FROM relay_records WHERE key = \(Self.bytes(key.bytes))", logger: logger)
+                try await connection.query("""
+                    INSERT INTO relay_tombstones (key, ts, recorded_at) VALUES (\(Self.bytes(key.bytes)), \(Self.int(kept)), \(Self.int(now)))
+                    ON CONFLICT (key) DO UPDATE SET ts = EXCLUDED.ts, recorded_at = EXCLUDED.recorded_at
+                    """, logger: logger)
+                return result
+            }
+        }
+    }
+
+    private static func current(_ key: Bytes32, _ connection: PostgresConnection, _ logger: Logger) async throws
+        -> (RelayRecord?, Tombstone?) {
+        var existing: RelayRecord?
+        for try await (blob, ts, signature, updated) in try await connection.query(
+            "SELECT blob, ts, signature, updated FROM relay_records WHERE key = \(bytes(key.bytes))", logger: logger)
+            .decode((ByteBuffer, Int64, ByteBuffer, Int64).self) {
+            existing = RelayRecord(blob: Array(buffer: blob), timestamp: UInt64(clamping: ts), signature: Array(buffer: signature),
+                                   updated: UInt64(clamping: updated))
+        }
+        var tombstone: Tombstone?
+        for try await (ts, recordedAt) in try await connection.query(
+            "SELECT ts, recorded_at FROM relay_tombstones WHERE key = \(bytes(key.bytes))", logger: logger).decode((Int64, Int64).self) {
+            tombstone = Tombstone(timestamp: UInt64(clamping: ts), recordedAt: UInt64(clamping: recordedAt))
+        }
+        return (existing, tombstone)
+    }
+
+    public func get(keys: [Bytes32], updatedSince: UInt64) async throws -> [Bytes32: RelayRecord] {
+        guard !keys.isEmpty else { return [:] }
+        return try await run("fetch uploads") { client, logger in
+            // One query for the whole batch: the keys travel as one bytea[] parameter.
+            let list = keys.map { Self.bytes($0.bytes) }
+            var found: [Bytes32: RelayRecord] = [:]
+            for try await (key, blob, ts, signature, updated) in try await client.query("""
+                SELECT key, blob, ts, signature, updated FROM relay_records
+                WHERE key = ANY(\(list)) AND updated >= \(Self.int(updatedSince))
+                """, logger: logger).decode((ByteBuffer, ByteBuffer, Int64, ByteBuffer, Int64).self) {
+                guard let key = try? Bytes32(Array(buffer: key)) else { continue }
+                found[key] = RelayRecord(blob: Array(buffer: blob), timestamp: UInt64(clamping: ts),
+                                         signature: Array(buffer: signature), updated: UInt64(clamping: updated))
+            }
+            return found
+        }
+    }
+
+    public func sweep(updatedBefore: UInt64, tombstonesBefore: UInt64) async throws -> Int {
+        try await run("sweep expired uploads") { client, logger in
+            var removed = 0
+            for try await _ in try await client.query("DELETE FROM relay_records WHERE updated < \(Self.int(updatedBefore)) RETURNING 1",
+                                                      logger: logger).decode(Int.self) { removed += 1 }
+            try await client.query("DELETE FROM relay_tombstones WHERE recorded_at < \(Self.int(tombstonesBefore))", logger: logger)
+            return removed
+        }
+    }
+
+    public func count() async throws -> Int {
+        try await run("count uploads") { client, logger in try await Self.scalar("SELECT count(*) FROM relay_records", client, logger) }
+    }
+
+    // MARK: Mailbox
+
+    public func mailboxPost(_ entry: MailboxEntry, limits: MailboxLimits, now: UInt64) async throws -> MailboxPostResult {
+        try await run("store an envelope") { client, logger in
+            try await client.withTransaction(logger: logger) { connection in
+                // One lock per recipient: its caps are counted and enforced one post at a time,
+                // whichever node takes the post. Ids are unique by the primary key.
+                try await connection.query("SELECT pg_advisory_xact_lock(\(Self.lockID(Array(entry.recipient.utf8))))", logger: logger)
+                let known = try await Self.scalar("""
+                    SELECT (SELECT count(*) FROM mailbox WHERE id = \(entry.id))
+                         + (SELECT count(*) FROM mailbox_tombstones WHERE id = \(entry.id))
+                    """, connection, logger)
+                if known > 0 { return .duplicate }
+                let waiting = try await Self.scalar("""
+                    SELECT count(*) FROM mailbox WHERE recipient = \(entry.recipient) AND expires_at > \(Self.int(now))
+                    AND authenticated = \(entry.authenticated)
+                    """, connection, logger)
+                if waiting >= limits.quota(for: entry) { return .recipientFull }
+                // The total cap: an estimate would let it drift; this count uses the primary key index.
+                if try await Self.scalar("SELECT count(*) FROM mailbox", connection, logger) >= limits.total { return .relayFull }
+                var inserted = 0
+                for try await _ in try await connection.query("""
+                    INSERT INTO mailbox (id, recipient, expires_at, authenticated, envelope)
+                    VALUES (\(entry.id), \(entry.recipient), \(Self.int(entry.expiresAt)), \(entry.authenticated), \(Self.bytes(entry.envelope)))
+                    ON CONFLICT (id) DO NOTHING RETURNING 1
+                    """, logger: logger).decode(Int.self) { inserted += 1 }
+                return inserted == 1 ? .stored : .duplicate
+            }
+        }
+    }
+
+    public func mailboxList(recipient: String, now: UInt64, limit: Int) async throws -> [MailboxEntry] {
+        try await run("list a mailbox") { client, logger in
+            var entries: [MailboxEntry] = []
+            for try await (id, expires, authenticated, envelope) in try await client.query("""
+                SELECT id, expires_at, authenticated, envelope FROM mailbox
+                WHERE recipient = \(recipient) AND expires_at > \(Self.int(now)) ORDER BY seq LIMIT \(max(limit, 0))
+                """, logger: logger).decode((String, Int64, Bool, ByteBuffer).self) {
+                entries.append(MailboxEntry(id: id, recipient: recipient, expiresAt: UInt64(clamping: expires),
+                                            envelope: Array(buffer: envelope), authenticated: authenticated))
+            }
+            return entries
+        }
+    }
+
+    public func mailboxAck(id: String, recipient: String, tombstoneUntil: UInt64) async throws -> Bool {
+        try await run("acknowledge an envelope") { client, logger in
+            try await client.withTransaction(logger: logger) { connection in
+                var owner: String?
+                for try await who in try await connection.query("SELECT recipient FROM mailbox WHERE id = \(id) FOR UPDATE", logger: logger)
+                    .decode(String.self) { owner = who }
+                if let owner, owner != recipient { return false }  // someone else's: changes nothing
+                var deleted = 0
+                if owner != nil {
+                    for try await _ in try await connection.query("DELETE FROM mailbox WHERE id = \(id) RETURNING 1", logger: logger)
+                        .decode(Int.self) { deleted += 1 }
+                }
+                try await connection.query("""
+                    INSERT INTO mailbox_tombstones (id, until) VALUES (\(id), \(Self.int(tombstoneUntil)))
+                    ON CONFLICT (id) DO UPDATE SET until = greatest(mailbox_tombstones.until, EXCLUDED.until)
+                    """, logger: logger)
+                return deleted == 1
+            }
+        }
+    }
+
+    public func mailboxSweep(now: UInt64) async throws -> Int {
+        try await run("sweep the mailbox") { client, logger in
+            var removed = 0
+            for try await _ in try await client.query("DELETE FROM mailbox WHERE expires_at <= \(Self.int(now)) RETURNING 1", logger: logger)
+                .decode(Int.self) { removed += 1 }
+            try await client.query("DELETE FROM mailbox_tombstones WHERE until < \(Self.int(now))", logger: logger)
+            try await client.query("DELETE FROM seen_signatures WHERE until < \(Self.int(now))", logger: logger)
+            return removed
+        }
+    }
+
+    public func mailboxCount() async throws -> Int {
+        try await run("count envelopes") { client, logger in try await Self.scalar("SELECT count(*) FROM mailbox", client, logger) }
+    }
+
+    // MARK: Helpers
+
+    /// Runs `body` against the database within ``operationTimeout``; a connection failure or
+    /// the timeout becomes ``RelayStoreUnavailable`` (503), anything else a ``RelayStoreError``.
+    private func run<R: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> R) async throws -> R {
+        let client = client, logger = logger, timeout = operationTimeout
+        do {
+            return try await Self.withDeadline(timeout, what: what) { try await body(client, logger) }
+        } catch {
+            throw classify(error, what)
+        }
+    }
+
+    /// The relay's view of a database error: ``RelayStoreUnavailable`` (503) for connection
+    /// trouble and restarts, ``RelayStoreError`` (500) for anything else. Transaction errors are
+    /// unwrapped to their cause.
+    private func classify(_ error: any Error, _ what: String) -> any Error {
+        switch error {
+        case is RelayStoreError, is RelayStoreUnavailable:
+            return error
+        case let transaction as PostgresTransactionError:
+            if let cause = transaction.closureError ?? transaction.beginError ?? transaction.commitError ?? transaction.rollbackError {
+                return classify(cause, what)
+            }
+            return RelayStoreUnavailable(description: "a transaction failed (\(what))")
+        case let error as PSQLError:
+            if error.code == .server {
+                let state = error.serverInfo?[.sqlState] ?? "?"
+                let message = error.serverInfo?[.message] ?? "\(error.code)"
+                // 57P: the server is shutting down or restarting; 08: connection exceptions.
+                if state.hasPrefix("57P") || state.hasPrefix("08") {
+                    return RelayStoreUnavailable(description: "the database is unavailable (\(what)): \(message)")
+                }
+                return RelayStoreError(description: "PostgreSQL refused to \(what): \(message) (SQLSTATE \(state))")
+            }
+            return RelayStoreUnavailable(description: "cannot reach the database at \(location.host):\(location.port) (\(what)): \(error.code)")
+        case is CancellationError:
+            return RelayStoreUnavailable(description: "the request was cancelled while waiting for the database (\(what))")
+        default:
+            return RelayStoreUnavailable(description: "the database is unavailable (\(what)): \(error)")
+        }
+    }
+
+    /// The result of `body`, or ``RelayStoreUnavailable`` after `timeout` — without waiting for
+    /// `body` to notice its cancellation (a request for a pool connection may not).
+    private static func withDeadline<R: Sendable>(_ timeout: Duration, what: String,
+                                                  _ body: @escaping @Sendable () async throws -> R) async throws -> R {
+        let decided = Once()
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, any Error>) in
+            let work = Task {
+                let result: Result<R, any Error>
+                do { result = .success(try await body()) } catch { result = .failure(error) }
+                if decided.claim() { continuation.resume(with: result) }
+            }
+            Task {
+                try? await Task.sleep(for: timeout)
+                if decided.claim() {
+                    work.cancel()
+                    continuation.resume(throwing: RelayStoreUnavailable(description: "the database did not answer within \(timeout) (\(what))"))
+                }
+            }
+        }
+    }
+
+    private static func scalar(_ query: PostgresQuery, _ client: PostgresClient, _ logger: Logger) async throws -> Int {
+        var value: Int64 = 0
+        for try await n in try await client.query(query, logger: logger).decode(Int64.self) { value = n }
+        return Int(clamping: value)
+    }
+
+    private static func scalar(_ query: PostgresQuery, _ connection: PostgresConnection, _ logger: Logger) async throws -> Int {
+        var value: Int64 = 0
+        for try await n in try await connection.query(query, logger: logger).decode(Int64.self) { value = n }
+        return Int(clamping: value)
+    }
+
+    /// A bytea parameter.
+    static func bytes(_ value: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: value) }
+
+    /// A BIGINT parameter: relay numbers are checked well below 2⁶³ (timestamps within the skew,
+    /// expiries within the message TTL), so clamping only guards against the impossible.
+    static func int(_ value: UInt64) -> Int64 { Int64(clamping: value) }
+
+    /// The advisory lock id of a key or recipient: its first 8 bytes of SHA-256-like spread are
+    /// not needed, a simple FNV-1a over the bytes gives distinct ids for distinct keys in practice
+    /// (a collision only serialises two unrelated requests).
+    static func lockID(_ bytes: [UInt8]) -> Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        return Int64(bitPattern: hash)
+    }
+}

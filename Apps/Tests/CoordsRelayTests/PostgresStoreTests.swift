@@ -1,0 +1,182 @@
+import CoordsCore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+@testable import CoordsRelay
+
+/// The PostgreSQL store against a real server (Debian's postgresql, started by the suite in a
+/// temporary directory on loopback; `make deps` installs it — without it these tests fail, they
+/// never skip).
+@Suite(.serialized) struct PostgresStoreTests {
+    static func key(_ n: UInt8) throws -> Bytes32 { try Bytes32([UInt8](repeating: n, count: 32)) }
+    static func record(_ timestamp: UInt64, updated: UInt64 = 1_800_000_000) -> RelayRecord {
+        RelayRecord(blob: [1, 2, 3, UInt8(truncatingIfNeeded: timestamp)], timestamp: timestamp, signature: [UInt8](repeating: 9, count: 64),
+                    updated: updated)
+    }
+
+    /// Runs `body` with a fresh server, stopping it afterwards whatever happens.
+    static func withServer(_ body: (PostgresTestServer) async throws -> Void) async throws {
+        let server = try await PostgresTestServer.start()
+        do {
+            try await body(server)
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
+    @Test func storeRulesMailboxAndSchema() async throws {
+        try await Self.withServer { server in
+            let location = try await server.freshDatabase()
+            let store = try await PostgresRelayStore(location: location, poolSize: 4, logger: StoreUnderTest.quietLogger)
+
+            // Uploads: newest timestamp wins, replays and rollbacks are refused.
+            let a = try Self.key(1), b = try Self.key(2)
+            #expect(try await store.put(key: a, record: Self.record(100)) == .stored)
+            #expect(try await store.put(key: a, record: Self.record(100)) == .stale(current: 100))
+            #expect(try await store.put(key: a, record: Self.record(99)) == .stale(current: 100))
+            #expect(try await store.put(key: a, record: Self.record(101)) == .stored)
+            let found = try await store.get(keys: [a, b], updatedSince: 0)
+            #expect(found.count == 1 && found[a] == Self.record(101))
+            #expect(try await store.get(keys: [a], updatedSince: 1_800_000_001).isEmpty)
+            #expect(try await store.get(keys: [], updatedSince: 0).isEmpty)
+            // Deletes leave a tombstone that refuses older uploads.
+            #expect(try await store.delete(key: a, timestamp: 100, now: 1_800_000_000) == .stale(current: 101))
+            #expect(try await store.delete(key: a, timestamp: 102, now: 1_800_000_000) == .deleted)
+            #expect(try await store.delete(key: b, timestamp: 5, now: 1_800_000_000) == .notFound)
+            #expect(try await store.put(key: a, record: Self.record(102)) == .stale(current: 102))
+            #expect(try await store.put(key: a, record: Self.record(103)) == .stored)
+            #expect(try await store.count() == 1)
+            #expect(try await store.sweep(updatedBefore: 1_800_000_001, tombstonesBefore: 1_800_000_001) == 1)
+            #expect(try await store.count() == 0)
+
+            // Mailbox: ids accepted once, per-recipient quotas by class, acks only by the owner.
+            let bob = String(repeating: "b", count: 64), carol = String(repeating: "c", count: 64)
+            let limits = MailboxLimits(perRecipient: 2, total: 10, perRecipientUnauthenticated: 1)
+            func entry(_ id: String, _ recipient: String = bob, expires: UInt64 = 2_000, authenticated: Bool = true) -> MailboxEntry {
+                MailboxEntry(id: id, recipient: recipient, expiresAt: expires, envelope: Array("{\"id\":\"\(id)\"}".utf8), authenticated: authenticated)
+            }
+            #expect(try await store.mailboxPost(entry("m1"), limits: limits, now: 1_000) == .stored)
+            #expect(try await store.mailboxPost(entry("m1"), limits: limits, now: 1_000) == .duplicate)
+            #expect(try await store.mailboxPost(entry("u1", authenticated: false), limits: limits, now: 1_000) == .stored)
+            #expect(try await store.mailboxPost(entry("u2", authenticated: false), limits: limits, now: 1_000) == .recipientFull)
+            #expect(try await store.mailboxPost(entry("m2"), limits: limits, now: 1_000) == .stored)
+            #expect(try await store.mailboxPost(entry("m3"), limits: limits, now: 1_000) == .recipientFull)
+            #expect(try await store.mailboxList(recipient: bob, now: 1_000, limit: 10).map(\.id) == ["m1", "u1", "m2"])
+            #expect(try await store.mailboxList(recipient: bob, now: 1_000, limit: 10).map(\.authenticated) == [true, false, true])
+            #expect(try await store.mailboxAck(id: "m1", recipient: carol, tombstoneUntil: 3_000) == false)
+            #expect(try await store.mailboxAck(id: "m1", recipient: bob, tombstoneUntil: 3_000) == true)
+            #expect(try await store.mailboxPost(entry("m1"), limits: limits, now: 1_000) == .duplicate)  // tombstoned
+            #expect(try await store.mailboxPost(entry("e1", carol, expires: 1_500), limits: limits, now: 1_000) == .stored)
+            #expect(try await store.mailboxCount() == 3)
+            #expect(try await store.mailboxSweep(now: 1_600) == 1)
+            #expect(try await store.mailboxList(recipient: carol, now: 1_000, limit: 10).isEmpty)
+
+            // The schema: reopening migrates nothing; a newer schema is refused in words.
+            let again = try await PostgresRelayStore(location: location, poolSize: 2, logger: StoreUnderTest.quietLogger)
+            #expect(try await again.storedSchemaVersion() == PostgresRelayStore.schemaVersion)
+            #expect(try await again.count() == 0)
+            await again.close()
+            await store.close()
+            try await server.sql("INSERT INTO coords_relay_migrations (version) VALUES (99)", database: location.database)
+            do {
+                _ = try await PostgresRelayStore(location: location, logger: StoreUnderTest.quietLogger)
+                Issue.record("a newer schema must be refused")
+            } catch let error as RelayStoreError {
+                #expect(error.description.contains("newer than this relay"))
+            }
+        }
+    }
+
+    @Test func badConfigurationFailsInOneClearLine() async throws {
+        try await Self.withServer { server in
+            let wrong = try PostgresLocation(url: server.url(password: "not-the-password"))
+            let started = ContinuousClock.now
+            do {
+                _ = try await PostgresRelayStore(location: wrong, operationTimeout: .seconds(5), logger: StoreUnderTest.quietLogger)
+                Issue.record("a wrong password must be refused")
+            } catch {
+                #expect("\(error)".contains("password") || "\(error)".contains("authentication"), "\(error)")
+            }
+            #expect(ContinuousClock.now - started < .seconds(15))
+            // The relay itself: one clear line on stderr and a non-zero exit, never a crash.
+            let relay = try #require(RelayProcessTests.executable).path
+            for (url, expected) in [(server.url(password: "wrong"), "refused user coords"),
+                                    ("postgres://coords:x@127.0.0.1:9/coords", "cannot reach PostgreSQL"),
+                                    ("mysql://nope", "must start with postgres://")] {
+                do {
+                    _ = try await PostgresTestServer.runOffPool(relay, ["--port", "0", "--postgres", url])
+                    Issue.record("coords-relay started with \(url)")
+                } catch let error as PostgresTestServerError {
+                    #expect(error.description.contains(expected), "\(error)")
+                    #expect(!error.description.contains("Fatal error") && !error.description.contains("status 132"), "\(error)")
+                    let printed = error.description.components(separatedBy: "): ").dropFirst().joined(separator: "): ")
+                    #expect(!printed.contains("wrong"), "the password must not be printed: \(printed)")
+                    #expect(printed.split(separator: "\n").count <= 2, "one clear line: \(printed)")
+                }
+            }
+            let nowhere = try PostgresLocation(url: "postgres://coords:x@127.0.0.1:9/coords")
+            do {
+                _ = try await PostgresRelayStore(location: nowhere, operationTimeout: .seconds(3), logger: StoreUnderTest.quietLogger)
+                Issue.record("an unreachable database must be refused")
+            } catch {
+                #expect(error is RelayStoreUnavailable || error is RelayStoreError, "\(error)")
+            }
+        }
+        // URL parsing never traps, and says what is wrong.
+        for bad in ["", "mysql://x", "postgres://", "postgres://h:99999/db", "postgres://h:-1/db", "postgres://[::1/x", "postgres://h/db?sslmode=bogus"] {
+            #expect(throws: RelayStoreError.self, "\(bad)") { _ = try PostgresLocation(url: bad) }
+        }
+        let parsed = try PostgresLocation(url: "postgresql://us%40er:p%3Ass@[::1]:6543/my%20db?sslmode=require", environmentPassword: "env")
+        #expect(parsed.host == "::1" && parsed.port == 6543 && parsed.username == "us@er" && parsed.password == "p:ss")
+        #expect(parsed.database == "my db" && parsed.sslMode == "require")
+        #expect(try PostgresLocation(url: "postgres://relay@db.internal/coords", environmentPassword: "from-env").password == "from-env")
+    }
+
+    @Test func twoNodesRaceAndTheDatabaseRestartsUnderThem() async throws {
+        try await Self.withServer { server in
+            let location = try await server.freshDatabase()
+            let nodeA = try await PostgresRelayStore(location: location, poolSize: 4, logger: StoreUnderTest.quietLogger)
+            let nodeB = try await PostgresRelayStore(location: location, poolSize: 4, logger: StoreUnderTest.quietLogger)
+            // 100 uploads with distinct timestamps for one key, racing from both nodes: the newest stays.
+            let key = try Self.key(7)
+            let results = try await withThrowingTaskGroup(of: PutResult.self) { group in
+                for timestamp in UInt64(1)...100 {
+                    let node = timestamp % 2 == 0 ? nodeA : nodeB
+                    group.addTask { try await node.put(key: key, record: Self.record(timestamp)) }
+                }
+                return try await group.reduce(into: [PutResult]()) { $0.append($1) }
+            }
+            #expect(results.contains(.stored))
+            #expect(try await nodeA.get(keys: [key], updatedSince: 0)[key]?.timestamp == 100)
+            #expect(try await nodeB.put(key: key, record: Self.record(100)) == .stale(current: 100))  // replay on the other node
+
+            // Through the HTTP layer: while the database is down, 503 with a JSON reason; after, 2xx again.
+            let relay = RelayHarness(store: nodeB)
+            let signer = try Ed25519SigningKey.generate()
+            try await relay.app.test(.router) { client in
+                #expect(try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json,
+                                                 body: try relay.uploadBody(signer)).status == .noContent)
+                try await server.control("kill")
+                let down = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json,
+                                                    body: RelayHarness.fetchBody([signer.publicKey.base64URL]))
+                #expect(down.status == .serviceUnavailable)
+                #expect(down.errorCode == "store_unavailable")
+                try await server.control("start")
+                var status = HTTPResponse.Status.serviceUnavailable
+                for _ in 0..<40 where status != .ok {
+                    status = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json,
+                                                      body: RelayHarness.fetchBody([signer.publicKey.base64URL])).status
+                    if status != .ok { try await Task.sleep(for: .milliseconds(250)) }
+                }
+                #expect(status == .ok)
+            }
+            await nodeA.close()
+            await nodeB.close()
+        }
+    }
+}

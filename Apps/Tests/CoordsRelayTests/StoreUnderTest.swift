@@ -1,0 +1,148 @@
+import CoordsCore
+import Foundation
+import Logging
+import Synchronization
+import Testing
+@testable import CoordsRelay
+
+/// The three relay stores the parametrised suites run against.
+enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case memory, lmdb, postgres
+    var testDescription: String { rawValue }
+}
+
+/// Fresh stores for tests: a new memory store or a new LMDB directory (PostgreSQL stores come
+/// from a suite's own ``PostgresTestServer``).
+enum StoreUnderTest {
+    private static let directories = Mutex<[String]>([])
+
+    static func store(_ kind: StoreKind) async throws -> any RelayStore {
+        switch kind {
+        case .memory:
+            return MemoryRelayStore()
+        case .lmdb:
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString)").path
+            directories.withLock { $0.append(directory) }
+            return try LMDBRelayStore(directory: directory, durability: .noSync)
+        case .postgres:
+            throw PostgresTestServerError(description: "PostgreSQL stores come from a PostgresTestServer")
+        }
+    }
+
+    static var quietLogger: Logger {
+        var logger = Logger(label: "test.postgres")
+        logger.logLevel = .critical
+        return logger
+    }
+
+    /// Removes the LMDB directories made so far (the stores must be closed).
+    static func removeDirectories() {
+        for directory in directories.withLock({ list in defer { list = [] }; return list }) {
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+}
+
+/// A real PostgreSQL server for one test suite (scripts/pg-test-server.sh), started and stopped
+/// explicitly by the suite. Blocking subprocess calls run on dispatch threads, never on Swift's
+/// cooperative pool (on 2 cores the relays under test would stall behind them).
+final class PostgresTestServer: Sendable {
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("scripts/pg-test-server.sh").path
+    let directory: String
+    let port: Int
+
+    private init(directory: String, port: Int) {
+        self.directory = directory
+        self.port = port
+    }
+
+    /// Starts a new server on a free loopback port outside the ephemeral range (retried if busy).
+    static func start() async throws -> PostgresTestServer {
+        var lastError: (any Error)?
+        for _ in 0..<8 {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pg-\(UUID().uuidString)").path
+            let port = Int.random(in: 20_000..<30_000)
+            do {
+                _ = try await runOffPool(script, ["start", directory, String(port)])
+                return PostgresTestServer(directory: directory, port: port)
+            } catch {
+                lastError = error
+                try? FileManager.default.removeItem(atPath: directory)
+            }
+        }
+        throw lastError ?? PostgresTestServerError(description: "PostgreSQL did not start")
+    }
+
+    /// Stops the server and removes its files.
+    func stop() async {
+        _ = try? await Self.runOffPool(Self.script, ["kill", directory])
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// The database URL with `password`.
+    func url(database: String = "coords", password: String = "coords-test") -> String {
+        "postgres://coords:\(password)@127.0.0.1:\(port)/\(database)"
+    }
+
+    /// A new empty database owned by the test role.
+    func freshDatabase() async throws -> PostgresLocation {
+        let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        try await sql("CREATE DATABASE \(name)")
+        return try PostgresLocation(url: url(database: name))
+    }
+
+    /// Runs one SQL statement as the test role in `database`.
+    func sql(_ statement: String, database: String = "coords") async throws {
+        _ = try await Self.runOffPool("/usr/bin/env", ["PGPASSWORD=coords-test", "psql", "-h", "127.0.0.1", "-p", String(port), "-U", "coords",
+                                                       "-d", database, "-qAt", "-v", "ON_ERROR_STOP=1", "-c", statement])
+    }
+
+    /// The script's `kill` (immediate stop) and `start` again on the same data and port.
+    func control(_ command: String) async throws {
+        if command == "start" {
+            _ = try await Self.runOffPool(Self.script, ["start", directory, String(port)])
+        } else {
+            _ = try await Self.runOffPool(Self.script, [command, directory])
+        }
+    }
+
+    static func runOffPool(_ executable: String, _ arguments: [String]) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try run(executable, arguments) })
+            }
+        }
+    }
+
+    /// Runs a command to completion with posix_spawn and waitpid (Foundation's Process can wait
+    /// forever for a child that already exited when called off the main thread), its output in a
+    /// temporary file.
+    static func run(_ executable: String, _ arguments: [String]) throws -> String {
+        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("pgrun-\(UUID().uuidString)").path
+        defer { unlink(outputPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        guard spawned == 0 else { throw PostgresTestServerError(description: "cannot run \(executable): error \(spawned)") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        let exited = status & 0x7f == 0, code = (status >> 8) & 0xff
+        guard exited, code == 0 else {
+            throw PostgresTestServerError(description: "\(executable) \(arguments.joined(separator: " ")) failed (status \(status)): \(output)")
+        }
+        return output
+    }
+}
+
+struct PostgresTestServerError: Error, CustomStringConvertible {
+    let description: String
+}
