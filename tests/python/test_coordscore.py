@@ -712,3 +712,15 @@ def test_app_methods_return_typed_records(tmp_path):
         assert isinstance(alice.conversations()[0], cc.Conversation)
         assert isinstance(alice.prepare_message_fetch(), cc.Request)
         assert upload.to_json()["request"]["method"] == "PUT" and upload["fix_timestamp"] == upload.fix_timestamp
+
+
+def test_hostile_disappearing_time_never_traps(tmp_path):
+    # A disappearing time of 2^64-1 seconds used to overflow (seconds × 1000) when the next
+    # message was stored, killing the host process.
+    with cc.App(str(tmp_path / "alice"), passphrase="pw", **FAST) as alice:
+        alice.create_identity("Alice", "https://relay.example")
+        friend = alice.add_friend_link(cc.friend_link(cc.generate_identity()[1], "https://relay.example", "Bob"))
+        alice.set_disappearing(friend.id, 2**64 - 1)
+        sent = alice.send_message(friend.id, "still here")
+        assert sent.message.disappears_at == 2**64 - 1
+        assert [m.text for m in alice.history(friend.id)] == ["still here"]

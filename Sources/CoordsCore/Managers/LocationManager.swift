@@ -220,7 +220,7 @@ public actor LocationManager {
     /// The time to sign the next request with: now (seconds), but always after the previous
     /// one, so two requests in the same second do not look like a replay to the relay.
     static func nextSignedTimestamp(_ state: inout UploadState, now: UInt64) -> UInt64 {
-        let signed = max(now / 1000, (state.lastSignedTimestamp ?? 0) + 1)
+        let signed = max(now / 1000, (state.lastSignedTimestamp ?? 0).addingSaturating(1))  // a damaged store never traps
         state.lastSignedTimestamp = signed
         return signed
     }

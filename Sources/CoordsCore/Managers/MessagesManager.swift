@@ -229,7 +229,7 @@ public actor MessagesManager {
         let now = context.clock.now() / 1000
         let timestamp = try context.database.write { tx in
             let settings = try tx.open(Tables.settings)
-            let next = max(now, (try settings.get(SettingKey.mailboxLastSignedTimestamp).flatMap(UInt64.init) ?? 0) + 1)
+            let next = max(now, (try settings.get(SettingKey.mailboxLastSignedTimestamp).flatMap(UInt64.init) ?? 0).addingSaturating(1))
             try settings.put(SettingKey.mailboxLastSignedTimestamp, String(next))
             return next
         }
@@ -408,6 +408,6 @@ public actor MessagesManager {
     /// When a message stored now in `peer`'s conversation disappears (nil: never).
     static func disappearance(_ tx: borrowing WriteTransaction, peer: String, storedAt: UInt64) throws -> UInt64? {
         let key = try Ed25519PublicKey(base64URL: peer)
-        return try tx.open(Tables.conversations).get(key)?.disappearAfterSeconds.map { storedAt + $0 * 1000 }
+        return try tx.open(Tables.conversations).get(key)?.disappearAfterSeconds.map { storedAt.addingSaturating($0.multipliedSaturating(by: 1000)) }
     }
 }
