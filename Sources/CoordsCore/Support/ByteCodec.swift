@@ -17,7 +17,9 @@ public struct ByteReaderError: Error, CustomStringConvertible, Sendable, Equatab
 /// ```
 public struct ByteReader {
     private let base: UnsafeRawBufferPointer
-    /// Bytes consumed so far.
+    /// Bytes consumed so far. Invariant: `0 <= offset <= base.count` (it only advances after a
+    /// guard that the bytes are there), so `base.count - offset` and `offset + n` for a checked
+    /// `n <= remaining` can never overflow or index out of bounds, whatever the input says.
     public private(set) var offset = 0
 
     /// Reads `bytes`; use the reader only while `bytes` is valid (inside its `withUnsafeBytes`).
