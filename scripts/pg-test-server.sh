@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL server for the tests (Debian's postgresql package; never a mock):
 #
-#   scripts/pg-test-server.sh start DIR PORT   initdb in DIR, start on 127.0.0.1:PORT, create role and
-#                                              database "coords" (password "coords-test"); prints the URL
+#   scripts/pg-test-server.sh start DIR PORT [PID]
+#                                              initdb in DIR, start on 127.0.0.1:PORT, create role and
+#                                              database "coords" (password "coords-test"); prints the URL.
+#                                              With PID: a watchdog stops the server and removes DIR
+#                                              once process PID has exited (tests that crash leave nothing).
 #   scripts/pg-test-server.sh stop DIR         stop it (fast shutdown) and leave DIR for inspection
 #   scripts/pg-test-server.sh restart DIR      stop and start again (same data, same port)
 #   scripts/pg-test-server.sh kill DIR         stop it immediately (immediate mode), to test an outage
@@ -12,7 +15,7 @@
 set -euo pipefail
 command=${1:-}
 dir=${2:-}
-[ -n "$command" ] && [ -n "$dir" ] || { sed -n '2,12p' "$0"; exit 2; }
+[ -n "$command" ] && [ -n "$dir" ] || { sed -n '2,15p' "$0"; exit 2; }
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$bin/initdb" ] || { echo "pg-test-server: PostgreSQL is not installed (make deps installs Debian's postgresql)" >&2; exit 1; }
 as_owner() {
@@ -44,10 +47,16 @@ CONF
             -c "CREATE ROLE coords LOGIN CREATEDB PASSWORD 'coords-test'" -c "CREATE DATABASE coords OWNER coords" >/dev/null
         touch "$dir/created"
     fi
+    watch=${4:-}
+    if [ -n "$watch" ] && [ ! -f "$dir/watchdog" ]; then
+        touch "$dir/watchdog"
+        setsid bash -c "while kill -0 $watch 2>/dev/null; do sleep 2; done; \"$0\" kill \"$dir\" || true; rm -rf \"$dir\"" \
+            </dev/null >/dev/null 2>&1 &
+    fi
     echo "postgres://coords:coords-test@127.0.0.1:$port/coords"
     ;;
 stop) as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null ;;
 kill) as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null ;;
 restart) as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m fast -w restart </dev/null >/dev/null 2>&1 ;;
-*) sed -n '2,12p' "$0"; exit 2 ;;
+*) sed -n '2,15p' "$0"; exit 2 ;;
 esac

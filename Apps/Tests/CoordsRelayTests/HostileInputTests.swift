@@ -117,38 +117,39 @@ import Testing
 
     // MARK: 5. The accepted-once cache expires by buckets, bounded
 
-    @Test func seenSignaturesExpireByBucketAndStayBounded() {
-        let seen = SeenSignatures(capacity: 3)
-        func signature(_ n: UInt8) -> [UInt8] { [UInt8](repeating: n, count: 64) }
-        #expect(seen.insert(signature(1), until: 1000, now: 700) == .accepted)
-        #expect(seen.insert(signature(1), until: 1000, now: 701) == .replayed)
-        #expect(seen.insert(signature(2), until: 1100, now: 701) == .accepted)
-        #expect(seen.insert(signature(3), until: 1200, now: 702) == .accepted)
-        #expect(seen.insert(signature(4), until: 1200, now: 702) == .full)  // bounded: refuse, never forget early
+    @Test func seenSignaturesExpireByBucketAndStayBounded() throws {
+        let seen = SeenSignatures()
+        func signature(_ n: UInt8) throws -> Bytes32 { try Bytes32([UInt8](repeating: n, count: 32)) }
+        #expect(try seen.insert(signature(1), until: 1000, now: 700, capacity: 3) == .accepted)
+        #expect(try seen.insert(signature(1), until: 1000, now: 701, capacity: 3) == .replayed)
+        #expect(try seen.insert(signature(2), until: 1100, now: 701, capacity: 3) == .accepted)
+        #expect(try seen.insert(signature(3), until: 1200, now: 702, capacity: 3) == .accepted)
+        #expect(try seen.insert(signature(4), until: 1200, now: 702, capacity: 3) == .full)  // bounded: refuse, never forget early
         #expect(seen.count == 3)
         // Past the first expiry (and its whole bucket), the first signature is forgotten.
-        #expect(seen.insert(signature(4), until: 1300, now: 1000 + SeenSignatures.bucketSeconds) == .accepted)
-        #expect(seen.insert(signature(1), until: 1300, now: 1000 + SeenSignatures.bucketSeconds) == .full)
-        #expect(seen.insert(signature(1), until: 1300, now: 1100 + SeenSignatures.bucketSeconds) == .accepted)
+        #expect(try seen.insert(signature(4), until: 1300, now: 1000 + SeenSignatures.bucketSeconds, capacity: 3) == .accepted)
+        #expect(try seen.insert(signature(1), until: 1300, now: 1000 + SeenSignatures.bucketSeconds, capacity: 3) == .full)
+        #expect(try seen.insert(signature(1), until: 1300, now: 1100 + SeenSignatures.bucketSeconds, capacity: 3) == .accepted)
         seen.prune(now: UInt64.max)
         #expect(seen.count == 0)
         // Hostile expiry values never trap.
-        #expect(seen.insert(signature(9), until: .max, now: .max) == .accepted)
-        #expect(seen.insert(signature(9), until: .max, now: .max) == .replayed)
+        #expect(try seen.insert(signature(9), until: .max, now: .max, capacity: 3) == .accepted)
+        #expect(try seen.insert(signature(9), until: .max, now: .max, capacity: 3) == .replayed)
     }
 
     @Test func seenSignatureInsertsStayFastPastAHundredThousand() {
-        let seen = SeenSignatures(capacity: 1_000_000)
+        let seen = SeenSignatures()
         var random = SystemRandomNumberGenerator()
         let clock = ContinuousClock()
         let elapsed = clock.measure {
             for i in 0..<150_000 {
-                var signature = [UInt8](repeating: 0, count: 64)
+                var signature = [UInt8](repeating: 0, count: 32)
                 for j in 0..<8 { signature[j] = UInt8.random(in: 0...255, using: &random) }
                 signature[8] = UInt8(truncatingIfNeeded: i)
                 signature[9] = UInt8(truncatingIfNeeded: i >> 8)
                 signature[10] = UInt8(truncatingIfNeeded: i >> 16)
-                _ = seen.insert(signature, until: 1_000 + UInt64(i / 100), now: UInt64(i / 100))
+                guard let r = try? Bytes32(signature) else { continue }
+                _ = seen.insert(r, until: 1_000 + UInt64(i / 100), now: UInt64(i / 100), capacity: 1_000_000)
             }
         }
         // The old cache filtered the whole map on every insert past 100,000 (minutes here);

@@ -8,10 +8,11 @@ import Testing
 @testable import CoordsRelay
 
 /// The §7.3 mailbox: every status code, recipient signatures, caps, tombstones and expiry, on the
-/// in-memory and the LMDB store, in process and over a socket (PostgreSQL: PostgresStoreTests).
+/// in-memory, LMDB and PostgreSQL stores, in process and over a socket.
 @Suite struct MailboxTests {
     typealias StoreKind = CoordsRelayTests.StoreKind
-    static let cases: [(TestingSetup, StoreKind)] = [(.router, .memory), (.router, .lmdb), (.live, .lmdb)]
+    static let cases: [(TestingSetup, StoreKind)] = [(.router, .memory), (.router, .lmdb), (.live, .lmdb), (.router, .postgres),
+                                                     (.live, .postgres)]
 
     /// A relay with the chosen store (closed by `finish`).
     struct Setup {
@@ -234,20 +235,59 @@ import Testing
         }
     }
 
-    @Test func mailboxSurvivesARestartOnLMDB() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mailbox-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+    /// The accepted-once table of recipient request signatures, through the store API of every
+    /// store; on PostgreSQL a second node sharing the database sees what the first accepted.
+    @Test(arguments: StoreKind.allCases)
+    func requestSignaturesAreAcceptedOnceInEveryStore(_ kind: StoreKind) async throws {
+        let open = try await StoreUnderTest.reopenable(kind)
+        let store = try await open()
+        let r1 = try Bytes32([UInt8](repeating: 1, count: 32)), r2 = try Bytes32([UInt8](repeating: 2, count: 32))
+        #expect(try await store.acceptSignature(r1, until: 1000, now: 700, capacity: 10) == .accepted)
+        #expect(try await store.acceptSignature(r1, until: 1000, now: 701, capacity: 10) == .replayed)
+        #expect(try await store.acceptSignature(r2, until: 1000, now: 701, capacity: 10) == .accepted)
+        #expect(try await store.seenSignatureCount() == 2)
+        if kind == .postgres {
+            let otherNode = try await open()
+            #expect(try await otherNode.acceptSignature(r1, until: 1000, now: 702, capacity: 10) == .replayed)
+            await otherNode.close()
+        } else {
+            // Bounded: past the capacity a new signature is refused, an old one never forgotten early.
+            #expect(try await store.acceptSignature(try Bytes32([UInt8](repeating: 3, count: 32)), until: 1000, now: 702, capacity: 2) == .full)
+        }
+        // Once expired (the timestamp window refuses the request by then), the signature may come again.
+        #expect(try await store.acceptSignature(r1, until: 1400, now: 1100, capacity: 10) == .accepted)
+        _ = try await store.mailboxSweep(now: 2000)
+        #expect(try await store.seenSignatureCount() == 0)
+        // Hostile numbers never trap.
+        let r9 = try Bytes32([UInt8](repeating: 9, count: 32))
+        #expect(try await store.acceptSignature(r9, until: .max, now: .max, capacity: .max) == .accepted)
+        #expect(try await store.acceptSignature(r9, until: .max, now: .max, capacity: .max) == .replayed)
+        await store.close()
+    }
+
+    /// Envelopes and used request signatures survive a restart (§7.3: a signature is accepted
+    /// once, also across restarts).
+    @Test(arguments: [StoreKind.lmdb, .postgres])
+    func mailboxSurvivesARestart(_ kind: StoreKind) async throws {
+        let open = try await StoreUnderTest.reopenable(kind)
         let clock = ManualClock(milliseconds: RelayHarness.start * 1000)
         let envelope = try Self.envelope(now: RelayHarness.start)
-        let first = RelayHarness(store: try LMDBRelayStore(directory: directory), clock: clock)
+        let first = RelayHarness(store: try await open(), clock: clock)
+        let path = Self.listPath(Self.bob)
+        let usedHeaders = Self.signedHeaders(Self.bob, "GET", path, first.now)
         try await first.app.test(.router) { client in
             let posted = try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: Self.body(envelope))
             #expect(posted.status == .accepted)
+            #expect(try await client.execute(uri: path, method: .get, headers: usedHeaders).status == .ok)
         }
         await first.store.close()
-        let second = RelayHarness(store: try LMDBRelayStore(directory: directory), clock: clock)
+        clock.advance(byMilliseconds: 1000)
+        let second = RelayHarness(store: try await open(), clock: clock)
         try await second.app.test(.router) { client in
-            let path = Self.listPath(Self.bob)
+            // The request signature used before the restart is still refused.
+            let replay = try await client.execute(uri: path, method: .get, headers: usedHeaders)
+            #expect(replay.status == .unauthorized)
+            #expect(replay.errorCode == "replayed_signature")
             let list = try await client.execute(uri: path, method: .get, headers: Self.signedHeaders(Self.bob, "GET", path, second.now))
             #expect(try list.json?.objectValue?["packets"]?.arrayValue?.map { try Envelope(json: $0) } == [envelope])
         }

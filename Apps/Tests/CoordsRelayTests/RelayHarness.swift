@@ -35,6 +35,19 @@ struct RelayHarness {
     }
 
     var app: some ApplicationProtocol { buildApplication(service: service) }
+
+    /// Runs `body` against the relay (router or live socket), then closes the store whatever
+    /// happened (a PostgreSQL store's pool must not outlive its test).
+    func test<Value>(_ setup: TestingSetup, _ body: @Sendable (any TestClientProtocol) async throws -> Value) async throws -> Value {
+        do {
+            let value = try await app.test(setup, body)
+            await store.close()
+            return value
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
     var now: UInt64 { clock.milliseconds / 1000 }
 
     static let json: HTTPFields = [.contentType: "application/json"]

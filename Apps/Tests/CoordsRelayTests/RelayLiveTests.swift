@@ -7,23 +7,23 @@ import NIOCore
 import Testing
 @testable import CoordsRelay
 
-/// Tests over a real loopback socket (`.live` binds port 0).
+/// Tests over a real loopback socket (`.live` binds port 0), on the persistent stores.
 @Suite struct RelayLiveTests {
-    @Test func restartOnTheSameDataDirectoryKeepsEverything() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+    @Test(arguments: [StoreKind.lmdb, .postgres])
+    func restartOnTheSameDataKeepsEverything(_ kind: StoreKind) async throws {
+        let open = try await StoreUnderTest.reopenable(kind)
         let clock = ManualClock(milliseconds: RelayHarness.start * 1000)
         let key = try Ed25519SigningKey.generate()
         let id = key.publicKey.base64URL
 
-        let first = RelayHarness(store: try LMDBRelayStore(directory: directory), clock: clock)
+        let first = RelayHarness(store: try await open(), clock: clock)
         try await first.app.test(.live) { client in
             let put = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try first.uploadBody(key))
             #expect(put.status == .noContent)
         }
         await first.store.close()
 
-        let second = RelayHarness(store: try LMDBRelayStore(directory: directory), clock: clock)
+        let second = RelayHarness(store: try await open(), clock: clock)
         try await second.app.test(.live) { client in
             let fetch = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody([id]))
             let entry = try #require(fetch.json?.objectValue?[id]?.objectValue)
@@ -35,10 +35,9 @@ import Testing
         await second.store.close()
     }
 
-    @Test func manyClientsAtOnceAndEveryAcknowledgedUploadIsReadable() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let relay = RelayHarness(store: try LMDBRelayStore(directory: directory))
+    @Test(arguments: [StoreKind.lmdb, .postgres])
+    func manyClientsAtOnceAndEveryAcknowledgedUploadIsReadable(_ kind: StoreKind) async throws {
+        let relay = RelayHarness(store: try await StoreUnderTest.reopenable(kind)())
         let keys = try (0..<24).map { _ in try Ed25519SigningKey.generate() }
         let bodies = try keys.map { key in try (0..<5).map { round in try relay.uploadBody(key, timestamp: relay.now + UInt64(round)) } }
         let acknowledged = try await relay.app.test(.live) { client -> [String: UInt64] in

@@ -12,14 +12,15 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
 }
 
 /// Every route and status code, in process (`.router`) and over a real loopback socket (`.live`,
-/// port 0), on the memory and the LMDB store (PostgreSQL: PostgresStoreTests).
+/// port 0), on all three stores (memory, LMDB, PostgreSQL on a real server).
 @Suite struct RelayRouterTests {
-    static let setups: [(TestingSetup, StoreKind)] = [(.router, .memory), (.live, .memory), (.router, .lmdb)]
+    static let setups: [(TestingSetup, StoreKind)] = [(.router, .memory), (.live, .memory), (.router, .lmdb), (.router, .postgres),
+                                                      (.live, .postgres)]
 
     @Test(arguments: RelayRouterTests.setups)
     func versionOnBothPaths(_ setup: TestingSetup, _ kind: StoreKind) async throws {
         let relay = RelayHarness(store: try await StoreUnderTest.store(kind))
-        try await relay.app.test(setup) { client in
+        try await relay.test(setup) { client in
             for path in ["/api/version", "/version"] {
                 let response = try await client.execute(uri: path, method: .get)
                 #expect(response.status == .ok)
@@ -41,7 +42,7 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
         let relay = RelayHarness(store: try await StoreUnderTest.store(kind))
         let alice = try Ed25519SigningKey.generate()
         let stranger = try Ed25519SigningKey.generate().publicKey.base64URL
-        try await relay.app.test(setup) { client in
+        try await relay.test(setup) { client in
             let put = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(alice))
             #expect(put.status == .noContent)
             #expect(put.body.readableBytes == 0)
@@ -101,7 +102,7 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
             ("not JSON", ByteBuffer(string: "{nope"), .badRequest, "invalid_json"),
             ("JSON array", ByteBuffer(string: "[]"), .badRequest, "invalid_json"),
         ]
-        try await relay.app.test(setup) { client in
+        try await relay.test(setup) { client in
             for (why, body, status, code) in cases {
                 let response = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: body)
                 #expect(response.status == status, "\(why)")
@@ -129,7 +130,7 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
         configuration.maximumBodyBytes = 8192
         let relay = RelayHarness(configuration: configuration, store: try await StoreUnderTest.store(kind))
         let ids = (0..<51).map { _ in Base64.encode([UInt8](repeating: 3, count: 32)) }
-        try await relay.app.test(setup) { client in
+        try await relay.test(setup) { client in
             let tooMany = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody(ids))
             #expect(tooMany.status == .badRequest)
             #expect(tooMany.errorCode == "too_many_ids")
@@ -166,7 +167,7 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
         let relay = RelayHarness(store: try await StoreUnderTest.store(kind))
         let key = try Ed25519SigningKey.generate(), other = try Ed25519SigningKey.generate()
         let id = key.publicKey.base64URL
-        try await relay.app.test(setup) { client in
+        try await relay.test(setup) { client in
             _ = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(key, timestamp: relay.now - 20))
             // A delete older than the stored upload is refused (a captured old delete cannot remove newer data).
             let stale = try await client.execute(uri: "/api/location", method: .delete, headers: RelayHarness.json,
@@ -205,7 +206,7 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
         let relay = RelayHarness(configuration: configuration, store: try await StoreUnderTest.store(kind))
         let key = try Ed25519SigningKey.generate()
         let id = key.publicKey.base64URL
-        try await relay.app.test(setup) { client in
+        try await relay.test(setup) { client in
             _ = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(key))
             relay.clock.advance(byMilliseconds: 3599 * 1000)
             let fresh = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody([id]))
@@ -231,7 +232,7 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
         configuration.keyBurst = 2
         let relay = RelayHarness(configuration: configuration, store: try await StoreUnderTest.store(kind))
         let key = try Ed25519SigningKey.generate()
-        try await relay.app.test(setup) { client in
+        try await relay.test(setup) { client in
             var statuses: [UInt] = []
             for i in 0..<4 {
                 let response = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json,
@@ -261,7 +262,7 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
     func metricsExposition(_ setup: TestingSetup, _ kind: StoreKind) async throws {
         let relay = RelayHarness(store: try await StoreUnderTest.store(kind))
         let key = try Ed25519SigningKey.generate()
-        try await relay.app.test(setup) { client in
+        try await relay.test(setup) { client in
             _ = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(key))
             _ = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody([key.publicKey.base64URL]))
             _ = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: ByteBuffer(string: "x"))
@@ -288,7 +289,7 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
         let blob = try LocationBlob.seal(location.wire, for: [alice.publicKey, bob.publicKey])
         let upload = try RelayAPI.prepareUpload(blob: blob, timestamp: relay.now, signer: alice, server: "https://relay.test")
         let fetch = try #require(try RelayAPI.prepareFetches([.init(id: alice.publicKey.base64URL, server: "https://relay.test")]).first)
-        try await relay.app.test(setup) { client in
+        try await relay.test(setup) { client in
             let put = try await client.execute(uri: "/api/location", method: .put, headers: [.contentType: "application/json"],
                                                body: ByteBuffer(bytes: upload.body))
             #expect(put.status == .noContent)

@@ -11,21 +11,28 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     var testDescription: String { rawValue }
 }
 
-/// Fresh stores for tests: a new memory store or a new LMDB directory (PostgreSQL stores come
-/// from a suite's own ``PostgresTestServer``).
+/// Fresh stores for tests: a new memory store, a new LMDB directory, or a new database on the
+/// test process's PostgreSQL server (``PostgresTestServer/shared()``).
 enum StoreUnderTest {
     private static let directories = Mutex<[String]>([])
 
     static func store(_ kind: StoreKind) async throws -> any RelayStore {
+        try await reopenable(kind)()
+    }
+
+    /// A function that opens the same store each time it is called (after the previous one was
+    /// closed): the same LMDB directory or the same PostgreSQL database. For memory, a new store.
+    static func reopenable(_ kind: StoreKind) async throws -> @Sendable () async throws -> any RelayStore {
         switch kind {
         case .memory:
-            return MemoryRelayStore()
+            return { MemoryRelayStore() }
         case .lmdb:
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString)").path
             directories.withLock { $0.append(directory) }
-            return try LMDBRelayStore(directory: directory, durability: .noSync)
+            return { try LMDBRelayStore(directory: directory, durability: .noSync) }
         case .postgres:
-            throw PostgresTestServerError(description: "PostgreSQL stores come from a PostgresTestServer")
+            let location = try await PostgresTestServer.shared().freshDatabase()
+            return { try await PostgresRelayStore(location: location, poolSize: 4, logger: quietLogger) }
         }
     }
 
@@ -57,14 +64,29 @@ final class PostgresTestServer: Sendable {
         self.port = port
     }
 
-    /// Starts a new server on a free loopback port outside the ephemeral range (retried if busy).
-    static func start() async throws -> PostgresTestServer {
+    private static let sharedServer = Mutex<Task<PostgresTestServer, any Error>?>(nil)
+
+    /// The server the parametrised suites share, started on first use. It is never stopped by a
+    /// test: the script's watchdog stops it and removes its files when this process exits.
+    static func shared() async throws -> PostgresTestServer {
+        let task = sharedServer.withLock { task in
+            if let task { return task }
+            let started = Task { try await start(watching: getpid()) }
+            task = started
+            return started
+        }
+        return try await task.value
+    }
+
+    /// Starts a new server on a free loopback port outside the ephemeral range (retried if busy);
+    /// with `watching`, the script stops it when that process exits.
+    static func start(watching: pid_t? = nil) async throws -> PostgresTestServer {
         var lastError: (any Error)?
         for _ in 0..<8 {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pg-\(UUID().uuidString)").path
             let port = Int.random(in: 20_000..<30_000)
             do {
-                _ = try await runOffPool(script, ["start", directory, String(port)])
+                _ = try await runOffPool(script, ["start", directory, String(port)] + (watching.map { [String($0)] } ?? []))
                 return PostgresTestServer(directory: directory, port: port)
             } catch {
                 lastError = error

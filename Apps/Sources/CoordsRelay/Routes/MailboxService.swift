@@ -1,77 +1,6 @@
 import CoordsCore
 import Synchronization
 
-/// Signatures of recipient requests already accepted (§7.3: each is accepted once), kept until
-/// their timestamp leaves the skew window, after which the timestamp check refuses them anyway.
-///
-/// Entries live in time buckets of ``bucketSeconds`` by expiry, so forgetting old ones costs
-/// O(1) amortised (a whole bucket goes at once, and there are at most `2·skew / bucketSeconds + 1`
-/// live buckets to look at), never a scan of the whole set under the lock. Memory is bounded by
-/// `capacity`: past it new signatures are refused (503) rather than old ones forgotten early,
-/// which would let them be replayed. Only the signature's first 32 bytes (Ed25519's `R`, unique
-/// per key and message) are kept. In memory: after a restart a signature could be replayed
-/// within its remaining window, which only lets the replayer repeat the same read or ack
-/// (docs/MESSAGING.md).
-final class SeenSignatures: Sendable {
-    /// What ``insert(_:until:now:)`` decided.
-    enum Outcome: Equatable {
-        case accepted
-        case replayed
-        case full
-    }
-
-    private struct Key: Hashable {
-        var a: UInt64, b: UInt64, c: UInt64, d: UInt64
-    }
-
-    private struct State {
-        var members: Set<Key> = []
-        var buckets: [UInt64: [Key]] = [:]
-        /// The smallest bucket number present (nil when empty).
-        var oldest: UInt64?
-    }
-
-    static let bucketSeconds: UInt64 = 16
-    let capacity: Int
-    private let state = Mutex(State())
-
-    init(capacity: Int) { self.capacity = max(capacity, 1) }
-
-    /// Records `signature` (valid until `until`, Unix seconds) at `now`: `.accepted` the first
-    /// time, `.replayed` after, `.full` when `capacity` live signatures are held.
-    func insert(_ signature: [UInt8], until: UInt64, now: UInt64) -> Outcome {
-        guard signature.count >= 32 else { return .replayed }
-        func word(_ offset: Int) -> UInt64 { (0..<8).reduce(0) { $0 << 8 | UInt64(signature[offset + $1]) } }
-        let key = Key(a: word(0), b: word(8), c: word(16), d: word(24))
-        return state.withLock { state in
-            Self.expire(&state, now: now)
-            guard !state.members.contains(key) else { return .replayed }
-            guard state.members.count < capacity else { return .full }
-            state.members.insert(key)
-            let bucket = until / Self.bucketSeconds
-            state.buckets[bucket, default: []].append(key)
-            state.oldest = min(state.oldest ?? bucket, bucket)
-            return .accepted
-        }
-    }
-
-    /// Forgets every bucket whose signatures all expired before `now`.
-    func prune(now: UInt64) { state.withLock { Self.expire(&$0, now: now) } }
-
-    /// Signatures currently remembered.
-    var count: Int { state.withLock { $0.members.count } }
-
-    private static func expire(_ state: inout State, now: UInt64) {
-        // Bucket b holds expiries b·w … b·w + w − 1: all past when b < now / w.
-        let current = now / bucketSeconds
-        guard let oldest = state.oldest, oldest < current else { return }
-        for bucket in state.buckets.keys where bucket < current {
-            for key in state.buckets.removeValue(forKey: bucket) ?? [] { state.members.remove(key) }
-        }
-        state.oldest = state.buckets.keys.min()
-    }
-}
-
 /// The §7.3 mailbox: sealed envelopes in, recipient-signed reads and acks out.
 extension RelayService {
     private var mailboxLimits: MailboxLimits {
@@ -161,7 +90,7 @@ extension RelayService {
             guard let n = Int(text), (1...100).contains(n) else { throw RelayFailure(400, "invalid_limit", "limit must be 1…100") }
             limit = n
         }
-        try authenticate(recipient: recipient, method: "GET", pathWithQuery: pathWithQuery, headers: headers)
+        try await authenticate(recipient: recipient, method: "GET", pathWithQuery: pathWithQuery, headers: headers)
         let entries = try await store.mailboxList(recipient: recipient.hex, now: nowSeconds, limit: limit)
         let packets = entries.compactMap { try? JSONValue.parse($0.envelope) }
         metrics.messagesDelivered.increment(by: Int64(packets.count))
@@ -178,7 +107,7 @@ extension RelayService {
             throw RelayFailure(401, "unauthenticated", "send X-Coords-Key, X-Coords-Timestamp and X-Coords-Signature (§7.3)")
         }
         let recipient = PeerID(key)
-        try authenticate(recipient: recipient, method: method, pathWithQuery: pathWithQuery, headers: headers)
+        try await authenticate(recipient: recipient, method: method, pathWithQuery: pathWithQuery, headers: headers)
         let tombstoneUntil = nowSeconds.addingSaturating(configuration.maximumMessageTTLSeconds).addingSaturating(configuration.clockSkewSeconds)
         let deleted = try await store.mailboxAck(id: id, recipient: recipient.hex, tombstoneUntil: tombstoneUntil)
         if deleted { metrics.messagesAcknowledged.increment() }
@@ -187,7 +116,7 @@ extension RelayService {
 
     /// Checks the three recipient headers: the key hashes to `recipient`, the timestamp is within
     /// the skew, the signature verifies and was never used before.
-    private func authenticate(recipient: PeerID, method: String, pathWithQuery: String, headers: [String: String]) throws {
+    private func authenticate(recipient: PeerID, method: String, pathWithQuery: String, headers: [String: String]) async throws {
         guard let keyText = headers["x-coords-key"], let timestampText = headers["x-coords-timestamp"],
               let signatureText = headers["x-coords-signature"] else {
             throw RelayFailure(401, "unauthenticated", "send X-Coords-Key, X-Coords-Timestamp and X-Coords-Signature (§7.3)")
@@ -205,7 +134,9 @@ extension RelayService {
               key.isValidSignature(signature, for: MailboxAuth.signedBytes(method: method, path: pathWithQuery, timestamp: timestamp)) else {
             throw RelayFailure(401, "invalid_signature", "X-Coords-Signature does not verify for this method, path and timestamp")
         }
-        switch seenSignatures.insert(signature, until: timestamp.addingSaturating(skew), now: now) {
+        let r = try Bytes32(Array(signature.prefix(32)))  // 64 bytes checked above
+        switch try await store.acceptSignature(r, until: timestamp.addingSaturating(skew), now: now,
+                                               capacity: configuration.maximumSeenSignatures) {
         case .accepted:
             break
         case .replayed:
@@ -223,7 +154,6 @@ extension RelayService {
             metrics.messagesExpired.increment(by: Int64(removed))
             logger.info("expired messages swept", metadata: ["count": "\(removed)"])
         }
-        seenSignatures.prune(now: now)
         messageLimiter.prune(now: clock.now())
     }
 }

@@ -13,7 +13,6 @@ public final class RelayService: Sendable {
     private let addressLimiter: RateLimiter
     private let keyLimiter: RateLimiter
     let messageLimiter: RateLimiter
-    let seenSignatures: SeenSignatures
 
     public init(configuration: RelayConfiguration, store: any RelayStore, clock: TimeSource = .system, logger: Logger) {
         self.configuration = configuration
@@ -23,7 +22,6 @@ public final class RelayService: Sendable {
         addressLimiter = RateLimiter(rate: configuration.addressRate, burst: configuration.addressBurst)
         keyLimiter = RateLimiter(rate: configuration.keyRate, burst: configuration.keyBurst)
         messageLimiter = RateLimiter(rate: configuration.messageRate, burst: configuration.messageBurst)
-        seenSignatures = SeenSignatures(capacity: configuration.maximumSeenSignatures)
     }
 
     var nowSeconds: UInt64 { clock.now() / 1000 }
@@ -182,8 +180,7 @@ public final class RelayService: Sendable {
     public func metricsText() async -> [UInt8] {
         if let count = try? await store.count() { metrics.storeEntries.set(Int64(count)) }
         if let count = try? await store.mailboxCount() { metrics.mailboxEntries.set(Int64(count)) }
-        seenSignatures.prune(now: nowSeconds)
-        metrics.seenSignatures.set(Int64(seenSignatures.count))
+        if let count = try? await store.seenSignatureCount() { metrics.seenSignatures.set(Int64(count)) }
         return metrics.exposition()
     }
 

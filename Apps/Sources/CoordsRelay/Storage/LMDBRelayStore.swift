@@ -52,10 +52,13 @@ enum RelayTables {
     static let mailboxTombstones = TableDefinition<String, UInt64>("mailbox_tombstones")
     /// `next_sequence`.
     static let mailboxMeta = TableDefinition<String, UInt64>("mailbox_meta")
-    /// Version 2 added the mailbox tables (created at open; nothing to convert).
-    static let schema = Schema(version: 2, tables: [records.erased, tombstones.erased, mailbox.erased, mailboxIndex.erased,
-                                                    mailboxTombstones.erased, mailboxMeta.erased],
-                               migrations: [Migration(to: 2) { _ in }])
+    /// Recipient request signatures accepted (`R`, 32 bytes) → kept until (Unix seconds).
+    static let seenSignatures = TableDefinition<Bytes32, UInt64>("seen_signatures")
+    /// Version 2 added the mailbox tables, version 3 the seen signatures (created at open;
+    /// nothing to convert).
+    static let schema = Schema(version: 3, tables: [records.erased, tombstones.erased, mailbox.erased, mailboxIndex.erased,
+                                                    mailboxTombstones.erased, mailboxMeta.erased, seenSignatures.erased],
+                               migrations: [Migration(to: 2) { _ in }, Migration(to: 3) { _ in }])
 }
 
 /// `mailbox-entry/1` (the table's type name; the value carries its own version byte):
@@ -120,6 +123,7 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
         case mailboxPost(MailboxEntry, MailboxLimits, now: UInt64)
         case mailboxAck(id: String, recipient: String, tombstoneUntil: UInt64)
         case mailboxSweep(now: UInt64)
+        case acceptSignature(Bytes32, until: UInt64, now: UInt64, capacity: Int)
     }
 
     private enum Outcome {
@@ -128,6 +132,7 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
         case swept(Int)
         case posted(MailboxPostResult)
         case acked(Bool)
+        case signature(SignatureAcceptance)
     }
 
     private struct Job: Sendable {
@@ -211,6 +216,17 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
         return count
     }
 
+    public func acceptSignature(_ r: Bytes32, until: UInt64, now: UInt64, capacity: Int) async throws -> SignatureAcceptance {
+        guard case .signature(let result) = try await submit(.acceptSignature(r, until: until, now: now, capacity: capacity)) else {
+            throw RelayStoreError(description: "unexpected outcome")
+        }
+        return result
+    }
+
+    public func seenSignatureCount() async throws -> Int {
+        try database.read { tx in try tx.open(RelayTables.seenSignatures).count() }
+    }
+
     public func mailboxList(recipient: String, now: UInt64, limit: Int) async throws -> [MailboxEntry] {
         try database.read { tx in
             var found: [MailboxEntry] = []
@@ -283,7 +299,21 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
                 return true
             }
             for id in old { _ = try tombstones.remove(id) }
+            let seen = try tx.open(RelayTables.seenSignatures)
+            var forgotten: [Bytes32] = []
+            try seen.forEach { r, until in
+                if until < now { forgotten.append(r) }
+                return true
+            }
+            for r in forgotten { _ = try seen.remove(r) }
             return .swept(expired.count)
+        case .acceptSignature(let r, let until, let now, let capacity):
+            let seen = try tx.open(RelayTables.seenSignatures)
+            if let kept = try seen.get(r), kept >= now { return .signature(.replayed) }
+            // Expired entries still count until the sweep; the sweep runs every minute.
+            if try seen.count() >= capacity { return .signature(.full) }
+            try seen.put(r, until)
+            return .signature(.accepted)
         default:
             return nil
         }
@@ -347,7 +377,7 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
                             }
                             for key in old { try tombstones.remove(key) }
                             return .swept(expired.count)
-                        case .mailboxPost, .mailboxAck, .mailboxSweep:
+                        case .mailboxPost, .mailboxAck, .mailboxSweep, .acceptSignature:
                             throw RelayStoreError(description: "mailbox operation not applied")
                         }
                     }

@@ -83,10 +83,19 @@ public actor MemoryRelayStore: RelayStore {
             queues[recipient] = kept.isEmpty ? nil : kept
         }
         messageTombstones = messageTombstones.filter { $0.value >= now }
+        seen.prune(now: now)
         return removed
     }
 
     public func mailboxCount() -> Int { recipientOf.count }
+
+    private let seen = SeenSignatures()
+
+    public func acceptSignature(_ r: Bytes32, until: UInt64, now: UInt64, capacity: Int) -> SignatureAcceptance {
+        seen.insert(r, until: until, now: now, capacity: capacity)
+    }
+
+    public func seenSignatureCount() -> Int { seen.count }
 
     public func close() {}
 }

@@ -461,6 +461,28 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         try await run("count envelopes") { client, logger in try await Self.scalar("SELECT count(*) FROM mailbox", client, logger) }
     }
 
+    // MARK: Request signatures
+
+    public func acceptSignature(_ r: Bytes32, until: UInt64, now: UInt64, capacity: Int) async throws -> SignatureAcceptance {
+        // One conditional statement, so two nodes seeing the same signature at the same instant
+        // cannot both accept it: a row comes back only for a new signature or an expired one.
+        try await run("record a request signature") { client, logger in
+            var accepted = false
+            for try await _ in try await client.query("""
+                INSERT INTO seen_signatures (r, until) VALUES (\(Self.bytes(r.bytes)), \(Self.int(until)))
+                ON CONFLICT (r) DO UPDATE SET until = EXCLUDED.until WHERE seen_signatures.until < \(Self.int(now))
+                RETURNING 1
+                """, logger: logger).decode(Int.self) { accepted = true }
+            return accepted ? .accepted : .replayed
+        }
+    }
+
+    public func seenSignatureCount() async throws -> Int {
+        try await run("count request signatures") { client, logger in
+            try await Self.scalar("SELECT count(*) FROM seen_signatures", client, logger)
+        }
+    }
+
     // MARK: Helpers
 
     /// Runs `body` against the database within ``operationTimeout``; a connection failure or

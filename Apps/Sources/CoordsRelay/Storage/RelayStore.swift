@@ -148,4 +148,24 @@ public protocol MailboxStore: Sendable {
     func mailboxSweep(now: UInt64) async throws -> Int
     /// Envelopes stored (expired ones included until swept).
     func mailboxCount() async throws -> Int
+    /// Records that a recipient request signature was used (§7.3: each is accepted once):
+    /// `r` is its first 32 bytes (Ed25519's `R`, unique per key and message), kept until `until`
+    /// (Unix seconds; after that the timestamp window refuses the request anyway). Persistent
+    /// stores keep it on disk, so a replay is refused across restarts, and on PostgreSQL across
+    /// every node. `capacity` bounds how many live signatures the memory and LMDB stores hold
+    /// (past it: `.full`, never an early forget); on PostgreSQL the database's disk bounds it.
+    /// Expired signatures go in ``mailboxSweep(now:)``.
+    func acceptSignature(_ r: Bytes32, until: UInt64, now: UInt64, capacity: Int) async throws -> SignatureAcceptance
+    /// Request signatures remembered (expired ones included until swept).
+    func seenSignatureCount() async throws -> Int
+}
+
+/// What ``MailboxStore/acceptSignature(_:until:now:capacity:)`` decided.
+public enum SignatureAcceptance: Sendable, Equatable {
+    /// First use: the request goes on.
+    case accepted
+    /// Used before and not yet expired: 401 `replayed_signature`.
+    case replayed
+    /// The store holds `capacity` live signatures: 503, retry later.
+    case full
 }
