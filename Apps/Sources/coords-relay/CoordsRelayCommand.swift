@@ -9,19 +9,37 @@ import Glibc
 /// Reads an environment variable.
 func environment(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
 
+/// Writes one line to standard error (unbuffered, so it is there even if the process dies next).
+func printError(_ text: String) {
+    let line = Array((text + "\n").utf8)
+    _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+}
+
 @main
 struct CoordsRelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "coords-relay",
         abstract: "The untrusted Coords relay: stores and forwards opaque, signed location blobs.",
         discussion: """
+            Without a subcommand, coords-relay serves (see `coords-relay serve --help` for every \
+            option). `coords-relay migrate` moves an LMDB relay's data into PostgreSQL. See docs/RELAY.md.
+            """,
+        version: CoordsVersion.string,
+        subcommands: [Serve.self, Migrate.self],
+        defaultSubcommand: Serve.self)
+}
+
+/// `coords-relay serve` (the default): the relay itself.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve the relay (the default subcommand).",
+        discussion: """
             A drop-in replacement for the reference Coords server (PUT/POST /api/location, \
             GET /api/version) with the CoordsCore extensions: signature stamps on fetches, replay \
-            and rollback refusal, signed deletes, expiry, rate limits, persistence (LMDB).
-            Every option can also be set through the environment variable in brackets.
-            See docs/RELAY.md.
-            """,
-        version: CoordsVersion.string)
+            and rollback refusal, signed deletes, expiry, rate limits, persistence (LMDB, or \
+            PostgreSQL shared by several relays). Every option can also be set through the \
+            environment variable in brackets. See docs/RELAY.md.
+            """)
 
     @Option(help: "Interface to bind [COORDS_HOST].")
     var host: String = environment("COORDS_HOST") ?? "127.0.0.1"
@@ -162,8 +180,7 @@ struct CoordsRelayCommand: AsyncParsableCommand {
                 store = try await PostgresRelayStore(location: location, poolSize: postgresPoolSize, logger: logger)
             } catch {
                 // One clear line and a non-zero exit, never a crash (the password is never printed).
-                let line = Array("coords-relay: error: \(error)\n".utf8)
-                _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+                printError("coords-relay: error: \(error)")
                 throw ExitCode(69)  // EX_UNAVAILABLE
             }
         } else if let directory = configuration.dataDirectory {

@@ -242,6 +242,55 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
         try database.read { tx in try tx.open(RelayTables.mailboxIndex).count() }
     }
 
+    // MARK: Export (coords-relay migrate)
+
+    /// Up to `limit` uploads with keys after `after` (nil: from the start), in key order: one
+    /// page of a consistent walk that never holds a read transaction across pages.
+    /// - Throws: ``StoreError``.
+    public func exportRecords(after: Bytes32?, limit: Int) throws -> [(key: Bytes32, record: RelayRecord)] {
+        try page(RelayTables.records, after: after, limit: limit).map { ($0.key, $0.value) }
+    }
+
+    /// Up to `limit` deletion tombstones with keys after `after`, in key order.
+    public func exportTombstones(after: Bytes32?, limit: Int) throws -> [(key: Bytes32, tombstone: Tombstone)] {
+        try page(RelayTables.tombstones, after: after, limit: limit).map { ($0.key, $0.value) }
+    }
+
+    /// Up to `limit` mailbox envelopes after queue position `after`, oldest first per recipient.
+    /// The position is opaque (pass back the last one returned).
+    public func exportMailbox(after: [UInt8]?, limit: Int) throws -> [(position: [UInt8], entry: MailboxEntry)] {
+        try page(RelayTables.mailbox, after: after, limit: limit).map { ($0.key, $0.value) }
+    }
+
+    /// Up to `limit` acknowledged envelope ids (and how long they stay refused) after `after`.
+    public func exportMailboxTombstones(after: String?, limit: Int) throws -> [(id: String, until: UInt64)] {
+        try page(RelayTables.mailboxTombstones, after: after, limit: limit).map { ($0.key, $0.value) }
+    }
+
+    /// Up to `limit` used request signatures (`R`, kept until) after `after`.
+    public func exportSeenSignatures(after: Bytes32?, limit: Int) throws -> [(r: Bytes32, until: UInt64)] {
+        try page(RelayTables.seenSignatures, after: after, limit: limit).map { ($0.key, $0.value) }
+    }
+
+    /// The number of entries of each table the export walks.
+    public func exportCounts() throws -> RelayExportCounts {
+        try database.read { tx in
+            RelayExportCounts(records: try tx.open(RelayTables.records).count(), tombstones: try tx.open(RelayTables.tombstones).count(),
+                              envelopes: try tx.open(RelayTables.mailbox).count(),
+                              envelopeTombstones: try tx.open(RelayTables.mailboxTombstones).count(),
+                              seenSignatures: try tx.open(RelayTables.seenSignatures).count())
+        }
+    }
+
+    private func page<K: StoreKey & Equatable, V: StoreValue>(_ table: TableDefinition<K, V>, after: K?, limit: Int) throws -> [(key: K, value: V)] {
+        try database.read { tx in
+            // `from` is inclusive: ask for one more and drop the key we already have.
+            var entries = try tx.open(table).entries(from: after, limit: max(limit, 1).addingSaturating(1))
+            if let after, entries.first?.key == after { entries.removeFirst() }
+            return Array(entries.prefix(max(limit, 1)))
+        }
+    }
+
     /// The mailbox operations of one commit (inside the committer's write transaction).
     private static func apply(_ operation: Operation, _ tx: borrowing WriteTransaction) throws -> Outcome? {
         switch operation {

@@ -1,0 +1,142 @@
+import CoordsCore
+
+/// How many entries of each kind a relay store holds (``LMDBRelayStore/exportCounts()``), or a
+/// migration copied.
+public struct RelayExportCounts: Sendable, Equatable, CustomStringConvertible {
+    public var records = 0
+    public var tombstones = 0
+    public var envelopes = 0
+    public var envelopeTombstones = 0
+    public var seenSignatures = 0
+
+    public init(records: Int = 0, tombstones: Int = 0, envelopes: Int = 0, envelopeTombstones: Int = 0, seenSignatures: Int = 0) {
+        self.records = records
+        self.tombstones = tombstones
+        self.envelopes = envelopes
+        self.envelopeTombstones = envelopeTombstones
+        self.seenSignatures = seenSignatures
+    }
+
+    /// All entries together.
+    public var total: Int {
+        [records, tombstones, envelopes, envelopeTombstones, seenSignatures].reduce(0) { $0.addingSaturating($1) }
+    }
+
+    public var description: String {
+        "\(records) uploads, \(tombstones) deletions, \(envelopes) envelopes, \(envelopeTombstones) acknowledged ids, \(seenSignatures) request signatures"
+    }
+}
+
+/// What one run of ``RelayMigration/copy(from:to:progress:)`` did.
+public struct RelayMigrationReport: Sendable, Equatable {
+    /// Entries read from the source.
+    public var read = RelayExportCounts()
+    /// Entries the target did not have yet (the rest were already there: a second run copies
+    /// nothing). Acknowledged ids count as copied on every run: rewriting one can only extend
+    /// how long it stays refused, and the store does not tell whether it was there.
+    public var copied = RelayExportCounts()
+}
+
+/// Copies everything a relay keeps from an LMDB store into another store (PostgreSQL, for
+/// `coords-relay migrate`): uploads, deletion tombstones, mailbox envelopes, acknowledged ids and
+/// used request signatures.
+///
+/// The copy goes through the target's own rules (``RelayStoreRules``: newest timestamp wins,
+/// tombstones refuse older uploads, ids are accepted once), so it is **idempotent** and safe to
+/// run again: against a target that already holds some of the data, or while the source relay
+/// still serves (run it once live, stop the LMDB relay, run it again for the last minutes, then
+/// start the PostgreSQL relays). Nothing in the target is ever rolled back to an older version.
+public enum RelayMigration {
+    /// Progress after each page: entries read so far and the source's totals.
+    public typealias Progress = @Sendable (_ read: RelayExportCounts, _ total: RelayExportCounts) -> Void
+
+    /// Entries per page read from the source.
+    static let pageSize = 512
+    /// Writes in flight at once against the target (lets PostgreSQL group their commits).
+    static let concurrency = 16
+
+    /// Copies `source` into `target` (both stay open; the caller closes them).
+    /// - Throws: ``StoreError`` from the source, ``RelayStoreError``/``RelayStoreUnavailable``
+    ///   from the target. A failed run can simply be started again.
+    public static func copy(from source: LMDBRelayStore, to target: any RelayStore, progress: Progress = { _, _ in }) async throws
+        -> RelayMigrationReport {
+        let total = try source.exportCounts()
+        var report = RelayMigrationReport()
+        let unlimited = MailboxLimits(perRecipient: .max, total: .max, perRecipientUnauthenticated: .max)
+
+        // Tombstones before uploads: a deleted key's old upload can then never come back.
+        var tombstoneCursor: Bytes32?
+        while case let page = try source.exportTombstones(after: tombstoneCursor, limit: pageSize), let last = page.last {
+            tombstoneCursor = last.key
+            report.read.tombstones += page.count
+            report.copied.tombstones += try await count(page) { item in
+                // Stale: the target already has this deletion (or a newer upload or deletion).
+                if case .stale = try await target.delete(key: item.key, timestamp: item.tombstone.timestamp, now: item.tombstone.recordedAt) {
+                    return false
+                }
+                return true
+            }
+            progress(report.read, total)
+        }
+
+        var recordCursor: Bytes32?
+        while case let page = try source.exportRecords(after: recordCursor, limit: pageSize), let last = page.last {
+            recordCursor = last.key
+            report.read.records += page.count
+            report.copied.records += try await count(page) { item in
+                try await target.put(key: item.key, record: item.record) == .stored
+            }
+            progress(report.read, total)
+        }
+
+        var mailboxCursor: [UInt8]?
+        while case let page = try source.exportMailbox(after: mailboxCursor, limit: pageSize), let last = page.last {
+            mailboxCursor = last.position
+            report.read.envelopes += page.count
+            // In queue order, one at a time: the target keeps each recipient's envelopes oldest first.
+            for item in page where try await target.mailboxPost(item.entry, limits: unlimited, now: 0) == .stored {
+                report.copied.envelopes += 1
+            }
+            progress(report.read, total)
+        }
+
+        var idCursor: String?
+        while case let page = try source.exportMailboxTombstones(after: idCursor, limit: pageSize), let last = page.last {
+            idCursor = last.id
+            report.read.envelopeTombstones += page.count
+            _ = try await count(page) { item in
+                // An id no one holds: acknowledging it only records (or extends) its tombstone.
+                try await target.mailboxAck(id: item.id, recipient: "", tombstoneUntil: item.until)
+            }
+            report.copied.envelopeTombstones += page.count
+            progress(report.read, total)
+        }
+
+        var signatureCursor: Bytes32?
+        while case let page = try source.exportSeenSignatures(after: signatureCursor, limit: pageSize), let last = page.last {
+            signatureCursor = last.r
+            report.read.seenSignatures += page.count
+            report.copied.seenSignatures += try await count(page) { item in
+                try await target.acceptSignature(item.r, until: item.until, now: 0, capacity: .max) == .accepted
+            }
+            progress(report.read, total)
+        }
+        return report
+    }
+
+    /// Runs `body` for every item, ``concurrency`` at a time; the number that returned true.
+    private static func count<Item: Sendable>(_ items: [Item], _ body: @escaping @Sendable (Item) async throws -> Bool) async throws -> Int {
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            var next = items.makeIterator(), counted = 0, running = 0
+            while running < concurrency, let item = next.next() {
+                group.addTask { try await body(item) }
+                running += 1
+            }
+            while let done = try await group.next() {
+                if done { counted += 1 }
+                if let item = next.next() { group.addTask { try await body(item) } }
+            }
+            return counted
+        }
+    }
+}
