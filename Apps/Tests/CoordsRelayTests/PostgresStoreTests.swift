@@ -89,6 +89,14 @@ import Testing
             } catch let error as RelayStoreError {
                 #expect(error.description.contains("newer than this relay"))
             }
+            // The relay process: one line, exit 69.
+            do {
+                _ = try await PostgresTestServer.runOffPool(try #require(RelayProcessTests.executable).path,
+                                                            ["--port", "0", "--postgres", server.url(database: location.database)])
+                Issue.record("coords-relay started on a newer schema")
+            } catch let error as PostgresTestServerError {
+                #expect(error.description.contains("status \(69 << 8)") && error.description.contains("newer than this relay"), "\(error)")
+            }
         }
     }
 

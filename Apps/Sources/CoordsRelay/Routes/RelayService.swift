@@ -9,7 +9,7 @@ public final class RelayService: Sendable {
     let store: any RelayStore
     let clock: TimeSource
     let logger: Logger
-    let metrics = RelayMetrics()
+    let metrics: RelayMetrics
     private let addressLimiter: RateLimiter
     private let keyLimiter: RateLimiter
     let messageLimiter: RateLimiter
@@ -19,6 +19,7 @@ public final class RelayService: Sendable {
         self.store = store
         self.clock = clock
         self.logger = logger
+        metrics = RelayMetrics(rates: (configuration.addressRate, configuration.keyRate, configuration.messageRate))
         addressLimiter = RateLimiter(rate: configuration.addressRate, burst: configuration.addressBurst)
         keyLimiter = RateLimiter(rate: configuration.keyRate, burst: configuration.keyBurst)
         messageLimiter = RateLimiter(rate: configuration.messageRate, burst: configuration.messageBurst)

@@ -28,9 +28,10 @@ final class RelayMetrics: Sendable {
 
     private static var requests: MetricNameDescriptor { name("requests", "total", "Requests by route, method and status") }
     private static var latency: MetricNameDescriptor { name("request_duration", "seconds", "Request latency by route") }
-    private static var rejections: MetricNameDescriptor { name("rejections", "total", "Refused requests by reason") }
+    private static var rejections: MetricNameDescriptor { name("rejections", "total", "Refused requests by reason (rate_limited: this node's own limits)") }
 
-    init() {
+    /// - Parameter rates: the configured per-node rate limits, shown in `coords_relay_rate_limit_info`.
+    init(rates: (address: Double, key: Double, message: Double) = (0, 0, 0)) {
         uploads = registry.makeCounter(descriptor: Self.name("uploads", "total", "Uploads stored"))
         fetches = registry.makeCounter(descriptor: Self.name("fetches", "total", "Fetch requests answered"))
         fetchedIDs = registry.makeCounter(descriptor: Self.name("fetched_ids", "total", "Ids asked for in fetches"))
@@ -45,6 +46,12 @@ final class RelayMetrics: Sendable {
         seenSignatures = registry.makeGauge(descriptor: Self.name("seen_signatures", "entries",
                                                                   "Mailbox request signatures remembered (accepted once)"))
         connectionsOpen = registry.makeGauge(descriptor: Self.name("connections_open", "count", "HTTP connections open now"))
+        // Rate limits are counted in each process: N relays behind a load balancer allow up to N
+        // times these rates in total (docs/RELAY.md, "Scaling").
+        registry.makeGauge(descriptor: Self.name("rate_limit", "info",
+                                                 "Configured rate limits (requests per second, 0 = off); rate limits are per node: each relay process counts only the requests it serves"),
+                           labels: [("scope", "node"), ("address_rate", "\(rates.address)"), ("key_rate", "\(rates.key)"),
+                                    ("message_rate", "\(rates.message)")]).set(Int64(1))
         registry.makeGauge(descriptor: Self.name("build", "info", "The relay's version (value 1)"),
                            labels: [("version", CoordsVersion.string)]).set(Int64(1))
     }

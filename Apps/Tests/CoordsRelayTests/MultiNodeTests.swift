@@ -1,0 +1,273 @@
+import CoordsCore
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import Synchronization
+import Testing
+@testable import CoordsRelay
+
+/// Two `coords-relay` processes on one PostgreSQL database, requests alternating between them and
+/// through nginx (deploy/nginx/coords-relay.conf): every protocol rule holds across nodes, a node
+/// killed under load loses nothing it acknowledged, and a database restart is a short 503.
+@Suite(.serialized) struct MultiNodeTests {
+    static let json: HTTPFields = [.contentType: "application/json"]
+    static var now: UInt64 { UInt64(Date().timeIntervalSince1970) }
+
+    /// Two relays on a fresh database of `server` (the shared one unless given), and nginx.
+    struct Cluster {
+        let a: RelayNode, b: RelayNode, nginx: NginxProxy
+
+        static func start(server: PostgresTestServer? = nil, extra: [String] = []) async throws -> Cluster {
+            let server = try await { if let server { return server }; return try await PostgresTestServer.shared() }()
+            let location = try await server.freshDatabase()
+            let url = server.url(database: location.database)
+            let a = try await RelayNode.start(["--postgres", url, "--postgres-pool-size", "4"] + extra)
+            let b = try await RelayNode.start(["--postgres", url, "--postgres-pool-size", "4"] + extra)
+            let nginx = try await NginxProxy.start(upstreams: [a.port, b.port])
+            return Cluster(a: a, b: b, nginx: nginx)
+        }
+
+        /// Runs `body` on a new cluster and stops it afterwards, whatever happened.
+        static func with(server: PostgresTestServer? = nil, extra: [String] = [], _ body: (Cluster) async throws -> Void) async throws {
+            let cluster = try await start(server: server, extra: extra)
+            do {
+                try await body(cluster)
+            } catch {
+                await cluster.stop()
+                throw error
+            }
+            await cluster.stop()
+        }
+
+        func stop() async {
+            await nginx.stop()
+            await a.process.stop()
+            await b.process.stop()
+        }
+    }
+
+    static func upload(_ key: Ed25519SigningKey, timestamp: UInt64) throws -> ByteBuffer {
+        let location = try Location(latitude: 46.948, longitude: 7.447, timestamp: timestamp * 1000)
+        let blob = try LocationBlob.seal(location.wire, for: [key.publicKey])
+        return ByteBuffer(bytes: RelayAPI.uploadBody(blob: blob, timestamp: timestamp, signer: key).serialized())
+    }
+
+    static func delete(_ key: Ed25519SigningKey, timestamp: UInt64) throws -> ByteBuffer {
+        ByteBuffer(bytes: try RelayAPI.prepareDelete(timestamp: timestamp, signer: key, server: "https://relay.test").body)
+    }
+
+    /// The stored upload time of each id, fetched from the node on `port` (one request of ≤ 50 ids).
+    static func storedTimestamps(port: Int, _ keys: [Ed25519SigningKey]) async throws -> [String: UInt64] {
+        var found: [String: UInt64] = [:]
+        for chunk in stride(from: 0, to: keys.count, by: 50).map({ Array(keys[$0..<min($0 + 50, keys.count)]) }) {
+            let ids = chunk.map(\.publicKey.base64URL)
+            let response = try await HTTPProbe.request(port: port, method: .post, path: "/api/location", headers: json,
+                                                       body: ByteBuffer(bytes: JSONValue.object(["ids": .array(ids.map { .string($0) })]).serialized()))
+            #expect(response.status == .ok)
+            for id in ids {
+                if let timestamp = response.json?.objectValue?[id]?.objectValue?["timestamp"]?.uint64Value { found[id] = timestamp }
+            }
+        }
+        return found
+    }
+
+    static func signed(_ signer: Ed25519SigningKey, _ method: String, _ path: String, _ timestamp: UInt64) -> HTTPFields {
+        MailboxTests.signedHeaders(signer, method, path, timestamp)
+    }
+
+    @Test func everyRuleHoldsAcrossNodesAndThroughNginx() async throws {
+        try await Cluster.with(extra: ["--mailbox-size", "3"]) { cluster in
+        let (a, b, nginx) = (cluster.a.port, cluster.b.port, cluster.nginx.port)
+        let key = try Ed25519SigningKey.generate()
+        let id = key.publicKey.base64URL
+        let t = Self.now
+
+        // Upload on A, fetch on B and through nginx.
+        let first = try Self.upload(key, timestamp: t - 10)
+        #expect(try await HTTPProbe.status(port: a, method: .put, path: "/api/location", headers: Self.json, body: first) == .noContent)
+        #expect(try await Self.storedTimestamps(port: b, [key])[id] == t - 10)
+        #expect(try await Self.storedTimestamps(port: nginx, [key])[id] == t - 10)
+        // Replay on B of what A accepted, and a rollback: 409.
+        #expect(try await HTTPProbe.status(port: b, method: .put, path: "/api/location", headers: Self.json, body: first) == .conflict)
+        #expect(try await HTTPProbe.status(port: b, method: .put, path: "/api/location", headers: Self.json,
+                                           body: try Self.upload(key, timestamp: t - 20)) == .conflict)
+        // A newer upload through nginx; a signed delete on A; the old upload replayed on B: 409.
+        #expect(try await HTTPProbe.status(port: nginx, method: .put, path: "/api/location", headers: Self.json,
+                                           body: try Self.upload(key, timestamp: t - 5)) == .noContent)
+        #expect(try await HTTPProbe.status(port: a, method: .delete, path: "/api/location", headers: Self.json,
+                                           body: try Self.delete(key, timestamp: t - 4)) == .noContent)
+        #expect(try await Self.storedTimestamps(port: b, [key])[id] == nil)
+        #expect(try await HTTPProbe.status(port: b, method: .put, path: "/api/location", headers: Self.json,
+                                           body: try Self.upload(key, timestamp: t - 5)) == .conflict)
+
+        // Mailbox: a request signature used on A is refused on B (401).
+        let bob = MailboxTests.bob, carol = MailboxTests.carol
+        let envelope = try MailboxTests.envelope("across nodes", to: bob, now: t)
+        #expect(try await HTTPProbe.status(port: nginx, method: .post, path: "/v1/relay/messages", headers: Self.json,
+                                           body: MailboxTests.body(envelope)) == .accepted)
+        #expect(try await HTTPProbe.status(port: b, method: .post, path: "/v1/relay/messages", headers: Self.json,
+                                           body: MailboxTests.body(envelope)) == .conflict)
+        let path = MailboxTests.listPath(bob)
+        let headers = Self.signed(bob, "GET", path, t)
+        let listed = try await HTTPProbe.request(port: a, method: .get, path: path, headers: headers)
+        #expect(listed.json?.objectValue?["packets"]?.arrayValue?.count == 1)
+        let replayed = try await HTTPProbe.request(port: b, method: .get, path: path, headers: headers)
+        #expect(replayed.status == .unauthorized)
+        #expect(replayed.json?.objectValue?["error"]?.stringValue == "replayed_signature")
+        // Ack on A; B lists nothing; the id cannot be posted again anywhere.
+        let ackPath = "/v1/relay/messages/\(envelope.id)/ack"
+        #expect(try await HTTPProbe.status(port: a, method: .post, path: ackPath, headers: Self.signed(bob, "POST", ackPath, t)) == .ok)
+        let limited = MailboxTests.listPath(bob, limit: 10)
+        let empty = try await HTTPProbe.request(port: b, method: .get, path: limited, headers: Self.signed(bob, "GET", limited, t))
+        #expect(empty.json?.objectValue?["packets"] == .array([]))
+        #expect(try await HTTPProbe.status(port: nginx, method: .post, path: "/v1/relay/messages", headers: Self.json,
+                                           body: MailboxTests.body(envelope)) == .conflict)
+
+        // The per-recipient cap (3) is counted across nodes.
+        var statuses: [HTTPResponse.Status] = []
+        for (n, port) in [a, b, a, b, nginx].enumerated() {
+            let message = try MailboxTests.envelope("cap \(n)", to: carol, now: t)
+            statuses.append(try await HTTPProbe.status(port: port, method: .post, path: "/v1/relay/messages", headers: Self.json,
+                                                       body: MailboxTests.body(message)))
+        }
+        #expect(statuses == [.accepted, .accepted, .accepted, .tooManyRequests, .tooManyRequests])
+
+        // /metrics says the rate limits are per node.
+        let metrics = try await TestClientText.get(port: a, path: "/metrics")
+        #expect(metrics.contains("rate limits are per node"), "\(metrics.prefix(400))")
+        #expect(metrics.contains("coords_relay_rate_limit_info{scope=\"node\""), "\(metrics.prefix(400))")
+        }
+    }
+
+    @Test func racingUploadsFromBothNodesLeaveExactlyTheNewest() async throws {
+        try await Cluster.with { cluster in
+        let key = try Ed25519SigningKey.generate()
+        let t = Self.now
+        let timestamps = (0..<100).map { t - 150 + UInt64($0) }.shuffled()
+        let bodies = try timestamps.map { try Self.upload(key, timestamp: $0) }
+        let ports = [cluster.a.port, cluster.b.port]
+        let statuses = try await withThrowingTaskGroup(of: [HTTPResponse.Status].self) { group in
+            for lane in 0..<8 {
+                group.addTask {
+                    var statuses: [HTTPResponse.Status] = []
+                    for index in stride(from: lane, to: bodies.count, by: 8) {
+                        statuses.append(try await HTTPProbe.status(port: ports[index % 2], method: .put, path: "/api/location",
+                                                                   headers: Self.json, body: bodies[index]))
+                    }
+                    return statuses
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(statuses.allSatisfy { $0 == .noContent || $0 == .conflict }, "\(Set(statuses))")
+        #expect(statuses.contains(.noContent))
+        #expect(try await Self.storedTimestamps(port: cluster.b.port, [key])[key.publicKey.base64URL] == t - 51)
+        #expect(try await Self.storedTimestamps(port: cluster.a.port, [key])[key.publicKey.base64URL] == t - 51)
+        }
+    }
+
+    /// Load on both nodes and nginx; one node is killed with SIGKILL in the middle. Every upload
+    /// that was answered 2xx is stored afterwards (at that version or a newer one).
+    @Test func killingANodeUnderLoadLosesNoAcknowledgedUpload() async throws {
+        try await Cluster.with { cluster in
+        let keys = try (0..<12).map { _ in try Ed25519SigningKey.generate() }
+        let ports = [cluster.a.port, cluster.b.port, cluster.nginx.port]
+        let acknowledged = Acknowledged()
+        let start = Self.now - 250
+        let load = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (lane, key) in keys.enumerated() {
+                    group.addTask {
+                        for round in 0..<40 {
+                            let timestamp = start + UInt64(round)
+                            let port = ports[(lane + round) % 3]
+                            let status = try? await HTTPProbe.status(port: port, method: .put, path: "/api/location", headers: Self.json,
+                                                                     body: try Self.upload(key, timestamp: timestamp))
+                            if let status, (200..<300).contains(status.code) {
+                                acknowledged.versions.withLock { $0[key.publicKey.base64URL] = max($0[key.publicKey.base64URL] ?? 0, timestamp) }
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        // Kill A once the load is well under way.
+        while acknowledged.versions.withLock({ $0.count }) < keys.count { try await Task.sleep(for: .milliseconds(10)) }
+        let status = await cluster.a.process.stop(SIGKILL)
+        #expect(status & 0x7f == SIGKILL)
+        try await load.value
+        let answered = acknowledged.versions.withLock { $0 }
+        let stored = try await Self.storedTimestamps(port: cluster.b.port, keys)
+        for key in keys {
+            let id = key.publicKey.base64URL
+            let acked = try #require(answered[id])
+            #expect((stored[id] ?? 0) >= acked, "acknowledged \(acked), stored \(stored[id].map(String.init) ?? "nothing")")
+        }
+        // The survivors go on serving, through nginx too.
+        let fresh = try Ed25519SigningKey.generate()
+        #expect(try await HTTPProbe.status(port: cluster.nginx.port, method: .put, path: "/api/location", headers: Self.json,
+                                           body: try Self.upload(fresh, timestamp: Self.now)) == .noContent)
+        }
+    }
+
+    /// The database stops under load: both relays answer 503 with clear JSON while it is down and
+    /// serve again once it is back, without being restarted.
+    @Test func aDatabaseRestartIsAShort503() async throws {
+        let server = try await PostgresTestServer.start(watching: getpid())
+        do {
+            try await Cluster.with(server: server) { cluster in
+            let key = try Ed25519SigningKey.generate()
+            let t = Self.now
+            #expect(try await HTTPProbe.status(port: cluster.a.port, method: .put, path: "/api/location", headers: Self.json,
+                                               body: try Self.upload(key, timestamp: t - 100)) == .noContent)
+            try await server.control("kill")
+            // An upload on A and a fetch on B while it is down: 503, JSON, within the 5 s store deadline.
+            let started = ContinuousClock.now
+            let down = try await HTTPProbe.request(port: cluster.a.port, method: .put, path: "/api/location", headers: Self.json,
+                                                   body: try Self.upload(key, timestamp: t - 99))
+            #expect(down.status == .serviceUnavailable)
+            #expect(down.json?.objectValue?["error"]?.stringValue == "store_unavailable", "\(String(describing: down.json))")
+            let fetch = try await HTTPProbe.request(port: cluster.b.port, method: .post, path: "/api/location", headers: Self.json,
+                                                    body: ByteBuffer(bytes: JSONValue.object(["ids": .array([.string(key.publicKey.base64URL)])]).serialized()))
+            #expect(fetch.status == .serviceUnavailable)
+            #expect(fetch.json?.objectValue?["error"]?.stringValue == "store_unavailable")
+            #expect(ContinuousClock.now - started < .seconds(20))
+            #expect(try await HTTPProbe.status(port: cluster.nginx.port, method: .get, path: "/healthz") == .ok)
+            try await server.control("start")
+            // Back within a few seconds, on both nodes, with what was acknowledged before.
+            for (offset, port) in [cluster.a.port, cluster.b.port].enumerated() {
+                let deadline = ContinuousClock.now + .seconds(30)
+                var status = HTTPResponse.Status.serviceUnavailable
+                while status != .noContent, ContinuousClock.now < deadline {
+                    status = (try? await HTTPProbe.status(port: port, method: .put, path: "/api/location", headers: Self.json,
+                                                          body: try Self.upload(key, timestamp: t - 90 + UInt64(offset)))) ?? .serviceUnavailable
+                    if status != .noContent { try await Task.sleep(for: .milliseconds(200)) }
+                }
+                #expect(status == .noContent)
+            }
+            #expect(try await Self.storedTimestamps(port: cluster.nginx.port, [key])[key.publicKey.base64URL] == t - 89)
+            }
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+}
+
+/// The newest acknowledged upload time per id, shared by the load lanes.
+final class Acknowledged: Sendable {
+    let versions = Mutex<[String: UInt64]>([:])
+}
+
+/// GET returning the body as text.
+enum TestClientText {
+    static func get(port: Int, path: String) async throws -> String {
+        try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
+            let response = try await client.execute(TestClient.Request(path, method: .get, authority: "127.0.0.1"))
+            return response.body.map { String(buffer: $0) } ?? ""
+        }
+    }
+}
