@@ -78,9 +78,10 @@ final class SpawnedProcess: @unchecked Sendable {
                 continuation.resume(returning: status)
             }
         }
-        unlink(logPath)
         return status
     }
+
+    deinit { unlink(logPath) }
 }
 
 /// One `coords-relay` process on a free loopback port.
