@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Relay load test: coords-relay (release) on loopback under wrk, with the LMDB store and the
-in-memory store, measured in the same run. Writes JSON results to the path given.
+"""Relay load test: coords-relay (release) on loopback under wrk, with the in-memory, the LMDB
+and the PostgreSQL store, and two PostgreSQL-backed relays behind nginx
+(deploy/nginx/coords-relay.conf), all measured in the same run. Writes JSON results to the path given.
 
-Rows: uploads/s (durable LMDB vs memory), fetches of 50 ids/s, p50/p99 latency at peak and at
-about 80 % of peak, peak RSS of the relay, and (full run) RSS over a mixed soak.
+Rows: uploads/s (durable LMDB vs memory, durable PostgreSQL vs LMDB), fetches of 50 ids/s, p50/p99
+latency at peak and at about 80 % of peak, peak RSS of the relay, two nodes vs one, and (full run)
+RSS over a mixed soak. PostgreSQL is Debian's, started in a temporary directory
+(scripts/pg-test-server.sh) with its defaults (fsync and synchronous_commit on).
 Usage: bench-relay.py <out.json> [--quick]
 """
 import json
@@ -31,22 +34,103 @@ def free_port():
         return s.getsockname()[1]
 
 
+PG_SCRIPT = os.path.join(ROOT, "scripts", "pg-test-server.sh")
+NGINX_SITE = os.path.join(ROOT, "deploy", "nginx", "coords-relay.conf")
+
+
+class Postgres:
+    """A throwaway PostgreSQL server; `database()` makes a new empty database and returns its URL."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="coords-bench-pg-")
+        for _ in range(8):
+            self.port = 20000 + int.from_bytes(os.urandom(2), "big") % 10000
+            if subprocess.run([PG_SCRIPT, "start", self.dir, str(self.port), str(os.getpid())],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+                break
+        else:
+            raise RuntimeError("PostgreSQL did not start (make deps installs it)")
+        self.count = 0
+
+    def database(self):
+        self.count += 1
+        name = f"bench{self.count}"
+        subprocess.run(["psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "coords", "-d", "coords", "-qAt",
+                        "-c", f"CREATE DATABASE {name}"], check=True, env=dict(os.environ, PGPASSWORD="coords-test"),
+                       stdout=subprocess.DEVNULL)
+        return f"postgres://coords:coords-test@127.0.0.1:{self.port}/{name}"
+
+    def rss_kib(self):
+        """Resident memory of all the server's processes (postmaster, backends, writers)."""
+        total = 0
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if not f.read().startswith(b"postgres"):
+                        continue
+                with open(f"/proc/{pid}/status") as f:
+                    total += next((int(l.split()[1]) for l in f if l.startswith("VmRSS:")), 0)
+            except OSError:
+                pass
+        return total
+
+    def stop(self):
+        subprocess.run([PG_SCRIPT, "stop", self.dir], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Nginx:
+    """Debian's nginx with deploy/nginx/coords-relay.conf in front of `ports`."""
+
+    def __init__(self, ports):
+        self.dir = tempfile.mkdtemp(prefix="coords-bench-nginx-")
+        self.port = free_port()
+        site = open(NGINX_SITE).read().replace("127.0.0.1:8080", f"127.0.0.1:{self.port}")
+        servers = "\n".join(f"    server 127.0.0.1:{p} max_fails=3 fail_timeout=5s;" for p in ports)
+        site = site.replace("    server 127.0.0.1:8081 max_fails=3 fail_timeout=5s;\n    server 127.0.0.1:8082 max_fails=3 fail_timeout=5s;", servers)
+        with open(os.path.join(self.dir, "site.conf"), "w") as f:
+            f.write(site)
+        temp = "\n".join(f"    {k}_temp_path {self.dir}/{k};" for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+        with open(os.path.join(self.dir, "nginx.conf"), "w") as f:
+            f.write(f"daemon off;\nworker_processes 1;\npid {self.dir}/nginx.pid;\nerror_log {self.dir}/error.log warn;\n"
+                    f"events {{ worker_connections 4096; }}\nhttp {{\n    access_log off;\n{temp}\n    include {self.dir}/site.conf;\n}}\n")
+        self.process = subprocess.Popen(["nginx", "-p", self.dir, "-c", os.path.join(self.dir, "nginx.conf"), "-e",
+                                         os.path.join(self.dir, "error.log")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for_port(self.port)
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def wait_for_port(port):
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
 class Relay:
-    def __init__(self, store):
+    def __init__(self, store, url=None, pool=16):
         self.store = store
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="coords-bench-relay-")
         args = [RELAY, "--port", str(self.port), "--rate", "0", "--key-rate", "0", "--log-level", "error"]
-        args += ["--memory"] if store == "memory" else ["--data-dir", os.path.join(self.dir, "data")]
+        if store == "memory":
+            args += ["--memory"]
+        elif store == "postgres":
+            args += ["--postgres", url, "--postgres-pool-size", str(pool), "--trust-forwarded-for"]
+        else:
+            args += ["--data-dir", os.path.join(self.dir, "data")]
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("relay did not start")
+        wait_for_port(self.port)
 
     def rss_kib(self, field="VmRSS"):
         with open(f"/proc/{self.process.pid}/status") as f:
@@ -119,23 +203,53 @@ def main():
     out_path = sys.argv[1]
     work = tempfile.mkdtemp(prefix="coords-bench-bodies-")
     count = 250_000 if QUICK else 600_000
-    subprocess.run([BODIES, str(count), work], check=True, stdout=subprocess.DEVNULL)
-    uploads, fetches = os.path.join(work, "uploads.txt"), os.path.join(work, "fetches.txt")
+
+    def make_bodies():
+        """Fresh bodies: their timestamps stay inside the relay's window for about ten minutes."""
+        subprocess.run([BODIES, str(count), work], check=True, stdout=subprocess.DEVNULL)
+        return os.path.join(work, "uploads.txt"), os.path.join(work, "fetches.txt")
+
+    uploads, fetches = make_bodies()
     results = {"duration_s": DURATION, "connections": CONNECTIONS, "wrk_threads": THREADS}
-    for store in ("memory", "lmdb"):
-        relay = Relay(store)
+    postgres = Postgres()
+    for store in ("memory", "lmdb", "postgres"):
+        relay = Relay(store, postgres.database())
         up = wrk(relay.port, uploads, "PUT", DURATION)
         fetch = wrk(relay.port, fetches, "POST", DURATION)
+        database_rss = postgres.rss_kib() if store == "postgres" else 0
         peak_rss = relay.stop()
-        relay = Relay(store)  # fresh store: the paced run must not replay bodies
+        relay = Relay(store, postgres.database())  # fresh store: the paced run must not replay bodies
         up80 = paced(relay.port, uploads, "PUT", up, count)
         relay.stop()
         results[store] = {"uploads": up, "fetches": fetch, "uploads_80": up80, "peak_rss_kib": peak_rss}
+        if database_rss:
+            results[store]["database_rss_kib"] = database_rss
         print(f"{store}: {up['rate']:.0f} uploads/s (p99 {up['p99_us'] / 1000:.1f} ms, non-2xx {up['non2xx']}), "
               f"{fetch['rate']:.0f} fetches/s; at {up80['rate']:.0f}/s p99 {up80['p99_us'] / 1000:.1f} ms "
               f"(non-2xx {up80['non2xx']}); "
               f"peak RSS {peak_rss / 1024:.0f} MiB", flush=True)
+    # Two PostgreSQL-backed relays behind nginx vs one relay behind the same nginx (the proxy hop
+    # is then in both), on one database. Half the pool each, so the database sees the same
+    # number of connections.
+    uploads, fetches = make_bodies()
+    url = postgres.database()
+    one = Relay("postgres", url)
+    proxy = Nginx([one.port])
+    single = {"uploads": wrk(proxy.port, uploads, "PUT", DURATION), "fetches": wrk(proxy.port, fetches, "POST", DURATION)}
+    proxy.stop()
+    single["peak_rss_kib"] = one.stop()
+    url = postgres.database()
+    nodes = [Relay("postgres", url, pool=8), Relay("postgres", url, pool=8)]
+    proxy = Nginx([n.port for n in nodes])
+    double = {"uploads": wrk(proxy.port, uploads, "PUT", DURATION), "fetches": wrk(proxy.port, fetches, "POST", DURATION)}
+    proxy.stop()
+    double["peak_rss_kib"] = [n.stop() for n in nodes]
+    results["nginx_one_node"], results["nginx_two_nodes"] = single, double
+    postgres.stop()
+    print(f"behind nginx: one node {single['uploads']['rate']:.0f} uploads/s, {single['fetches']['rate']:.0f} fetches/s; "
+          f"two nodes {double['uploads']['rate']:.0f} uploads/s, {double['fetches']['rate']:.0f} fetches/s", flush=True)
     if SOAK:
+        uploads, fetches = make_bodies()
         relay = Relay("lmdb")
         wrk(relay.port, uploads, "PUT", 5)  # fill the store first
         samples = []

@@ -126,7 +126,8 @@ def main():
         p99 = lmdb["uploads_80"]["p99_us"] / 1000
         # A refused request (replayed body, rate limit) is answered without touching the store:
         # any in a load run would make its numbers flatter than real traffic.
-        refused = sum(relay[store][run]["non2xx"] for store in ("memory", "lmdb") for run in ("uploads", "fetches", "uploads_80"))
+        stores = [store for store in ("memory", "lmdb", "postgres") if store in relay]
+        refused = sum(relay[store][run]["non2xx"] for store in stores for run in ("uploads", "fetches", "uploads_80"))
         checks = [
             ("Relay uploads/s, LMDB (durable) vs memory", fmt(lmdb["uploads"]["rate"]), fmt(mem["uploads"]["rate"]), f"{r_up:.2f}×", "≥ 0.7×", r_up >= 0.7),
             ("Relay fetches of 50 ids/s, LMDB vs memory", fmt(lmdb["fetches"]["rate"]), fmt(mem["fetches"]["rate"]), f"{r_fetch:.2f}×", "≥ 0.9×", r_fetch >= 0.9),
@@ -134,11 +135,37 @@ def main():
             ("Relay load runs: responses other than 2xx", str(refused), "—", "—", "0", refused == 0),
             (f"Relay upload p99 at {fmt(lmdb['uploads_80']['rate'])}/s ({100 * lmdb['uploads_80']['rate'] / lmdb['uploads']['rate']:.0f} % of peak), ms", f"{p99:.1f}", "—", "—", "< 20 ms", p99 < 20),
         ]
+        if "postgres" in relay:
+            pg = relay["postgres"]
+            r_pg_up = pg["uploads"]["rate"] / lmdb["uploads"]["rate"]
+            r_pg_fetch = pg["fetches"]["rate"] / lmdb["fetches"]["rate"]
+            checks += [
+                ("Relay uploads/s, PostgreSQL (durable) vs LMDB", fmt(pg["uploads"]["rate"]), fmt(lmdb["uploads"]["rate"]), f"{r_pg_up:.2f}×", "≥ 0.5×", r_pg_up >= 0.5),
+                ("Relay fetches of 50 ids/s, PostgreSQL vs LMDB", fmt(pg["fetches"]["rate"]), fmt(lmdb["fetches"]["rate"]), f"{r_pg_fetch:.2f}×", "≥ 0.5×", r_pg_fetch >= 0.5),
+            ]
         for metric, ours_v, base, ratio, target, ok in checks:
             table.append([metric, ours_v, base, ratio, target, "pass" if ok else "MISS"])
             if not ok:
                 misses.append(metric)
-        for store in ("memory", "lmdb"):
+        if "postgres" in relay:
+            pg = relay["postgres"]
+            table.append([f"Relay (postgres) upload p99 at {fmt(pg['uploads_80']['rate'])}/s ({100 * pg['uploads_80']['rate'] / pg['uploads']['rate']:.0f} % of peak), ms",
+                          f"{pg['uploads_80']['p99_us'] / 1000:.1f}", "—", "—", "—", "info"])
+            if pg.get("database_rss_kib"):
+                table.append(["PostgreSQL server RSS after the postgres runs (all its processes), MiB", fmt(pg["database_rss_kib"] / 1024), "—", "—", "—", "info"])
+        if "nginx_two_nodes" in relay:
+            one, two = relay["nginx_one_node"], relay["nginx_two_nodes"]
+            for run, label in (("uploads", "uploads/s"), ("fetches", "fetches of 50 ids/s")):
+                ratio = two[run]["rate"] / one[run]["rate"]
+                table.append([f"Relay {label} behind nginx, two PostgreSQL nodes vs one", fmt(two[run]["rate"]), fmt(one[run]["rate"]), f"{ratio:.2f}×",
+                              "— (2 cores: overhead, not speed-up)", "info"])
+            table.append(["Relay peak RSS behind nginx, one node / each of two nodes, MiB",
+                          f"{one['peak_rss_kib'] / 1024:.0f} / " + " + ".join(f"{k / 1024:.0f}" for k in two["peak_rss_kib"]), "—", "—", "—", "info"])
+            bad = sum(r[run]["non2xx"] + r[run]["socket_errors"] for r in (one, two) for run in ("uploads", "fetches"))
+            if bad:
+                table.append(["Relay behind nginx: non-2xx or socket errors", str(bad), "—", "—", "0", "MISS"])
+                misses.append("Relay behind nginx errors")
+        for store in stores:
             r = relay[store]
             table.append([f"Relay ({store}) upload latency p50 / p99 at peak, ms", f"{r['uploads']['p50_us'] / 1000:.1f} / {r['uploads']['p99_us'] / 1000:.1f}",
                           "—", "—", "—", "info"])
@@ -180,7 +207,8 @@ def main():
         "The geocoding rows compare the k-d index with a scan that scores every place (the reference core's",
         "algorithm) on the same data: there the ratio is the speed-up.",
         "The relay rows come from `wrk` against the release `coords-relay` on loopback (`scripts/bench-relay.py`),",
-        "the LMDB store fsyncing every commit, rate limits off.",
+        "the LMDB store fsyncing every commit, PostgreSQL (Debian's, defaults: fsync and synchronous_commit on) on the same",
+        "machine, nginx with deploy/nginx/coords-relay.conf, rate limits off.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join("---" for _ in header) + "|",

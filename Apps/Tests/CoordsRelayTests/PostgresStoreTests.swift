@@ -100,6 +100,29 @@ import Testing
         }
     }
 
+    /// The rules run inside PostgreSQL (coords_put, coords_delete): a random sequence of uploads
+    /// and deletes on a few keys gets exactly the answers of the in-memory store, which applies
+    /// RelayStoreRules in Swift.
+    @Test func databaseRulesMatchTheSwiftRules() async throws {
+        let postgres = try await StoreUnderTest.store(.postgres)
+        let memory = MemoryRelayStore()
+        var generator = SystemRandomNumberGenerator()
+        let keys = try (1...3).map { try Self.key($0) }
+        for step in 0..<300 {
+            let key = keys[Int.random(in: 0..<keys.count, using: &generator)]
+            let timestamp = UInt64.random(in: 0...40, using: &generator)
+            if Bool.random(using: &generator) {
+                let record = Self.record(timestamp, updated: UInt64(step))
+                #expect(try await postgres.put(key: key, record: record) == memory.put(key: key, record: record), "step \(step)")
+            } else {
+                #expect(try await postgres.delete(key: key, timestamp: timestamp, now: UInt64(step))
+                        == memory.delete(key: key, timestamp: timestamp, now: UInt64(step)), "step \(step)")
+            }
+        }
+        #expect(try await postgres.get(keys: keys, updatedSince: 0) == memory.get(keys: keys, updatedSince: 0))
+        await postgres.close()
+    }
+
     @Test func badConfigurationFailsInOneClearLine() async throws {
         try await Self.withServer { server in
             let wrong = try PostgresLocation(url: server.url(password: "not-the-password"))

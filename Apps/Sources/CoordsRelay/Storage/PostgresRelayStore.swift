@@ -132,7 +132,7 @@ final class Once: Sendable {
 /// applied version); a relay refuses a database whose schema is newer than it knows.
 public final class PostgresRelayStore: RelayStore, Sendable {
     /// The schema version this code writes.
-    public static let schemaVersion = 1
+    public static let schemaVersion = 2
     /// Migrations by version: each runs once, in order, inside the migration transaction.
     static let migrations: [(version: Int, statements: [PostgresQuery])] = [
         (1, [
@@ -152,6 +152,49 @@ public final class PostgresRelayStore: RelayStore, Sendable {
             "CREATE TABLE mailbox_tombstones (id TEXT PRIMARY KEY, until BIGINT NOT NULL)",
             "CREATE TABLE seen_signatures (r BYTEA PRIMARY KEY, until BIGINT NOT NULL)",
             "CREATE INDEX seen_signatures_until ON seen_signatures (until)",
+        ]),
+        // Version 2: an upload or a delete is one statement (one round trip, one implicit
+        // transaction) instead of seven. Inside a VOLATILE function each statement takes a new
+        // snapshot, so the reads after the advisory lock see what the previous lock holder
+        // committed; the lock is released only after this transaction's commit is durable.
+        (2, [
+            """
+            CREATE FUNCTION coords_put(p_lock BIGINT, p_key BYTEA, p_blob BYTEA, p_ts BIGINT, p_signature BYTEA, p_updated BIGINT)
+            RETURNS BIGINT LANGUAGE plpgsql VOLATILE AS $$
+            DECLARE record_ts BIGINT; tombstone_ts BIGINT;
+            BEGIN
+                PERFORM pg_advisory_xact_lock(p_lock);
+                SELECT ts INTO record_ts FROM relay_records WHERE key = p_key;
+                SELECT ts INTO tombstone_ts FROM relay_tombstones WHERE key = p_key;
+                IF (record_ts IS NOT NULL OR tombstone_ts IS NOT NULL)
+                   AND p_ts <= greatest(coalesce(record_ts, 0), coalesce(tombstone_ts, 0)) THEN
+                    RETURN greatest(coalesce(record_ts, 0), coalesce(tombstone_ts, 0));
+                END IF;
+                INSERT INTO relay_records (key, blob, ts, signature, updated) VALUES (p_key, p_blob, p_ts, p_signature, p_updated)
+                ON CONFLICT (key) DO UPDATE SET blob = EXCLUDED.blob, ts = EXCLUDED.ts, signature = EXCLUDED.signature,
+                                                updated = EXCLUDED.updated;
+                IF tombstone_ts IS NOT NULL THEN
+                    DELETE FROM relay_tombstones WHERE key = p_key;
+                END IF;
+                RETURN -1;
+            END $$
+            """,
+            """
+            CREATE FUNCTION coords_delete(p_lock BIGINT, p_key BYTEA, p_ts BIGINT, p_now BIGINT)
+            RETURNS BIGINT LANGUAGE plpgsql VOLATILE AS $$
+            DECLARE record_ts BIGINT; tombstone_ts BIGINT;
+            BEGIN
+                PERFORM pg_advisory_xact_lock(p_lock);
+                SELECT ts INTO record_ts FROM relay_records WHERE key = p_key;
+                SELECT ts INTO tombstone_ts FROM relay_tombstones WHERE key = p_key;
+                IF record_ts IS NOT NULL AND p_ts <= record_ts THEN RETURN record_ts; END IF;
+                IF record_ts IS NULL AND tombstone_ts IS NOT NULL AND p_ts <= tombstone_ts THEN RETURN tombstone_ts; END IF;
+                DELETE FROM relay_records WHERE key = p_key;
+                INSERT INTO relay_tombstones (key, ts, recorded_at) VALUES (p_key, greatest(p_ts, coalesce(tombstone_ts, 0)), p_now)
+                ON CONFLICT (key) DO UPDATE SET ts = EXCLUDED.ts, recorded_at = EXCLUDED.recorded_at;
+                RETURN CASE WHEN record_ts IS NULL THEN -2 ELSE -1 END;
+            END $$
+            """,
         ]),
     ]
     /// The advisory lock that serialises migrations of several nodes starting at once.
@@ -294,58 +337,32 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     // MARK: Uploads
 
     public func put(key: Bytes32, record: RelayRecord) async throws -> PutResult {
+        // The rule of RelayStoreRules.put, in the database (coords_put, schema version 2) under
+        // the key's advisory lock: one round trip.
         try await run("store an upload") { client, logger in
-            try await client.withTransaction(logger: logger) { connection in
-                try await connection.query("SELECT pg_advisory_xact_lock(\(Self.lockID(key.bytes)))", logger: logger)
-                let (existing, tombstone) = try await Self.current(key, connection, logger)
-                let result = RelayStoreRules.put(timestamp: record.timestamp, existing: existing, tombstone: tombstone)
-                guard result == .stored else { return result }
-                try await connection.query("""
-                    INSERT INTO relay_records (key, blob, ts, signature, updated)
-                    VALUES (\(Self.bytes(key.bytes)), \(Self.bytes(record.blob)), \(Self.int(record.timestamp)),
-                            \(Self.bytes(record.signature)), \(Self.int(record.updated)))
-                    ON CONFLICT (key) DO UPDATE SET blob = EXCLUDED.blob, ts = EXCLUDED.ts, signature = EXCLUDED.signature,
-                                                    updated = EXCLUDED.updated
-                    """, logger: logger)
-                try await connection.query("DELETE FROM relay_tombstones WHERE key = \(Self.bytes(key.bytes))", logger: logger)
-                return result
-            }
+            var outcome: Int64 = -1
+            for try await value in try await client.query("""
+                SELECT coords_put(\(Self.lockID(key.bytes)), \(Self.bytes(key.bytes)), \(Self.bytes(record.blob)),
+                                  \(Self.int(record.timestamp)), \(Self.bytes(record.signature)), \(Self.int(record.updated)))
+                """, logger: logger).decode(Int64.self) { outcome = value }
+            return outcome < 0 ? .stored : .stale(current: UInt64(clamping: outcome))
         }
     }
 
     public func delete(key: Bytes32, timestamp: UInt64, now: UInt64) async throws -> DeleteResult {
+        // RelayStoreRules.delete in the database (coords_delete): -1 deleted, -2 nothing there
+        // (a tombstone is recorded all the same), ≥ 0 stale (the newer timestamp).
         try await run("delete an upload") { client, logger in
-            try await client.withTransaction(logger: logger) { connection in
-                try await connection.query("SELECT pg_advisory_xact_lock(\(Self.lockID(key.bytes)))", logger: logger)
-                let (existing, tombstone) = try await Self.current(key, connection, logger)
-                let result = RelayStoreRules.delete(timestamp: timestamp, existing: existing, tombstone: tombstone)
-                if case .stale = result { return result }
-                let kept = max(timestamp, tombstone?.timestamp ?? 0)
-                try await connection.query("DELETE FROM relay_records WHERE key = \(Self.bytes(key.bytes))", logger: logger)
-                try await connection.query("""
-                    INSERT INTO relay_tombstones (key, ts, recorded_at) VALUES (\(Self.bytes(key.bytes)), \(Self.int(kept)), \(Self.int(now)))
-                    ON CONFLICT (key) DO UPDATE SET ts = EXCLUDED.ts, recorded_at = EXCLUDED.recorded_at
-                    """, logger: logger)
-                return result
+            var outcome: Int64 = -2
+            for try await value in try await client.query("""
+                SELECT coords_delete(\(Self.lockID(key.bytes)), \(Self.bytes(key.bytes)), \(Self.int(timestamp)), \(Self.int(now)))
+                """, logger: logger).decode(Int64.self) { outcome = value }
+            switch outcome {
+            case -1: return .deleted
+            case -2: return .notFound
+            default: return .stale(current: UInt64(clamping: outcome))
             }
         }
-    }
-
-    private static func current(_ key: Bytes32, _ connection: PostgresConnection, _ logger: Logger) async throws
-        -> (RelayRecord?, Tombstone?) {
-        var existing: RelayRecord?
-        for try await (blob, ts, signature, updated) in try await connection.query(
-            "SELECT blob, ts, signature, updated FROM relay_records WHERE key = \(bytes(key.bytes))", logger: logger)
-            .decode((ByteBuffer, Int64, ByteBuffer, Int64).self) {
-            existing = RelayRecord(blob: Array(buffer: blob), timestamp: UInt64(clamping: ts), signature: Array(buffer: signature),
-                                   updated: UInt64(clamping: updated))
-        }
-        var tombstone: Tombstone?
-        for try await (ts, recordedAt) in try await connection.query(
-            "SELECT ts, recorded_at FROM relay_tombstones WHERE key = \(bytes(key.bytes))", logger: logger).decode((Int64, Int64).self) {
-            tombstone = Tombstone(timestamp: UInt64(clamping: ts), recordedAt: UInt64(clamping: recordedAt))
-        }
-        return (existing, tombstone)
     }
 
     public func get(keys: [Bytes32], updatedSince: UInt64) async throws -> [Bytes32: RelayRecord] {
