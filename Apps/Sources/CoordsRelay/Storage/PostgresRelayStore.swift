@@ -110,11 +110,29 @@ public struct PostgresLocation: Sendable, Equatable {
     }
 }
 
-/// True for the first caller of ``claim()`` only.
-final class Once: Sendable {
-    private let done = Mutex(false)
+/// Who finished first, the work or its timer; the first to ``decide()`` wins, and deciding
+/// cancels the timer (also when the timer is armed after the work already finished).
+final class Deadline: Sendable {
+    private let state = Mutex<(decided: Bool, timer: Task<Void, Never>?)>((false, nil))
 
-    func claim() -> Bool { done.withLock { done in defer { done = true }; return !done } }
+    /// True for the first caller only; cancels the timer.
+    func decide() -> Bool {
+        let (first, timer) = state.withLock { state -> (Bool, Task<Void, Never>?) in
+            defer { state.decided = true }
+            return (!state.decided, state.timer)
+        }
+        timer?.cancel()
+        return first
+    }
+
+    /// Hands over the timer task (cancelled at once if the work already finished).
+    func arm(_ timer: Task<Void, Never>) {
+        let decided = state.withLock { state -> Bool in
+            state.timer = timer
+            return state.decided
+        }
+        if decided { timer.cancel() }
+    }
 }
 
 /// A ``RelayStore`` on PostgreSQL, so that any number of relay processes on any number of
@@ -132,7 +150,7 @@ final class Once: Sendable {
 /// applied version); a relay refuses a database whose schema is newer than it knows.
 public final class PostgresRelayStore: RelayStore, Sendable {
     /// The schema version this code writes.
-    public static let schemaVersion = 2
+    public static let schemaVersion = 3
     /// Migrations by version: each runs once, in order, inside the migration transaction.
     static let migrations: [(version: Int, statements: [PostgresQuery])] = [
         (1, [
@@ -196,12 +214,51 @@ public final class PostgresRelayStore: RelayStore, Sendable {
             END $$
             """,
         ]),
+        // Version 3: a batch of uploads in one statement and one transaction (one commit for
+        // all the uploads in flight). The keys' locks are taken first, in ascending order, so
+        // batches of two nodes never deadlock; then each upload is decided in arrival order,
+        // exactly as coords_put would.
+        (3, [
+            """
+            CREATE FUNCTION coords_put_batch(p_locks BIGINT[], p_keys BYTEA[], p_blobs BYTEA[], p_ts BIGINT[], p_signatures BYTEA[],
+                                             p_updated BIGINT[])
+            RETURNS BIGINT[] LANGUAGE plpgsql VOLATILE AS $$
+            DECLARE results BIGINT[] := '{}'; lock_id BIGINT; record_ts BIGINT; tombstone_ts BIGINT;
+            BEGIN
+                FOR lock_id IN SELECT DISTINCT l FROM unnest(p_locks) AS l ORDER BY l LOOP
+                    PERFORM pg_advisory_xact_lock(lock_id);
+                END LOOP;
+                FOR i IN 1 .. coalesce(array_length(p_keys, 1), 0) LOOP
+                    SELECT ts INTO record_ts FROM relay_records WHERE key = p_keys[i];
+                    SELECT ts INTO tombstone_ts FROM relay_tombstones WHERE key = p_keys[i];
+                    IF (record_ts IS NOT NULL OR tombstone_ts IS NOT NULL)
+                       AND p_ts[i] <= greatest(coalesce(record_ts, 0), coalesce(tombstone_ts, 0)) THEN
+                        results := results || greatest(coalesce(record_ts, 0), coalesce(tombstone_ts, 0));
+                        CONTINUE;
+                    END IF;
+                    INSERT INTO relay_records (key, blob, ts, signature, updated)
+                    VALUES (p_keys[i], p_blobs[i], p_ts[i], p_signatures[i], p_updated[i])
+                    ON CONFLICT (key) DO UPDATE SET blob = EXCLUDED.blob, ts = EXCLUDED.ts, signature = EXCLUDED.signature,
+                                                    updated = EXCLUDED.updated;
+                    IF tombstone_ts IS NOT NULL THEN
+                        DELETE FROM relay_tombstones WHERE key = p_keys[i];
+                    END IF;
+                    results := results || (-1)::BIGINT;
+                END LOOP;
+                RETURN results;
+            END $$
+            """,
+        ]),
     ]
     /// The advisory lock that serialises migrations of several nodes starting at once.
     static let migrationLock: Int64 = 0x636f_6f72_6473_0001
 
     private let client: PostgresClient
     private let runner: Task<Void, Never>
+    /// Concurrent uploads, grouped into one statement and one commit (``Batcher``).
+    private let uploads: Batcher<(Bytes32, RelayRecord), PutResult>
+    /// Concurrent fetches, grouped into one query.
+    private let fetches: Batcher<([Bytes32], UInt64), [Bytes32: RelayRecord]>
     private let logger: Logger
     /// Longest wait for the database before a request is answered 503.
     let operationTimeout: Duration
@@ -227,6 +284,14 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         self.operationTimeout = operationTimeout
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
+        // Half the pool for each kind, at least one: the rest serves mailbox requests and sweeps.
+        let workers = max(poolSize / 2, 1)
+        uploads = Batcher(maximumBatch: 256, maximumWorkers: workers) { batch in
+            try await Self.withDeadline(operationTimeout, what: "store uploads") { try await Self.putBatch(batch, client, logger) }
+        }
+        fetches = Batcher(maximumBatch: 64, maximumWorkers: workers) { batch in
+            try await Self.withDeadline(operationTimeout, what: "fetch uploads") { try await Self.fetchBatch(batch, client, logger) }
+        }
         runner = Task { await client.run() }
         do {
             try await Self.checkConnection(location, timeout: operationTimeout, logger: logger)
@@ -337,16 +402,24 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     // MARK: Uploads
 
     public func put(key: Bytes32, record: RelayRecord) async throws -> PutResult {
-        // The rule of RelayStoreRules.put, in the database (coords_put, schema version 2) under
-        // the key's advisory lock: one round trip.
-        try await run("store an upload") { client, logger in
-            var outcome: Int64 = -1
-            for try await value in try await client.query("""
-                SELECT coords_put(\(Self.lockID(key.bytes)), \(Self.bytes(key.bytes)), \(Self.bytes(record.blob)),
-                                  \(Self.int(record.timestamp)), \(Self.bytes(record.signature)), \(Self.int(record.updated)))
-                """, logger: logger).decode(Int64.self) { outcome = value }
-            return outcome < 0 ? .stored : .stale(current: UInt64(clamping: outcome))
+        // RelayStoreRules.put, in the database under the key's advisory lock (coords_put_batch,
+        // schema version 3), together with whatever other uploads are in flight.
+        do {
+            return try await uploads.submit((key, record))
+        } catch {
+            throw classify(error, "store an upload")
         }
+    }
+
+    private static func putBatch(_ batch: [(Bytes32, RelayRecord)], _ client: PostgresClient, _ logger: Logger) async throws -> [PutResult] {
+        var outcomes: [Int64] = []
+        for try await value in try await client.execute(PutBatchStatement(
+            locks: batch.map { lockID($0.0.bytes) }, keys: batch.map { bytes($0.0.bytes) }, blobs: batch.map { bytes($0.1.blob) },
+            timestamps: batch.map { int($0.1.timestamp) }, signatures: batch.map { bytes($0.1.signature) },
+            updated: batch.map { int($0.1.updated) }), logger: logger) {
+            outcomes = value
+        }
+        return outcomes.map { $0 < 0 ? .stored : .stale(current: UInt64(clamping: $0)) }
     }
 
     public func delete(key: Bytes32, timestamp: UInt64, now: UInt64) async throws -> DeleteResult {
@@ -367,19 +440,56 @@ public final class PostgresRelayStore: RelayStore, Sendable {
 
     public func get(keys: [Bytes32], updatedSince: UInt64) async throws -> [Bytes32: RelayRecord] {
         guard !keys.isEmpty else { return [:] }
-        return try await run("fetch uploads") { client, logger in
-            // One query for the whole batch: the keys travel as one bytea[] parameter.
-            let list = keys.map { Self.bytes($0.bytes) }
-            var found: [Bytes32: RelayRecord] = [:]
-            for try await (key, blob, ts, signature, updated) in try await client.query("""
-                SELECT key, blob, ts, signature, updated FROM relay_records
-                WHERE key = ANY(\(list)) AND updated >= \(Self.int(updatedSince))
-                """, logger: logger).decode((ByteBuffer, ByteBuffer, Int64, ByteBuffer, Int64).self) {
-                guard let key = try? Bytes32(Array(buffer: key)) else { continue }
-                found[key] = RelayRecord(blob: Array(buffer: blob), timestamp: UInt64(clamping: ts),
-                                         signature: Array(buffer: signature), updated: UInt64(clamping: updated))
+        do {
+            return try await fetches.submit((keys, updatedSince))
+        } catch {
+            throw classify(error, "fetch uploads")
+        }
+    }
+
+    /// One query for all the fetches in flight (the keys travel as one bytea[] parameter),
+    /// answered as one bytea: per record `key (32) | ts i64 | updated i64 | signature length i32 |
+    /// signature | blob length i32 | blob`, big-endian — one value to decode instead of rows of
+    /// five columns. Each fetch then gets its own keys, newer than its own `updatedSince`.
+    private static func fetchBatch(_ batch: [([Bytes32], UInt64)], _ client: PostgresClient, _ logger: Logger) async throws
+        -> [[Bytes32: RelayRecord]] {
+        var keys = Set<Bytes32>()
+        for (requested, _) in batch { keys.formUnion(requested) }
+        let oldest = batch.map(\.1).min() ?? 0
+        var packed: ByteBuffer?
+        for try await value in try await client.execute(FetchStatement(keys: keys.map { bytes($0.bytes) }, updatedSince: int(oldest)),
+                                                        logger: logger) {
+            packed = value
+        }
+        let found = try packed.map(unpackRecords) ?? [:]
+        return batch.map { requested, updatedSince in
+            var answer: [Bytes32: RelayRecord] = [:]
+            for key in requested {
+                if let record = found[key], record.updated >= updatedSince { answer[key] = record }
             }
-            return found
+            return answer
+        }
+    }
+
+    /// Reads the packed records of ``get(keys:updatedSince:)``.
+    /// - Throws: ``RelayStoreError`` if the database answered something malformed.
+    static func unpackRecords(_ packed: ByteBuffer) throws -> [Bytes32: RelayRecord] {
+        do {
+            return try packed.withUnsafeReadableBytes { bytes in
+                var reader = ByteReader(bytes)
+                var found: [Bytes32: RelayRecord] = [:]
+                while !reader.isAtEnd {
+                    let key = try Bytes32(try reader.read(count: 32))
+                    let timestamp = try reader.read(Int64.self), updated = try reader.read(Int64.self)
+                    let signature = try reader.read(count: Int(try reader.read(Int32.self)))
+                    let blob = try reader.read(count: Int(try reader.read(Int32.self)))
+                    found[key] = RelayRecord(blob: blob, timestamp: UInt64(clamping: timestamp), signature: signature,
+                                             updated: UInt64(clamping: updated))
+                }
+                return found
+            }
+        } catch {
+            throw RelayStoreError(description: "the database returned malformed records: \(error)")
         }
     }
 
@@ -500,6 +610,48 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         }
     }
 
+    // MARK: Prepared statements (parsed and planned once per connection)
+
+    struct PutBatchStatement: PostgresPreparedStatement {
+        static let name = "coords_put_batch_v3"
+        static let sql = "SELECT coords_put_batch($1, $2, $3, $4, $5, $6)"
+        typealias Row = [Int64]
+        var locks: [Int64], keys: [ByteBuffer], blobs: [ByteBuffer], timestamps: [Int64], signatures: [ByteBuffer], updated: [Int64]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 6)
+            bindings.append(locks)
+            bindings.append(keys)
+            bindings.append(blobs)
+            bindings.append(timestamps)
+            bindings.append(signatures)
+            bindings.append(updated)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> [Int64] { try row.decode([Int64].self) }
+    }
+
+    struct FetchStatement: PostgresPreparedStatement {
+        static let name = "coords_fetch_v3"
+        static let sql = """
+            SELECT string_agg(key || int8send(ts) || int8send(updated) || int4send(length(signature)) || signature
+                              || int4send(length(blob)) || blob, ''::bytea)
+            FROM relay_records WHERE key = ANY($1) AND updated >= $2
+            """
+        typealias Row = ByteBuffer?
+        var keys: [ByteBuffer], updatedSince: Int64
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(keys)
+            bindings.append(updatedSince)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> ByteBuffer? { try row.decode(ByteBuffer?.self) }
+    }
+
     // MARK: Helpers
 
     /// Runs `body` against the database within ``operationTimeout``; a connection failure or
@@ -544,23 +696,25 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     }
 
     /// The result of `body`, or ``RelayStoreUnavailable`` after `timeout` — without waiting for
-    /// `body` to notice its cancellation (a request for a pool connection may not).
+    /// `body` to notice its cancellation (a request for a pool connection may not). The timer is
+    /// cancelled as soon as `body` finishes: thousands of requests a second must not leave
+    /// thousands of sleeping timers behind.
     private static func withDeadline<R: Sendable>(_ timeout: Duration, what: String,
                                                   _ body: @escaping @Sendable () async throws -> R) async throws -> R {
-        let decided = Once()
+        let deadline = Deadline()
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, any Error>) in
             let work = Task {
                 let result: Result<R, any Error>
                 do { result = .success(try await body()) } catch { result = .failure(error) }
-                if decided.claim() { continuation.resume(with: result) }
+                if deadline.decide() { continuation.resume(with: result) }
             }
-            Task {
-                try? await Task.sleep(for: timeout)
-                if decided.claim() {
+            deadline.arm(Task {
+                do { try await Task.sleep(for: timeout) } catch { return }  // cancelled: the work finished first
+                if deadline.decide() {
                     work.cancel()
                     continuation.resume(throwing: RelayStoreUnavailable(description: "the database did not answer within \(timeout) (\(what))"))
                 }
-            }
+            })
         }
     }
 
