@@ -61,23 +61,26 @@ final class SpawnedProcess: @unchecked Sendable {
     @discardableResult
     func stop(_ signal: Int32 = SIGTERM) async -> Int32 {
         if !hasExited { kill(pid, signal) }
-        let status: Int32 = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { [self] in
-                lock.lock()
-                if let exitStatus {
-                    lock.unlock()
-                    continuation.resume(returning: exitStatus)
-                    return
-                }
-                lock.unlock()
-                var status: Int32 = 0
-                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-                lock.lock()
-                exitStatus = status
-                lock.unlock()
-                continuation.resume(returning: status)
-            }
+        return await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { [self] in continuation.resume(returning: waitForExit()) }
         }
+    }
+
+    /// Blocks until the process exits; the raw wait status. Never call it on Swift's
+    /// cooperative pool.
+    func waitForExit() -> Int32 {
+        lock.lock()
+        if let exitStatus {
+            lock.unlock()
+            return exitStatus
+        }
+        lock.unlock()
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        lock.lock()
+        defer { lock.unlock() }
+        if let exitStatus { return exitStatus }  // reaped meanwhile by hasExited
+        exitStatus = status
         return status
     }
 

@@ -137,26 +137,13 @@ final class PostgresTestServer: Sendable {
         }
     }
 
-    /// Runs a command to completion with posix_spawn and waitpid (Foundation's Process can wait
-    /// forever for a child that already exited when called off the main thread), its output in a
-    /// temporary file.
+    /// Runs a command to completion (``SpawnedProcess``: posix_spawn and waitpid; Foundation's
+    /// Process can wait forever for a child that already exited when called off the main
+    /// thread). Blocks: call it on a dispatch thread (``runOffPool(_:_:)``).
     static func run(_ executable: String, _ arguments: [String]) throws -> String {
-        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("pgrun-\(UUID().uuidString)").path
-        defer { unlink(outputPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid = pid_t()
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw PostgresTestServerError(description: "cannot run \(executable): error \(spawned)") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        let process = try SpawnedProcess(executable, arguments)
+        let status = process.waitForExit()
+        let output = process.log
         let exited = status & 0x7f == 0, code = (status >> 8) & 0xff
         guard exited, code == 0 else {
             throw PostgresTestServerError(description: "\(executable) \(arguments.joined(separator: " ")) failed (status \(status)): \(output)")

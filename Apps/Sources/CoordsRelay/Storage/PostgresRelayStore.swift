@@ -289,7 +289,9 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         uploads = Batcher(maximumBatch: 256, maximumWorkers: workers) { batch in
             try await Self.withDeadline(operationTimeout, what: "store uploads") { try await Self.putBatch(batch, client, logger) }
         }
-        fetches = Batcher(maximumBatch: 64, maximumWorkers: workers) { batch in
+        // At most 8 fetches (400 ids) per query: beyond a few hundred ids PostgreSQL's planner turns
+        // to a sequential scan of the whole table, which costs more than separate queries.
+        fetches = Batcher(maximumBatch: 8, maximumWorkers: workers) { batch in
             try await Self.withDeadline(operationTimeout, what: "fetch uploads") { try await Self.fetchBatch(batch, client, logger) }
         }
         runner = Task { await client.run() }
