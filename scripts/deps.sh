@@ -18,6 +18,7 @@ packages_for_missing() {
     # The relay's multi-node tests start a real PostgreSQL (and nginx as the load balancer).
     ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
     command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+    command -v openssl >/dev/null 2>&1 || missing+=(openssl)  # the test server's TLS certificate
     command -v readelf >/dev/null 2>&1 || missing+=(binutils)
     echo "${missing[@]:-}"
 }

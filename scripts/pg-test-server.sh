@@ -31,6 +31,13 @@ start)
         echo "coords-test" > "$dir/pw" && { [ "$(id -u)" -ne 0 ] || chown postgres: "$dir/pw"; }
         as_owner "$bin/initdb" -D "$dir/data" -U postgres --auth-local=trust --auth-host=scram-sha-256 \
             --pwfile="$dir/pw" -E UTF8 --no-locale >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
+        # TLS with a throwaway self-signed certificate, so sslmode=require is tested for real
+        # (plain connections stay allowed: pg_hba's "host" lines match both).
+        openssl req -x509 -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -days 7 \
+            -keyout "$dir/data/server.key" -out "$dir/data/server.crt" >/dev/null 2>&1 \
+            || { echo "pg-test-server: openssl could not make a certificate" >&2; exit 1; }
+        chmod 0600 "$dir/data/server.key"
+        [ "$(id -u)" -ne 0 ] || chown postgres: "$dir/data/server.key" "$dir/data/server.crt"
         cat >>"$dir/data/postgresql.conf" <<CONF
 listen_addresses = '127.0.0.1'
 port = $port
@@ -38,6 +45,9 @@ unix_socket_directories = '$dir'
 max_connections = 200
 fsync = on
 synchronous_commit = on
+ssl = on
+ssl_cert_file = 'server.crt'
+ssl_key_file = 'server.key'
 CONF
     fi
     # The server must not inherit our stdout/stderr (a caller reading them to the end would wait forever).

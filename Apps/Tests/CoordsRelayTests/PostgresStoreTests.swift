@@ -123,6 +123,31 @@ import Testing
         await postgres.close()
     }
 
+    /// TLS when the URL asks for it: with `sslmode=require` the server reports the relay's
+    /// connections as encrypted; `verify-full` refuses the test server's self-signed certificate
+    /// with an error that names the server, never a crash.
+    @Test func tlsWhenTheURLAsksForIt() async throws {
+        let server = try await PostgresTestServer.shared()
+        let database = try await server.freshDatabase().database
+        let location = try PostgresLocation(url: server.url(database: database) + "?sslmode=require")
+        #expect(location.sslMode == "require")
+        let store = try await PostgresRelayStore(location: location, poolSize: 2, logger: StoreUnderTest.quietLogger)
+        #expect(try await store.put(key: try Self.key(7), record: Self.record(5)) == .stored)
+        let encrypted = try await server.query("""
+            SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a ON a.pid = s.pid WHERE a.datname = '\(database)' AND s.ssl
+            """)
+        #expect((Int(encrypted.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) >= 1, "\(encrypted)")
+        await store.close()
+        let strict = try PostgresLocation(url: server.url(database: database) + "?sslmode=verify-full")
+        do {
+            let refused = try await PostgresRelayStore(location: strict, operationTimeout: .seconds(5), logger: StoreUnderTest.quietLogger)
+            await refused.close()
+            Issue.record("verify-full must refuse a self-signed certificate")
+        } catch {
+            #expect("\(error)".contains("TLS with PostgreSQL at 127.0.0.1"), "\(error)")
+        }
+    }
+
     @Test func badConfigurationFailsInOneClearLine() async throws {
         try await Self.withServer { server in
             let wrong = try PostgresLocation(url: server.url(password: "not-the-password"))

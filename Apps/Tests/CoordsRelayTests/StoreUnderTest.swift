@@ -120,6 +120,12 @@ final class PostgresTestServer: Sendable {
                                                        "-d", database, "-qAt", "-v", "ON_ERROR_STOP=1", "-c", statement])
     }
 
+    /// The output of one SQL query, run as the test role in `database`.
+    func query(_ statement: String, database: String = "coords") async throws -> String {
+        try await Self.runOffPool("/usr/bin/env", ["PGPASSWORD=coords-test", "psql", "-h", "127.0.0.1", "-p", String(port), "-U", "coords",
+                                                   "-d", database, "-qAt", "-v", "ON_ERROR_STOP=1", "-c", statement])
+    }
+
     /// The script's `kill` (immediate stop) and `start` again on the same data and port.
     func control(_ command: String) async throws {
         if command == "start" {

@@ -349,6 +349,9 @@ public final class PostgresRelayStore: RelayStore, Sendable {
             if error.code == .server {
                 throw RelayStoreError(description: "PostgreSQL at \(location.host):\(location.port) refused the connection: \(message) (SQLSTATE \(state))")
             }
+            if let tlsError = error.underlying as? NIOSSLError {
+                throw RelayStoreError(description: "TLS with PostgreSQL at \(location.host):\(location.port) failed (sslmode=\(location.sslMode)): \(tlsError) (verify-full needs a certificate your system trusts for this host name; require encrypts without checking)")
+            }
             throw RelayStoreError(description: "cannot reach PostgreSQL at \(location.host):\(location.port): \(error.underlying.map { "\($0)" } ?? "\(error.code)")")
         } catch let error as RelayStoreUnavailable {
             throw RelayStoreError(description: "cannot reach PostgreSQL at \(location.host):\(location.port): \(error.description)")

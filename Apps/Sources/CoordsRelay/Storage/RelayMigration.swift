@@ -3,12 +3,18 @@ import CoordsCore
 /// How many entries of each kind a relay store holds (``LMDBRelayStore/exportCounts()``), or a
 /// migration copied.
 public struct RelayExportCounts: Sendable, Equatable, CustomStringConvertible {
+    /// Stored uploads (one per key).
     public var records = 0
+    /// Deletion tombstones.
     public var tombstones = 0
+    /// Mailbox envelopes waiting for their recipient.
     public var envelopes = 0
+    /// Acknowledged envelope ids (refused if posted again).
     public var envelopeTombstones = 0
+    /// Used mailbox request signatures (accepted once).
     public var seenSignatures = 0
 
+    /// Counts, zero unless given.
     public init(records: Int = 0, tombstones: Int = 0, envelopes: Int = 0, envelopeTombstones: Int = 0, seenSignatures: Int = 0) {
         self.records = records
         self.tombstones = tombstones
