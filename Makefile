@@ -18,7 +18,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 FUZZ_TIME ?= 600
 FUZZ_TEST_TIME ?= 12
 
-.PHONY: docs wheel test-wheel test-docs install test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-abi test-c test-python test-portable test-e2e example-c demo clean help
+.PHONY: docs wheel test-wheel test-docs install test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-abi test-c test-python test-portable test-e2e test-deploy example-c demo clean help
 
 all: build
 
@@ -53,7 +53,7 @@ lib-portable: deps
 	$(SWIFT) build -c release --product coordscore --scratch-path .build-static \
 		-Xswiftc -static-stdlib -Xlinker -L$(SWIFT_STATIC_LIBS) -Xlinker -soname=libcoordscore.so.$(ABI_MAJOR)
 
-test: deps test-swift test-tsan test-abi test-c test-python test-portable test-install test-wheel test-docs test-e2e test-fuzz
+test: deps test-swift test-tsan test-abi test-c test-python test-portable test-install test-wheel test-docs test-e2e test-deploy test-fuzz
 
 # Coverage-guided fuzzing (Fuzz/, libFuzzer + ASan): every parser and route, $(FUZZ_TIME) s each.
 fuzz: deps
@@ -80,6 +80,10 @@ demo: tools
 tools: deps
 	$(SWIFT) build $(APPS) --product coords-relay
 	$(SWIFT) build $(APPS) --product coords
+
+# The operator's kit: the systemd unit verifies (systemd-analyze) against the relay built here.
+test-deploy: tools
+	scripts/check-systemd.sh $(CURDIR)/Apps/.build/debug/coords-relay
 
 # The CLI against a live relay on loopback (two homes, share, fetch, outage, backups, errors).
 test-e2e: tools

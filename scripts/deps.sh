@@ -19,6 +19,7 @@ packages_for_missing() {
     ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
     command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
     command -v openssl >/dev/null 2>&1 || missing+=(openssl)  # the test server's TLS certificate
+    command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)  # verifies deploy/systemd/coords-relay.service
     command -v readelf >/dev/null 2>&1 || missing+=(binutils)
     echo "${missing[@]:-}"
 }

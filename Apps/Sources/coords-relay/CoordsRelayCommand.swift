@@ -45,7 +45,7 @@ struct Serve: AsyncParsableCommand {
     var host: String = environment("COORDS_HOST") ?? "127.0.0.1"
 
     @Option(help: "TCP port; 0 picks a free one [COORDS_PORT].")
-    var port: Int = environment("COORDS_PORT").flatMap { Int($0) } ?? 8080
+    var port: Int = Env.int("COORDS_PORT", 8080)
 
     @Option(name: .customLong("data-dir"), help: "Directory of the LMDB store [COORDS_DATA_DIR].")
     var dataDirectory: String = environment("COORDS_DATA_DIR") ?? "./coords-relay-data"
@@ -55,78 +55,79 @@ struct Serve: AsyncParsableCommand {
     var postgresURL: String? = environment("COORDS_POSTGRES_URL")
 
     @Option(name: .customLong("postgres-pool-size"), help: "Most PostgreSQL connections this relay keeps open [COORDS_POSTGRES_POOL_SIZE].")
-    var postgresPoolSize: Int = environment("COORDS_POSTGRES_POOL_SIZE").flatMap { Int($0) } ?? 16
+    var postgresPoolSize: Int = Env.int("COORDS_POSTGRES_POOL_SIZE", 16)
 
     @Flag(help: "Keep everything in memory instead (lost on exit; for tests and demos) [COORDS_MEMORY=1].")
-    var memory: Bool = environment("COORDS_MEMORY") == "1"
+    var memory: Bool = Env.flag("COORDS_MEMORY")
 
     @Flag(name: .customLong("no-sync"), help: "Do not fsync commits (faster; an OS crash may lose recent uploads) [COORDS_NO_SYNC=1].")
-    var noSync: Bool = environment("COORDS_NO_SYNC") == "1"
+    var noSync: Bool = Env.flag("COORDS_NO_SYNC")
 
     @Option(name: .customLong("ttl"), help: "Seconds a blob lives without being refreshed [COORDS_TTL].")
-    var ttl: UInt64 = environment("COORDS_TTL").flatMap { UInt64($0) } ?? 7 * 24 * 3600
+    var ttl: UInt64 = Env.uint64("COORDS_TTL", 7 * 24 * 3600)
 
     @Option(name: .customLong("sweep-interval"), help: "Seconds between expiry sweeps [COORDS_SWEEP_INTERVAL].")
-    var sweepInterval: UInt64 = environment("COORDS_SWEEP_INTERVAL").flatMap { UInt64($0) } ?? 60
+    var sweepInterval: UInt64 = Env.uint64("COORDS_SWEEP_INTERVAL", 60)
 
     @Option(name: .customLong("rate"), help: "Requests per second per client address, 0 for no limit [COORDS_RATE].")
-    var addressRate: Double = environment("COORDS_RATE").flatMap { Double($0) } ?? 20
+    var addressRate: Double = Env.double("COORDS_RATE", 20)
 
     @Option(name: .customLong("burst"), help: "Burst per client address [COORDS_BURST].")
-    var addressBurst: Double = environment("COORDS_BURST").flatMap { Double($0) } ?? 60
+    var addressBurst: Double = Env.double("COORDS_BURST", 60)
 
     @Option(name: .customLong("key-rate"), help: "Uploads and deletes per second per key, 0 for no limit [COORDS_KEY_RATE].")
-    var keyRate: Double = environment("COORDS_KEY_RATE").flatMap { Double($0) } ?? 1
+    var keyRate: Double = Env.double("COORDS_KEY_RATE", 1)
 
     @Option(name: .customLong("key-burst"), help: "Burst per key [COORDS_KEY_BURST].")
-    var keyBurst: Double = environment("COORDS_KEY_BURST").flatMap { Double($0) } ?? 10
+    var keyBurst: Double = Env.double("COORDS_KEY_BURST", 10)
 
     @Option(name: .customLong("max-body"), help: "Largest request body in bytes [COORDS_MAX_BODY].")
-    var maximumBody: Int = environment("COORDS_MAX_BODY").flatMap { Int($0) } ?? 96 * 1024
+    var maximumBody: Int = Env.int("COORDS_MAX_BODY", 96 * 1024)
 
     @Option(name: .customLong("message-ttl"), help: "Longest message lifetime accepted, seconds [COORDS_MESSAGE_TTL].")
-    var messageTTL: UInt64 = environment("COORDS_MESSAGE_TTL").flatMap { UInt64($0) } ?? 86_400
+    var messageTTL: UInt64 = Env.uint64("COORDS_MESSAGE_TTL", 86_400)
 
     @Option(name: .customLong("mailbox-size"), help: "Most messages waiting per recipient [COORDS_MAILBOX_SIZE].")
-    var mailboxSize: Int = environment("COORDS_MAILBOX_SIZE").flatMap { Int($0) } ?? 500
+    var mailboxSize: Int = Env.int("COORDS_MAILBOX_SIZE", 500)
 
     @Option(name: .customLong("mailbox-size-unsigned"),
             help: "Most messages without senderKey waiting per recipient (a separate quota) [COORDS_MAILBOX_SIZE_UNSIGNED].")
-    var mailboxSizeUnsigned: Int = environment("COORDS_MAILBOX_SIZE_UNSIGNED").flatMap { Int($0) } ?? 50
+    var mailboxSizeUnsigned: Int = Env.int("COORDS_MAILBOX_SIZE_UNSIGNED", 50)
 
     @Option(name: .customLong("idle-timeout"), help: "Seconds before an idle keep-alive connection is closed [COORDS_IDLE_TIMEOUT].")
-    var idleTimeout: UInt64 = environment("COORDS_IDLE_TIMEOUT").flatMap { UInt64($0) } ?? 30
+    var idleTimeout: UInt64 = Env.uint64("COORDS_IDLE_TIMEOUT", 30)
 
     @Option(name: .customLong("header-timeout"), help: "Seconds a request head may take to arrive (408 beyond) [COORDS_HEADER_TIMEOUT].")
-    var headerTimeout: UInt64 = environment("COORDS_HEADER_TIMEOUT").flatMap { UInt64($0) } ?? 10
+    var headerTimeout: UInt64 = Env.uint64("COORDS_HEADER_TIMEOUT", 10)
 
     @Option(name: .customLong("body-timeout"), help: "Seconds a request body may take to arrive [COORDS_BODY_TIMEOUT].")
-    var bodyTimeout: UInt64 = environment("COORDS_BODY_TIMEOUT").flatMap { UInt64($0) } ?? 30
+    var bodyTimeout: UInt64 = Env.uint64("COORDS_BODY_TIMEOUT", 30)
 
     @Option(name: .customLong("max-connections"), help: "Most open connections (lowered to fit ulimit -n) [COORDS_MAX_CONNECTIONS].")
-    var maximumConnections: Int = environment("COORDS_MAX_CONNECTIONS").flatMap { Int($0) } ?? 4096
+    var maximumConnections: Int = Env.int("COORDS_MAX_CONNECTIONS", 4096)
 
     @Option(name: .customLong("max-connections-per-address"),
             help: "Most open connections from one client address [COORDS_MAX_CONNECTIONS_PER_ADDRESS].")
-    var maximumConnectionsPerAddress: Int = environment("COORDS_MAX_CONNECTIONS_PER_ADDRESS").flatMap { Int($0) } ?? 128
+    var maximumConnectionsPerAddress: Int = Env.int("COORDS_MAX_CONNECTIONS_PER_ADDRESS", 128)
 
     @Option(name: .customLong("max-messages"), help: "Most messages stored in total [COORDS_MAX_MESSAGES].")
-    var maximumMessages: Int = environment("COORDS_MAX_MESSAGES").flatMap { Int($0) } ?? 1_000_000
+    var maximumMessages: Int = Env.int("COORDS_MAX_MESSAGES", 1_000_000)
 
     @Option(name: .customLong("message-rate"), help: "Messages per second per sender, 0 for no limit [COORDS_MESSAGE_RATE].")
-    var messageRate: Double = environment("COORDS_MESSAGE_RATE").flatMap { Double($0) } ?? 5
+    var messageRate: Double = Env.double("COORDS_MESSAGE_RATE", 5)
 
     @Flag(name: .customLong("strict-mailbox"), help: "Refuse envelopes without senderKey, so every signature is checked [COORDS_STRICT_MAILBOX=1].")
-    var strictMailbox: Bool = environment("COORDS_STRICT_MAILBOX") == "1"
+    var strictMailbox: Bool = Env.flag("COORDS_STRICT_MAILBOX")
 
     @Flag(name: .customLong("trust-forwarded-for"),
           help: "Rate-limit by the first X-Forwarded-For address (only behind a trusted proxy) [COORDS_TRUST_FORWARDED_FOR=1].")
-    var trustForwardedFor: Bool = environment("COORDS_TRUST_FORWARDED_FOR") == "1"
+    var trustForwardedFor: Bool = Env.flag("COORDS_TRUST_FORWARDED_FOR")
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical [COORDS_LOG_LEVEL].")
     var logLevel: String = environment("COORDS_LOG_LEVEL") ?? "info"
 
     func validate() throws {
+        try Env.check()
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical") }
         guard ttl > 0 else { throw ValidationError("--ttl must be positive") }
@@ -173,6 +174,16 @@ struct Serve: AsyncParsableCommand {
         logger.logLevel = configuration.logLevel
         configuration.postgresURL = postgresURL
         configuration.postgresPoolSize = postgresPoolSize
+        // Refusals in words before anything says "starting": the address, then the data directory.
+        if let problem = listenProblem(host: host, port: port) {
+            printError("coords-relay: error: \(problem)")
+            throw ExitCode(69)  // EX_UNAVAILABLE
+        }
+        if configuration.postgresURL == nil, let directory = configuration.dataDirectory,
+           let problem = DataDirectoryLock.acquire(directory) {
+            printError("coords-relay: error: \(problem)")
+            throw ExitCode(75)  // EX_TEMPFAIL: try again once the other relay stopped
+        }
         let store: any RelayStore
         if let url = configuration.postgresURL {
             do {
@@ -199,6 +210,10 @@ struct Serve: AsyncParsableCommand {
             try await app.runService()  // until SIGTERM/SIGINT; in-flight requests finish first
         } catch {
             await store.close()
+            if "\(error)".contains("Address already in use") {  // taken between the check and the bind
+                printError("coords-relay: error: \(host):\(port) is already in use: another process listens there")
+                throw ExitCode(69)
+            }
             throw error
         }
         await store.close()

@@ -63,6 +63,45 @@ struct MissingExecutable: Error, CustomStringConvertible {
         }
     }
 
+    /// Runs the relay to its exit; the wait status and everything it printed.
+    static func refusal(_ arguments: [String], environment: [String] = []) async throws -> (status: Int32, output: String) {
+        guard let executable = executable?.path else { throw MissingExecutable() }
+        do {
+            let output = try await PostgresTestServer.runOffPool("/usr/bin/env", environment + [executable] + arguments)
+            return (0, output)
+        } catch let error as PostgresTestServerError {
+            let text = error.description
+            let status = text.range(of: "(status ").flatMap { Int32(text[$0.upperBound...].prefix { $0.isNumber }) } ?? -1
+            return (status, text.range(of: "): ").map { String(text[$0.upperBound...]) } ?? text)
+        }
+    }
+
+    /// Strict startup: an environment value that does not parse is refused like the same bad
+    /// flag; a second relay on a data directory in use, or on a port in use, is refused in one
+    /// line before anything says "starting".
+    @Test func startupRefusalsAreOneClearLine() async throws {
+        for (name, value) in [("COORDS_PORT", "abc"), ("COORDS_RATE", "fast"), ("COORDS_RATE", "nan"), ("COORDS_MEMORY", "yes"), ("COORDS_TTL", "-5")] {
+            let (status, output) = try await Self.refusal(["--memory"], environment: ["\(name)=\(value)"])
+            #expect(status == 64 << 8, "\(name)=\(value): \(output)")
+            #expect(output.contains("\(name)=\(value) is not"), "\(output)")
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-lock-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try await RelayNode.start(["--data-dir", directory])
+        let (status, output) = try await Self.refusal(["--port", "0", "--data-dir", directory])
+        #expect(status == 75 << 8, "\(output)")
+        #expect(output.contains("another coords-relay is already serving"), "\(output)")
+        #expect(!output.contains("starting"), "\(output)")
+        let (busy, said) = try await Self.refusal(["--port", String(first.port), "--memory"])
+        #expect(busy == 69 << 8, "\(said)")
+        #expect(said.contains("127.0.0.1:\(first.port) is already in use"), "\(said)")
+        #expect(!said.contains("starting") && said.split(separator: "\n").count == 1, "\(said)")
+        #expect(await first.process.stop() == 0)
+        // Once the first relay stopped, the directory is free again.
+        let second = try await RelayNode.start(["--data-dir", directory])
+        #expect(await second.process.stop() == 0)
+    }
+
     @Test func invalidFlagsAreRefusedWithAMessage() throws {
         for arguments in [["--port", "70000"], ["--log-level", "loud"], ["--rate", "-1"], ["--bogus"]] {
             let process = Process()
