@@ -148,6 +148,41 @@ import Testing
         }
     }
 
+    /// The packed fetch answer is read with checked lengths: every truncation, negative and huge
+    /// lengths, and random bytes are refused with an error, never a trap.
+    @Test func packedFetchAnswersNeverTrap() throws {
+        func pack(_ key: UInt8, signature: [UInt8], blob: [UInt8]) -> [UInt8] {
+            var writer = ByteWriter(capacity: 128)
+            writer.write([UInt8](repeating: key, count: 32))
+            writer.write(UInt64(7))
+            writer.write(UInt64(1_800_000_000))
+            writer.write(UInt32(signature.count))
+            writer.write(signature)
+            writer.write(UInt32(blob.count))
+            writer.write(blob)
+            return writer.bytes
+        }
+        let first = pack(1, signature: [UInt8](repeating: 9, count: 64), blob: [1, 2, 3])
+        let valid = first + pack(2, signature: [], blob: [])
+        let records = try PostgresRelayStore.unpackRecords(ByteBuffer(bytes: valid))
+        let one = try Self.key(1)
+        #expect(records.count == 2)
+        #expect(records[one]?.blob == [1, 2, 3] && records[one]?.timestamp == 7 && records[one]?.signature.count == 64)
+        for end in 0..<valid.count where end != first.count && end != 0 {  // whole records parse
+            #expect(throws: RelayStoreError.self, "prefix \(end)") { _ = try PostgresRelayStore.unpackRecords(ByteBuffer(bytes: valid.prefix(end))) }
+        }
+        var hostile = pack(3, signature: [], blob: [])
+        for length: UInt32 in [0x8000_0000, 0xFFFF_FFFF, 0x7FFF_FFFF] {  // negative and huge lengths
+            hostile.replaceSubrange(48..<52, with: (0..<4).map { UInt8(truncatingIfNeeded: length >> (24 - 8 * $0)) })
+            #expect(throws: RelayStoreError.self) { _ = try PostgresRelayStore.unpackRecords(ByteBuffer(bytes: hostile)) }
+        }
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            let noise = (0..<Int.random(in: 0..<200, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            _ = try? PostgresRelayStore.unpackRecords(ByteBuffer(bytes: noise))
+        }
+    }
+
     @Test func badConfigurationFailsInOneClearLine() async throws {
         try await Self.withServer { server in
             let wrong = try PostgresLocation(url: server.url(password: "not-the-password"))
