@@ -24,11 +24,16 @@ packages_for_missing() {
     echo "${missing[@]:-}"
 }
 
-# pytest for the Python ctypes suite (PyPI), installed for the current user when missing.
+# From PyPI, installed when missing: pytest (the Python suites) and schemathesis (holds
+# docs/openapi.yaml against a live relay; brings jsonschema and PyYAML for scripts/openapi-check.py).
 ensure_pytest() {
     if ! python3 -c "import pytest" >/dev/null 2>&1; then
         echo "deps: pytest missing — installing with pip"
         python3 -m pip install --quiet pytest || { echo "deps: error: pip could not install pytest" >&2; exit 1; }
+    fi
+    if ! python3 -c "import schemathesis, jsonschema, yaml" >/dev/null 2>&1; then
+        echo "deps: schemathesis missing — installing with pip"
+        python3 -m pip install --quiet "schemathesis>=4,<5" || { echo "deps: error: pip could not install schemathesis" >&2; exit 1; }
     fi
 }
 

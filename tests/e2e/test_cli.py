@@ -5,44 +5,11 @@ relay going down (the outbox delivers when it is back), and refuse a wrong passp
 """
 import json
 import os
-import socket
 import subprocess
-import time
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.environ.get("COORDS_BIN_DIR", os.path.join(ROOT, "Apps", ".build", "debug"))
-QUEUED = 75  # EX_TEMPFAIL: work queued in the outbox
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Relay:
-    def __init__(self, data_dir, port):
-        self.data_dir, self.port, self.process = data_dir, port, None
-
-    def start(self):
-        self.process = subprocess.Popen([os.path.join(BIN, "coords-relay"), "--port", str(self.port), "--data-dir", self.data_dir],
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("relay did not start")
-
-    def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            assert self.process.wait(timeout=10) == 0
-        self.process = None
+from e2e_support import BIN, QUEUED, ROOT, Relay, coords, data, free_port, passphrase_env
 
 
 @pytest.fixture
@@ -50,24 +17,9 @@ def world(tmp_path):
     port = free_port()
     relay = Relay(str(tmp_path / "relay"), port)
     relay.start()
-    env = dict(os.environ, COORDS_PASSPHRASE="correct horse battery", COORDS_KEYCHAIN_COST="minimum",
-               COORDS_BACKUP_COST="minimum", COORDS_BACKUP_PASSPHRASE="backup words")
+    env = passphrase_env()
     yield relay, f"http://127.0.0.1:{port}", tmp_path, env
     relay.stop()
-
-
-def coords(env, home, *args, expect=0):
-    started = time.time()
-    result = subprocess.run([os.path.join(BIN, "coords"), *args, "--home", str(home)],
-                            env=env, capture_output=True, text=True, timeout=60)
-    if os.environ.get("COORDS_E2E_TIMING"):
-        print(f"{time.time() - started:6.2f} s  coords {' '.join(args)}")
-    assert result.returncode == expect, f"coords {' '.join(args)} → {result.returncode}\n{result.stdout}\n{result.stderr}"
-    return result
-
-
-def data(env, home, *args):
-    return json.loads(coords(env, home, *args, "--json").stdout)
 
 
 def test_two_friends_share_fetch_remove_delete_and_survive_an_outage(world):
@@ -188,3 +140,6 @@ def test_one_version_everywhere(world):
     import urllib.request
     metrics = urllib.request.urlopen(server + "/metrics", timeout=10).read().decode()
     assert f'coords_relay_build_info{{version="{version}"}} 1' in metrics
+    import yaml
+    with open(os.path.join(ROOT, "docs", "openapi.yaml")) as f:
+        assert yaml.safe_load(f)["info"]["version"] == version  # the API description of this relay

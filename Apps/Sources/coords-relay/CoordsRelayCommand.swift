@@ -22,10 +22,10 @@ struct CoordsRelayCommand: AsyncParsableCommand {
         abstract: "The untrusted Coords relay: stores and forwards opaque, signed location blobs.",
         discussion: """
             Without a subcommand, coords-relay serves (see `coords-relay serve --help` for every \
-            option). `coords-relay migrate` moves an LMDB relay's data into PostgreSQL. See docs/RELAY.md.
+            option). `coords-relay migrate` moves an LMDB relay's data into PostgreSQL; `backup` and `restore` copy an LMDB relay. See docs/RELAY.md.
             """,
         version: CoordsVersion.string,
-        subcommands: [Serve.self, Migrate.self],
+        subcommands: [Serve.self, Migrate.self, Backup.self, Restore.self, CheckStore.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -126,10 +126,15 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical [COORDS_LOG_LEVEL].")
     var logLevel: String = environment("COORDS_LOG_LEVEL") ?? "info"
 
+    @Option(name: .customLong("log-format"),
+            help: "text, or json: one JSON object per line with the keys ts, level, logger, msg and the metadata [COORDS_LOG_FORMAT].")
+    var logFormat: String = environment("COORDS_LOG_FORMAT") ?? "text"
+
     func validate() throws {
         try Env.check()
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical") }
+        guard RelayLogFormat(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be text or json") }
         guard ttl > 0 else { throw ValidationError("--ttl must be positive") }
         guard addressRate >= 0, keyRate >= 0, addressBurst >= 1, keyBurst >= 1 else {
             throw ValidationError("rates must be ≥ 0 and bursts ≥ 1")
@@ -170,6 +175,7 @@ struct Serve: AsyncParsableCommand {
         configuration.strictMailbox = strictMailbox
         configuration.logLevel = Logger.Level(rawValue: logLevel) ?? .info
 
+        LoggingSystem.bootstrap((RelayLogFormat(rawValue: logFormat) ?? .text).factory)
         var logger = Logger(label: "coords.relay")
         logger.logLevel = configuration.logLevel
         configuration.postgresURL = postgresURL

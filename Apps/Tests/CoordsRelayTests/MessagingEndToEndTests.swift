@@ -143,7 +143,7 @@ import Testing
         // new port, so run the application directly); the outbox delivers and Bob reads it.
         configuration.port = port
         let second = RelayHarness(configuration: configuration, store: try LMDBRelayStore(directory: root + "/relay", durability: .noSync), clock: clock)
-        let running = Task { try await second.app.runService(gracefulShutdownSignals: []) }
+        let running = Task { try await second.app.inner.runService(gracefulShutdownSignals: []) }
         var up = false
         for _ in 0..<100 where !up {
             try await Task.sleep(for: .milliseconds(50))

@@ -34,7 +34,8 @@ struct RelayHarness {
         return configuration
     }
 
-    var app: some ApplicationProtocol { buildApplication(service: service) }
+    /// The application; its test clients record every response for the OpenAPI check.
+    var app: RecordedApplication<some ApplicationProtocol> { RecordedApplication(inner: buildApplication(service: service)) }
 
     /// Runs `body` against the relay (router or live socket), then closes the store whatever
     /// happened (a PostgreSQL store's pool must not outlive its test).

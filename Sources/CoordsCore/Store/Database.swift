@@ -249,6 +249,31 @@ public final class Database: @unchecked Sendable {
         return injector.fault(operation)
     }
 
+    // MARK: Backup
+
+    /// Writes a consistent, compacted copy of the whole store (one read snapshot, so it may run
+    /// while other threads or processes write) to `file`, which must not exist yet: it is created
+    /// with the store's file mode (0600 by default) before any byte is written, and synced
+    /// before this returns. The copy is a complete `data.mdb`: put it in an empty directory to
+    /// open it.
+    /// - Throws: ``StoreError/closed``; ``StoreError/openFailed(path:_:)`` when `file` exists or
+    ///   cannot be created; LMDB and I/O failures as ``StoreError/openFailed(path:_:)`` too.
+    public func backup(toFile file: String) throws {
+        resizeLock.lockShared()
+        defer { resizeLock.unlock() }
+        guard !isClosed else { throw StoreError.closed }
+        let fd = createExclusive(file, mode: mode_t(options.fileMode))
+        guard fd >= 0 else { throw StoreError.openFailed(path: file, .system(errno)) }
+        var failure: LMDBCode?
+        let rc = mdb_env_copyfd2(env, fd, UInt32(MDB_CP_COMPACT))
+        if rc != 0 { failure = LMDBCode(rc) } else if fsync(fd) != 0 { failure = .system(errno) }
+        closeDescriptor(fd)
+        if let failure {
+            unlink(file)
+            throw StoreError.openFailed(path: file, failure)
+        }
+    }
+
     // MARK: Map size
 
     /// Current map size and bytes in use.
@@ -398,3 +423,10 @@ extension UInt32 {
         self = try bytes.withUnsafeBytes { try UInt32(storeBytes: $0) }
     }
 }
+
+/// `open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)` (outside ``Database``, whose
+/// `open`/`close` members would shadow the C functions).
+private func createExclusive(_ path: String, mode: mode_t) -> Int32 { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode) }
+
+/// `close(fd)`.
+private func closeDescriptor(_ fd: Int32) { close(fd) }

@@ -239,10 +239,24 @@ struct RelayMiddleware: RouterMiddleware {
         let route = context.endpointPath ?? "unmatched"
         service.metrics.request(route: route, method: request.method.rawValue, status: Int(response.status.code),
                                 duration: ContinuousClock.now - start)
-        context.logger.debug("request", metadata: ["route": "\(route)", "method": "\(request.method.rawValue)",
-                                                  "status": "\(response.status.code)"])
+        let elapsed = ContinuousClock.now - start
+        // The access log: the route template, never the target, a body, a signature or a key.
+        context.logger.info("request", metadata: [
+            "method": "\(request.method.rawValue)", "route": "\(route)", "status": "\(response.status.code)",
+            "duration_ms": "\(milliseconds(elapsed))",
+            "request_bytes": "\(request.headers[.contentLength].flatMap(Int.init) ?? 0)",
+            "response_bytes": "\(response.body.contentLength ?? 0)",
+        ])
         return response
     }
+}
+
+/// A duration in milliseconds with three decimals ("0.412").
+func milliseconds(_ duration: Duration) -> String {
+    let (seconds, attoseconds) = duration.components
+    let micros = seconds.multipliedReportingOverflow(by: 1_000_000).partialValue.addingReportingOverflow(attoseconds / 1_000_000_000_000).partialValue
+    let whole = micros / 1000, fraction = abs(micros % 1000)
+    return "\(whole)." + (fraction < 10 ? "00" : (fraction < 100 ? "0" : "")) + "\(fraction)"
 }
 
 /// Forgets expired blobs every `sweepIntervalSeconds` until graceful shutdown.

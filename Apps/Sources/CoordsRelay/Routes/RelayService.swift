@@ -182,7 +182,7 @@ public final class RelayService: Sendable {
         if let count = try? await store.count() { metrics.storeEntries.set(Int64(count)) }
         if let count = try? await store.mailboxCount() { metrics.mailboxEntries.set(Int64(count)) }
         if let count = try? await store.seenSignatureCount() { metrics.seenSignatures.set(Int64(count)) }
-        return metrics.exposition()
+        return metrics.exposition() + Array(ProcessMetrics.exposition().utf8)
     }
 
     // MARK: Checks, in the reference order

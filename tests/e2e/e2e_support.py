@@ -1,0 +1,74 @@
+"""Shared helpers of the end-to-end suites: a coords-relay process on loopback and the CLI."""
+import json
+import os
+import socket
+import subprocess
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.environ.get("COORDS_BIN_DIR", os.path.join(ROOT, "Apps", ".build", "debug"))
+QUEUED = 75  # EX_TEMPFAIL: work queued in the outbox
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Relay:
+    """`coords-relay` on a fixed loopback port; its output goes to `log_path` (a pipe nobody
+    reads would fill up with access-log lines and stall the relay)."""
+
+    def __init__(self, data_dir, port, args=(), log_path=None):
+        self.data_dir, self.port, self.args, self.process = data_dir, port, list(args), None
+        self.log_path = log_path or (str(data_dir).rstrip("/") + ".log")
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self):
+        command = [os.path.join(BIN, "coords-relay"), "--port", str(self.port)]
+        command += self.args if "--memory" in self.args else ["--data-dir", str(self.data_dir)] + self.args
+        with open(self.log_path, "a") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=log, text=True)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"relay exited with {self.process.returncode}: {self.log()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("relay did not start")
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            assert self.process.wait(timeout=10) == 0
+        self.process = None
+
+    def log(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+
+def passphrase_env(**extra):
+    return dict(os.environ, COORDS_PASSPHRASE="correct horse battery", COORDS_KEYCHAIN_COST="minimum",
+                COORDS_BACKUP_COST="minimum", COORDS_BACKUP_PASSPHRASE="backup words", **extra)
+
+
+def coords(env, home, *args, expect=0, stdin=None):
+    started = time.time()
+    result = subprocess.run([os.path.join(BIN, "coords"), *args, "--home", str(home)],
+                            env=env, capture_output=True, text=True, timeout=60, stdin=stdin)
+    if os.environ.get("COORDS_E2E_TIMING"):
+        print(f"{time.time() - started:6.2f} s  coords {' '.join(args)}")
+    assert result.returncode == expect, f"coords {' '.join(args)} → {result.returncode}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def data(env, home, *args, expect=0):
+    return json.loads(coords(env, home, *args, "--json", expect=expect).stdout)

@@ -1,0 +1,191 @@
+"""The relay operator's kit end to end (run by `make test`): the OpenAPI description held against a
+live relay by schemathesis, JSON logs with an access log that carries no secrets, process
+metrics, and backups and restores exactly as docs/RELAY.md writes them."""
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.request
+
+from e2e_support import BIN, ROOT, Relay, coords, data, free_port, passphrase_env
+
+SPEC = os.path.join(ROOT, "docs", "openapi.yaml")
+NO_LIMITS = ["--rate", "0", "--key-rate", "0", "--message-rate", "0"]
+
+
+def test_schemathesis_finds_no_server_error_and_nothing_that_contradicts_the_spec(tmp_path):
+    relay = Relay(tmp_path / "relay", free_port(), args=["--memory", *NO_LIMITS, "--log-level", "warning"])
+    relay.start()
+    try:
+        # Every check but positive_data_acceptance: schema-valid random keys are rarely valid curve
+        # points or signatures, so the relay rightly answers 400/401 — a JSON Schema cannot say that.
+        result = subprocess.run(
+            [sys.executable, "-m", "schemathesis.cli", "run", SPEC, "--url", relay.url,
+             "--checks", "all", "--exclude-checks", "positive_data_acceptance",
+             "--phases", "examples,coverage,fuzzing,stateful", "--max-examples", "25", "--seed", "20261123",
+             "--workers", "1", "--no-color", "--request-timeout", "10", "--generation-database", "none"],
+            capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    finally:
+        relay.stop()
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-8000:]
+    assert re.search(r"Tested: 14\b", output), output[-3000:]  # every operation of the spec ran
+    counts = re.search(r"(\d+) generated, (\d+) passed", output)
+    assert counts and counts[1] == counts[2] and int(counts[1]) >= 200, output[-3000:]  # a real run, all passed
+    assert relay.process is None and "error" not in relay.log().lower(), relay.log()[-3000:]
+
+
+def test_json_logs_have_stable_keys_and_the_access_log_carries_no_keys_blobs_or_signatures(tmp_path):
+    relay = Relay(tmp_path / "relay", free_port(), args=["--log-format", "json", *NO_LIMITS])
+    relay.start()
+    env = passphrase_env()
+    alice, bob = tmp_path / "alice", tmp_path / "bob"
+    coords(env, alice, "init", "--server", relay.url, "--name", "Alice")
+    coords(env, bob, "init", "--server", relay.url, "--name", "Bob")
+    alice_id, bob_id = data(env, alice, "whoami")["id"], data(env, bob, "whoami")["id"]
+    coords(env, bob, "add", data(env, alice, "whoami")["link"])
+    coords(env, alice, "add", data(env, bob, "whoami")["link"])
+    coords(env, alice, "share", "--lat", "47.3769", "--lon", "8.5417")
+    fetched = data(env, bob, "fetch")
+    coords(env, alice, "send", "Bob", "a secret sentence")
+    coords(env, bob, "inbox")
+    coords(env, alice, "delete")
+    relay.stop()
+
+    lines = [line for line in relay.log().splitlines() if line.strip()]
+    records = [json.loads(line) for line in lines]  # every line is one JSON object
+    for record in records:
+        assert list(record)[:4] == ["ts", "level", "logger", "msg"], record
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", record["ts"])
+        assert all(isinstance(value, str) for value in record.values())
+    access = [r for r in records if r["msg"] == "request"]
+    routes = {(r["method"], r["route"]) for r in access}
+    assert {("PUT", "/api/location"), ("POST", "/api/location"), ("DELETE", "/api/location"), ("GET", "/api/version"),
+            ("POST", "/v1/relay/messages"), ("GET", "/v1/relay/messages")} <= routes, routes
+    for r in access:
+        assert {"method", "route", "status", "duration_ms", "request_bytes", "response_bytes"} <= set(r), r
+        assert int(r["status"]) in range(100, 600) and float(r["duration_ms"]) >= 0
+    text = "\n".join(lines)
+    secrets = [alice_id, bob_id, "a secret sentence"]
+    secrets += [f["location"] and str(f["location"]["latitude"]) for f in fetched["friends"]]
+    for secret in filter(None, secrets):
+        assert secret not in text, f"{secret!r} appears in the log"
+    # Nothing long enough to be a key (43), a signature (86) or a blob: the longest token allowed
+    # is the 32-hex-digit request id.
+    tokens = re.findall(r"[A-Za-z0-9_+/=-]{33,}", text.replace(str(tmp_path), "TMP"))
+    assert tokens == [], tokens[:5]
+    assert any(r["msg"] == "coords-relay starting" for r in records)
+
+
+def test_metrics_show_process_cpu_memory_descriptors_and_the_build(tmp_path):
+    relay = Relay(tmp_path / "relay", free_port(), args=["--memory"])
+    relay.start()
+    try:
+        text = urllib.request.urlopen(relay.url + "/metrics", timeout=10).read().decode()
+    finally:
+        relay.stop()
+    values = dict(re.findall(r"^(process_[a-z_]+) (\S+)$", text, re.M))
+    assert float(values["process_cpu_seconds_total"]) > 0
+    assert 1 << 20 < float(values["process_resident_memory_bytes"]) < 4 << 30
+    assert float(values["process_virtual_memory_bytes"]) >= float(values["process_resident_memory_bytes"])
+    assert 3 <= float(values["process_open_fds"]) <= float(values["process_max_fds"])
+    started = float(values["process_start_time_seconds"])
+    assert abs(started - datetime.datetime.now().timestamp()) < 300
+    assert "# TYPE process_cpu_seconds_total counter" in text and "# TYPE process_open_fds gauge" in text
+    version = open(os.path.join(ROOT, "VERSION")).read().strip()
+    assert f'coords_relay_build_info{{version="{version}"}} 1' in text
+
+
+def backup_one_liners():
+    """The shell block under the backup-one-liners marker of docs/RELAY.md, as written."""
+    text = open(os.path.join(ROOT, "docs", "RELAY.md"), encoding="utf-8").read()
+    block = text.split("<!-- backup-one-liners", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_backup_and_restore_as_relay_md_writes_them(tmp_path):
+    lines = backup_one_liners()
+    assert lines[0].startswith("coords-relay backup") and lines[2].startswith("coords-relay restore"), lines
+    data_dir, backups = tmp_path / "var-lib-coords-relay", tmp_path / "var-backups-coords-relay"
+    relay = Relay(data_dir, free_port(), args=NO_LIMITS)
+    relay.start()
+    env = passphrase_env()
+    alice, bob = tmp_path / "alice", tmp_path / "bob"
+    coords(env, alice, "init", "--server", relay.url, "--name", "Alice")
+    coords(env, bob, "init", "--server", relay.url, "--name", "Bob")
+    coords(env, bob, "add", data(env, alice, "whoami")["link"])
+    coords(env, alice, "add", data(env, bob, "whoami")["link"])
+    coords(env, alice, "share", "--lat", "10.5", "--lon", "20.5")
+    coords(env, alice, "send", "Bob", "kept by the backup")
+
+    # The relay stands in for the systemd service: `systemctl stop/start coords-relay` stop and
+    # start it; only the paths differ from what RELAY.md says.
+    control = tmp_path / "systemctl"
+    control.write_text("#!/bin/sh\necho \"$1\" >> \"$SYSTEMCTL_LOG\"\n")
+    control.chmod(0o755)
+    shell_env = dict(os.environ, PATH=f"{tmp_path}:{BIN}:{os.environ['PATH']}", SYSTEMCTL_LOG=str(tmp_path / "systemctl.log"))
+
+    def run(line):
+        line = line.replace("/var/lib/coords-relay", str(data_dir)).replace("/var/backups/coords-relay", str(backups))
+        result = subprocess.run(["bash", "-euo", "pipefail", "-c", line], env=shell_env, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, (line, result.stdout, result.stderr)
+        if line.startswith("systemctl stop"):
+            relay.stop()
+        elif line.startswith("systemctl start"):
+            relay.start()
+        return result.stdout
+
+    backup_out = run(lines[0])  # while the relay serves
+    assert "1 blobs, 1 messages" in backup_out, backup_out
+    [backup] = list(backups.iterdir())
+    assert backup.name == datetime.date.today().isoformat()
+    assert oct(backup.stat().st_mode & 0o777) == "0o700" and oct((backup / "data.mdb").stat().st_mode & 0o777) == "0o600"
+    assert sorted(p.name for p in backup.iterdir()) == ["data.mdb"]
+
+    # After the backup Alice moves and deletes; the restore brings back the backed-up state.
+    coords(env, alice, "share", "--lat", "30.5", "--lon", "40.5")
+    coords(env, alice, "delete")
+    alice_id = data(env, alice, "whoami")["id"]
+    assert fetch_ids(relay, [alice_id]) == {alice_id: None}  # deleted on the relay
+    # A running relay holds the directory: restore refuses in one line and changes nothing.
+    refused = subprocess.run([os.path.join(BIN, "coords-relay"), "restore", "--data-dir", str(data_dir), str(backup)],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 75 and "already serving" in refused.stderr, refused.stderr
+
+    for line in lines[1:]:
+        run(line)
+    assert (tmp_path / "systemctl.log").read_text().split() == ["stop", "start"]
+    assert oct((data_dir / "data.mdb").stat().st_mode & 0o777) == "0o600"
+    assert not any(p.name.startswith(".restore") for p in data_dir.iterdir())
+    assert fetch_ids(relay, [alice_id])[alice_id]["blob"]  # the backed-up upload is back
+    assert data(env, bob, "fetch")["friends"][0]["location"]["latitude"] == 10.5
+    assert [m["text"] for m in data(env, bob, "inbox")["received"]] == ["kept by the backup"]
+    relay.stop()
+
+    # Refusals: nothing to back up (66), a backup directory in use (73), no backup to restore (66).
+    tool = os.path.join(BIN, "coords-relay")
+    empty = subprocess.run([tool, "backup", "--data-dir", str(tmp_path / "none"), str(tmp_path / "b1")], capture_output=True, text=True)
+    assert empty.returncode == 66 and "no relay data" in empty.stderr
+    again = subprocess.run([tool, "backup", "--data-dir", str(data_dir), str(backup)], capture_output=True, text=True)
+    assert again.returncode == 73 and "not empty" in again.stderr
+    missing = subprocess.run([tool, "restore", "--data-dir", str(data_dir), str(tmp_path / "none")], capture_output=True, text=True)
+    assert missing.returncode == 66 and "no backup" in missing.stderr
+    # A damaged backup (truncated, or not LMDB at all) is refused in one line — LMDB may crash on
+    # such a file, so the check runs in a child process — and the data in place stays as it was.
+    before = (data_dir / "data.mdb").read_bytes()
+    whole = (backup / "data.mdb").read_bytes()
+    for name, damaged in [("truncated", whole[:5000]), ("garbage", os.urandom(len(whole)))]:
+        broken = tmp_path / name
+        broken.mkdir()
+        (broken / "data.mdb").write_bytes(damaged)
+        result = subprocess.run([tool, "restore", "--data-dir", str(data_dir), str(broken)], capture_output=True, text=True)
+        assert result.returncode == 74 and "damaged" in result.stderr and result.stderr.count("\n") == 1, (name, result.stderr)
+        assert (data_dir / "data.mdb").read_bytes() == before
+
+
+def fetch_ids(relay, ids):
+    request = urllib.request.Request(relay.url + "/api/location", data=json.dumps({"ids": ids}).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    return json.loads(urllib.request.urlopen(request, timeout=10).read())
