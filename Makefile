@@ -15,10 +15,16 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
+BINDIR ?= $(PREFIX)/bin
+DATAROOTDIR ?= $(PREFIX)/share
+MANDIR ?= $(DATAROOTDIR)/man
+# The configuration `make install` builds coords and coords-relay in (CI installs the debug build).
+APPS_CONFIG ?= release
+GENERATED := .build/generated
 FUZZ_TIME ?= 600
 FUZZ_TEST_TIME ?= 12
 
-.PHONY: docs wheel test-wheel test-docs install test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-abi test-c test-python test-portable test-e2e test-deploy example-c demo clean help
+.PHONY: man docs wheel test-wheel test-docs install test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-abi test-c test-python test-portable test-e2e test-deploy example-c demo clean help
 
 all: build
 
@@ -34,7 +40,8 @@ help:
 	@echo "make bench-quick  the same with short samples (under two minutes after the build)"
 	@echo "make docs    the DocC site of CoordsCore in .build-docs/site (no warnings allowed)"
 	@echo "make wheel   the Python package (dist/coordscore-*.whl, carrying the portable library)"
-	@echo "make install install libcoordscore.so, coordscore.h and coordscore.pc (PREFIX=/usr/local DESTDIR=)"
+	@echo "make man     man pages and bash/zsh/fish completions of coords and coords-relay, into $(GENERATED)"
+	@echo "make install install libcoordscore.so, coordscore.h, coordscore.pc, coords, coords-relay, man pages, completions (PREFIX=/usr/local DESTDIR=)"
 	@echo "make clean   remove build output"
 
 deps:
@@ -138,7 +145,22 @@ docs: deps
 # Installs the portable library the way C libraries install: libcoordscore.so.$(VERSION) with the
 # SONAME libcoordscore.so.$(ABI_MAJOR) and the usual symlinks, the header, and coordscore.pc, so
 # `pkg-config --cflags --libs coordscore` is all a C program needs.
+# The CLI and the relay (built in $(APPS_CONFIG)) go to $(BINDIR), with their man pages and
+# shell completions where man, bash-completion, zsh and fish look for them.
 install: lib-portable
+	$(SWIFT) build $(APPS) -c $(APPS_CONFIG) --product coords
+	$(SWIFT) build $(APPS) -c $(APPS_CONFIG) --product coords-relay
+	scripts/gen-cli-files.sh Apps/.build/$(APPS_CONFIG) $(GENERATED)/$(APPS_CONFIG)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATAROOTDIR)/bash-completion/completions \
+		$(DESTDIR)$(DATAROOTDIR)/zsh/site-functions $(DESTDIR)$(DATAROOTDIR)/fish/vendor_completions.d
+	install -m 0755 Apps/.build/$(APPS_CONFIG)/coords Apps/.build/$(APPS_CONFIG)/coords-relay $(DESTDIR)$(BINDIR)/
+	install -m 0644 $(GENERATED)/$(APPS_CONFIG)/man/coords.1 $(GENERATED)/$(APPS_CONFIG)/man/coords-relay.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(GENERATED)/$(APPS_CONFIG)/completions/bash/coords $(GENERATED)/$(APPS_CONFIG)/completions/bash/coords-relay \
+		$(DESTDIR)$(DATAROOTDIR)/bash-completion/completions/
+	install -m 0644 $(GENERATED)/$(APPS_CONFIG)/completions/zsh/_coords $(GENERATED)/$(APPS_CONFIG)/completions/zsh/_coords-relay \
+		$(DESTDIR)$(DATAROOTDIR)/zsh/site-functions/
+	install -m 0644 $(GENERATED)/$(APPS_CONFIG)/completions/fish/coords.fish $(GENERATED)/$(APPS_CONFIG)/completions/fish/coords-relay.fish \
+		$(DESTDIR)$(DATAROOTDIR)/fish/vendor_completions.d/
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
 	install -m 0755 $(PORTABLE_DIR)/libcoordscore.so $(DESTDIR)$(LIBDIR)/libcoordscore.so.$(VERSION)
 	ln -sf libcoordscore.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libcoordscore.so.$(ABI_MAJOR)
@@ -153,6 +175,10 @@ install: lib-portable
 test-install: lib-portable
 	scripts/check-install.sh
 	scripts/check-consumer.sh
+
+# Man pages and completions from the debug tools (make install regenerates them from what it installs).
+man: tools
+	scripts/gen-cli-files.sh Apps/.build/debug $(GENERATED)/debug
 
 # Benchmarks (Benchmarks/ is its own package, so the main build and CI stay lean).
 bench-deps: deps

@@ -11,7 +11,8 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 fail() { echo "check-install: $*" >&2; exit 1; }
 
-make --no-print-directory install DESTDIR="$stage" PREFIX=/usr >/dev/null
+# The tools are installed from the debug build CI already has (a user's `make install` builds release).
+make --no-print-directory install DESTDIR="$stage" PREFIX=/usr APPS_CONFIG=debug >/dev/null
 lib="$stage/usr/lib"
 [ -f "$lib/libcoordscore.so.$version" ] || fail "libcoordscore.so.$version was not installed"
 [ "$(readlink "$lib/libcoordscore.so.$abi")" = "libcoordscore.so.$version" ] || fail "libcoordscore.so.$abi is not a symlink to the versioned file"
@@ -29,6 +30,40 @@ readelf -d "$stage/demo" | grep -q "NEEDED.*libcoordscore.so.$abi" || fail "the 
 out=$(LD_LIBRARY_PATH="$lib" "$stage/demo")
 echo "check-install: $out"
 case "$out" in "libcoordscore $version: Bob sees 47.3769 8.5417") ;; *) fail "unexpected output: $out" ;; esac
+
+# The tools, their man pages and completions.
+for tool in coords coords-relay; do
+    [ "$("$stage/usr/bin/$tool" --version)" = "$version" ] || fail "$stage/usr/bin/$tool --version is not $version"
+    page="$stage/usr/share/man/man1/$tool.1"
+    [ -f "$page" ] || fail "$tool.1 was not installed"
+    warnings=$(groff -man -Tutf8 -ww -z "$page" 2>&1) || fail "groff failed on $tool.1"
+    [ -z "$warnings" ] || fail "groff warns about $tool.1: $warnings"
+    rendered=$(MANWIDTH=200 man -l "$page" 2>/dev/null | col -b)
+    # Every command of the tool's own definition has its section in the page.
+    for command in $("$stage/usr/bin/$tool" --experimental-dump-help | python3 -c 'import json,sys
+def walk(c, path):
+    for s in c.get("subcommands", []):
+        if s.get("shouldDisplay", True) and s["commandName"] != "help":
+            print("_".join(path + [s["commandName"]])); walk(s, path + [s["commandName"]])
+walk(json.load(sys.stdin)["command"], [])'); do
+        grep -q "^ *$tool ${command//_/ }\b" <<<"$rendered" || fail "$tool.1 has no section for '$tool ${command//_/ }'"
+    done
+    bash -n "$stage/usr/share/bash-completion/completions/$tool" || fail "the bash completion of $tool does not parse"
+    zsh -n "$stage/usr/share/zsh/site-functions/_$tool" || fail "the zsh completion of $tool does not parse"
+    fish --no-execute "$stage/usr/share/fish/vendor_completions.d/$tool.fish" || fail "the fish completion of $tool does not parse"
+done
+# bash completes for real: `coords fe<TAB>` offers fetch, `coords outbox <TAB>` its subcommands.
+completed=$(PATH="$stage/usr/bin:$PATH" bash -c '
+    shopt -s extglob
+    source "$1"
+    complete_words() { COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}; COMPREPLY=()
+        "$(complete -p coords | sed "s/.*-F \([^ ]*\) .*/\1/")" coords "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+        echo "${COMPREPLY[*]}"; }
+    complete_words coords fe
+    complete_words coords outbox ""' _ "$stage/usr/share/bash-completion/completions/coords")
+grep -q "fetch" <<<"$(sed -n 1p <<<"$completed")" || fail "bash did not complete 'coords fe' to fetch: $completed"
+grep -q "flush" <<<"$(sed -n 2p <<<"$completed")" || fail "bash did not complete 'coords outbox ' with flush: $completed"
+echo "check-install: coords and coords-relay $version with man pages (every command) and bash/zsh/fish completions"
 
 # One version everywhere.
 grep -q "public static let string = \"$version\"" Sources/CoordsCore/Version.swift || fail "CoordsVersion.string is not $version"

@@ -21,6 +21,12 @@ packages_for_missing() {
     command -v openssl >/dev/null 2>&1 || missing+=(openssl)  # the test server's TLS certificate
     command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)  # verifies deploy/systemd/coords-relay.service
     command -v readelf >/dev/null 2>&1 || missing+=(binutils)
+    # make install's man pages and completions are checked with groff/man, bash, zsh and fish.
+    command -v groff >/dev/null 2>&1 || missing+=(groff-base)
+    command -v man >/dev/null 2>&1 || missing+=(man-db)
+    command -v col >/dev/null 2>&1 || missing+=(bsdextrautils)
+    command -v zsh >/dev/null 2>&1 || missing+=(zsh)
+    command -v fish >/dev/null 2>&1 || missing+=(fish)
     echo "${missing[@]:-}"
 }
 

@@ -41,7 +41,7 @@ def test_two_friends_share_fetch_remove_delete_and_survive_an_outage(world):
     assert "Shared 47.37690, 8.54170 ±12 m with 1 friend" in coords(env, alice, "share", "--lat", "47.3769", "--lon", "8.5417", "--accuracy", "12").stdout
     fetched = data(env, bob, "fetch")
     [friend] = fetched["friends"]
-    assert friend["name"] == "Alice" and friend["new"] and friend["authenticity"] == "verified"
+    assert friend["name"] == "Alice" and friend["new"] and friend["signature"] == "signed"
     assert friend["location"]["latitude"] == 47.3769 and not fetched["rejected"] and not fetched["failures"]
     assert friend["place"].endswith(", Switzerland") and friend["place_phrase"].startswith("in Zürich")  # offline geocoding
     table = coords(env, bob, "fetch").stdout
@@ -50,7 +50,7 @@ def test_two_friends_share_fetch_remove_delete_and_survive_an_outage(world):
     friends = coords(env, bob, "friends").stdout
     assert "Alice" in friends and "47.37690" in friends and "VERIFIED" in friends
     coords(env, bob, "verify", "Alice")
-    assert data(env, bob, "friends")[0]["trust"] == "verified"
+    assert data(env, bob, "friends")["friends"][0]["trust"] == "verified"
 
     # Bob shares; Alice sees him.
     coords(env, bob, "share", "--lat", "52.52", "--lon", "13.405")
@@ -62,7 +62,7 @@ def test_two_friends_share_fetch_remove_delete_and_survive_an_outage(world):
     assert [m["text"] for m in inbox["received"]] == ["on my way 🚲"] and inbox["conversations"][0]["name"] == "Alice"
     assert data(env, bob, "inbox")["received"] == []  # acknowledged: the relay forgot it
     coords(env, bob, "send", "Alice", "see you")
-    chat = data(env, alice, "chat", "Bob")
+    chat = data(env, alice, "chat", "Bob")["messages"]
     assert [(m["text"], m["status"]) for m in chat] == [("on my way 🚲", "delivered"), ("see you", "received")]
     assert "no friend" in coords(env, alice, "send", "Nobody", "hi", expect=1).stderr
 
@@ -80,11 +80,11 @@ def test_two_friends_share_fetch_remove_delete_and_survive_an_outage(world):
     relay.stop()
     queued = coords(env, alice, "share", "--lat", "3", "--lon", "4", expect=QUEUED).stdout
     assert "queued" in queued
-    assert data(env, alice, "outbox")[0]["kind"] == "upload"
+    assert data(env, alice, "outbox")["entries"][0]["kind"] == "upload"
     relay.start()  # same port, same data directory
     flushed = coords(env, alice, "outbox", "flush").stdout
     assert "delivered upload" in flushed
-    assert data(env, alice, "outbox") == []
+    assert data(env, alice, "outbox")["entries"] == []
     coords(env, alice, "add", bob_link)
     assert data(env, bob, "fetch")["failures"] == []
 

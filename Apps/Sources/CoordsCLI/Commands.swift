@@ -12,13 +12,57 @@ public struct CoordsCommand: AsyncParsableCommand {
         discussion: """
             The data directory (--home, default ~/.coords) holds your identity (in a keychain sealed \
             with your passphrase: COORDS_PASSPHRASE or a prompt), your friends and their last \
-            positions. Requests the relay could not take are queued and retried by later commands.             Friends' positions are named offline from bundled GeoNames data; set COORDS_PLACES_FILE             to a CGEO file (scripts/build-geodata.py --large) for the larger set.
+            positions. Requests the relay could not take are queued in the outbox; every command \
+            that talks to a relay sends the outbox first. Friends' positions are named offline from \
+            bundled GeoNames data; set COORDS_PLACES_FILE to a CGEO file \
+            (scripts/build-geodata.py --large) for the larger set. Every data command takes \
+            --json (one object, schemas in docs/CLI.md; times in milliseconds, keys ending _ms).
+
+            Exit status: 0 done; 1 usage or input error, or a refusal; 2 a fetch reached only \
+            some relays; 69 no relay could be reached; 75 queued in the outbox for later. Errors \
+            go to standard error, data to standard output.
             """,
         version: CoordsVersion.string,
         subcommands: [Init.self, WhoAmI.self, Add.self, Friends.self, Verify.self, Remove.self, Share.self, Fetch.self,
                       Watch.self, Delete.self, Send.self, Inbox.self, Chat.self, Backup.self, Outbox.self])
 
     public init() {}
+
+    /// Parses `arguments` (without the program name), runs the command and exits with the
+    /// documented status: 0 done, 1 usage or input error (ArgumentParser's own 64 included),
+    /// 2 a fetch reached only some relays, 69 it reached none, 75 work queued for later.
+    /// Help and `--version` print to standard output and exit 0.
+    public static func main(arguments: [String]) async -> Never {
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asynchronous = command as? any AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
+            }
+            exit(withError: nil)
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                printError(fullMessage(for: error))
+                Glibc.exit(ExitStatus.usage)
+            }
+            exit(withError: error)
+        }
+    }
+}
+
+/// The exit statuses of `coords` (docs/CLI.md and `coords --help`).
+enum ExitStatus {
+    /// Everything asked for was done.
+    static let success: Int32 = 0
+    /// A usage or input error, or a refusal (wrong passphrase, unknown friend, the relay said no).
+    static let usage: Int32 = 1
+    /// A fetch reached only some of the relays (the others are listed on standard error).
+    static let partial: Int32 = 2
+    /// No relay could be reached (a fetch, the inbox).
+    static let unavailable: Int32 = 69
+    /// Requests were queued in the outbox for a later command (EX_TEMPFAIL).
+    static let queued: Int32 = 75
 }
 
 struct Init: AsyncParsableCommand {
@@ -30,16 +74,19 @@ struct Init: AsyncParsableCommand {
 
     func run() async throws {
         try await runReporting {
-            let session = try Session.open(global, creating: true)
-            defer { session.close() }
-            let id = try await session.app.wallet.createIdentity(name: name, server: server)
-            let link = try session.app.wallet.friendLink()
+            // Built in a hidden directory and renamed into place only when everything worked.
+            let (id, link, home) = try await Session.create(global) { session in
+                let id = try await session.app.wallet.createIdentity(name: name, server: server)
+                session.writePublicProfile()
+                return (id, try session.app.wallet.friendLink(), session.home)
+            }
             let relayNote = await checkRelay(server)
             if output.json {
-                printJSON(.object(["id": .string(id), "link": .string(link), "relay": .string(relayNote ?? "ok")]))
+                printJSON(.object(["id": .string(id), "name": .string(name), "server": .string(server), "link": .string(link),
+                                   "relay_warning": relayNote.map { .string($0) } ?? .null]))
                 return
             }
-            printLine("Created your identity in \(session.home).")
+            printLine("Created your identity in \(home).")
             printLine("Your id:   \(id)")
             printLine("Your link: \(link)")
             printLine("Give the link to friends (or show `coords whoami`); add theirs with `coords add LINK`.")
@@ -70,22 +117,30 @@ struct WhoAmI: AsyncParsableCommand {
 
     func run() async throws {
         try await runReporting {
-            let session = try Session.open(global)
-            defer { session.close() }
-            let wallet = session.app.wallet
-            let profile = try wallet.profile()
-            let link = try wallet.friendLink()
+            // public.json holds what is public: no passphrase needed. Older data directories
+            // (or a damaged file) unlock the keychain once and get the file written.
+            let profile: PublicProfile
+            if let stored = PublicProfile.read(home: global.path) {
+                profile = stored
+            } else {
+                let session = try Session.open(global)
+                defer { session.close() }
+                let wallet = session.app.wallet
+                profile = PublicProfile(id: try wallet.id(), name: try wallet.profile().name, server: try wallet.profile().server,
+                                        link: try wallet.friendLink())
+                session.writePublicProfile()
+            }
             if output.json {
-                printJSON(.object(["id": .string(try wallet.id()), "name": .string(profile.name), "server": .string(profile.server),
-                                   "link": .string(link), "strict_mode": .bool(try wallet.isStrictMode())]))
+                printJSON(.object(["id": .string(profile.id), "name": .string(profile.name), "server": .string(profile.server),
+                                   "link": .string(profile.link)]))
                 return
             }
             printLine("Name:   \(profile.name)")
-            printLine("Id:     \(try wallet.id())")
+            printLine("Id:     \(profile.id)")
             printLine("Relay:  \(profile.server)")
-            printLine("Link:   \(link)")
+            printLine("Link:   \(profile.link)")
             if !noQR {
-                let code = try QRCode(text: link)
+                let code = try QRCode(text: profile.link)
                 printLine("")
                 printLine(code.render(ansi: isTerminal))
             }
@@ -99,17 +154,25 @@ struct Add: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
     @Argument(help: "The friend's link (coord://…/add/…#Name).") var link: String
     @Option(help: "Override the name from the link.") var name: String?
+    @Option(help: "Use this relay URL instead of https:// plus the link's host (e.g. a plain-http test relay).")
+    var server: String?
 
     func run() async throws {
         try await runReporting {
             let session = try Session.open(global)
             defer { session.close() }
-            var friend = try await session.app.friends.add(link: link)
+            var friend: Friend
+            if let server {
+                let parsed = try FriendLink.parse(link)
+                friend = try await session.app.friends.add(id: parsed.id, server: server, name: name ?? parsed.name)
+            } else {
+                friend = try await session.app.friends.add(link: link)
+            }
             if let name { friend = try await session.app.friends.update(id: friend.id, name: name) }
             let number = try session.app.wallet.safetyNumber(with: friend.publicKey)
             if output.json {
                 printJSON(.object(["id": .string(friend.id), "name": .string(friend.name), "server": .string(friend.server),
-                                   "safety_number": .string(number)]))
+                                   "safety_number": .string(number), "verified": .bool(friend.trust == .verified)]))
                 return
             }
             let shown = friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name
@@ -145,27 +208,29 @@ struct Friends: AsyncParsableCommand {
             let locations = Dictionary(uniqueKeysWithValues: try session.app.location.friendLocations().map { ($0.id, $0) })
             let now = nowMilliseconds()
             if output.json {
-                printJSON(.array(friends.map { friend in
+                printJSON(.object(["friends": .array(friends.map { friend in
                     let seen = locations[friend.id]
                     return .object([
                         "id": .string(friend.id), "name": .string(friend.name), "server": .string(friend.server),
                         "sharing": .bool(friend.shareWith), "fetching": .bool(friend.fetchFrom), "trust": .string(friend.trust.rawValue),
+                        "verified": .bool(friend.trust == .verified),
                         "location": seen?.location.map(locationJSON) ?? .null,
-                        "authenticity": seen?.authenticity.map { .string($0.rawValue) } ?? .null,
+                        "signature": seen?.authenticity.map { .string(signatureWord($0)) } ?? .null,
                     ])
-                }))
+                })]))
                 return
             }
             guard !friends.isEmpty else {
                 printLine("No friends yet. Add one with `coords add LINK`; give them yours from `coords whoami`.")
                 return
             }
-            var table = TextTable("NAME", "SERVER", "SHARING", "LAST LOCATION", "AGE", "VERIFIED")
+            var table = TextTable("NAME", "SERVER", "SHARING", "LAST LOCATION", "AGE", "SIGNATURE", "VERIFIED")
             for friend in friends {
                 let seen = locations[friend.id]
                 table.add(friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name, friend.server,
                           friend.shareWith ? "yes" : "no", seen?.location.map(describe) ?? "—",
                           seen?.location.map { age(since: $0.timestamp, now: now) } ?? "—",
+                          seen?.authenticity.map(signatureWord) ?? "—",
                           friend.trust == .verified ? "yes" : (friend.trust == .blocked ? "blocked" : "no"))
             }
             printLine(table.render())
@@ -173,14 +238,28 @@ struct Friends: AsyncParsableCommand {
     }
 }
 
+/// A position in JSON: degrees, metres (`_m`) and Unix milliseconds (`_ms`).
 func locationJSON(_ l: Location) -> JSONValue {
-    .object(["latitude": .double(l.latitude), "longitude": .double(l.longitude), "altitude": .double(l.altitude),
-             "accuracy": .double(Double(l.accuracy)), "timestamp_ms": .integer(l.timestamp)])
+    .object(["latitude": .double(l.latitude), "longitude": .double(l.longitude), "altitude_m": .double(l.altitude),
+             "accuracy_m": .double(Double(l.accuracy)), "timestamp_ms": .integer(l.timestamp)])
+}
+
+/// One word, one meaning: "verified" is only ever about a friend's identity the user compared
+/// in person (`coords verify`); what the fetch checked is the uploader's signature: "signed",
+/// "unsigned" (a reference relay sends none), "tampered", or "absent" (nothing stored).
+func signatureWord(_ authenticity: RelayAPI.Authenticity) -> String {
+    switch authenticity {
+    case .verified: return "signed"
+    case .unverified: return "unsigned"
+    case .tampered: return "tampered"
+    case .absent: return "absent"
+    }
 }
 
 struct Verify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Mark a friend verified after comparing safety numbers (or block them).")
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
     @Argument(help: "Name or id.") var friend: String
     @Flag(help: "Block instead: stop sharing with and fetching from them.") var block = false
     @Flag(help: "Back to unverified.") var reset = false
@@ -192,6 +271,10 @@ struct Verify: AsyncParsableCommand {
             let found = try findFriend(friend, in: session)
             let trust: TrustState = block ? .blocked : (reset ? .unverified : .verified)
             _ = try await session.app.friends.setTrust(id: found.id, trust)
+            if output.json {
+                return printJSON(.object(["id": .string(found.id), "name": .string(found.name), "trust": .string(trust.rawValue),
+                                          "verified": .bool(trust == .verified)]))
+            }
             printLine("\(found.name.isEmpty ? found.id : found.name) is now \(trust.rawValue).")
         }
     }
@@ -200,6 +283,7 @@ struct Verify: AsyncParsableCommand {
 struct Remove: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Remove a friend: later uploads are no longer sealed for them.")
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
     @Argument(help: "Name or id.") var friend: String
 
     func run() async throws {
@@ -208,6 +292,7 @@ struct Remove: AsyncParsableCommand {
             defer { session.close() }
             let found = try findFriend(friend, in: session)
             try await session.app.friends.remove(id: found.id)
+            if output.json { return printJSON(.object(["id": .string(found.id), "name": .string(found.name), "removed": .bool(true)])) }
             printLine("Removed \(found.name.isEmpty ? found.id : found.name). Your next share will not include them.")
         }
     }

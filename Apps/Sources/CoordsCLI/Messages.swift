@@ -12,6 +12,9 @@ struct Send: AsyncParsableCommand {
 
     func run() async throws {
         try await runReporting {
+            guard text.contains(where: { !$0.isWhitespace }) else {
+                throw CLIFailure("the message is empty; write some text, e.g. coords send \(friend) \"on my way\"")
+            }
             let session = try Session.open(global)
             defer { session.close() }
             OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
@@ -20,14 +23,14 @@ struct Send: AsyncParsableCommand {
             let delivered = await MessageDelivery.post(sent.request, messageID: sent.message.id, outboxID: sent.outboxID, session: session)
             let name = target.name.isEmpty ? String(target.id.prefix(8)) : target.name
             if output.json {
-                printJSON(.object(["id": .string(sent.message.id), "queued": .bool(!delivered.sent),
+                printJSON(.object(["id": .string(sent.message.id), "friend_id": .string(target.id), "queued": .bool(!delivered.sent),
                                    "error": delivered.error.map { .string($0) } ?? .null]))
             } else if delivered.sent {
                 printLine("Sent to \(name).")
             } else {
                 printLine("Could not reach \(name)'s relay (\(delivered.error ?? "unknown error")); the message is queued and will be retried.")
             }
-            if !delivered.sent { throw ExitCode(queuedExitCode) }
+            if !delivered.sent { throw ExitCode(ExitStatus.queued) }
         }
     }
 }
@@ -50,7 +53,7 @@ struct Inbox: AsyncParsableCommand {
                 printJSON(.object([
                     "received": .array(outcome.received.map(messageJSON)),
                     "delivered": .array(outcome.delivered.map { .string($0) }),
-                    "rejected": .array(outcome.rejected.map { .object(["id": .string($0.id), "code": .number(String($0.code)), "message": .string($0.reason)]) }),
+                    "rejected": .array(outcome.rejected.map { .object(["id": .string($0.id), "code": .integer(UInt64(clamping: $0.code)), "message": .string($0.reason)]) }),
                     "conversations": .array(conversations.map { c in
                         .object(["friend_id": .string(c.friendID), "name": .string(c.name), "messages": .integer(UInt64(c.messageCount)),
                                  "last": c.lastMessage.map(messageJSON) ?? .null])
@@ -95,11 +98,21 @@ struct Chat: AsyncParsableCommand {
             if let seconds = disappearAfter {
                 try await session.app.messages.setDisappearing(friendID: target.id, after: seconds == 0 ? nil : seconds)
             }
-            _ = try? await MessageDelivery.sync(session)
+            OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
+            var unreachable: String?
+            do {
+                _ = try await MessageDelivery.sync(session)
+            } catch {
+                unreachable = describe(error)  // the stored conversation is still shown
+            }
             try await session.app.messages.sweepExpired()
             let history = try session.app.messages.history(with: target.id, limit: max(1, limit))
+            defer {
+                if let unreachable { printError("coords: could not fetch new messages: \(unreachable); showing what is stored here") }
+            }
             if output.json {
-                printJSON(.array(history.map(messageJSON)))
+                printJSON(.object(["friend_id": .string(target.id), "name": .string(target.name), "messages": .array(history.map(messageJSON))]))
+                if unreachable != nil { throw ExitCode(ExitStatus.unavailable) }
                 return
             }
             let name = target.name.isEmpty ? String(target.id.prefix(8)) : target.name
@@ -110,13 +123,14 @@ struct Chat: AsyncParsableCommand {
                 let state = message.outgoing ? " [\(message.status.rawValue)]" : ""
                 printLine("\(age(since: message.sentAt, now: now)) ago  \(who): \(message.text)\(state)")
             }
+            if unreachable != nil { throw ExitCode(ExitStatus.unavailable) }
         }
     }
 }
 
 func messageJSON(_ m: MessageRecord) -> JSONValue {
     .object(["id": .string(m.id), "friend_id": .string(m.peer), "outgoing": .bool(m.outgoing), "kind": .string(m.kind),
-             "text": .string(m.text), "sent_at": .integer(m.sentAt), "status": .string(m.status.rawValue)])
+             "text": .string(m.text), "sent_at_ms": .integer(m.sentAt), "status": .string(m.status.rawValue)])
 }
 
 /// Talking to relays about messages.

@@ -8,14 +8,17 @@ enum OutboxDelivery {
 
     struct Report {
         var delivered: [String] = []
+        /// Entries left in the outbox afterwards (failed now, or not due yet after an earlier failure).
         var stillQueued = 0
         var dropped: [String] = []
     }
 
-    /// Tries every due entry once.
+    /// Tries every queued entry once, oldest first. A command is a person (or a script) asking
+    /// now, so entries still backing off from an earlier failure are tried too; the backoff
+    /// schedule serves long-running hosts that retry on their own.
     static func flush(_ session: Session) async -> Report {
         var report = Report()
-        let entries = (try? session.app.outbox.due()) ?? []
+        let entries = (try? session.app.outbox.pending()) ?? []
         for entry in entries {
             do {
                 var request = entry.item.request
@@ -55,6 +58,8 @@ enum OutboxDelivery {
                 report.stillQueued += 1
             }
         }
+        // What is left (the failures of this round).
+        if let pending = try? session.app.outbox.pending() { report.stillQueued = pending.count }
         return report
     }
 

@@ -28,27 +28,28 @@ public struct GlobalOptions: ParsableArguments {
 
 /// Options of commands that print data.
 public struct OutputOptions: ParsableArguments {
-    @Flag(name: .long, help: "Print JSON (one object per line) for scripts.")
+    @Flag(name: .long, help: "Print one JSON object for scripts (its schema: docs/CLI.md).")
     var json = false
 
     public init() {}
 }
 
-/// A failure the CLI reports as `coords: <message>` and exit status 1.
+/// A failure the CLI reports as `coords: <message>` and exit status 1 (``ExitStatus/usage``).
 struct CLIFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
 
-/// Exit status when work was queued in the outbox for a later retry (EX_TEMPFAIL).
-let queuedExitCode: Int32 = 75
-
-/// Runs a command body, printing any error in one clear line.
+/// Runs a command body, printing any error in one clear line on standard error: exit status 69
+/// when a relay could not be reached, 1 for everything else (ExitCode passes through).
 func runReporting(_ body: () async throws -> Void) async throws {
     do {
         try await body()
     } catch let exit as ExitCode {
         throw exit
+    } catch let failure as NetworkFailure {
+        printError("coords: \(failure.description)")
+        throw ExitCode(ExitStatus.unavailable)
     } catch {
         printError("coords: \(describe(error))")
         throw ExitCode.failure
@@ -78,15 +79,59 @@ struct Session {
     let app: CoordsApp
     let home: String
 
-    /// Opens the data directory. Without `creating`, a directory with no identity is an error.
-    /// - Throws: ``CLIFailure`` (no data yet), keychain and store errors.
-    static func open(_ options: GlobalOptions, creating: Bool = false) throws -> Session {
+    /// Opens the data directory of an existing identity.
+    /// - Throws: ``CLIFailure`` (no data yet, no passphrase), keychain and store errors.
+    static func open(_ options: GlobalOptions) throws -> Session {
         let home = options.path
-        let exists = access(home + "/keychain.bin", F_OK) == 0
-        if !creating && !exists {
+        guard access(home + "/keychain.bin", F_OK) == 0 else {
             throw CLIFailure("no Coords identity in \(home); run `coords init --server URL --name NAME` first (or pass --home)")
         }
-        let passphrase = try Passphrase.read(prompt: "Passphrase for \(home): ", confirm: creating && !exists)
+        let passphrase = try Passphrase.read(prompt: "Passphrase for \(home): ", confirm: false)
+        return try open(directory: home, home: home, passphrase: passphrase)
+    }
+
+    /// Creates a new data directory atomically: everything is built in a hidden sibling
+    /// directory that is renamed to `home` only when `body` succeeded, so a failure (a bad
+    /// server URL, a refused backup, Ctrl-C) leaves no keychain or store behind. `home` must not
+    /// exist yet or be an empty directory.
+    /// - Throws: ``CLIFailure`` (an identity or other files already there), whatever `body` throws.
+    static func create<T>(_ options: GlobalOptions, _ body: (Session) async throws -> T) async throws -> T {
+        let home = options.path
+        if access(home + "/keychain.bin", F_OK) == 0 {
+            throw CLIFailure("\(home) already has a Coords identity; it is never replaced (use another --home)")
+        }
+        let existed = isEmptyDirectory(home)
+        if !existed && access(home, F_OK) == 0 {
+            throw CLIFailure("\(home) already exists and is not an empty directory; choose another --home")
+        }
+        let passphrase = try Passphrase.read(prompt: "Passphrase for \(home): ", confirm: true)
+        let trimmed = home.hasSuffix("/") && home.count > 1 ? String(home.dropLast()) : home
+        let parent = trimmed.contains("/") ? String(trimmed[..<(trimmed.lastIndex(of: "/") ?? trimmed.startIndex)]) : "."
+        let staging = (parent.isEmpty ? "" : parent) + "/.coords-init-\(getpid())"
+        if mkdir(parent.isEmpty ? "/" : parent, 0o700) != 0 && errno != EEXIST {
+            throw CLIFailure("cannot create \(parent): \(String(cString: strerror(errno)))")
+        }
+        removeTree(staging)
+        var session: Session?
+        do {
+            let opened = try open(directory: staging, home: home, passphrase: passphrase)
+            session = opened
+            let result = try await body(opened)
+            opened.close()
+            session = nil
+            if existed { rmdir(home) }
+            guard rename(staging, home) == 0 else {
+                throw CLIFailure("cannot move the new data directory into place at \(home): \(String(cString: strerror(errno)))")
+            }
+            return result
+        } catch {
+            session?.close()
+            removeTree(staging)
+            throw error
+        }
+    }
+
+    private static func open(directory: String, home: String, passphrase: String) throws -> Session {
         var appOptions = CoordsApp.Options(keychain: .file(.passphrase(passphrase)))
         appOptions.keychainParameters = try cost(environment("COORDS_KEYCHAIN_COST"), default: .interactive)
         appOptions.backupParameters = try cost(environment("COORDS_BACKUP_COST"), default: .moderate)
@@ -100,8 +145,8 @@ struct Session {
         var logger = Logger(label: "coords")
         logger.logLevel = .error
         appOptions.logger = logger
-        if mkdir(home, 0o700) != 0 && errno != EEXIST { throw CLIFailure("cannot create \(home): \(String(cString: strerror(errno)))") }
-        return Session(app: try CoordsApp.open(directory: home, options: appOptions), home: home)
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST { throw CLIFailure("cannot create \(directory): \(String(cString: strerror(errno)))") }
+        return Session(app: try CoordsApp.open(directory: directory, options: appOptions), home: home)
     }
 
     static func cost(_ name: String?, default fallback: Argon2id.Parameters) throws -> Argon2id.Parameters {
@@ -115,16 +160,80 @@ struct Session {
     }
 
     func close() { app.close() }
+
+    /// Writes `public.json` (0600): the id, name, relay and link, which are not secret, so
+    /// `coords whoami` can show them without the passphrase. Best effort: whoami falls back to
+    /// unlocking the keychain when the file is missing or unreadable.
+    func writePublicProfile() {
+        guard let id = try? app.wallet.id(), let profile = try? app.wallet.profile(), let link = try? app.wallet.friendLink() else { return }
+        let value = JSONValue.object(["id": .string(id), "name": .string(profile.name), "server": .string(profile.server), "link": .string(link)])
+        try? writeFile(app.directory + "/" + PublicProfile.fileName, value.serialized() + [0x0A])
+    }
+}
+
+/// The public part of an identity, kept beside the keychain in `public.json`.
+struct PublicProfile {
+    static let fileName = "public.json"
+    let id: String, name: String, server: String, link: String
+
+    /// Reads `home/public.json`; nil when it is missing or not what `writePublicProfile` writes.
+    static func read(home: String) -> PublicProfile? {
+        guard let bytes = try? readFile(home + "/" + fileName), bytes.count < 65_536,
+              let object = (try? JSONValue.parse(bytes))?.objectValue,
+              let id = object["id"]?.stringValue, let name = object["name"]?.stringValue,
+              let server = object["server"]?.stringValue, let link = object["link"]?.stringValue,
+              let parsed = try? FriendLink.parse(link), parsed.id == id else { return nil }
+        return PublicProfile(id: id, name: name, server: server, link: link)
+    }
+}
+
+/// Whether `path` is a directory with no entries.
+func isEmptyDirectory(_ path: String) -> Bool {
+    guard let directory = opendir(path) else { return false }
+    defer { closedir(directory) }
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if name != "." && name != ".." { return false }
+    }
+    return true
+}
+
+/// Removes a directory tree we created (the staging directory of `coords init`); never follows symlinks.
+func removeTree(_ path: String) {
+    var info = stat()
+    guard lstat(path, &info) == 0 else { return }
+    if (info.st_mode & S_IFMT) == S_IFDIR, let directory = opendir(path) {
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        closedir(directory)
+        for name in names { removeTree(path + "/" + name) }
+        rmdir(path)
+    } else {
+        unlink(path)
+    }
 }
 
 /// Passphrases from `COORDS_PASSPHRASE` or the terminal (not echoed).
 enum Passphrase {
+    /// - Throws: ``CLIFailure``: "no passphrase given" when the variable is empty, no terminal
+    ///   can be asked, or nothing was typed — never "wrong passphrase".
     static func read(prompt: String, confirm: Bool, variable: String = "COORDS_PASSPHRASE") throws -> String {
-        if let value = environment(variable) { return value }
-        guard isatty(0) != 0 || access("/dev/tty", R_OK) == 0 else {
-            throw CLIFailure("no passphrase: set \(variable) or run in a terminal")
+        if let value = environment(variable) {
+            guard !value.isEmpty else { throw CLIFailure("no passphrase given: \(variable) is set but empty") }
+            if confirm && value.count < 8 { throw CLIFailure("choose a passphrase of at least 8 characters (\(variable))") }
+            return value
         }
-        guard let first = getpass(prompt).map({ String(cString: $0) }) else { throw CLIFailure("could not read the passphrase") }
+        let terminal = open("/dev/tty", O_RDWR | O_CLOEXEC)
+        guard terminal >= 0 else {
+            throw CLIFailure("no passphrase given: set \(variable) or run in a terminal")
+        }
+        close(terminal)
+        guard let first = getpass(prompt).map({ String(cString: $0) }), !first.isEmpty else {
+            throw CLIFailure("no passphrase given")
+        }
         if confirm {
             guard first.count >= 8 else { throw CLIFailure("choose a passphrase of at least 8 characters") }
             let again = getpass("Repeat: ").map { String(cString: $0) }

@@ -45,18 +45,26 @@ struct Share: AsyncParsableCommand {
             OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
             let (message, queued, upload) = try await share(fix, session: session)
             if output.json {
-                printJSON(.object(["queued": .bool(queued), "fix_timestamp": .integer(fix.timestamp),
-                                   "recipient_count": .integer(UInt64(upload.recipientCount)), "message": .string(message)]))
+                printJSON(.object(["queued": .bool(queued), "fix_timestamp_ms": .integer(fix.timestamp),
+                                   "recipient_count": .integer(UInt64(upload.recipientCount)), "blob_bytes": .integer(UInt64(upload.blobByteCount)),
+                                   "message": .string(message)]))
             } else {
                 printLine(message)
             }
-            if queued { throw ExitCode(queuedExitCode) }
+            if queued { throw ExitCode(ExitStatus.queued) }
         }
     }
 }
 
+/// What one relay request of a fetch could not do.
+struct FetchFailure {
+    let server: String
+    let message: String
+}
+
 /// Fetches every friend (all servers in parallel, batches of 50) and processes the answers.
-func fetchAll(session: Session) async throws -> (outcome: FetchOutcome, failures: [String]) {
+/// `requests` is how many relay requests were made (one per server and batch of 50 friends).
+func fetchAll(session: Session) async throws -> (outcome: FetchOutcome, failures: [FetchFailure], requests: Int) {
     let fetches = try await session.app.location.prepareFetches()
     let results = await withTaskGroup(of: (RelayAPI.PreparedFetch, Result<HTTPResult, any Error>).self) { group in
         for fetch in fetches {
@@ -67,22 +75,28 @@ func fetchAll(session: Session) async throws -> (outcome: FetchOutcome, failures
         return collected
     }
     var total = FetchOutcome()
-    var failures: [String] = []
+    var failures: [FetchFailure] = []
     for (fetch, result) in results {
         switch result {
         case .success(let response) where response.status == 200:
             do {
                 total.merge(try await session.app.location.processFetchResponse(response.body))
             } catch {
-                failures.append("\(fetch.server): \(describe(error))")
+                failures.append(FetchFailure(server: fetch.server, message: describe(error)))
             }
         case .success(let response):
-            failures.append("\(fetch.server): " + RelayHTTP.refusal(response, action: "answer the fetch"))
+            failures.append(FetchFailure(server: fetch.server, message: RelayHTTP.refusal(response, action: "answer the fetch")))
         case .failure(let error):
-            failures.append("\(fetch.server): \(describe(error))")
+            failures.append(FetchFailure(server: fetch.server, message: describe(error)))
         }
     }
-    return (total, failures)
+    return (total, failures, fetches.count)
+}
+
+/// The exit status of a fetch: 0 when every relay request worked, 69 when none did, 2 when some did.
+func fetchStatus(failures: Int, requests: Int) -> Int32 {
+    if failures == 0 { return ExitStatus.success }
+    return failures >= requests ? ExitStatus.unavailable : ExitStatus.partial
 }
 
 extension Result where Failure == any Error {
@@ -101,49 +115,55 @@ struct Fetch: AsyncParsableCommand {
             let session = try Session.open(global)
             defer { session.close() }
             OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
-            let (outcome, failures) = try await fetchAll(session: session)
+            let (outcome, failures, requests) = try await fetchAll(session: session)
             try report(outcome, failures: failures, session: session, json: output.json)
+            let status = fetchStatus(failures: failures.count, requests: requests)
+            if status != ExitStatus.success { throw ExitCode(status) }
         }
     }
 }
 
-/// Prints every fetched friend (table or JSON), then refusals and failures.
-func report(_ outcome: FetchOutcome, failures: [String], session: Session, json: Bool) throws {
+/// Prints every fetched friend (table or JSON) on standard output; refusals of single entries
+/// go with the data, relays that could not be asked go to standard error.
+func report(_ outcome: FetchOutcome, failures: [FetchFailure], session: Session, json: Bool) throws {
     let locations = try session.app.location.friendLocations()
+    let verified = Set(try session.app.friends.list().filter { $0.trust == .verified }.map(\.id))
     let updated = Set(outcome.updated.map(\.id))
     let now = nowMilliseconds()
+    for failure in failures { printError("coords: could not fetch from \(failure.server): \(failure.message)") }
     if json {
         printJSON(.object([
             "friends": .array(locations.map { friend in
                 .object(["id": .string(friend.id), "name": .string(friend.name),
+                         "verified": .bool(verified.contains(friend.id)),
+                         "signature": friend.authenticity.map { .string(signatureWord($0)) } ?? .null,
                          "location": friend.location.map(locationJSON) ?? .null,
-                         "updated": friend.updated.map { .integer($0) } ?? .null,
-                         "authenticity": friend.authenticity.map { .string($0.rawValue) } ?? .null,
+                         "relay_updated_ms": friend.updated.map { .integer($0.multipliedReportingOverflow(by: 1000).overflow ? .max : $0 * 1000) } ?? .null,
                          "place": friend.place.map { .string($0.displayName) } ?? .null,
                          "place_phrase": friend.place.map { .string($0.phrase(accuracyMetres: Double(friend.location?.accuracy ?? 0))) } ?? .null,
                          "new": .bool(updated.contains(friend.id))])
             }),
-            "rejected": .array(outcome.rejected.map { .object(["id": .string($0.id), "code": .number(String($0.error.code)),
+            "rejected": .array(outcome.rejected.map { .object(["id": .string($0.id), "code": .integer(UInt64(clamping: $0.error.code)),
                                                                "message": .string($0.error.description)]) }),
-            "failures": .array(failures.map { .string($0) }),
+            "failures": .array(failures.map { .object(["server": .string($0.server), "message": .string($0.message)]) }),
         ]))
         return
     }
     if locations.isEmpty {
         printLine("You do not fetch anyone yet. Add a friend with `coords add LINK`.")
     } else {
-        var table = TextTable("NAME", "LOCATION", "PLACE", "AGE", "VERIFIED", "")
+        var table = TextTable("NAME", "LOCATION", "PLACE", "AGE", "SIGNATURE", "VERIFIED", "NEW")
         for friend in locations {
             let name = friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name
-            let verified = friend.authenticity.map { $0 == .verified ? "signed" : $0.rawValue } ?? "—"
-            table.add(name, friend.location.map(describe) ?? "no position yet", friend.place.map { $0.phrase(accuracyMetres: Double(friend.location?.accuracy ?? 0)) } ?? "—",
-                      friend.location.map { age(since: $0.timestamp, now: now) } ?? "—", verified,
+            table.add(name, friend.location.map(describe) ?? "no position yet",
+                      friend.place.map { $0.phrase(accuracyMetres: Double(friend.location?.accuracy ?? 0)) } ?? "—",
+                      friend.location.map { age(since: $0.timestamp, now: now) } ?? "—",
+                      friend.authenticity.map(signatureWord) ?? "—", verified.contains(friend.id) ? "yes" : "no",
                       updated.contains(friend.id) ? "new" : "")
         }
         printLine(table.render())
     }
     for rejection in outcome.rejected { printLine("Refused \(rejection.id.prefix(8))…: \(rejection.error.description)") }
-    for failure in failures { printLine("Could not fetch from \(failure)") }
 }
 
 struct Watch: AsyncParsableCommand {
@@ -183,7 +203,7 @@ struct Watch: AsyncParsableCommand {
                     }
                 }
                 do {
-                    let (outcome, fetchFailures) = try await fetchAll(session: session)
+                    let (outcome, fetchFailures, _) = try await fetchAll(session: session)
                     try report(outcome, failures: fetchFailures, session: session, json: false)
                     failed = failed || !fetchFailures.isEmpty
                 } catch {
@@ -203,20 +223,28 @@ struct Watch: AsyncParsableCommand {
 struct Delete: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Remove your position from your relay.")
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
 
     func run() async throws {
         try await runReporting {
             let session = try Session.open(global)
             defer { session.close() }
+            OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
+            let server = try session.app.wallet.profile().server
             let request = try await session.app.location.prepareDelete()
             do {
                 let result = try await RelayHTTP.send(request)
                 guard result.isSuccess else { throw CLIFailure(RelayHTTP.refusal(result, action: "delete your position")) }
-                printLine("Your position is deleted from \(try session.app.wallet.profile().server).")
+                if output.json { return printJSON(.object(["server": .string(server), "deleted": .bool(true), "queued": .bool(false)])) }
+                printLine("Your position is deleted from \(server).")
             } catch let failure as NetworkFailure {
                 _ = try await session.app.outbox.enqueue(kind: "delete", request: request)
-                printLine("The relay is unreachable (\(failure.description)); the delete is queued and the next command will retry it.")
-                throw ExitCode(queuedExitCode)
+                if output.json {
+                    printJSON(.object(["server": .string(server), "deleted": .bool(false), "queued": .bool(true)]))
+                } else {
+                    printLine("The relay is unreachable (\(failure.description)); the delete is queued and the next command will retry it.")
+                }
+                throw ExitCode(ExitStatus.queued)
             }
         }
     }
@@ -229,6 +257,7 @@ struct Backup: AsyncParsableCommand {
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Write an encrypted backup to a file.")
         @OptionGroup var global: GlobalOptions
+        @OptionGroup var output: OutputOptions
         @Argument(help: "The backup file to write.") var file: String
 
         func run() async throws {
@@ -238,24 +267,30 @@ struct Backup: AsyncParsableCommand {
                 let passphrase = try Passphrase.read(prompt: "Backup passphrase: ", confirm: true, variable: "COORDS_BACKUP_PASSPHRASE")
                 let backup = try await session.app.wallet.exportBackup(passphrase: passphrase)
                 try writeFile(file, backup)
+                if output.json { return printJSON(.object(["file": .string(file), "bytes": .integer(UInt64(backup.count))])) }
                 printLine("Wrote an encrypted backup (\(backup.count) bytes) to \(file). Keep the passphrase somewhere safe.")
             }
         }
     }
 
     struct Import: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Restore a backup into this data directory.")
+        static let configuration = CommandConfiguration(abstract: "Restore a backup into a new data directory.",
+                                                        discussion: "Atomic like `coords init`: a failure leaves no data directory behind.")
         @OptionGroup var global: GlobalOptions
+        @OptionGroup var output: OutputOptions
         @Argument(help: "The backup file to read.") var file: String
 
         func run() async throws {
             try await runReporting {
-                let session = try Session.open(global, creating: true)
-                defer { session.close() }
                 let backup = try readFile(file)
                 let passphrase = try Passphrase.read(prompt: "Backup passphrase: ", confirm: false, variable: "COORDS_BACKUP_PASSPHRASE")
-                let id = try await session.app.wallet.importBackup(backup, passphrase: passphrase)
-                printLine("Restored identity \(id) with \(try session.app.friends.list().count) friend(s) into \(session.home).")
+                let (id, friends, home) = try await Session.create(global) { session in
+                    let id = try await session.app.wallet.importBackup(backup, passphrase: passphrase)
+                    session.writePublicProfile()
+                    return (id, try session.app.friends.list().count, session.home)
+                }
+                if output.json { return printJSON(.object(["id": .string(id), "friends": .integer(UInt64(friends))])) }
+                printLine("Restored identity \(id) with \(friends) friend(s) into \(home).")
             }
         }
     }
@@ -277,9 +312,11 @@ struct Outbox: AsyncParsableCommand {
                 let entries = try session.app.outbox.pending()
                 let now = nowMilliseconds()
                 if output.json {
-                    printJSON(.array(entries.map { .object(["id": .integer($0.id), "kind": .string($0.item.kind), "url": .string($0.item.request.url),
-                                                            "attempts": .integer(UInt64($0.item.attempts)),
-                                                            "last_error": $0.item.lastError.map { .string($0) } ?? .null]) }))
+                    printJSON(.object(["entries": .array(entries.map {
+                        .object(["id": .integer($0.id), "kind": .string($0.item.kind), "url": .string($0.item.request.url),
+                                 "queued_at_ms": .integer($0.item.createdAt), "attempts": .integer(UInt64($0.item.attempts)),
+                                 "last_error": $0.item.lastError.map { .string($0) } ?? .null])
+                    })]))
                     return
                 }
                 guard !entries.isEmpty else { return printLine("The outbox is empty.") }
@@ -294,17 +331,25 @@ struct Outbox: AsyncParsableCommand {
     }
 
     struct Flush: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Send queued requests now.")
+        static let configuration = CommandConfiguration(abstract: "Send queued requests now.",
+                                                        discussion: "Exit status 0 when the outbox is empty afterwards, 75 when some requests still wait.")
         @OptionGroup var global: GlobalOptions
+        @OptionGroup var output: OutputOptions
 
         func run() async throws {
             try await runReporting {
                 let session = try Session.open(global)
                 defer { session.close() }
                 let report = await OutboxDelivery.flush(session)
-                OutboxDelivery.print(report, json: false)
-                if report.delivered.isEmpty && report.dropped.isEmpty && report.stillQueued == 0 { printLine("Nothing to send.") }
-                if report.stillQueued > 0 { throw ExitCode(queuedExitCode) }
+                if output.json {
+                    printJSON(.object(["delivered": .array(report.delivered.map { .string($0) }),
+                                       "dropped": .array(report.dropped.map { .string($0) }),
+                                       "still_queued": .integer(UInt64(report.stillQueued))]))
+                } else {
+                    OutboxDelivery.print(report, json: false)
+                    if report.delivered.isEmpty && report.dropped.isEmpty && report.stillQueued == 0 { printLine("Nothing to send.") }
+                }
+                if report.stillQueued > 0 { throw ExitCode(ExitStatus.queued) }
             }
         }
     }

@@ -1,8 +1,10 @@
-import ArgumentParser
 import CoordsCLI
 
-/// The `coords` executable: the commands live in CoordsCLI (tested there).
+/// The `coords` executable: the commands live in CoordsCLI (tested there); ``CoordsCommand/main(arguments:)``
+/// maps usage errors to exit status 1 (docs/CLI.md, "Exit status").
 @main
-struct CoordsMain: AsyncParsableCommand {
-    static let configuration = CoordsCommand.configuration
+enum CoordsMain {
+    static func main() async {
+        await CoordsCommand.main(arguments: Array(CommandLine.arguments.dropFirst()))
+    }
 }
