@@ -22,12 +22,9 @@ struct Backup: AsyncParsableCommand {
     var target: String
 
     func run() async throws {
-        do {
+        try reportingBackupFailure("backup") {
             let summary = try RelayBackup.backup(dataDirectory: dataDirectory, to: target, check: checkInChildProcess)
-            print("backed up \(dataDirectory) to \(target): \(summary.blobs) blobs, \(summary.messages) messages, \(summary.bytes) bytes")
-        } catch let failure as RelayBackup.Failure {
-            printError("coords-relay backup: error: \(failure.description)")
-            throw ExitCode(failure.exitCode)
+            return "backed up \(dataDirectory) to \(target): \(summary.blobs) blobs, \(summary.messages) messages, \(summary.bytes) bytes"
         }
     }
 }
@@ -54,13 +51,21 @@ struct Restore: AsyncParsableCommand {
             printError("coords-relay restore: error: \(problem)")
             throw ExitCode(75)
         }
-        do {
+        try reportingBackupFailure("restore") {
             let summary = try RelayBackup.restore(from: source, dataDirectory: dataDirectory, check: checkInChildProcess)
-            print("restored \(source) into \(dataDirectory): \(summary.blobs) blobs, \(summary.messages) messages")
-        } catch let failure as RelayBackup.Failure {
-            printError("coords-relay restore: error: \(failure.description)")
-            throw ExitCode(failure.exitCode)
+            return "restored \(source) into \(dataDirectory): \(summary.blobs) blobs, \(summary.messages) messages"
         }
+    }
+}
+
+/// Prints what `body` returns; a ``RelayBackup/Failure`` becomes one line on standard error
+/// (`coords-relay <command>: error: …`) and the failure's exit status.
+func reportingBackupFailure(_ command: String, _ body: () throws -> String) throws {
+    do {
+        print(try body())
+    } catch let failure as RelayBackup.Failure {
+        printError("coords-relay \(command): error: \(failure.description)")
+        throw ExitCode(failure.exitCode)
     }
 }
 
@@ -74,12 +79,9 @@ struct CheckStore: ParsableCommand {
     @Argument var directory: String
 
     func run() throws {
-        do {
+        try reportingBackupFailure("check-store") {
             let summary = try RelayBackup.check(directory)
-            print("\(summary.blobs) \(summary.messages) \(summary.bytes)")
-        } catch let failure as RelayBackup.Failure {
-            printError(failure.description)
-            throw ExitCode(failure.exitCode)
+            return "\(summary.blobs) \(summary.messages) \(summary.bytes)"
         }
     }
 }
