@@ -6,6 +6,7 @@
 ///
 /// | Range   | Layer                                   |
 /// |---------|-----------------------------------------|
+/// | 199     | an internal error (``InternalError``)   |
 /// | 200–299 | crypto (``CryptoError``)                 |
 /// | 300–399 | wire format (``WireError``)             |
 /// | 400–499 | store (``StoreError``)                  |
@@ -18,4 +19,27 @@
 public protocol CoordsCoreError: Error, CustomStringConvertible, Sendable {
     /// The stable numeric code of this error (see the table above).
     var code: Int32 { get }
+}
+
+/// A failure no layer of CoordsCore describes: an error from outside the library reached a place
+/// that must report a code (a manager's `errorOccurred`, the C ABI). Code 199 — the C ABI's
+/// `COORDS_ERR_INTERNAL` — and never 0, which means success there.
+public struct InternalError: CoordsCoreError {
+    /// The code of every internal error (199).
+    public static let code: Int32 = 199
+
+    public var code: Int32 { Self.code }
+    public let description: String
+
+    /// Wraps `underlying`, keeping its text.
+    public init(_ underlying: any Error) {
+        description = "internal error: \(underlying)"
+    }
+}
+
+extension Error {
+    /// This error's stable code: its own when it is a ``CoordsCoreError``, else ``InternalError/code``.
+    public var coordsCode: Int32 {
+        (self as? any CoordsCoreError)?.code ?? InternalError.code
+    }
 }

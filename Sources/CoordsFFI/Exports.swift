@@ -55,7 +55,7 @@ func describe(_ error: any Error) -> (Int32, String) {
     switch error {
     case let error as FFIError: (error.code, error.message)
     case let error as any CoordsCoreError: (error.code, error.description)
-    default: (COORDS_ERR_INTERNAL, "internal error: \(error)")
+    default: (InternalError.code, InternalError(error).description)  // InternalError.code == COORDS_ERR_INTERNAL (tested)
     }
 }
 

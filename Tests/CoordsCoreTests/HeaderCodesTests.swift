@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Testing
 @testable import CoordsCore
 
@@ -37,6 +38,7 @@ import Testing
         MessagesManagerError.invalidMailboxResponse(""),
         GeocodingError.invalidCoordinate(""), GeocodingError.damagedData(""), GeocodingError.unsupportedVersion(0),
         GeocodingError.unreadableFile(path: "", reason: ""),
+        InternalError(CancellationError()),
     ]
 
     @Test func everyErrorCodeIsDefinedInTheHeader() throws {
@@ -52,8 +54,23 @@ import Testing
             #expect(defined[error.code] != nil, "\(type(of: error)) code \(error.code) (\(error)) is missing from include/coordscore.h")
             #expect(!error.description.isEmpty)
         }
+        #expect(defined[InternalError.code] == "COORDS_ERR_INTERNAL")
         // Codes are unique per meaning across the enums.
         let codes = Self.allErrors.map(\.code)
         #expect(Set(codes).count == codes.count)
+    }
+
+    /// Regression: a manager action failing with an error from outside CoordsCore was reported
+    /// with code 0 — `COORDS_OK` at the C ABI, so a host saw a failure as a success.
+    @Test func aForeignErrorInAManagerIsReportedAsInternalNeverAsZero() throws {
+        struct Foreign: Error {}
+        let channel = Channel.unbounded(of: (Int32, String).self)
+        let reconciler = Reconciler(sender: channel.sender, logger: Logger(label: "test"), manager: "test") { ($0, $1) }
+        reconciler.reportingFailure { throw Foreign() }
+        reconciler.reportingFailure { throw WireError.noRecipients }
+        let reported = channel.receiver.drain()
+        #expect(reported.map(\.0) == [InternalError.code, WireError.noRecipients.code])
+        #expect(reported[0].1.contains("Foreign") && InternalError.code != 0)
+        #expect(Foreign().coordsCode == 199 && CancellationError().coordsCode == 199 && WireError.noRecipients.coordsCode == 318)
     }
 }

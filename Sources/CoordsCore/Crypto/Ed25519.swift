@@ -64,6 +64,9 @@ public struct Ed25519SigningKey: Sendable {
 
     /// libsodium's expanded secret key: seed (32) ‖ public key (32).
     let secretKey: SecretBytes
+    /// The 32-byte seed the key was derived from, kept as given (checked in ``init(seed:)-(SecretBytes)``),
+    /// so ``seed`` never has to cut it out of `secretKey` and has no failure path.
+    private let seedBytes: SecretBytes
     /// The matching public key.
     public let publicKey: Ed25519PublicKey
 
@@ -83,6 +86,7 @@ public struct Ed25519SigningKey: Sendable {
             }
         }
         secretKey = sk
+        seedBytes = SecretBytes(count: seed.count) { copy in seed.withUnsafeBytes { copy.copyMemory(from: $0) } }
         publicKey = Ed25519PublicKey(validatedBytes: pk)
     }
 
@@ -101,8 +105,7 @@ public struct Ed25519SigningKey: Sendable {
 
     /// The 32-byte seed, in a new wiped buffer. Treat it like the key itself.
     public var seed: SecretBytes {
-        // secretKey always holds 64 bytes, so the slice cannot fail; the fallback is unreachable.
-        (try? secretKey.slice(0..<Self.seedByteCount)) ?? SecretBytes(count: 0) { _ in }
+        SecretBytes(count: seedBytes.count) { copy in seedBytes.withUnsafeBytes { copy.copyMemory(from: $0) } }
     }
 
     /// Signs `message` (deterministic Ed25519, RFC 8032).

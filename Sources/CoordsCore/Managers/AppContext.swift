@@ -27,7 +27,7 @@ final class AppContext: Sendable {
 
     /// Whether strict mode (§6) is on.
     func isStrictMode() throws -> Bool {
-        try database.read { tx in try tx.open(Tables.settings).get(SettingKey.strictMode) } == "true"
+        try database.read { tx in try tx.open(Tables.settings).get(SettingKey.strictMode) } == true
     }
 }
 
@@ -78,7 +78,8 @@ struct Reconciler<Message: Sendable>: Sendable {
         do {
             try action()
         } catch {
-            send(errorMessage((error as? any CoordsCoreError)?.code ?? 0, "\(error)"))
+            // An error from outside CoordsCore is an internal error (199), never 0 (success at the C ABI).
+            send(errorMessage(error.coordsCode, "\(error)"))
         }
     }
 

@@ -163,8 +163,8 @@ public actor FriendsManager {
     public func remove(id: String) throws {
         let key = try Ed25519PublicKey(base64URL: id)
         try reconciler.write(context.database) { tx, messages in
-            guard try tx.open(Tables.friends).remove(key) != nil else { throw FriendsManagerError.notFound(id: id) }
-            try tx.open(Tables.locations).remove(key)
+            guard try tx.open(Tables.friends).delete(key) else { throw FriendsManagerError.notFound(id: id) }
+            try tx.open(Tables.locations).delete(key)  // unread: a damaged cache entry must not block the removal
             messages.append(.friendRemoved(id: id))
         }
     }

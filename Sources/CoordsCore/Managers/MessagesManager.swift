@@ -229,8 +229,8 @@ public actor MessagesManager {
         let now = context.clock.now() / 1000
         let timestamp = try context.database.write { tx in
             let settings = try tx.open(Tables.settings)
-            let next = max(now, (try settings.get(SettingKey.mailboxLastSignedTimestamp).flatMap(UInt64.init) ?? 0).addingSaturating(1))
-            try settings.put(SettingKey.mailboxLastSignedTimestamp, String(next))
+            let next = max(now, (try settings.get(SettingKey.mailboxLastSignedTimestamp) ?? 0).addingSaturating(1))
+            try settings.put(SettingKey.mailboxLastSignedTimestamp, next)
             return next
         }
         let headers = MailboxAuth.headers(signer: identity.signing, method: method, path: path, timestamp: timestamp)
@@ -347,7 +347,7 @@ public actor MessagesManager {
                 if let at = record.disappearsAt, at <= now { expired.append((key, record.id)) }
                 return true
             }
-            for (key, _) in expired { _ = try table.remove(key) }
+            for (key, _) in expired { try table.delete(key) }
             let ids = expired.map(\.1)
             if !ids.isEmpty { messages.append(.messagesExpired(ids: ids)) }
             return ids
@@ -385,8 +385,9 @@ public actor MessagesManager {
     /// Stores a message under `peer key | sequence` and indexes its id.
     static func store(_ record: MessageRecord, _ tx: borrowing WriteTransaction) throws {
         let settings = try tx.open(Tables.settings)
-        let sequence = try settings.get(SettingKey.messageNextSequence).flatMap(UInt64.init) ?? 1
-        try settings.put(SettingKey.messageNextSequence, String(sequence + 1))
+        let sequence = try settings.get(SettingKey.messageNextSequence) ?? 1
+        guard sequence < .max else { throw StoreError.encodingFailed(type: "message sequence", reason: "the message sequence numbers are used up") }
+        try settings.put(SettingKey.messageNextSequence, sequence + 1)
         var key = try Ed25519PublicKey(base64URL: record.peer).rawRepresentation
         for shift in stride(from: 56, through: 0, by: -8) { key.append(UInt8(truncatingIfNeeded: sequence >> UInt64(shift))) }
         try tx.open(Tables.messages).put(key, record)

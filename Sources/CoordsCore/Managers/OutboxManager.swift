@@ -78,9 +78,11 @@ public actor OutboxManager {
             let table = try tx.open(Tables.outbox)
             // Ids are never reused (a host may still hold an old one): a counter in the settings.
             let settings = try tx.open(Tables.settings)
-            let stored = try settings.get(SettingKey.outboxNextID).flatMap(UInt64.init) ?? 1
-            let id = max(stored, (try table.last()?.key ?? 0) + 1)
-            try settings.put(SettingKey.outboxNextID, String(id + 1))
+            // A damaged counter is an error (reading it as 1 would hand out ids again).
+            let stored = try settings.get(SettingKey.outboxNextID) ?? 1
+            let id = max(stored, (try table.last()?.key ?? 0).addingSaturating(1))
+            guard id < .max else { throw StoreError.encodingFailed(type: "outbox id", reason: "the outbox ids are used up") }
+            try settings.put(SettingKey.outboxNextID, id + 1)
             try table.put(id, OutboxItem(kind: kind, request: request, nextAttemptAt: now, createdAt: now,
                                          reference: reference, location: location))
             messages.append(.queued(id: id, kind: kind))
@@ -132,7 +134,7 @@ public actor OutboxManager {
     /// - Throws: store errors.
     public func remove(id: UInt64) throws {
         try reconciler.write(context.database) { tx, messages in
-            guard try tx.open(Tables.outbox).remove(id) != nil else { return }
+            guard try tx.open(Tables.outbox).delete(id) else { return }
             messages.append(.removed(id: id))
         }
     }

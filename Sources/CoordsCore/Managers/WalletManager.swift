@@ -100,7 +100,7 @@ public actor WalletManager {
     /// - Throws: store errors.
     public func setStrictMode(_ strict: Bool) throws {
         try reconciler.write(context.database) { tx, messages in
-            try tx.open(Tables.settings).put(SettingKey.strictMode, strict ? "true" : "false")
+            try tx.open(Tables.settings).put(SettingKey.strictMode, strict)
             messages.append(.strictModeChanged(strict))
         }
     }
@@ -181,7 +181,7 @@ public actor WalletManager {
         let identity = try context.identity.get()
         let profile = try profile()
         let contents = try context.database.read { tx -> BackupContents in
-            let strict = try tx.open(Tables.settings).get(SettingKey.strictMode) == "true"
+            let strict = try tx.open(Tables.settings).get(SettingKey.strictMode) == true
             let friends = try tx.open(Tables.friends).entries().map { key, record in
                 BackupContents.Friend(id: key.base64URL, name: record.name, server: record.server, shareWith: record.shareWith,
                                       fetchFrom: record.fetchFrom, addedAt: record.addedAt, trust: record.trust)
@@ -218,7 +218,7 @@ public actor WalletManager {
             let settings = try tx.open(Tables.settings)
             try settings.put(SettingKey.name, contents.name)
             if !contents.server.isEmpty { try settings.put(SettingKey.server, contents.server) }
-            try settings.put(SettingKey.strictMode, contents.strictMode ? "true" : "false")
+            try settings.put(SettingKey.strictMode, contents.strictMode)
             let table = try tx.open(Tables.friends)
             for (key, record) in friends { try table.put(key, record) }
             messages.append(.backupRestored(id: id, friendCount: friends.count))

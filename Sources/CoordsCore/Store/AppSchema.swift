@@ -36,20 +36,84 @@ public enum AppSchema {
     public static var current: Schema { Schema(version: version, tables: tables, migrations: [Migration(to: 2) { _ in }]) }
 }
 
-/// Names of the rows in ``Tables/settings``.
+/// The rows of ``Tables/settings``, each with its type: the table stores text, but every read and
+/// write goes through a ``Setting`` key, so a flag is a `Bool` and a counter a `UInt64`, and a row
+/// that does not decode is an error (``StoreError/decodingFailed(table:type:reason:)``), never a
+/// silent default.
 public enum SettingKey {
     /// The user's own relay (`https://…`).
-    public static let server = "server"
+    public static let server = Setting<String>("server")
     /// The user's display name (used in their friend link).
-    public static let name = "name"
-    /// `"true"` to refuse fetched entries without the relay's signature stamp (§6 strict mode).
-    public static let strictMode = "strict_mode"
+    public static let name = Setting<String>("name")
+    /// Refuse fetched entries without the relay's signature stamp (§6 strict mode).
+    public static let strictMode = Setting<Bool>("strict_mode")
     /// The next outbox id (ids are never reused).
-    public static let outboxNextID = "outbox_next_id"
+    public static let outboxNextID = Setting<UInt64>("outbox_next_id")
     /// The next message sequence number (orders a conversation).
-    public static let messageNextSequence = "message_next_sequence"
+    public static let messageNextSequence = Setting<UInt64>("message_next_sequence")
     /// The timestamp (Unix s) of the last signed mailbox request (each new one is later).
-    public static let mailboxLastSignedTimestamp = "mailbox_last_signed_timestamp"
+    public static let mailboxLastSignedTimestamp = Setting<UInt64>("mailbox_last_signed_timestamp")
+}
+
+/// A typed row name of ``Tables/settings``.
+public struct Setting<Value: SettingValue>: Sendable {
+    /// The row's key in the table.
+    public let name: String
+    public init(_ name: String) { self.name = name }
+}
+
+/// A type a ``Setting`` can hold: written as text, read back strictly.
+public protocol SettingValue: Sendable {
+    /// The stored text.
+    var settingText: String { get }
+    /// Decodes stored text; nil when it is not exactly what ``settingText`` writes.
+    init?(settingText: String)
+}
+
+extension String: SettingValue {
+    public var settingText: String { self }
+    public init?(settingText: String) { self = settingText }
+}
+
+extension Bool: SettingValue {
+    public var settingText: String { self ? "true" : "false" }
+    public init?(settingText: String) {
+        switch settingText {
+        case "true": self = true
+        case "false": self = false
+        default: return nil
+        }
+    }
+}
+
+extension UInt64: SettingValue {
+    public var settingText: String { String(self) }
+    public init?(settingText: String) {
+        guard !settingText.isEmpty, settingText.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = UInt64(settingText) else { return nil }
+        self = value
+    }
+}
+
+extension TableHandle where Key == String, Value == String {
+    /// The typed value of `setting`, or nil when the row is absent.
+    /// - Throws: ``StoreError/decodingFailed(table:type:reason:)`` when the stored text is not a
+    ///   `V` (a damaged row is never read as a default); store errors.
+    public func get<V>(_ setting: Setting<V>) throws -> V? {
+        guard let text = try get(setting.name) else { return nil }
+        guard let value = V(settingText: text) else {
+            throw StoreError.decodingFailed(table: "settings", type: "\(V.self)",
+                                            reason: "row \(setting.name) holds \"\(text.prefix(32))\", not a \(V.self)")
+        }
+        return value
+    }
+}
+
+extension TableHandle where Key == String, Value == String, Access == ReadWriteAccess {
+    /// Stores `value` as the text of `setting`.
+    /// - Throws: store errors.
+    public func put<V>(_ setting: Setting<V>, _ value: V) throws {
+        try put(setting.name, value.settingText)
+    }
 }
 
 /// Trust in a friend's key: compared safety numbers make it verified; blocked friends are ignored.

@@ -156,11 +156,24 @@ struct TableAccess<Key: StoreKey, Value: StoreValue> {
             var rc = mdb_get(txn, dbi, &keyVal, &dataVal)
             if rc == MDB_NOTFOUND { return nil }
             guard rc == 0 else { throw StoreError.lmdb(rc, "remove from \(name)") }
-            // Decode before deleting: the value's memory is only valid until the page changes.
-            let previous = try? state.decode(Value.self, dataVal, table: name)
+            // Decode before deleting: the value's memory is only valid until the page changes. A
+            // value that does not decode is an error and stays (``delete(_:)`` removes it unread).
+            let previous = try state.decode(Value.self, dataVal, table: name)
             rc = state.database.injectedFault(.delete) ?? mdb_del(txn, dbi, &keyVal, nil)
             guard rc == 0 else { throw StoreError.lmdb(rc, "remove from \(name)") }
             return previous
+        }
+    }
+
+    func delete(_ key: Key) throws -> Bool {
+        let txn = try state.live()
+        return try key.withStoreBytes { k -> Bool in
+            try state.database.validateKey(k)
+            var keyVal = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+            let rc = state.database.injectedFault(.delete) ?? mdb_del(txn, dbi, &keyVal, nil)
+            if rc == MDB_NOTFOUND { return false }
+            guard rc == 0 else { throw StoreError.lmdb(rc, "delete from \(name)") }
+            return true
         }
     }
 
@@ -291,19 +304,27 @@ public struct TableHandle<Key: StoreKey, Value: StoreValue, Access>: ~Copyable {
 
 extension TableHandle where Access == ReadWriteAccess {
     /// Stores `value` under `key`, returning the value it replaced (nil if none).
-    /// - Throws: ``StoreError/invalidKeySize(size:maximum:)``, ``StoreError/encodingFailed(type:reason:)``,
+    /// - Throws: ``StoreError/decodingFailed(table:type:reason:)`` when the value it would replace
+    ///   does not decode (nothing is written then; ``put(_:_:)`` overwrites without reading),
+    ///   ``StoreError/invalidKeySize(size:maximum:)``, ``StoreError/encodingFailed(type:reason:)``,
     ///   ``StoreError/mapFull(mapSize:maximumMapSize:)`` (after growth failed), LMDB failures.
     @discardableResult
     public func insert(_ key: Key, _ value: Value) throws -> Value? {
-        let previous = try? access.get(key)
+        let previous = try access.get(key)
         try access.put(key, value)
-        return previous ?? nil
+        return previous
     }
     /// Stores `value` under `key` without reading the old value (cheaper than ``insert(_:_:)``).
     public func put(_ key: Key, _ value: Value) throws { try access.put(key, value) }
-    /// Removes `key`, returning its value (nil if absent or undecodable).
+    /// Removes `key`, returning its value (nil if absent).
+    /// - Throws: ``StoreError/decodingFailed(table:type:reason:)`` when the value does not decode
+    ///   (it stays; ``delete(_:)`` removes it unread), LMDB failures.
     @discardableResult
     public func remove(_ key: Key) throws -> Value? { try access.remove(key) }
+    /// Removes `key` without reading its value (also a damaged one); whether it was there.
+    /// - Throws: ``StoreError/invalidKeySize(size:maximum:)``, LMDB failures.
+    @discardableResult
+    public func delete(_ key: Key) throws -> Bool { try access.delete(key) }
     /// Removes every entry (the table stays declared).
     public func removeAll() throws { try access.removeAll() }
 }

@@ -61,4 +61,31 @@ import Testing
             try PreparedRequest(json: .object(["url": .string("x"), "method": .string("PUT"), "body_base64": .string("!!")]))
         }
     }
+
+    /// Regression: a damaged id counter was read as 1, so ids were handed out again although
+    /// they are promised never to repeat. Now it is an error and nothing is queued.
+    @Test func aDamagedIdCounterIsAnErrorNotARestartAtOne() async throws {
+        let app = try TestApp(name: "outbox-counter")
+        let first = try await app.app.outbox.enqueue(kind: "delete", request: Self.request)
+        try await app.app.outbox.markDelivered(id: first)
+        for damaged in ["", "12x", "-3", " 7", "18446744073709551616", "true"] {
+            try app.app.context.database.write { tx in try tx.open(Tables.settings).put(SettingKey.outboxNextID.name, damaged) }
+            await #expect(throws: StoreError.self, "\(damaged)") { try await app.app.outbox.enqueue(kind: "delete", request: Self.request) }
+        }
+        #expect(try app.app.outbox.pending().isEmpty)
+        try app.app.context.database.write { tx in try tx.open(Tables.settings).put(SettingKey.outboxNextID, 40) }
+        #expect(try await app.app.outbox.enqueue(kind: "delete", request: Self.request) == 40)
+        // The last id: refused instead of wrapping around.
+        try app.app.context.database.write { tx in try tx.open(Tables.settings).put(SettingKey.outboxNextID, .max) }
+        await #expect(throws: StoreError.self) { try await app.app.outbox.enqueue(kind: "delete", request: Self.request) }
+    }
+
+    @Test func typedSettingsReadBackStrictly() throws {
+        #expect(Bool(settingText: "true") == true && Bool(settingText: "false") == false && Bool(settingText: "TRUE") == nil)
+        #expect(UInt64(settingText: "0") == 0 && UInt64(settingText: "+1") == nil && UInt64(settingText: "") == nil)
+        #expect(UInt64(settingText: UInt64.max.settingText) == .max)
+        let app = try TestApp(name: "settings")
+        try app.app.context.database.write { tx in try tx.open(Tables.settings).put(SettingKey.strictMode.name, "yes") }
+        #expect(throws: StoreError.self) { try app.app.wallet.isStrictMode() }
+    }
 }

@@ -72,6 +72,40 @@ import Testing
         #expect(throws: StoreError.closed) { try store.db.backup(toFile: target.path + "/other.mdb") }
     }
 
+    /// A value whose decoding fails when its single byte is 0xFF (a stand-in for a damaged row).
+    struct Fragile: StoreValue, Equatable {
+        static var storeTypeName: String { "test-fragile/1" }
+        let byte: UInt8
+        init(_ byte: UInt8) { self.byte = byte }
+        func withStoreBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R { try [byte].withUnsafeBytes(body) }
+        init(storeBytes: UnsafeRawBufferPointer) throws {
+            guard storeBytes.count == 1, storeBytes[0] != 0xFF else { throw StoreCodecError("damaged") }
+            byte = storeBytes[0]
+        }
+    }
+
+    /// Regression: `insert` and `remove` decoded the old value with `try?`, so a damaged value
+    /// vanished without an error. Now the decoding error comes through and the value stays;
+    /// `delete` removes it unread.
+    @Test func insertAndRemovePassDecodingErrorsOnAndDeleteClearsDamage() throws {
+        let fragile = TableDefinition<String, Fragile>("fragile")
+        let store = try TemporaryStore(schema: Schema(version: 1, tables: [fragile.erased]))
+        try store.db.write { tx in
+            let table = try tx.open(fragile)
+            #expect(try table.insert("a", Fragile(1)) == nil)
+            #expect(try table.insert("a", Fragile(2)) == Fragile(1))
+            try table.put("bad", Fragile(0xFF))
+        }
+        #expect(throws: StoreError.self) { try store.db.write { tx in try tx.open(fragile).insert("bad", Fragile(3)) } }
+        #expect(throws: StoreError.self) { try store.db.write { tx in try tx.open(fragile).remove("bad") } }
+        #expect(try store.db.read { tx in try tx.open(fragile).contains("bad") })  // nothing changed
+        try store.db.write { tx in
+            let table = try tx.open(fragile)
+            #expect(try table.delete("bad") && !(try table.delete("bad")) && !(try table.contains("bad")))
+            #expect(try table.remove("a") == Fragile(2) && (try table.remove("a")) == nil)
+        }
+    }
+
     @Test func integerKeysIterateInNumericOrderIncludingNegatives() throws {
         let store = try TemporaryStore(schema: TestTables.schema)
         var values: [Int64] = [.min, .max, 0, -1, 1, -300, 300, -65_536, 65_536, 42, -42]

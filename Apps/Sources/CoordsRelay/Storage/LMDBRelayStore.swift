@@ -322,8 +322,8 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
             if let key = try index.get(id) {
                 let queue = try tx.open(RelayTables.mailbox)
                 guard let entry = try queue.get(key), entry.recipient == recipient else { return .acked(false) }
-                _ = try queue.remove(key)
-                _ = try index.remove(id)
+                try queue.delete(key)
+                try index.delete(id)
                 try tombstones.put(id, until)
                 return .acked(true)
             }
@@ -338,8 +338,8 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
                 return true
             }
             for (key, id) in expired {
-                _ = try queue.remove(key)
-                _ = try index.remove(id)
+                try queue.delete(key)
+                try index.delete(id)
             }
             let tombstones = try tx.open(RelayTables.mailboxTombstones)
             var old: [String] = []
@@ -347,14 +347,14 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
                 if until < now { old.append(id) }
                 return true
             }
-            for id in old { _ = try tombstones.remove(id) }
+            for id in old { try tombstones.delete(id) }
             let seen = try tx.open(RelayTables.seenSignatures)
             var forgotten: [Bytes32] = []
             try seen.forEach { r, until in
                 if until < now { forgotten.append(r) }
                 return true
             }
-            for r in forgotten { _ = try seen.remove(r) }
+            for r in forgotten { try seen.delete(r) }
             return .swept(expired.count)
         case .acceptSignature(let r, let until, let now, let capacity):
             let seen = try tx.open(RelayTables.seenSignatures)
@@ -402,14 +402,14 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
                                                              tombstone: try tombstones.get(key))
                             if result == .stored {
                                 try records.put(key, record)
-                                try tombstones.remove(key)
+                                try tombstones.delete(key)
                             }
                             return .put(result)
                         case .delete(let key, let timestamp, let now):
                             let existingTombstone = try tombstones.get(key)
                             let result = RelayStoreRules.delete(timestamp: timestamp, existing: try records.get(key), tombstone: existingTombstone)
                             if case .stale = result { return .delete(result) }
-                            try records.remove(key)
+                            try records.delete(key)
                             try tombstones.put(key, Tombstone(timestamp: max(timestamp, existingTombstone?.timestamp ?? 0), recordedAt: now))
                             return .delete(result)
                         case .sweep(let updatedBefore, let tombstonesBefore):
@@ -418,13 +418,13 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
                                 if record.updated < updatedBefore { expired.append(key) }
                                 return true
                             }
-                            for key in expired { try records.remove(key) }
+                            for key in expired { try records.delete(key) }
                             var old: [Bytes32] = []
                             try tombstones.forEach { key, tombstone in
                                 if tombstone.recordedAt < tombstonesBefore { old.append(key) }
                                 return true
                             }
-                            for key in old { try tombstones.remove(key) }
+                            for key in old { try tombstones.delete(key) }
                             return .swept(expired.count)
                         case .mailboxPost, .mailboxAck, .mailboxSweep, .acceptSignature:
                             throw RelayStoreError(description: "mailbox operation not applied")
