@@ -158,9 +158,7 @@ struct Add: AsyncParsableCommand {
     var server: String?
 
     func run() async throws {
-        try await runReporting {
-            let session = try Session.open(global)
-            defer { session.close() }
+        try await withSession(global) { session in
             var friend: Friend
             if let server {
                 let parsed = try FriendLink.parse(link)
@@ -201,9 +199,7 @@ struct Friends: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        try await runReporting {
-            let session = try Session.open(global)
-            defer { session.close() }
+        try await withSession(global) { session in
             let friends = try session.app.friends.list()
             let locations = Dictionary(uniqueKeysWithValues: try session.app.location.friendLocations().map { ($0.id, $0) })
             let now = nowMilliseconds()
@@ -265,9 +261,7 @@ struct Verify: AsyncParsableCommand {
     @Flag(help: "Back to unverified.") var reset = false
 
     func run() async throws {
-        try await runReporting {
-            let session = try Session.open(global)
-            defer { session.close() }
+        try await withSession(global) { session in
             let found = try findFriend(friend, in: session)
             let trust: TrustState = block ? .blocked : (reset ? .unverified : .verified)
             _ = try await session.app.friends.setTrust(id: found.id, trust)
@@ -287,9 +281,7 @@ struct Remove: AsyncParsableCommand {
     @Argument(help: "Name or id.") var friend: String
 
     func run() async throws {
-        try await runReporting {
-            let session = try Session.open(global)
-            defer { session.close() }
+        try await withSession(global) { session in
             let found = try findFriend(friend, in: session)
             try await session.app.friends.remove(id: found.id)
             if output.json { return printJSON(.object(["id": .string(found.id), "name": .string(found.name), "removed": .bool(true)])) }

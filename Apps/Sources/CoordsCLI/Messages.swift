@@ -11,13 +11,12 @@ struct Send: AsyncParsableCommand {
     @Argument(help: "The text (quote it).") var text: String
 
     func run() async throws {
-        try await runReporting {
+        try await runReporting {  // refused before the passphrase is asked for
             guard text.contains(where: { !$0.isWhitespace }) else {
                 throw CLIFailure("the message is empty; write some text, e.g. coords send \(friend) \"on my way\"")
             }
-            let session = try Session.open(global)
-            defer { session.close() }
-            OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
+        }
+        try await withSession(global, outbox: .deliver(json: output.json)) { session in
             let target = try findFriend(friend, in: session)
             let sent = try await session.app.messages.send(text, to: target.id)
             let delivered = await MessageDelivery.post(sent.request, messageID: sent.message.id, outboxID: sent.outboxID, session: session)
@@ -42,10 +41,7 @@ struct Inbox: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        try await runReporting {
-            let session = try Session.open(global)
-            defer { session.close() }
-            OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
+        try await withSession(global, outbox: .deliver(json: output.json)) { session in
             let outcome = try await MessageDelivery.sync(session)
             let names = Dictionary(try session.app.friends.list().map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
             let conversations = try session.app.messages.conversations()
@@ -91,9 +87,7 @@ struct Chat: AsyncParsableCommand {
     var disappearAfter: UInt64?
 
     func run() async throws {
-        try await runReporting {
-            let session = try Session.open(global)
-            defer { session.close() }
+        try await withSession(global) { session in
             let target = try findFriend(friend, in: session)
             if let seconds = disappearAfter {
                 try await session.app.messages.setDisappearing(friendID: target.id, after: seconds == 0 ? nil : seconds)

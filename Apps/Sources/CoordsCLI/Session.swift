@@ -56,6 +56,28 @@ func runReporting(_ body: () async throws -> Void) async throws {
     }
 }
 
+/// Whether a command delivers the outbox before its own work.
+enum OutboxFirst {
+    /// It does not talk to a relay.
+    case no
+    /// It talks to a relay: deliver what waits first, printing what happened unless `json`.
+    case deliver(json: Bool)
+}
+
+/// The one way a command uses the data directory: opens it (passphrase, keychain, store),
+/// delivers the outbox first when asked, runs `body`, and closes it whatever happens; errors are
+/// reported by ``runReporting(_:)`` (one line, exit status 1 or 69).
+func withSession(_ options: GlobalOptions, outbox: OutboxFirst = .no, _ body: (Session) async throws -> Void) async throws {
+    try await runReporting {
+        let session = try Session.open(options)
+        defer { session.close() }
+        if case .deliver(let json) = outbox {
+            OutboxDelivery.print(await OutboxDelivery.flush(session), json: json)
+        }
+        try await body(session)
+    }
+}
+
 /// Human-readable text for errors, with advice for the common ones.
 func describe(_ error: any Error) -> String {
     switch error {

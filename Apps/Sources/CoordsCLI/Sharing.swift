@@ -38,9 +38,7 @@ struct Share: AsyncParsableCommand {
     @Option(help: "Accuracy radius in metres.") var accuracy: Float = 0
 
     func run() async throws {
-        try await runReporting {
-            let session = try Session.open(global)
-            defer { session.close() }
+        try await withSession(global) { session in
             let fix = try Location(latitude: lat, longitude: lon, altitude: alt, accuracy: accuracy, timestamp: nowMilliseconds())
             OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
             let (message, queued, upload) = try await share(fix, session: session)
@@ -111,10 +109,7 @@ struct Fetch: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        try await runReporting {
-            let session = try Session.open(global)
-            defer { session.close() }
-            OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
+        try await withSession(global, outbox: .deliver(json: output.json)) { session in
             let (outcome, failures, requests) = try await fetchAll(session: session)
             try report(outcome, failures: failures, session: session, json: output.json)
             let status = fetchStatus(failures: failures.count, requests: requests)
@@ -182,9 +177,7 @@ struct Watch: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await runReporting {
-            let session = try Session.open(global)
-            defer { session.close() }
+        try await withSession(global) { session in
             var failures = 0
             var round = 0
             while count == 0 || round < count {
@@ -226,10 +219,7 @@ struct Delete: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func run() async throws {
-        try await runReporting {
-            let session = try Session.open(global)
-            defer { session.close() }
-            OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
+        try await withSession(global, outbox: .deliver(json: output.json)) { session in
             let server = try session.app.wallet.profile().server
             let request = try await session.app.location.prepareDelete()
             do {
@@ -261,9 +251,7 @@ struct Backup: AsyncParsableCommand {
         @Argument(help: "The backup file to write.") var file: String
 
         func run() async throws {
-            try await runReporting {
-                let session = try Session.open(global)
-                defer { session.close() }
+            try await withSession(global) { session in
                 let passphrase = try Passphrase.read(prompt: "Backup passphrase: ", confirm: true, variable: "COORDS_BACKUP_PASSPHRASE")
                 let backup = try await session.app.wallet.exportBackup(passphrase: passphrase)
                 try writeFile(file, backup)
@@ -306,9 +294,7 @@ struct Outbox: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            try await runReporting {
-                let session = try Session.open(global)
-                defer { session.close() }
+            try await withSession(global) { session in
                 let entries = try session.app.outbox.pending()
                 let now = nowMilliseconds()
                 if output.json {
@@ -337,9 +323,7 @@ struct Outbox: AsyncParsableCommand {
         @OptionGroup var output: OutputOptions
 
         func run() async throws {
-            try await runReporting {
-                let session = try Session.open(global)
-                defer { session.close() }
+            try await withSession(global) { session in
                 let report = await OutboxDelivery.flush(session)
                 if output.json {
                     printJSON(.object(["delivered": .array(report.delivered.map { .string($0) }),

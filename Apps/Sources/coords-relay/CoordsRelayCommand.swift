@@ -29,6 +29,9 @@ struct CoordsRelayCommand: AsyncParsableCommand {
         defaultSubcommand: Serve.self)
 }
 
+/// The relay's defaults, in one place: every option's default value comes from here.
+private let defaults = RelayConfiguration()
+
 /// `coords-relay serve` (the default): the relay itself.
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -42,10 +45,10 @@ struct Serve: AsyncParsableCommand {
             """)
 
     @Option(help: "Interface to bind [COORDS_HOST].")
-    var host: String = environment("COORDS_HOST") ?? "127.0.0.1"
+    var host: String = environment("COORDS_HOST") ?? defaults.host
 
     @Option(help: "TCP port; 0 picks a free one [COORDS_PORT].")
-    var port: Int = Env.int("COORDS_PORT", 8080)
+    var port: Int = Env.int("COORDS_PORT", defaults.port)
 
     @Option(name: .customLong("data-dir"), help: "Directory of the LMDB store [COORDS_DATA_DIR].")
     var dataDirectory: String = environment("COORDS_DATA_DIR") ?? "./coords-relay-data"
@@ -55,7 +58,7 @@ struct Serve: AsyncParsableCommand {
     var postgresURL: String? = environment("COORDS_POSTGRES_URL")
 
     @Option(name: .customLong("postgres-pool-size"), help: "Most PostgreSQL connections this relay keeps open [COORDS_POSTGRES_POOL_SIZE].")
-    var postgresPoolSize: Int = Env.int("COORDS_POSTGRES_POOL_SIZE", 16)
+    var postgresPoolSize: Int = Env.int("COORDS_POSTGRES_POOL_SIZE", defaults.postgresPoolSize)
 
     @Flag(help: "Keep everything in memory instead (lost on exit; for tests and demos) [COORDS_MEMORY=1].")
     var memory: Bool = Env.flag("COORDS_MEMORY")
@@ -64,57 +67,57 @@ struct Serve: AsyncParsableCommand {
     var noSync: Bool = Env.flag("COORDS_NO_SYNC")
 
     @Option(name: .customLong("ttl"), help: "Seconds a blob lives without being refreshed [COORDS_TTL].")
-    var ttl: UInt64 = Env.uint64("COORDS_TTL", 7 * 24 * 3600)
+    var ttl: UInt64 = Env.uint64("COORDS_TTL", defaults.ttlSeconds)
 
     @Option(name: .customLong("sweep-interval"), help: "Seconds between expiry sweeps [COORDS_SWEEP_INTERVAL].")
-    var sweepInterval: UInt64 = Env.uint64("COORDS_SWEEP_INTERVAL", 60)
+    var sweepInterval: UInt64 = Env.uint64("COORDS_SWEEP_INTERVAL", defaults.sweepIntervalSeconds)
 
     @Option(name: .customLong("rate"), help: "Requests per second per client address, 0 for no limit [COORDS_RATE].")
-    var addressRate: Double = Env.double("COORDS_RATE", 20)
+    var addressRate: Double = Env.double("COORDS_RATE", defaults.addressRate)
 
     @Option(name: .customLong("burst"), help: "Burst per client address [COORDS_BURST].")
-    var addressBurst: Double = Env.double("COORDS_BURST", 60)
+    var addressBurst: Double = Env.double("COORDS_BURST", defaults.addressBurst)
 
     @Option(name: .customLong("key-rate"), help: "Uploads and deletes per second per key, 0 for no limit [COORDS_KEY_RATE].")
-    var keyRate: Double = Env.double("COORDS_KEY_RATE", 1)
+    var keyRate: Double = Env.double("COORDS_KEY_RATE", defaults.keyRate)
 
     @Option(name: .customLong("key-burst"), help: "Burst per key [COORDS_KEY_BURST].")
-    var keyBurst: Double = Env.double("COORDS_KEY_BURST", 10)
+    var keyBurst: Double = Env.double("COORDS_KEY_BURST", defaults.keyBurst)
 
     @Option(name: .customLong("max-body"), help: "Largest request body in bytes [COORDS_MAX_BODY].")
-    var maximumBody: Int = Env.int("COORDS_MAX_BODY", 96 * 1024)
+    var maximumBody: Int = Env.int("COORDS_MAX_BODY", defaults.maximumBodyBytes)
 
     @Option(name: .customLong("message-ttl"), help: "Longest message lifetime accepted, seconds [COORDS_MESSAGE_TTL].")
-    var messageTTL: UInt64 = Env.uint64("COORDS_MESSAGE_TTL", 86_400)
+    var messageTTL: UInt64 = Env.uint64("COORDS_MESSAGE_TTL", defaults.maximumMessageTTLSeconds)
 
     @Option(name: .customLong("mailbox-size"), help: "Most messages waiting per recipient [COORDS_MAILBOX_SIZE].")
-    var mailboxSize: Int = Env.int("COORDS_MAILBOX_SIZE", 500)
+    var mailboxSize: Int = Env.int("COORDS_MAILBOX_SIZE", defaults.maximumMessagesPerRecipient)
 
     @Option(name: .customLong("mailbox-size-unsigned"),
             help: "Most messages without senderKey waiting per recipient (a separate quota) [COORDS_MAILBOX_SIZE_UNSIGNED].")
-    var mailboxSizeUnsigned: Int = Env.int("COORDS_MAILBOX_SIZE_UNSIGNED", 50)
+    var mailboxSizeUnsigned: Int = Env.int("COORDS_MAILBOX_SIZE_UNSIGNED", defaults.maximumUnauthenticatedMessagesPerRecipient)
 
     @Option(name: .customLong("idle-timeout"), help: "Seconds before an idle keep-alive connection is closed [COORDS_IDLE_TIMEOUT].")
-    var idleTimeout: UInt64 = Env.uint64("COORDS_IDLE_TIMEOUT", 30)
+    var idleTimeout: UInt64 = Env.uint64("COORDS_IDLE_TIMEOUT", defaults.connections.idleTimeoutSeconds)
 
     @Option(name: .customLong("header-timeout"), help: "Seconds a request head may take to arrive (408 beyond) [COORDS_HEADER_TIMEOUT].")
-    var headerTimeout: UInt64 = Env.uint64("COORDS_HEADER_TIMEOUT", 10)
+    var headerTimeout: UInt64 = Env.uint64("COORDS_HEADER_TIMEOUT", defaults.connections.headerTimeoutSeconds)
 
     @Option(name: .customLong("body-timeout"), help: "Seconds a request body may take to arrive [COORDS_BODY_TIMEOUT].")
-    var bodyTimeout: UInt64 = Env.uint64("COORDS_BODY_TIMEOUT", 30)
+    var bodyTimeout: UInt64 = Env.uint64("COORDS_BODY_TIMEOUT", defaults.connections.bodyTimeoutSeconds)
 
     @Option(name: .customLong("max-connections"), help: "Most open connections (lowered to fit ulimit -n) [COORDS_MAX_CONNECTIONS].")
-    var maximumConnections: Int = Env.int("COORDS_MAX_CONNECTIONS", 4096)
+    var maximumConnections: Int = Env.int("COORDS_MAX_CONNECTIONS", defaults.connections.maximumConnections)
 
     @Option(name: .customLong("max-connections-per-address"),
             help: "Most open connections from one client address [COORDS_MAX_CONNECTIONS_PER_ADDRESS].")
-    var maximumConnectionsPerAddress: Int = Env.int("COORDS_MAX_CONNECTIONS_PER_ADDRESS", 128)
+    var maximumConnectionsPerAddress: Int = Env.int("COORDS_MAX_CONNECTIONS_PER_ADDRESS", defaults.connections.maximumConnectionsPerAddress)
 
     @Option(name: .customLong("max-messages"), help: "Most messages stored in total [COORDS_MAX_MESSAGES].")
-    var maximumMessages: Int = Env.int("COORDS_MAX_MESSAGES", 1_000_000)
+    var maximumMessages: Int = Env.int("COORDS_MAX_MESSAGES", defaults.maximumMessages)
 
     @Option(name: .customLong("message-rate"), help: "Messages per second per sender, 0 for no limit [COORDS_MESSAGE_RATE].")
-    var messageRate: Double = Env.double("COORDS_MESSAGE_RATE", 5)
+    var messageRate: Double = Env.double("COORDS_MESSAGE_RATE", defaults.messageRate)
 
     @Flag(name: .customLong("strict-mailbox"), help: "Refuse envelopes without senderKey, so every signature is checked [COORDS_STRICT_MAILBOX=1].")
     var strictMailbox: Bool = Env.flag("COORDS_STRICT_MAILBOX")
@@ -124,7 +127,7 @@ struct Serve: AsyncParsableCommand {
     var trustForwardedFor: Bool = Env.flag("COORDS_TRUST_FORWARDED_FOR")
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical [COORDS_LOG_LEVEL].")
-    var logLevel: String = environment("COORDS_LOG_LEVEL") ?? "info"
+    var logLevel: String = environment("COORDS_LOG_LEVEL") ?? defaults.logLevel.rawValue
 
     @Option(name: .customLong("log-format"),
             help: "text, or json: one JSON object per line with the keys ts, level, logger, msg and the metadata [COORDS_LOG_FORMAT].")
