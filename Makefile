@@ -24,7 +24,7 @@ GENERATED := .build/generated
 FUZZ_TIME ?= 600
 FUZZ_TEST_TIME ?= 12
 
-.PHONY: man docs wheel test-wheel test-docs install test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-abi test-c test-python test-portable test-e2e test-deploy example-c demo clean help
+.PHONY: man docs wheel test-wheel test-docs install test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-deploy example-c demo clean help
 
 all: build
 
@@ -34,7 +34,7 @@ help:
 	@echo "make lib     build libcoordscore.so (the C ABI) into $(LIB_DIR)"
 	@echo "make lib-portable  libcoordscore.so with the Swift runtime linked in, into $(PORTABLE_DIR)"
 	@echo "make demo    build the relay and the CLI, then watch Alice and Bob share positions through it"
-	@echo "make test    everything CI checks: Swift tests, ThreadSanitizer, ABI check, C, Python and CLI suites"
+	@echo "make test    everything CI checks: Swift tests (also ThreadSanitizer and release for the channels), ABI check, C, Python, CLI, relay and install suites"
 	@echo "make fuzz    libFuzzer on every parser and route (FUZZ_TIME=600 s each); make test runs them briefly"
 	@echo "make bench   the benchmark suite (ratios against raw libsodium/LMDB, relay load): docs/PERFORMANCE.md"
 	@echo "make bench-quick  the same with short samples (under two minutes after the build)"
@@ -60,7 +60,7 @@ lib-portable: deps
 	$(SWIFT) build -c release --product coordscore --scratch-path .build-static \
 		-Xswiftc -static-stdlib -Xlinker -L$(SWIFT_STATIC_LIBS) -Xlinker -soname=libcoordscore.so.$(ABI_MAJOR)
 
-test: deps test-swift test-tsan test-abi test-c test-python test-portable test-install test-wheel test-docs test-e2e test-deploy test-fuzz
+test: deps test-swift test-tsan test-release test-abi test-c test-python test-portable test-install test-wheel test-docs test-e2e test-deploy test-fuzz
 
 # Coverage-guided fuzzing (Fuzz/, libFuzzer + ASan): every parser and route, $(FUZZ_TIME) s each.
 fuzz: deps
@@ -82,6 +82,11 @@ test-swift:
 # normal build stays cached.
 test-tsan:
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'ChannelStressTests|ChannelConformanceTests'
+
+# The channel suites once more in an optimised build (their own build folder): the optimiser may
+# end a value's lifetime early or reorder what a debug build keeps in order.
+test-release:
+	$(SWIFT) test -c release -Xswiftc -enable-testing --scratch-path .build-release --filter 'ChannelStressTests|ChannelConformanceTests'
 
 # The main job: a relay, Alice and Bob share positions both ways (scripts/demo.sh).
 demo: tools
