@@ -73,6 +73,18 @@ struct Reconciler<Message: Sendable>: Sendable {
     /// Builds the manager's `errorOccurred(code:message:)` message.
     let errorMessage: @Sendable (Int32, String) -> Message
 
+    init(sender: Sender<Message>, logger: Logger, manager: String, errorMessage: @escaping @Sendable (Int32, String) -> Message) {
+        self.sender = sender
+        self.logger = logger
+        self.manager = manager
+        self.errorMessage = errorMessage
+    }
+
+    /// The manager's side of `channel` (from ``UpdateSpine/channel(as:)``).
+    init(channel: ReconcileChannel<Message>, logger: Logger, manager: String, errorMessage: @escaping @Sendable (Int32, String) -> Message) {
+        self.init(sender: channel.sender, logger: logger, manager: manager, errorMessage: errorMessage)
+    }
+
     /// Runs a dispatched action; a failure becomes an `errorOccurred` message instead of a throw.
     func reportingFailure(_ action: () throws -> Void) {
         do {

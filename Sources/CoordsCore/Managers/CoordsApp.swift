@@ -70,8 +70,8 @@ public final class CoordsApp: Sendable {
     /// Sealed 1:1 messages through the relay (§7).
     public let messages: MessagesManager
     let context: AppContext
-    private let doorbell = Doorbell()
-    private let closers: [@Sendable () -> Void]
+    /// Every manager's update channel, in one list.
+    private let spine: UpdateSpine
 
     /// Opens (creating if needed) the app in `directory` and loads the identity if there is one.
     /// - Throws: ``KeychainError/wrongPassphrase`` (checked at open), ``StoreError`` (including
@@ -108,30 +108,22 @@ public final class CoordsApp: Sendable {
     private init(directory: String, context: AppContext, capacity: Int) {
         self.directory = directory
         self.context = context
-        let walletChannel: (sender: Sender<WalletManagerReconcileMessage>, receiver: Receiver<WalletManagerReconcileMessage>) =
-            Channel.make(capacity: capacity, doorbell: doorbell)
-        let friendsChannel: (sender: Sender<FriendsManagerReconcileMessage>, receiver: Receiver<FriendsManagerReconcileMessage>) =
-            Channel.make(capacity: capacity, doorbell: doorbell)
-        let locationChannel: (sender: Sender<LocationManagerReconcileMessage>, receiver: Receiver<LocationManagerReconcileMessage>) =
-            Channel.make(capacity: capacity, doorbell: doorbell)
-        let outboxChannel: (sender: Sender<OutboxManagerReconcileMessage>, receiver: Receiver<OutboxManagerReconcileMessage>) =
-            Channel.make(capacity: capacity, doorbell: doorbell)
-        wallet = WalletManager(context: context, channel: walletChannel)
-        friends = FriendsManager(context: context, channel: friendsChannel)
-        location = LocationManager(context: context, channel: locationChannel)
-        let messagesChannel: (sender: Sender<MessagesManagerReconcileMessage>, receiver: Receiver<MessagesManagerReconcileMessage>) =
-            Channel.make(capacity: capacity, doorbell: doorbell)
-        outbox = OutboxManager(context: context, channel: outboxChannel)
-        messages = MessagesManager(context: context, outbox: outbox, channel: messagesChannel)
-        closers = [walletChannel.sender.close, friendsChannel.sender.close, locationChannel.sender.close, outboxChannel.sender.close,
-                   messagesChannel.sender.close]
+        // The spine makes and registers each manager's channel; nextUpdate and close walk it in
+        // this order.
+        let spine = UpdateSpine(capacity: capacity)
+        self.spine = spine
+        wallet = WalletManager(context: context, channel: spine.channel(as: AppUpdate.wallet))
+        friends = FriendsManager(context: context, channel: spine.channel(as: AppUpdate.friends))
+        location = LocationManager(context: context, channel: spine.channel(as: AppUpdate.location))
+        outbox = OutboxManager(context: context, channel: spine.channel(as: AppUpdate.outbox))
+        messages = MessagesManager(context: context, outbox: outbox, channel: spine.channel(as: AppUpdate.messages))
     }
 
     /// Closes the store and ends the update channels (listeners finish after draining).
     /// Later calls on the managers throw ``StoreError/closed``. Idempotent.
     public func close() {
         context.database.close()
-        for close in closers { close() }
+        spine.close()
     }
 
     /// Whether ``close()`` was called.
@@ -144,15 +136,10 @@ public final class CoordsApp: Sendable {
     public func nextUpdate(timeout: Duration?) -> NextUpdate {
         let deadline = timeout.map(monotonicDeadline(after:))
         while true {
-            let generation = doorbell.generation
-            if let message = try? wallet.updates.tryRecv() { return .update(.wallet(message)) }
-            if let message = try? friends.updates.tryRecv() { return .update(.friends(message)) }
-            if let message = try? location.updates.tryRecv() { return .update(.location(message)) }
-            if let message = try? outbox.updates.tryRecv() { return .update(.outbox(message)) }
-            if let message = try? messages.updates.tryRecv() { return .update(.messages(message)) }
-            if wallet.updates.isDisconnected && friends.updates.isDisconnected && location.updates.isDisconnected
-                && outbox.updates.isDisconnected && messages.updates.isDisconnected { return .closed }
-            if !doorbell.wait(after: generation, until: deadline) { return .timedOut }
+            let generation = spine.doorbell.generation
+            if let update = spine.next() { return .update(update) }
+            if spine.isFinished { return .closed }
+            if !spine.doorbell.wait(after: generation, until: deadline) { return .timedOut }
         }
     }
 }

@@ -54,9 +54,9 @@ public actor FriendsManager {
     /// Reconcile messages, after the change they describe was committed.
     public nonisolated let updates: Receiver<FriendsManagerReconcileMessage>
 
-    init(context: AppContext, channel: (sender: Sender<FriendsManagerReconcileMessage>, receiver: Receiver<FriendsManagerReconcileMessage>)) {
+    init(context: AppContext, channel: ReconcileChannel<FriendsManagerReconcileMessage>) {
         self.context = context
-        reconciler = Reconciler(sender: channel.sender, logger: context.logger, manager: "friends") { .errorOccurred(code: $0, message: $1) }
+        reconciler = Reconciler(channel: channel, logger: context.logger, manager: "friends") { .errorOccurred(code: $0, message: $1) }
         updates = channel.receiver
     }
 

@@ -107,9 +107,9 @@ public actor LocationManager {
     /// Reconcile messages, after the change they describe was committed.
     public nonisolated let updates: Receiver<LocationManagerReconcileMessage>
 
-    init(context: AppContext, channel: (sender: Sender<LocationManagerReconcileMessage>, receiver: Receiver<LocationManagerReconcileMessage>)) {
+    init(context: AppContext, channel: ReconcileChannel<LocationManagerReconcileMessage>) {
         self.context = context
-        reconciler = Reconciler(sender: channel.sender, logger: context.logger, manager: "location") { .errorOccurred(code: $0, message: $1) }
+        reconciler = Reconciler(channel: channel, logger: context.logger, manager: "location") { .errorOccurred(code: $0, message: $1) }
         updates = channel.receiver
     }
 

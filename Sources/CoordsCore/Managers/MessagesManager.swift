@@ -144,11 +144,10 @@ public actor MessagesManager {
     /// Reconcile messages, after the change they describe was committed.
     public nonisolated let updates: Receiver<MessagesManagerReconcileMessage>
 
-    init(context: AppContext, outbox: OutboxManager,
-         channel: (sender: Sender<MessagesManagerReconcileMessage>, receiver: Receiver<MessagesManagerReconcileMessage>)) {
+    init(context: AppContext, outbox: OutboxManager, channel: ReconcileChannel<MessagesManagerReconcileMessage>) {
         self.context = context
         self.outbox = outbox
-        reconciler = Reconciler(sender: channel.sender, logger: context.logger, manager: "messages") { .errorOccurred(code: $0, message: $1) }
+        reconciler = Reconciler(channel: channel, logger: context.logger, manager: "messages") { .errorOccurred(code: $0, message: $1) }
         updates = channel.receiver
     }
 

@@ -38,9 +38,9 @@ public actor OutboxManager {
     /// Reconcile messages, after the change they describe was committed.
     public nonisolated let updates: Receiver<OutboxManagerReconcileMessage>
 
-    init(context: AppContext, channel: (sender: Sender<OutboxManagerReconcileMessage>, receiver: Receiver<OutboxManagerReconcileMessage>)) {
+    init(context: AppContext, channel: ReconcileChannel<OutboxManagerReconcileMessage>) {
         self.context = context
-        reconciler = Reconciler(sender: channel.sender, logger: context.logger, manager: "outbox") { .errorOccurred(code: $0, message: $1) }
+        reconciler = Reconciler(channel: channel, logger: context.logger, manager: "outbox") { .errorOccurred(code: $0, message: $1) }
         updates = channel.receiver
     }
 

@@ -39,9 +39,9 @@ public actor WalletManager {
     /// Reconcile messages, after the change they describe was committed.
     public nonisolated let updates: Receiver<WalletManagerReconcileMessage>
 
-    init(context: AppContext, channel: (sender: Sender<WalletManagerReconcileMessage>, receiver: Receiver<WalletManagerReconcileMessage>)) {
+    init(context: AppContext, channel: ReconcileChannel<WalletManagerReconcileMessage>) {
         self.context = context
-        reconciler = Reconciler(sender: channel.sender, logger: context.logger, manager: "wallet") { .errorOccurred(code: $0, message: $1) }
+        reconciler = Reconciler(channel: channel, logger: context.logger, manager: "wallet") { .errorOccurred(code: $0, message: $1) }
         updates = channel.receiver
     }
 
