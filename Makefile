@@ -21,10 +21,15 @@ MANDIR ?= $(DATAROOTDIR)/man
 # The configuration `make install` builds coords and coords-relay in (CI installs the debug build).
 APPS_CONFIG ?= release
 GENERATED := .build/generated
+# Every Swift file of the repository's packages, formatted by the toolchain's `swift format`
+# with .swift-format (4 spaces, 160 columns; camelCase and forEach rules off: test vectors mirror
+# snake_case JSON keys, and Table.forEach returns Bool to stop early).
+SWIFT_FORMAT_PATHS := Package.swift Sources Tests Apps/Package.swift Apps/Sources Apps/Tests \
+	Fuzz/Package.swift Fuzz/Sources Benchmarks/Package.swift Benchmarks/Sources Benchmarks/Benchmarks
 FUZZ_TIME ?= 600
 FUZZ_TEST_TIME ?= 12
 
-.PHONY: man docs wheel test-wheel test-docs install test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-deploy example-c demo clean help
+.PHONY: format test-format man docs wheel test-wheel test-docs install test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-deploy example-c demo clean help
 
 all: build
 
@@ -35,6 +40,7 @@ help:
 	@echo "make lib-portable  libcoordscore.so with the Swift runtime linked in, into $(PORTABLE_DIR)"
 	@echo "make demo    build the relay and the CLI, then watch Alice and Bob share positions through it"
 	@echo "make test    everything CI checks: Swift tests (also ThreadSanitizer and release for the channels), ABI check, C, Python, CLI, relay and install suites"
+	@echo "make format  format every Swift file with swift format (.swift-format); make test checks it"
 	@echo "make fuzz    libFuzzer on every parser and route (FUZZ_TIME=600 s each); make test runs them briefly"
 	@echo "make bench   the benchmark suite (ratios against raw libsodium/LMDB, relay load): docs/PERFORMANCE.md"
 	@echo "make bench-quick  the same with short samples (under two minutes after the build)"
@@ -60,7 +66,14 @@ lib-portable: deps
 	$(SWIFT) build -c release --product coordscore --scratch-path .build-static \
 		-Xswiftc -static-stdlib -Xlinker -L$(SWIFT_STATIC_LIBS) -Xlinker -soname=libcoordscore.so.$(ABI_MAJOR)
 
-test: deps test-swift test-tsan test-release test-abi test-c test-python test-portable test-install test-wheel test-docs test-e2e test-deploy test-fuzz
+test: deps test-format test-swift test-tsan test-release test-abi test-c test-python test-portable test-install test-wheel test-docs test-e2e test-deploy test-fuzz
+
+# Formats the tree in place; `make test` checks it (test-format) and fails on any difference.
+format:
+	$(SWIFT) format format --configuration .swift-format -i -r $(SWIFT_FORMAT_PATHS)
+
+test-format:
+	$(SWIFT) format lint --strict --configuration .swift-format -r $(SWIFT_FORMAT_PATHS)
 
 # Coverage-guided fuzzing (Fuzz/, libFuzzer + ASan): every parser and route, $(FUZZ_TIME) s each.
 fuzz: deps

@@ -9,10 +9,10 @@ let package = Package(
     products: [
         .library(name: "CoordsCore", targets: ["CoordsCore"]),
         // libcoordscore.so: the C ABI (include/coordscore.h).
-        .library(name: "coordscore", type: .dynamic, targets: ["CoordsFFI"]),
+        .library(name: "coordscore", type: .dynamic, targets: ["CoordsFFI"])
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
     ],
     targets: [
         .systemLibrary(
@@ -49,7 +49,7 @@ let package = Package(
             name: "CoordsCoreTests",
             dependencies: ["CoordsCore", "StoreCrashChild"],
             exclude: ["Vectors", "KnownAnswers"]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

@@ -9,7 +9,7 @@ let package = Package(
     products: [
         .library(name: "CoordsRelay", targets: ["CoordsRelay"]),
         .executable(name: "coords-relay", targets: ["coords-relay"]),
-        .executable(name: "coords", targets: ["coords"]),
+        .executable(name: "coords", targets: ["coords"])
     ],
     dependencies: [
         .package(name: "CoordsCore", path: ".."),
@@ -22,7 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
-        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2")
     ],
     targets: [
         .target(
@@ -38,7 +38,7 @@ let package = Package(
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio")
             ]
         ),
         .executableTarget(
@@ -46,7 +46,7 @@ let package = Package(
             dependencies: [
                 "CoordsRelay",
                 .product(name: "CoordsCore", package: "CoordsCore"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser")
             ]
         ),
         .target(
@@ -57,7 +57,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log")
             ]
         ),
         .executableTarget(
@@ -75,9 +75,9 @@ let package = Package(
                 "CoordsRelay", "coords-relay",
                 .product(name: "CoordsCore", package: "CoordsCore"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client")
             ]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

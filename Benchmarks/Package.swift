@@ -7,7 +7,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "CoordsCore", path: ".."),
-        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"])
     ],
     targets: [
         // Raw C: the same libsodium/LMDB call sequences, nothing around them.
@@ -21,7 +21,7 @@ let package = Package(
             dependencies: [
                 .product(name: "CoordsCore", package: "CoordsCore"),
                 .product(name: "Benchmark", package: "benchmark"),
-                "CBaseline",
+                "CBaseline"
             ],
             path: "Benchmarks/CoordsBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
@@ -31,6 +31,6 @@ let package = Package(
             name: "RelayLoadBodies",
             dependencies: [.product(name: "CoordsCore", package: "CoordsCore")],
             path: "Sources/RelayLoadBodies"
-        ),
+        )
     ]
 )

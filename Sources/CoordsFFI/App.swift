@@ -2,6 +2,7 @@
 import CCoordsABI
 import CoordsCore
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -88,8 +89,10 @@ private func options(_ json: UnsafePointer<CChar>?, keychain: (any Keychain)?) t
     return options
 }
 
-private func open(_ directory: UnsafePointer<CChar>?, _ json: UnsafePointer<CChar>?, keychain: (any Keychain)?,
-                  _ out: UnsafeMutablePointer<OpaquePointer?>?) throws {
+private func open(
+    _ directory: UnsafePointer<CChar>?, _ json: UnsafePointer<CChar>?, keychain: (any Keychain)?,
+    _ out: UnsafeMutablePointer<OpaquePointer?>?
+) throws {
     let out = try Argument.output(out, "app_out")
     out.pointee = nil
     let path = try Argument.string(directory, "data_dir")
@@ -99,15 +102,19 @@ private func open(_ directory: UnsafePointer<CChar>?, _ json: UnsafePointer<CCha
 }
 
 @_cdecl("coords_app_open")
-public func ffiAppOpen(_ directory: UnsafePointer<CChar>?, _ json: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
-                       _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiAppOpen(
+    _ directory: UnsafePointer<CChar>?, _ json: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) { try open(directory, json, keychain: nil, out) }
 }
 
 @_cdecl("coords_app_open_with_keychain")
-public func ffiAppOpenWithKeychain(_ directory: UnsafePointer<CChar>?, _ json: UnsafePointer<CChar>?,
-                                   _ callbacks: UnsafePointer<CoordsKeychainCallbacks>?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
-                                   _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiAppOpenWithKeychain(
+    _ directory: UnsafePointer<CChar>?, _ json: UnsafePointer<CChar>?,
+    _ callbacks: UnsafePointer<CoordsKeychainCallbacks>?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let table = try Argument.required(callbacks, "keychain").pointee
         try open(directory, json, keychain: try HostKeychain(table), out)
@@ -125,8 +132,10 @@ public func ffiAppClose(_ handle: OpaquePointer?, _ error: UnsafeMutablePointer<
 }
 
 @_cdecl("coords_app_next_update")
-public func ffiAppNextUpdate(_ handle: OpaquePointer?, _ timeoutMilliseconds: Int64, _ messageOut: UnsafeMutablePointer<CoordsBuffer>?,
-                             _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiAppNextUpdate(
+    _ handle: OpaquePointer?, _ timeoutMilliseconds: Int64, _ messageOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(messageOut, "message_json_out")
         let app = try apps.get(handle).app
@@ -139,8 +148,10 @@ public func ffiAppNextUpdate(_ handle: OpaquePointer?, _ timeoutMilliseconds: In
 }
 
 @_cdecl("coords_app_set_update_callback")
-public func ffiAppSetUpdateCallback(_ handle: OpaquePointer?, _ callback: CoordsUpdateCallback?, _ context: UnsafeMutableRawPointer?,
-                                    _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiAppSetUpdateCallback(
+    _ handle: OpaquePointer?, _ callback: CoordsUpdateCallback?, _ context: UnsafeMutableRawPointer?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let app = try apps.get(handle)
         app.stopCallback()
@@ -154,35 +165,44 @@ public func ffiAppSetUpdateCallback(_ handle: OpaquePointer?, _ callback: Coords
 // MARK: Wallet
 
 @_cdecl("coords_wallet_create_identity")
-public func ffiWalletCreateIdentity(_ handle: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ server: UnsafePointer<CChar>?,
-                                    _ idOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiWalletCreateIdentity(
+    _ handle: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ server: UnsafePointer<CChar>?,
+    _ idOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(idOut, "id_out")
         let app = try apps.get(handle).app
-        let name = try Argument.string(name, "name"), server = try Argument.string(server, "server")
+        let name = try Argument.string(name, "name")
+        let server = try Argument.string(server, "server")
         try Output.write(try blocking { try await app.wallet.createIdentity(name: name, server: server) }, to: out)
     }
 }
 
 @_cdecl("coords_wallet_import_seed")
-public func ffiWalletImportSeed(_ handle: OpaquePointer?, _ seed: UnsafePointer<UInt8>?, _ name: UnsafePointer<CChar>?,
-                                _ server: UnsafePointer<CChar>?, _ idOut: UnsafeMutablePointer<CoordsBuffer>?,
-                                _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiWalletImportSeed(
+    _ handle: OpaquePointer?, _ seed: UnsafePointer<UInt8>?, _ name: UnsafePointer<CChar>?,
+    _ server: UnsafePointer<CChar>?, _ idOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(idOut, "id_out")
         let app = try apps.get(handle).app
         let seed = try Argument.identity(seed).seed
-        let name = try Argument.string(name, "name"), server = try Argument.string(server, "server")
+        let name = try Argument.string(name, "name")
+        let server = try Argument.string(server, "server")
         try Output.write(try blocking { try await app.wallet.importSeed(seed, name: name, server: server) }, to: out)
     }
 }
 
 @_cdecl("coords_wallet_set_profile")
-public func ffiWalletSetProfile(_ handle: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ server: UnsafePointer<CChar>?,
-                                _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiWalletSetProfile(
+    _ handle: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ server: UnsafePointer<CChar>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let app = try apps.get(handle).app
-        let name = try Argument.optionalString(name, "name"), server = try Argument.optionalString(server, "server")
+        let name = try Argument.optionalString(name, "name")
+        let server = try Argument.optionalString(server, "server")
         try blocking { try await app.wallet.setProfile(name: name, server: server) }
     }
 }
@@ -196,26 +216,31 @@ public func ffiWalletSetStrictMode(_ handle: OpaquePointer?, _ strict: Bool, _ e
 }
 
 @_cdecl("coords_wallet_info")
-public func ffiWalletInfo(_ handle: OpaquePointer?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
-                          _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiWalletInfo(
+    _ handle: OpaquePointer?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(jsonOut, "json_out")
         let wallet = try apps.get(handle).app.wallet
         let profile = try wallet.profile()
-        try Output.write(.object([
-            "has_identity": .bool(wallet.hasIdentity),
-            "id": (try? wallet.id()).map { .string($0) } ?? .null,
-            "name": .string(profile.name),
-            "server": .string(profile.server),
-            "link": (try? wallet.friendLink()).map { .string($0) } ?? .null,
-            "strict_mode": .bool(try wallet.isStrictMode()),
-        ]), to: out)
+        try Output.write(
+            .object([
+                "has_identity": .bool(wallet.hasIdentity),
+                "id": (try? wallet.id()).map { .string($0) } ?? .null,
+                "name": .string(profile.name),
+                "server": .string(profile.server),
+                "link": (try? wallet.friendLink()).map { .string($0) } ?? .null,
+                "strict_mode": .bool(try wallet.isStrictMode())
+            ]), to: out)
     }
 }
 
 @_cdecl("coords_wallet_public_key")
-public func ffiWalletPublicKey(_ handle: OpaquePointer?, _ publicOut: UnsafeMutablePointer<UInt8>?,
-                               _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiWalletPublicKey(
+    _ handle: OpaquePointer?, _ publicOut: UnsafeMutablePointer<UInt8>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.output(publicOut, "public_out")
         Output.copy(try apps.get(handle).app.wallet.publicKey().rawRepresentation, to: out)
@@ -223,8 +248,10 @@ public func ffiWalletPublicKey(_ handle: OpaquePointer?, _ publicOut: UnsafeMuta
 }
 
 @_cdecl("coords_wallet_friend_link")
-public func ffiWalletFriendLink(_ handle: OpaquePointer?, _ linkOut: UnsafeMutablePointer<CoordsBuffer>?,
-                                _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiWalletFriendLink(
+    _ handle: OpaquePointer?, _ linkOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(linkOut, "link_out")
         try Output.write(try apps.get(handle).app.wallet.friendLink(), to: out)
@@ -232,8 +259,10 @@ public func ffiWalletFriendLink(_ handle: OpaquePointer?, _ linkOut: UnsafeMutab
 }
 
 @_cdecl("coords_wallet_safety_number")
-public func ffiWalletSafetyNumber(_ handle: OpaquePointer?, _ friend: UnsafePointer<UInt8>?, _ textOut: UnsafeMutablePointer<CoordsBuffer>?,
-                                  _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiWalletSafetyNumber(
+    _ handle: OpaquePointer?, _ friend: UnsafePointer<UInt8>?, _ textOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(textOut, "text_out")
         let app = try apps.get(handle).app
@@ -242,8 +271,10 @@ public func ffiWalletSafetyNumber(_ handle: OpaquePointer?, _ friend: UnsafePoin
 }
 
 @_cdecl("coords_wallet_sign")
-public func ffiWalletSign(_ handle: OpaquePointer?, _ message: UnsafePointer<UInt8>?, _ length: Int,
-                          _ signatureOut: UnsafeMutablePointer<UInt8>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiWalletSign(
+    _ handle: OpaquePointer?, _ message: UnsafePointer<UInt8>?, _ length: Int,
+    _ signatureOut: UnsafeMutablePointer<UInt8>?, _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.output(signatureOut, "sig_out")
         let app = try apps.get(handle).app
@@ -253,8 +284,10 @@ public func ffiWalletSign(_ handle: OpaquePointer?, _ message: UnsafePointer<UIn
 }
 
 @_cdecl("coords_wallet_export_backup")
-public func ffiWalletExportBackup(_ handle: OpaquePointer?, _ passphrase: UnsafePointer<CChar>?,
-                                  _ backupOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiWalletExportBackup(
+    _ handle: OpaquePointer?, _ passphrase: UnsafePointer<CChar>?,
+    _ backupOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(backupOut, "backup_out")
         let app = try apps.get(handle).app
@@ -264,9 +297,11 @@ public func ffiWalletExportBackup(_ handle: OpaquePointer?, _ passphrase: Unsafe
 }
 
 @_cdecl("coords_wallet_import_backup")
-public func ffiWalletImportBackup(_ handle: OpaquePointer?, _ backup: UnsafePointer<UInt8>?, _ length: Int,
-                                  _ passphrase: UnsafePointer<CChar>?, _ idOut: UnsafeMutablePointer<CoordsBuffer>?,
-                                  _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiWalletImportBackup(
+    _ handle: OpaquePointer?, _ backup: UnsafePointer<UInt8>?, _ length: Int,
+    _ passphrase: UnsafePointer<CChar>?, _ idOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(idOut, "id_out")
         let app = try apps.get(handle).app
@@ -279,8 +314,10 @@ public func ffiWalletImportBackup(_ handle: OpaquePointer?, _ backup: UnsafePoin
 // MARK: Friends
 
 @_cdecl("coords_friends_add_link")
-public func ffiFriendsAddLink(_ handle: OpaquePointer?, _ link: UnsafePointer<CChar>?, _ friendOut: UnsafeMutablePointer<CoordsBuffer>?,
-                              _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiFriendsAddLink(
+    _ handle: OpaquePointer?, _ link: UnsafePointer<CChar>?, _ friendOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(friendOut, "friend_json_out")
         let app = try apps.get(handle).app
@@ -290,26 +327,34 @@ public func ffiFriendsAddLink(_ handle: OpaquePointer?, _ link: UnsafePointer<CC
 }
 
 @_cdecl("coords_friends_add")
-public func ffiFriendsAdd(_ handle: OpaquePointer?, _ json: UnsafePointer<CChar>?, _ friendOut: UnsafeMutablePointer<CoordsBuffer>?,
-                          _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiFriendsAdd(
+    _ handle: OpaquePointer?, _ json: UnsafePointer<CChar>?, _ friendOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(friendOut, "friend_json_out")
         let app = try apps.get(handle).app
         guard let object = try Argument.json(json, "friend_json").objectValue, let id = object["id"]?.stringValue,
-              let server = object["server"]?.stringValue else {
+            let server = object["server"]?.stringValue
+        else {
             throw FFIError.invalid("friend_json must be {\"id\", \"server\", \"name\"?, \"share_with\"?, \"fetch_from\"?}")
         }
         let name = object["name"]?.stringValue ?? ""
-        let share = object["share_with"]?.boolValue ?? true, fetch = object["fetch_from"]?.boolValue ?? true
-        try Output.write(Record.friend(try blocking {
-            try await app.friends.add(id: id, server: server, name: name, shareWith: share, fetchFrom: fetch)
-        }), to: out)
+        let share = object["share_with"]?.boolValue ?? true
+        let fetch = object["fetch_from"]?.boolValue ?? true
+        try Output.write(
+            Record.friend(
+                try blocking {
+                    try await app.friends.add(id: id, server: server, name: name, shareWith: share, fetchFrom: fetch)
+                }), to: out)
     }
 }
 
 @_cdecl("coords_friends_update")
-public func ffiFriendsUpdate(_ handle: OpaquePointer?, _ id: UnsafePointer<CChar>?, _ json: UnsafePointer<CChar>?,
-                             _ friendOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiFriendsUpdate(
+    _ handle: OpaquePointer?, _ id: UnsafePointer<CChar>?, _ json: UnsafePointer<CChar>?,
+    _ friendOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(friendOut, "friend_json_out")
         let app = try apps.get(handle).app
@@ -323,7 +368,9 @@ public func ffiFriendsUpdate(_ handle: OpaquePointer?, _ id: UnsafePointer<CChar
             }
             return trust
         }
-        let name = changes["name"]?.stringValue, share = changes["share_with"]?.boolValue, fetch = changes["fetch_from"]?.boolValue
+        let name = changes["name"]?.stringValue
+        let share = changes["share_with"]?.boolValue
+        let fetch = changes["fetch_from"]?.boolValue
         let friend = try blocking { () async throws -> Friend in
             var friend = try await app.friends.update(id: id, name: name, shareWith: share, fetchFrom: fetch)
             if let trust { friend = try await app.friends.setTrust(id: id, trust) }
@@ -343,8 +390,10 @@ public func ffiFriendsRemove(_ handle: OpaquePointer?, _ id: UnsafePointer<CChar
 }
 
 @_cdecl("coords_friends_list")
-public func ffiFriendsList(_ handle: OpaquePointer?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
-                           _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiFriendsList(
+    _ handle: OpaquePointer?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(jsonOut, "json_out")
         try Output.write(.array(try apps.get(handle).app.friends.list().map(Record.friend)), to: out)
@@ -354,8 +403,10 @@ public func ffiFriendsList(_ handle: OpaquePointer?, _ jsonOut: UnsafeMutablePoi
 // MARK: Location
 
 @_cdecl("coords_location_prepare_upload")
-public func ffiLocationPrepareUpload(_ handle: OpaquePointer?, _ fix: UnsafePointer<CoordsLocation>?,
-                                     _ uploadOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiLocationPrepareUpload(
+    _ handle: OpaquePointer?, _ fix: UnsafePointer<CoordsLocation>?,
+    _ uploadOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(uploadOut, "upload_json_out")
         let app = try apps.get(handle).app
@@ -365,8 +416,10 @@ public func ffiLocationPrepareUpload(_ handle: OpaquePointer?, _ fix: UnsafePoin
 }
 
 @_cdecl("coords_location_prepare_delete")
-public func ffiLocationPrepareDelete(_ handle: OpaquePointer?, _ requestOut: UnsafeMutablePointer<CoordsBuffer>?,
-                                     _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiLocationPrepareDelete(
+    _ handle: OpaquePointer?, _ requestOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(requestOut, "request_json_out")
         let app = try apps.get(handle).app
@@ -383,8 +436,10 @@ public func ffiLocationMarkUploadSucceeded(_ handle: OpaquePointer?, _ fixTimest
 }
 
 @_cdecl("coords_location_mark_upload_failed")
-public func ffiLocationMarkUploadFailed(_ handle: OpaquePointer?, _ fixTimestamp: UInt64, _ reason: UnsafePointer<CChar>?,
-                                        _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiLocationMarkUploadFailed(
+    _ handle: OpaquePointer?, _ fixTimestamp: UInt64, _ reason: UnsafePointer<CChar>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let app = try apps.get(handle).app
         let reason = try Argument.string(reason, "reason")
@@ -393,8 +448,10 @@ public func ffiLocationMarkUploadFailed(_ handle: OpaquePointer?, _ fixTimestamp
 }
 
 @_cdecl("coords_location_prepare_fetches")
-public func ffiLocationPrepareFetches(_ handle: OpaquePointer?, _ requestsOut: UnsafeMutablePointer<CoordsBuffer>?,
-                                      _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiLocationPrepareFetches(
+    _ handle: OpaquePointer?, _ requestsOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(requestsOut, "requests_json_out")
         let app = try apps.get(handle).app
@@ -403,9 +460,11 @@ public func ffiLocationPrepareFetches(_ handle: OpaquePointer?, _ requestsOut: U
 }
 
 @_cdecl("coords_location_process_fetch_response")
-public func ffiLocationProcessFetchResponse(_ handle: OpaquePointer?, _ body: UnsafePointer<UInt8>?, _ length: Int,
-                                            _ outcomeOut: UnsafeMutablePointer<CoordsBuffer>?,
-                                            _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiLocationProcessFetchResponse(
+    _ handle: OpaquePointer?, _ body: UnsafePointer<UInt8>?, _ length: Int,
+    _ outcomeOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(outcomeOut, "outcome_json_out")
         let app = try apps.get(handle).app
@@ -415,8 +474,10 @@ public func ffiLocationProcessFetchResponse(_ handle: OpaquePointer?, _ body: Un
 }
 
 @_cdecl("coords_location_friend_locations")
-public func ffiLocationFriendLocations(_ handle: OpaquePointer?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
-                                       _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiLocationFriendLocations(
+    _ handle: OpaquePointer?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(jsonOut, "json_out")
         try Output.write(.array(try apps.get(handle).app.location.friendLocations().map(Record.friendLocation)), to: out)
@@ -426,9 +487,11 @@ public func ffiLocationFriendLocations(_ handle: OpaquePointer?, _ jsonOut: Unsa
 // MARK: Outbox
 
 @_cdecl("coords_outbox_enqueue")
-public func ffiOutboxEnqueue(_ handle: OpaquePointer?, _ kind: UnsafePointer<CChar>?, _ requestJSON: UnsafePointer<CChar>?,
-                             _ reference: UnsafePointer<CChar>?, _ idOut: UnsafeMutablePointer<UInt64>?,
-                             _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiOutboxEnqueue(
+    _ handle: OpaquePointer?, _ kind: UnsafePointer<CChar>?, _ requestJSON: UnsafePointer<CChar>?,
+    _ reference: UnsafePointer<CChar>?, _ idOut: UnsafeMutablePointer<UInt64>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.output(idOut, "id_out")
         let app = try apps.get(handle).app
@@ -440,8 +503,10 @@ public func ffiOutboxEnqueue(_ handle: OpaquePointer?, _ kind: UnsafePointer<CCh
 }
 
 @_cdecl("coords_outbox_pending")
-public func ffiOutboxPending(_ handle: OpaquePointer?, _ dueOnly: Bool, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
-                             _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiOutboxPending(
+    _ handle: OpaquePointer?, _ dueOnly: Bool, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(jsonOut, "json_out")
         let outbox = try apps.get(handle).app.outbox
@@ -458,8 +523,10 @@ public func ffiOutboxMarkDelivered(_ handle: OpaquePointer?, _ id: UInt64, _ err
 }
 
 @_cdecl("coords_outbox_mark_failed")
-public func ffiOutboxMarkFailed(_ handle: OpaquePointer?, _ id: UInt64, _ reason: UnsafePointer<CChar>?,
-                                _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiOutboxMarkFailed(
+    _ handle: OpaquePointer?, _ id: UInt64, _ reason: UnsafePointer<CChar>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let app = try apps.get(handle).app
         let reason = try Argument.string(reason, "reason")

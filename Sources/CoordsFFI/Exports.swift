@@ -3,6 +3,7 @@
 import CCoordsABI
 import CoordsCore
 import Dispatch
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -134,8 +135,9 @@ enum Argument {
     /// A validated location.
     static func location(_ pointer: UnsafePointer<CoordsLocation>?, _ name: String) throws -> Location {
         let fix = try required(pointer, name).pointee
-        return try Location(latitude: fix.latitude, longitude: fix.longitude, altitude: fix.altitude,
-                            accuracy: fix.accuracy, timestamp: fix.timestamp_ms)
+        return try Location(
+            latitude: fix.latitude, longitude: fix.longitude, altitude: fix.altitude,
+            accuracy: fix.accuracy, timestamp: fix.timestamp_ms)
     }
 }
 

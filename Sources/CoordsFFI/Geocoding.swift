@@ -5,16 +5,20 @@ import CoordsCore
 let placeIndexes = HandleTable<PlaceIndex>(kind: 0xB)
 
 /// Validates a coordinate pair and an accuracy, then writes the nearest place as JSON.
-private func writeNearest(_ index: PlaceIndex, _ latitude: Double, _ longitude: Double, _ accuracy: Double,
-                          _ out: UnsafeMutablePointer<CoordsBuffer>) throws {
+private func writeNearest(
+    _ index: PlaceIndex, _ latitude: Double, _ longitude: Double, _ accuracy: Double,
+    _ out: UnsafeMutablePointer<CoordsBuffer>
+) throws {
     guard accuracy.isFinite, accuracy >= 0 else { throw FFIError.invalid("accuracy_m must be a finite number ≥ 0") }
     let place = try index.nearestPlace(latitude: latitude, longitude: longitude)
     try Output.write(Record.place(place, accuracyMetres: accuracy), to: out)
 }
 
 @_cdecl("coords_geocode_nearest")
-public func ffiGeocodeNearest(_ latitude: Double, _ longitude: Double, _ accuracy: Double, _ placeOut: UnsafeMutablePointer<CoordsBuffer>?,
-                              _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiGeocodeNearest(
+    _ latitude: Double, _ longitude: Double, _ accuracy: Double, _ placeOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(placeOut, "place_json_out")
         try writeNearest(try PlaceIndex.bundled(), latitude, longitude, accuracy, out)
@@ -22,8 +26,10 @@ public func ffiGeocodeNearest(_ latitude: Double, _ longitude: Double, _ accurac
 }
 
 @_cdecl("coords_places_open")
-public func ffiPlacesOpen(_ path: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
-                          _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiPlacesOpen(
+    _ path: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let handleOut = try Argument.output(out, "places_out")
         handleOut.pointee = nil
@@ -33,8 +39,10 @@ public func ffiPlacesOpen(_ path: UnsafePointer<CChar>?, _ out: UnsafeMutablePoi
 }
 
 @_cdecl("coords_places_nearest")
-public func ffiPlacesNearest(_ handle: OpaquePointer?, _ latitude: Double, _ longitude: Double, _ accuracy: Double,
-                             _ placeOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiPlacesNearest(
+    _ handle: OpaquePointer?, _ latitude: Double, _ longitude: Double, _ accuracy: Double,
+    _ placeOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(placeOut, "place_json_out")
         try writeNearest(try placeIndexes.get(handle, "places"), latitude, longitude, accuracy, out)
@@ -42,8 +50,10 @@ public func ffiPlacesNearest(_ handle: OpaquePointer?, _ latitude: Double, _ lon
 }
 
 @_cdecl("coords_places_count")
-public func ffiPlacesCount(_ handle: OpaquePointer?, _ countOut: UnsafeMutablePointer<UInt64>?,
-                           _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiPlacesCount(
+    _ handle: OpaquePointer?, _ countOut: UnsafeMutablePointer<UInt64>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.output(countOut, "count_out")
         out.pointee = UInt64(try placeIndexes.get(handle, "places").count)

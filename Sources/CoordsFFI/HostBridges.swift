@@ -3,6 +3,7 @@
 import CCoordsABI
 import CoordsCore
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -73,11 +74,13 @@ final class CallbackRunner: @unchecked Sendable {
 
     func start() throws {
         let unmanaged = Unmanaged.passRetained(self)
-        let status = pthread_create(&thread, nil, { argument in
-            guard let argument else { return nil }
-            Unmanaged<CallbackRunner>.fromOpaque(argument).takeRetainedValue().run()
-            return nil
-        }, unmanaged.toOpaque())
+        let status = pthread_create(
+            &thread, nil,
+            { argument in
+                guard let argument else { return nil }
+                Unmanaged<CallbackRunner>.fromOpaque(argument).takeRetainedValue().run()
+                return nil
+            }, unmanaged.toOpaque())
         guard status == 0 else {
             unmanaged.release()
             throw FFIError(code: COORDS_ERR_INTERNAL, message: "could not start the update thread (\(status))")

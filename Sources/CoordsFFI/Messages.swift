@@ -6,7 +6,7 @@ extension Record {
         .object([
             "id": .string(m.id), "friend_id": .string(m.peer), "outgoing": .bool(m.outgoing), "kind": .string(m.kind),
             "text": .string(m.text), "sent_at": .integer(m.sentAt), "stored_at": .integer(m.storedAt),
-            "status": .string(m.status.rawValue), "disappears_at": optional(m.disappearsAt) { .integer($0) },
+            "status": .string(m.status.rawValue), "disappears_at": optional(m.disappearsAt) { .integer($0) }
         ])
     }
 
@@ -14,8 +14,9 @@ extension Record {
         .object([
             "received": .array(o.received.map(message)), "delivered": .array(o.delivered.map { .string($0) }),
             "duplicates": .array(o.duplicates.map { .string($0) }),
-            "rejected": .array(o.rejected.map { .object(["id": .string($0.id), "error": .object(["code": .number(String($0.code)), "message": .string($0.reason)])]) }),
-            "acks": .array(o.acks.map(\.json)), "receipts": .array(o.receipts.map(outboxEntry)),
+            "rejected": .array(
+                o.rejected.map { .object(["id": .string($0.id), "error": .object(["code": .number(String($0.code)), "message": .string($0.reason)])]) }),
+            "acks": .array(o.acks.map(\.json)), "receipts": .array(o.receipts.map(outboxEntry))
         ])
     }
 
@@ -23,7 +24,7 @@ extension Record {
         .object([
             "friend_id": .string(c.friendID), "name": .string(c.name), "last_message": optional(c.lastMessage, message),
             "message_count": .integer(UInt64(c.messageCount)),
-            "disappear_after_seconds": optional(c.disappearAfterSeconds) { .integer($0) },
+            "disappear_after_seconds": optional(c.disappearAfterSeconds) { .integer($0) }
         ])
     }
 }
@@ -31,9 +32,11 @@ extension Record {
 // MARK: Stateless envelopes
 
 @_cdecl("coords_envelope_seal")
-public func ffiEnvelopeSeal(_ seed: UnsafePointer<UInt8>?, _ recipient: UnsafePointer<UInt8>?, _ payload: UnsafePointer<UInt8>?,
-                            _ payloadLength: Int, _ createdAt: UInt64, _ ttl: UInt64, _ envelopeOut: UnsafeMutablePointer<CoordsBuffer>?,
-                            _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiEnvelopeSeal(
+    _ seed: UnsafePointer<UInt8>?, _ recipient: UnsafePointer<UInt8>?, _ payload: UnsafePointer<UInt8>?,
+    _ payloadLength: Int, _ createdAt: UInt64, _ ttl: UInt64, _ envelopeOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(envelopeOut, "envelope_json_out")
         let sender = try Argument.identity(seed)
@@ -47,9 +50,11 @@ public func ffiEnvelopeSeal(_ seed: UnsafePointer<UInt8>?, _ recipient: UnsafePo
 }
 
 @_cdecl("coords_envelope_open")
-public func ffiEnvelopeOpen(_ seed: UnsafePointer<UInt8>?, _ sender: UnsafePointer<UInt8>?, _ envelopeJSON: UnsafePointer<CChar>?,
-                            _ now: UInt64, _ payloadOut: UnsafeMutablePointer<CoordsBuffer>?,
-                            _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiEnvelopeOpen(
+    _ seed: UnsafePointer<UInt8>?, _ sender: UnsafePointer<UInt8>?, _ envelopeJSON: UnsafePointer<CChar>?,
+    _ now: UInt64, _ payloadOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(payloadOut, "payload_out")
         let reader = try Argument.identity(seed)
@@ -62,15 +67,21 @@ public func ffiEnvelopeOpen(_ seed: UnsafePointer<UInt8>?, _ sender: UnsafePoint
 // MARK: Messages manager
 
 @_cdecl("coords_messages_send")
-public func ffiMessagesSend(_ handle: OpaquePointer?, _ friendID: UnsafePointer<CChar>?, _ text: UnsafePointer<CChar>?,
-                            _ sentOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiMessagesSend(
+    _ handle: OpaquePointer?, _ friendID: UnsafePointer<CChar>?, _ text: UnsafePointer<CChar>?,
+    _ sentOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(sentOut, "sent_json_out")
         let app = try apps.get(handle).app
-        let friend = try Argument.string(friendID, "friend_id"), body = try Argument.string(text, "text")
+        let friend = try Argument.string(friendID, "friend_id")
+        let body = try Argument.string(text, "text")
         let sent = try blocking { try await app.messages.send(body, to: friend) }
-        try Output.write(.object(["message": Record.message(sent.message), "request": sent.request.json,
-                                  "outbox_id": .integer(sent.outboxID)]), to: out)
+        try Output.write(
+            .object([
+                "message": Record.message(sent.message), "request": sent.request.json,
+                "outbox_id": .integer(sent.outboxID)
+            ]), to: out)
     }
 }
 
@@ -84,8 +95,10 @@ public func ffiMessagesMarkSent(_ handle: OpaquePointer?, _ messageID: UnsafePoi
 }
 
 @_cdecl("coords_messages_prepare_fetch")
-public func ffiMessagesPrepareFetch(_ handle: OpaquePointer?, _ requestOut: UnsafeMutablePointer<CoordsBuffer>?,
-                                    _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiMessagesPrepareFetch(
+    _ handle: OpaquePointer?, _ requestOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(requestOut, "request_json_out")
         try Output.write(try apps.get(handle).app.messages.prepareFetch().json, to: out)
@@ -93,9 +106,11 @@ public func ffiMessagesPrepareFetch(_ handle: OpaquePointer?, _ requestOut: Unsa
 }
 
 @_cdecl("coords_messages_process_fetch_response")
-public func ffiMessagesProcessFetchResponse(_ handle: OpaquePointer?, _ body: UnsafePointer<UInt8>?, _ length: Int,
-                                            _ outcomeOut: UnsafeMutablePointer<CoordsBuffer>?,
-                                            _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiMessagesProcessFetchResponse(
+    _ handle: OpaquePointer?, _ body: UnsafePointer<UInt8>?, _ length: Int,
+    _ outcomeOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(outcomeOut, "outcome_json_out")
         let app = try apps.get(handle).app
@@ -105,8 +120,10 @@ public func ffiMessagesProcessFetchResponse(_ handle: OpaquePointer?, _ body: Un
 }
 
 @_cdecl("coords_messages_conversations")
-public func ffiMessagesConversations(_ handle: OpaquePointer?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
-                                     _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiMessagesConversations(
+    _ handle: OpaquePointer?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(jsonOut, "json_out")
         try Output.write(.array(try apps.get(handle).app.messages.conversations().map(Record.conversation)), to: out)
@@ -114,8 +131,10 @@ public func ffiMessagesConversations(_ handle: OpaquePointer?, _ jsonOut: Unsafe
 }
 
 @_cdecl("coords_messages_history")
-public func ffiMessagesHistory(_ handle: OpaquePointer?, _ friendID: UnsafePointer<CChar>?, _ limit: UInt32,
-                               _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiMessagesHistory(
+    _ handle: OpaquePointer?, _ friendID: UnsafePointer<CChar>?, _ limit: UInt32,
+    _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(jsonOut, "json_out")
         let app = try apps.get(handle).app
@@ -125,8 +144,10 @@ public func ffiMessagesHistory(_ handle: OpaquePointer?, _ friendID: UnsafePoint
 }
 
 @_cdecl("coords_messages_set_disappearing")
-public func ffiMessagesSetDisappearing(_ handle: OpaquePointer?, _ friendID: UnsafePointer<CChar>?, _ seconds: UInt64,
-                                       _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiMessagesSetDisappearing(
+    _ handle: OpaquePointer?, _ friendID: UnsafePointer<CChar>?, _ seconds: UInt64,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let app = try apps.get(handle).app
         let friend = try Argument.string(friendID, "friend_id")
@@ -135,8 +156,10 @@ public func ffiMessagesSetDisappearing(_ handle: OpaquePointer?, _ friendID: Uns
 }
 
 @_cdecl("coords_messages_sweep_expired")
-public func ffiMessagesSweepExpired(_ handle: OpaquePointer?, _ idsOut: UnsafeMutablePointer<CoordsBuffer>?,
-                                    _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiMessagesSweepExpired(
+    _ handle: OpaquePointer?, _ idsOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(idsOut, "ids_json_out")
         let app = try apps.get(handle).app

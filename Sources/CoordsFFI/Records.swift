@@ -6,7 +6,7 @@ enum Record {
     static func location(_ l: Location) -> JSONValue {
         .object([
             "latitude": .double(l.latitude), "longitude": .double(l.longitude), "altitude": .double(l.altitude),
-            "accuracy": .double(Double(l.accuracy)), "timestamp_ms": .integer(l.timestamp),
+            "accuracy": .double(Double(l.accuracy)), "timestamp_ms": .integer(l.timestamp)
         ])
     }
 
@@ -38,7 +38,7 @@ enum Record {
             "updated": optional(e.updated) { .integer($0) },
             "upload_timestamp": optional(e.uploadTimestamp) { .integer($0) },
             "authenticity": .string(e.authenticity.rawValue),
-            "error": optional(e.error) { error($0) },
+            "error": optional(e.error) { error($0) }
         ])
     }
 
@@ -46,7 +46,7 @@ enum Record {
         .object([
             "id": .string(f.id), "name": .string(f.name), "server": .string(f.server),
             "share_with": .bool(f.shareWith), "fetch_from": .bool(f.fetchFrom), "added_at": .integer(f.addedAt),
-            "trust": .string(f.trust.rawValue), "marker_color": .string(f.markerColor),
+            "trust": .string(f.trust.rawValue), "marker_color": .string(f.markerColor)
         ])
     }
 
@@ -55,7 +55,7 @@ enum Record {
             "id": .string(f.id), "name": .string(f.name), "location": optional(f.location, location),
             "updated": optional(f.updated) { .integer($0) }, "fetched_at": optional(f.fetchedAt) { .integer($0) },
             "authenticity": optional(f.authenticity) { .string($0.rawValue) }, "marker_color": .string(f.markerColor),
-            "place": optional(f.place) { place($0, accuracyMetres: Double(f.location?.accuracy ?? 0)) },
+            "place": optional(f.place) { place($0, accuracyMetres: Double(f.location?.accuracy ?? 0)) }
         ])
     }
 
@@ -64,14 +64,14 @@ enum Record {
             "name": .string(p.name), "country_code": optional(p.countryCode) { .string($0) },
             "country": optional(p.countryName) { .string($0) }, "state": optional(p.stateName) { .string($0) },
             "population": .integer(UInt64(p.population)), "latitude": .double(p.latitude), "longitude": .double(p.longitude),
-            "distance_km": .double(p.distanceKm), "display": .string(p.displayName), "phrase": .string(p.phrase(accuracyMetres: accuracyMetres)),
+            "distance_km": .double(p.distanceKm), "display": .string(p.displayName), "phrase": .string(p.phrase(accuracyMetres: accuracyMetres))
         ])
     }
 
     static func upload(_ u: PreparedUpload) -> JSONValue {
         .object([
             "request": u.request.json, "fix_timestamp": .integer(u.fixTimestamp), "upload_timestamp": .integer(u.uploadTimestamp),
-            "recipient_count": .integer(UInt64(u.recipientCount)), "blob_size": .integer(UInt64(u.blobByteCount)),
+            "recipient_count": .integer(UInt64(u.recipientCount)), "blob_size": .integer(UInt64(u.blobByteCount))
         ])
     }
 
@@ -80,7 +80,7 @@ enum Record {
             "id": .integer(e.id), "kind": .string(e.item.kind), "request": e.item.request.json,
             "attempts": .integer(UInt64(e.item.attempts)), "next_attempt_at": .integer(e.item.nextAttemptAt),
             "created_at": .integer(e.item.createdAt), "last_error": optional(e.item.lastError) { .string($0) },
-            "reference": optional(e.item.reference) { .string($0) }, "location": optional(e.item.location, location),
+            "reference": optional(e.item.reference) { .string($0) }, "location": optional(e.item.location, location)
         ])
     }
 
@@ -89,7 +89,7 @@ enum Record {
             "updated": .array(o.updated.map(friendLocation)),
             "unchanged": .array(o.unchanged.map { .string($0) }),
             "rejected": .array(o.rejected.map { .object(["id": .string($0.id), "error": error($0.error)]) }),
-            "ignored": .array(o.ignored.map { .string($0) }),
+            "ignored": .array(o.ignored.map { .string($0) })
         ])
     }
 
@@ -106,55 +106,119 @@ enum Record {
         switch update {
         case .wallet(let m):
             switch m {
-            case .identityCreated(let id): set("wallet", "identity_created"); o["id"] = .string(id)
-            case .identityImported(let id): set("wallet", "identity_imported"); o["id"] = .string(id)
+            case .identityCreated(let id):
+                set("wallet", "identity_created")
+                o["id"] = .string(id)
+            case .identityImported(let id):
+                set("wallet", "identity_imported")
+                o["id"] = .string(id)
             case .backupRestored(let id, let count):
-                set("wallet", "backup_restored"); o["id"] = .string(id); o["friend_count"] = .integer(UInt64(count))
-            case .profileChanged(let name, let server): set("wallet", "profile_changed"); o["name"] = .string(name); o["server"] = .string(server)
-            case .strictModeChanged(let strict): set("wallet", "strict_mode_changed"); o["strict_mode"] = .bool(strict)
-            case .errorOccurred(let code, let message): set("wallet", "error_occurred"); failure(code, message)
+                set("wallet", "backup_restored")
+                o["id"] = .string(id)
+                o["friend_count"] = .integer(UInt64(count))
+            case .profileChanged(let name, let server):
+                set("wallet", "profile_changed")
+                o["name"] = .string(name)
+                o["server"] = .string(server)
+            case .strictModeChanged(let strict):
+                set("wallet", "strict_mode_changed")
+                o["strict_mode"] = .bool(strict)
+            case .errorOccurred(let code, let message):
+                set("wallet", "error_occurred")
+                failure(code, message)
             }
         case .friends(let m):
             switch m {
-            case .friendAdded(let f): set("friends", "friend_added"); o["friend"] = friend(f)
-            case .friendUpdated(let f): set("friends", "friend_updated"); o["friend"] = friend(f)
-            case .friendRemoved(let id): set("friends", "friend_removed"); o["id"] = .string(id)
-            case .errorOccurred(let code, let message): set("friends", "error_occurred"); failure(code, message)
+            case .friendAdded(let f):
+                set("friends", "friend_added")
+                o["friend"] = friend(f)
+            case .friendUpdated(let f):
+                set("friends", "friend_updated")
+                o["friend"] = friend(f)
+            case .friendRemoved(let id):
+                set("friends", "friend_removed")
+                o["id"] = .string(id)
+            case .errorOccurred(let code, let message):
+                set("friends", "error_occurred")
+                failure(code, message)
             }
         case .location(let m):
             switch m {
             case .uploadPrepared(let fix, let count):
-                set("location", "upload_prepared"); o["fix_timestamp"] = .integer(fix); o["recipient_count"] = .integer(UInt64(count))
-            case .uploadSucceeded(let fix): set("location", "upload_succeeded"); o["fix_timestamp"] = .integer(fix)
+                set("location", "upload_prepared")
+                o["fix_timestamp"] = .integer(fix)
+                o["recipient_count"] = .integer(UInt64(count))
+            case .uploadSucceeded(let fix):
+                set("location", "upload_succeeded")
+                o["fix_timestamp"] = .integer(fix)
             case .uploadFailed(let fix, let reason):
-                set("location", "upload_failed"); o["fix_timestamp"] = .integer(fix); o["reason"] = .string(reason)
-            case .fetchesPrepared(let count): set("location", "fetches_prepared"); o["request_count"] = .integer(UInt64(count))
-            case .locationsUpdated(let list): set("location", "locations_updated"); o["locations"] = .array(list.map(friendLocation))
-            case .entryRejected(let id, let code, let message): set("location", "entry_rejected"); o["id"] = .string(id); failure(code, message)
-            case .errorOccurred(let code, let message): set("location", "error_occurred"); failure(code, message)
+                set("location", "upload_failed")
+                o["fix_timestamp"] = .integer(fix)
+                o["reason"] = .string(reason)
+            case .fetchesPrepared(let count):
+                set("location", "fetches_prepared")
+                o["request_count"] = .integer(UInt64(count))
+            case .locationsUpdated(let list):
+                set("location", "locations_updated")
+                o["locations"] = .array(list.map(friendLocation))
+            case .entryRejected(let id, let code, let message):
+                set("location", "entry_rejected")
+                o["id"] = .string(id)
+                failure(code, message)
+            case .errorOccurred(let code, let message):
+                set("location", "error_occurred")
+                failure(code, message)
             }
         case .outbox(let m):
             switch m {
-            case .queued(let id, let kind): set("outbox", "queued"); o["id"] = .integer(id); o["kind"] = .string(kind)
-            case .delivered(let id, let kind): set("outbox", "delivered"); o["id"] = .integer(id); o["kind"] = .string(kind)
+            case .queued(let id, let kind):
+                set("outbox", "queued")
+                o["id"] = .integer(id)
+                o["kind"] = .string(kind)
+            case .delivered(let id, let kind):
+                set("outbox", "delivered")
+                o["id"] = .integer(id)
+                o["kind"] = .string(kind)
             case .retryScheduled(let id, let attempts, let next):
-                set("outbox", "retry_scheduled"); o["id"] = .integer(id); o["attempts"] = .integer(UInt64(attempts))
+                set("outbox", "retry_scheduled")
+                o["id"] = .integer(id)
+                o["attempts"] = .integer(UInt64(attempts))
                 o["next_attempt_at"] = .integer(next)
-            case .removed(let id): set("outbox", "removed"); o["id"] = .integer(id)
-            case .errorOccurred(let code, let message): set("outbox", "error_occurred"); failure(code, message)
+            case .removed(let id):
+                set("outbox", "removed")
+                o["id"] = .integer(id)
+            case .errorOccurred(let code, let message):
+                set("outbox", "error_occurred")
+                failure(code, message)
             }
         case .messages(let m):
             switch m {
-            case .messageQueued(let message): set("messages", "message_queued"); o["message"] = Record.message(message)
-            case .messageSent(let id): set("messages", "message_sent"); o["id"] = .string(id)
-            case .messagesReceived(let list): set("messages", "messages_received"); o["messages"] = .array(list.map(Record.message))
-            case .messageDelivered(let id): set("messages", "message_delivered"); o["id"] = .string(id)
-            case .messageRejected(let id, let code, let message): set("messages", "message_rejected"); o["id"] = .string(id); failure(code, message)
-            case .messagesExpired(let ids): set("messages", "messages_expired"); o["ids"] = .array(ids.map { .string($0) })
+            case .messageQueued(let message):
+                set("messages", "message_queued")
+                o["message"] = Record.message(message)
+            case .messageSent(let id):
+                set("messages", "message_sent")
+                o["id"] = .string(id)
+            case .messagesReceived(let list):
+                set("messages", "messages_received")
+                o["messages"] = .array(list.map(Record.message))
+            case .messageDelivered(let id):
+                set("messages", "message_delivered")
+                o["id"] = .string(id)
+            case .messageRejected(let id, let code, let message):
+                set("messages", "message_rejected")
+                o["id"] = .string(id)
+                failure(code, message)
+            case .messagesExpired(let ids):
+                set("messages", "messages_expired")
+                o["ids"] = .array(ids.map { .string($0) })
             case .disappearingChanged(let friend, let seconds):
-                set("messages", "disappearing_changed"); o["friend_id"] = .string(friend)
+                set("messages", "disappearing_changed")
+                o["friend_id"] = .string(friend)
                 o["seconds"] = seconds.map { .integer($0) } ?? .null
-            case .errorOccurred(let code, let message): set("messages", "error_occurred"); failure(code, message)
+            case .errorOccurred(let code, let message):
+                set("messages", "error_occurred")
+                failure(code, message)
             }
         }
         return .object(o)

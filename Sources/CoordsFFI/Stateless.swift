@@ -1,6 +1,7 @@
 // Stateless exports (see include/coordscore.h for each contract).
 import CCoordsABI
 import CoordsCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -32,10 +33,13 @@ public func ffiBufferFree(_ buffer: UnsafeMutablePointer<CoordsBuffer>?) {
 }
 
 @_cdecl("coords_identity_generate")
-public func ffiIdentityGenerate(_ seedOut: UnsafeMutablePointer<UInt8>?, _ publicOut: UnsafeMutablePointer<UInt8>?,
-                                _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiIdentityGenerate(
+    _ seedOut: UnsafeMutablePointer<UInt8>?, _ publicOut: UnsafeMutablePointer<UInt8>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
-        let seedOut = try Argument.output(seedOut, "seed_out"), publicOut = try Argument.output(publicOut, "public_out")
+        let seedOut = try Argument.output(seedOut, "seed_out")
+        let publicOut = try Argument.output(publicOut, "public_out")
         let key = try Ed25519SigningKey.generate()
         key.seed.withUnsafeBytes { seed in
             if let base = seed.baseAddress { seedOut.update(from: base.assumingMemoryBound(to: UInt8.self), count: 32) }
@@ -45,8 +49,10 @@ public func ffiIdentityGenerate(_ seedOut: UnsafeMutablePointer<UInt8>?, _ publi
 }
 
 @_cdecl("coords_identity_public_from_seed")
-public func ffiIdentityPublicFromSeed(_ seed: UnsafePointer<UInt8>?, _ publicOut: UnsafeMutablePointer<UInt8>?,
-                                      _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiIdentityPublicFromSeed(
+    _ seed: UnsafePointer<UInt8>?, _ publicOut: UnsafeMutablePointer<UInt8>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let publicOut = try Argument.output(publicOut, "public_out")
         Output.copy(try Argument.identity(seed).publicKey.rawRepresentation, to: publicOut)
@@ -54,8 +60,10 @@ public func ffiIdentityPublicFromSeed(_ seed: UnsafePointer<UInt8>?, _ publicOut
 }
 
 @_cdecl("coords_sign")
-public func ffiSign(_ seed: UnsafePointer<UInt8>?, _ message: UnsafePointer<UInt8>?, _ length: Int,
-                    _ signatureOut: UnsafeMutablePointer<UInt8>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiSign(
+    _ seed: UnsafePointer<UInt8>?, _ message: UnsafePointer<UInt8>?, _ length: Int,
+    _ signatureOut: UnsafeMutablePointer<UInt8>?, _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let signatureOut = try Argument.output(signatureOut, "sig_out")
         let key = try Argument.identity(seed)
@@ -65,8 +73,10 @@ public func ffiSign(_ seed: UnsafePointer<UInt8>?, _ message: UnsafePointer<UInt
 }
 
 @_cdecl("coords_verify")
-public func ffiVerify(_ publicKey: UnsafePointer<UInt8>?, _ message: UnsafePointer<UInt8>?, _ length: Int,
-                      _ signature: UnsafePointer<UInt8>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiVerify(
+    _ publicKey: UnsafePointer<UInt8>?, _ message: UnsafePointer<UInt8>?, _ length: Int,
+    _ signature: UnsafePointer<UInt8>?, _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let keyBytes = try Argument.fixed(publicKey, 32, "public_key")
         let signatureBytes = try Argument.fixed(signature, 64, "sig")
@@ -78,8 +88,10 @@ public func ffiVerify(_ publicKey: UnsafePointer<UInt8>?, _ message: UnsafePoint
 }
 
 @_cdecl("coords_blob_seal")
-public func ffiBlobSeal(_ location: UnsafePointer<CoordsLocation>?, _ recipients: UnsafePointer<UInt8>?, _ count: Int,
-                        _ blobOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiBlobSeal(
+    _ location: UnsafePointer<CoordsLocation>?, _ recipients: UnsafePointer<UInt8>?, _ count: Int,
+    _ blobOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(blobOut, "blob_out")
         let fix = try Argument.location(location, "location")
@@ -101,8 +113,10 @@ public func ffiBlobSeal(_ location: UnsafePointer<CoordsLocation>?, _ recipients
 }
 
 @_cdecl("coords_blob_open")
-public func ffiBlobOpen(_ seed: UnsafePointer<UInt8>?, _ blob: UnsafePointer<UInt8>?, _ length: Int,
-                        _ locationOut: UnsafeMutablePointer<CoordsLocation>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiBlobOpen(
+    _ seed: UnsafePointer<UInt8>?, _ blob: UnsafePointer<UInt8>?, _ length: Int,
+    _ locationOut: UnsafeMutablePointer<CoordsLocation>?, _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.output(locationOut, "location_out")
         let key = try Argument.identity(seed)
@@ -112,9 +126,11 @@ public func ffiBlobOpen(_ seed: UnsafePointer<UInt8>?, _ blob: UnsafePointer<UIn
 }
 
 @_cdecl("coords_prepare_upload")
-public func ffiPrepareUpload(_ seed: UnsafePointer<UInt8>?, _ location: UnsafePointer<CoordsLocation>?,
-                             _ recipientsJSON: UnsafePointer<CChar>?, _ server: UnsafePointer<CChar>?,
-                             _ requestOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiPrepareUpload(
+    _ seed: UnsafePointer<UInt8>?, _ location: UnsafePointer<CoordsLocation>?,
+    _ recipientsJSON: UnsafePointer<CChar>?, _ server: UnsafePointer<CChar>?,
+    _ requestOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(requestOut, "request_json_out")
         let key = try Argument.identity(seed)
@@ -135,8 +151,10 @@ public func ffiPrepareUpload(_ seed: UnsafePointer<UInt8>?, _ location: UnsafePo
 }
 
 @_cdecl("coords_prepare_fetch")
-public func ffiPrepareFetch(_ friendsJSON: UnsafePointer<CChar>?, _ requestsOut: UnsafeMutablePointer<CoordsBuffer>?,
-                            _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiPrepareFetch(
+    _ friendsJSON: UnsafePointer<CChar>?, _ requestsOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(requestsOut, "requests_json_out")
         guard let friends = try Argument.json(friendsJSON, "friends_json").arrayValue else {
@@ -153,8 +171,10 @@ public func ffiPrepareFetch(_ friendsJSON: UnsafePointer<CChar>?, _ requestsOut:
 }
 
 @_cdecl("coords_process_fetch_response")
-public func ffiProcessFetchResponse(_ seed: UnsafePointer<UInt8>?, _ body: UnsafePointer<UInt8>?, _ length: Int,
-                                    _ resultsOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiProcessFetchResponse(
+    _ seed: UnsafePointer<UInt8>?, _ body: UnsafePointer<UInt8>?, _ length: Int,
+    _ resultsOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(resultsOut, "results_json_out")
         let key = try Argument.identity(seed)
@@ -165,8 +185,10 @@ public func ffiProcessFetchResponse(_ seed: UnsafePointer<UInt8>?, _ body: Unsaf
 }
 
 @_cdecl("coords_friend_link_generate")
-public func ffiFriendLinkGenerate(_ publicKey: UnsafePointer<UInt8>?, _ server: UnsafePointer<CChar>?, _ name: UnsafePointer<CChar>?,
-                                  _ linkOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiFriendLinkGenerate(
+    _ publicKey: UnsafePointer<UInt8>?, _ server: UnsafePointer<CChar>?, _ name: UnsafePointer<CChar>?,
+    _ linkOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(linkOut, "link_out")
         let key = try Argument.publicKey(publicKey, "public_key")
@@ -176,8 +198,10 @@ public func ffiFriendLinkGenerate(_ publicKey: UnsafePointer<UInt8>?, _ server: 
 }
 
 @_cdecl("coords_friend_link_parse")
-public func ffiFriendLinkParse(_ link: UnsafePointer<CChar>?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
-                               _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiFriendLinkParse(
+    _ link: UnsafePointer<CChar>?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(jsonOut, "json_out")
         let parsed = try FriendLink.parse(try Argument.string(link, "link"))
@@ -186,8 +210,10 @@ public func ffiFriendLinkParse(_ link: UnsafePointer<CChar>?, _ jsonOut: UnsafeM
 }
 
 @_cdecl("coords_safety_number")
-public func ffiSafetyNumber(_ a: UnsafePointer<UInt8>?, _ b: UnsafePointer<UInt8>?, _ textOut: UnsafeMutablePointer<CoordsBuffer>?,
-                            _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiSafetyNumber(
+    _ a: UnsafePointer<UInt8>?, _ b: UnsafePointer<UInt8>?, _ textOut: UnsafeMutablePointer<CoordsBuffer>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(textOut, "text_out")
         try Output.write(SafetyNumber.compute(try Argument.fixed(a, 32, "public_a"), try Argument.fixed(b, 32, "public_b")), to: out)
@@ -195,8 +221,10 @@ public func ffiSafetyNumber(_ a: UnsafePointer<UInt8>?, _ b: UnsafePointer<UInt8
 }
 
 @_cdecl("coords_may_reuse_fix")
-public func ffiMayReuseFix(_ fixTimestamp: UInt64, _ now: UInt64, _ reason: UnsafePointer<CChar>?, _ result: UnsafeMutablePointer<Bool>?,
-                           _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiMayReuseFix(
+    _ fixTimestamp: UInt64, _ now: UInt64, _ reason: UnsafePointer<CChar>?, _ result: UnsafeMutablePointer<Bool>?,
+    _ error: UnsafeMutablePointer<CoordsError>?
+) -> Int32 {
     exported(error) {
         let out = try Argument.output(result, "out")
         let text = try Argument.string(reason, "reason")

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Testing
+
 @testable import CoordsCore
 
 /// The C header lists every error code the library can return: each case of every error enum
@@ -38,7 +39,7 @@ import Testing
         MessagesManagerError.invalidMailboxResponse(""),
         GeocodingError.invalidCoordinate(""), GeocodingError.damagedData(""), GeocodingError.unsupportedVersion(0),
         GeocodingError.unreadableFile(path: "", reason: ""),
-        InternalError(CancellationError()),
+        InternalError(CancellationError())
     ]
 
     @Test func everyErrorCodeIsDefinedInTheHeader() throws {

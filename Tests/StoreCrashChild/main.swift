@@ -4,6 +4,7 @@
 //
 // Usage: store-crash-child <directory> <durable|nosync>
 import CoordsCore
+
 #if canImport(Glibc)
 import Glibc
 #endif

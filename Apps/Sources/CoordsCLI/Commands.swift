@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoordsCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,8 +24,10 @@ public struct CoordsCommand: AsyncParsableCommand {
             go to standard error, data to standard output.
             """,
         version: CoordsVersion.string,
-        subcommands: [Init.self, WhoAmI.self, Add.self, Friends.self, Verify.self, Remove.self, Share.self, Fetch.self,
-                      Watch.self, Delete.self, Send.self, Inbox.self, Chat.self, Backup.self, Outbox.self])
+        subcommands: [
+            Init.self, WhoAmI.self, Add.self, Friends.self, Verify.self, Remove.self, Share.self, Fetch.self,
+            Watch.self, Delete.self, Send.self, Inbox.self, Chat.self, Backup.self, Outbox.self
+        ])
 
     public init() {}
 
@@ -82,8 +85,11 @@ struct Init: AsyncParsableCommand {
             }
             let relayNote = await checkRelay(server)
             if output.json {
-                printJSON(.object(["id": .string(id), "name": .string(name), "server": .string(server), "link": .string(link),
-                                   "relay_warning": relayNote.map { .string($0) } ?? .null]))
+                printJSON(
+                    .object([
+                        "id": .string(id), "name": .string(name), "server": .string(server), "link": .string(link),
+                        "relay_warning": relayNote.map { .string($0) } ?? .null
+                    ]))
                 return
             }
             printLine("Created your identity in \(home).")
@@ -126,13 +132,17 @@ struct WhoAmI: AsyncParsableCommand {
                 let session = try Session.open(global)
                 defer { session.close() }
                 let wallet = session.app.wallet
-                profile = PublicProfile(id: try wallet.id(), name: try wallet.profile().name, server: try wallet.profile().server,
-                                        link: try wallet.friendLink())
+                profile = PublicProfile(
+                    id: try wallet.id(), name: try wallet.profile().name, server: try wallet.profile().server,
+                    link: try wallet.friendLink())
                 session.writePublicProfile()
             }
             if output.json {
-                printJSON(.object(["id": .string(profile.id), "name": .string(profile.name), "server": .string(profile.server),
-                                   "link": .string(profile.link)]))
+                printJSON(
+                    .object([
+                        "id": .string(profile.id), "name": .string(profile.name), "server": .string(profile.server),
+                        "link": .string(profile.link)
+                    ]))
                 return
             }
             printLine("Name:   \(profile.name)")
@@ -169,8 +179,11 @@ struct Add: AsyncParsableCommand {
             if let name { friend = try await session.app.friends.update(id: friend.id, name: name) }
             let number = try session.app.wallet.safetyNumber(with: friend.publicKey)
             if output.json {
-                printJSON(.object(["id": .string(friend.id), "name": .string(friend.name), "server": .string(friend.server),
-                                   "safety_number": .string(number), "verified": .bool(friend.trust == .verified)]))
+                printJSON(
+                    .object([
+                        "id": .string(friend.id), "name": .string(friend.name), "server": .string(friend.server),
+                        "safety_number": .string(number), "verified": .bool(friend.trust == .verified)
+                    ]))
                 return
             }
             let shown = friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name
@@ -204,16 +217,20 @@ struct Friends: AsyncParsableCommand {
             let locations = Dictionary(uniqueKeysWithValues: try session.app.location.friendLocations().map { ($0.id, $0) })
             let now = nowMilliseconds()
             if output.json {
-                printJSON(.object(["friends": .array(friends.map { friend in
-                    let seen = locations[friend.id]
-                    return .object([
-                        "id": .string(friend.id), "name": .string(friend.name), "server": .string(friend.server),
-                        "sharing": .bool(friend.shareWith), "fetching": .bool(friend.fetchFrom), "trust": .string(friend.trust.rawValue),
-                        "verified": .bool(friend.trust == .verified),
-                        "location": seen?.location.map(locationJSON) ?? .null,
-                        "signature": seen?.authenticity.map { .string(signatureWord($0)) } ?? .null,
-                    ])
-                })]))
+                printJSON(
+                    .object([
+                        "friends": .array(
+                            friends.map { friend in
+                                let seen = locations[friend.id]
+                                return .object([
+                                    "id": .string(friend.id), "name": .string(friend.name), "server": .string(friend.server),
+                                    "sharing": .bool(friend.shareWith), "fetching": .bool(friend.fetchFrom), "trust": .string(friend.trust.rawValue),
+                                    "verified": .bool(friend.trust == .verified),
+                                    "location": seen?.location.map(locationJSON) ?? .null,
+                                    "signature": seen?.authenticity.map { .string(signatureWord($0)) } ?? .null
+                                ])
+                            })
+                    ]))
                 return
             }
             guard !friends.isEmpty else {
@@ -223,11 +240,12 @@ struct Friends: AsyncParsableCommand {
             var table = TextTable("NAME", "SERVER", "SHARING", "LAST LOCATION", "AGE", "SIGNATURE", "VERIFIED")
             for friend in friends {
                 let seen = locations[friend.id]
-                table.add(friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name, friend.server,
-                          friend.shareWith ? "yes" : "no", seen?.location.map(describe) ?? "—",
-                          seen?.location.map { age(since: $0.timestamp, now: now) } ?? "—",
-                          seen?.authenticity.map(signatureWord) ?? "—",
-                          friend.trust == .verified ? "yes" : (friend.trust == .blocked ? "blocked" : "no"))
+                table.add(
+                    friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name, friend.server,
+                    friend.shareWith ? "yes" : "no", seen?.location.map(describe) ?? "—",
+                    seen?.location.map { age(since: $0.timestamp, now: now) } ?? "—",
+                    seen?.authenticity.map(signatureWord) ?? "—",
+                    friend.trust == .verified ? "yes" : (friend.trust == .blocked ? "blocked" : "no"))
             }
             printLine(table.render())
         }
@@ -236,8 +254,10 @@ struct Friends: AsyncParsableCommand {
 
 /// A position in JSON: degrees, metres (`_m`) and Unix milliseconds (`_ms`).
 func locationJSON(_ l: Location) -> JSONValue {
-    .object(["latitude": .double(l.latitude), "longitude": .double(l.longitude), "altitude_m": .double(l.altitude),
-             "accuracy_m": .double(Double(l.accuracy)), "timestamp_ms": .integer(l.timestamp)])
+    .object([
+        "latitude": .double(l.latitude), "longitude": .double(l.longitude), "altitude_m": .double(l.altitude),
+        "accuracy_m": .double(Double(l.accuracy)), "timestamp_ms": .integer(l.timestamp)
+    ])
 }
 
 /// One word, one meaning: "verified" is only ever about a friend's identity the user compared
@@ -266,8 +286,11 @@ struct Verify: AsyncParsableCommand {
             let trust: TrustState = block ? .blocked : (reset ? .unverified : .verified)
             _ = try await session.app.friends.setTrust(id: found.id, trust)
             if output.json {
-                return printJSON(.object(["id": .string(found.id), "name": .string(found.name), "trust": .string(trust.rawValue),
-                                          "verified": .bool(trust == .verified)]))
+                return printJSON(
+                    .object([
+                        "id": .string(found.id), "name": .string(found.name), "trust": .string(trust.rawValue),
+                        "verified": .bool(trust == .verified)
+                    ]))
             }
             printLine("\(found.name.isEmpty ? found.id : found.name) is now \(trust.rawValue).")
         }

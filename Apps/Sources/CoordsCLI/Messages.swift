@@ -22,8 +22,11 @@ struct Send: AsyncParsableCommand {
             let delivered = await MessageDelivery.post(sent.request, messageID: sent.message.id, outboxID: sent.outboxID, session: session)
             let name = target.name.isEmpty ? String(target.id.prefix(8)) : target.name
             if output.json {
-                printJSON(.object(["id": .string(sent.message.id), "friend_id": .string(target.id), "queued": .bool(!delivered.sent),
-                                   "error": delivered.error.map { .string($0) } ?? .null]))
+                printJSON(
+                    .object([
+                        "id": .string(sent.message.id), "friend_id": .string(target.id), "queued": .bool(!delivered.sent),
+                        "error": delivered.error.map { .string($0) } ?? .null
+                    ]))
             } else if delivered.sent {
                 printLine("Sent to \(name).")
             } else {
@@ -46,15 +49,21 @@ struct Inbox: AsyncParsableCommand {
             let names = Dictionary(try session.app.friends.list().map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
             let conversations = try session.app.messages.conversations()
             if output.json {
-                printJSON(.object([
-                    "received": .array(outcome.received.map(messageJSON)),
-                    "delivered": .array(outcome.delivered.map { .string($0) }),
-                    "rejected": .array(outcome.rejected.map { .object(["id": .string($0.id), "code": .integer(UInt64(clamping: $0.code)), "message": .string($0.reason)]) }),
-                    "conversations": .array(conversations.map { c in
-                        .object(["friend_id": .string(c.friendID), "name": .string(c.name), "messages": .integer(UInt64(c.messageCount)),
-                                 "last": c.lastMessage.map(messageJSON) ?? .null])
-                    }),
-                ]))
+                printJSON(
+                    .object([
+                        "received": .array(outcome.received.map(messageJSON)),
+                        "delivered": .array(outcome.delivered.map { .string($0) }),
+                        "rejected": .array(
+                            outcome.rejected.map { .object(["id": .string($0.id), "code": .integer(UInt64(clamping: $0.code)), "message": .string($0.reason)]) }
+                        ),
+                        "conversations": .array(
+                            conversations.map { c in
+                                .object([
+                                    "friend_id": .string(c.friendID), "name": .string(c.name), "messages": .integer(UInt64(c.messageCount)),
+                                    "last": c.lastMessage.map(messageJSON) ?? .null
+                                ])
+                            })
+                    ]))
                 return
             }
             let now = nowMilliseconds()
@@ -82,8 +91,9 @@ struct Chat: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
     @Argument(help: "The friend's name or id.") var friend: String
     @Option(help: "Show at most this many of the latest messages.") var limit: Int = 50
-    @Option(name: .customLong("disappear-after"),
-            help: "Delete local copies of this conversation's new messages after this many seconds (0 turns it off).")
+    @Option(
+        name: .customLong("disappear-after"),
+        help: "Delete local copies of this conversation's new messages after this many seconds (0 turns it off).")
     var disappearAfter: UInt64?
 
     func run() async throws {
@@ -123,8 +133,10 @@ struct Chat: AsyncParsableCommand {
 }
 
 func messageJSON(_ m: MessageRecord) -> JSONValue {
-    .object(["id": .string(m.id), "friend_id": .string(m.peer), "outgoing": .bool(m.outgoing), "kind": .string(m.kind),
-             "text": .string(m.text), "sent_at_ms": .integer(m.sentAt), "status": .string(m.status.rawValue)])
+    .object([
+        "id": .string(m.id), "friend_id": .string(m.peer), "outgoing": .bool(m.outgoing), "kind": .string(m.kind),
+        "text": .string(m.text), "sent_at_ms": .integer(m.sentAt), "status": .string(m.status.rawValue)
+    ])
 }
 
 /// Talking to relays about messages.

@@ -1,4 +1,5 @@
 import CoordsCore
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -37,7 +37,7 @@ public struct QRCode: Sendable, Equatable {
     static let blocks: [(ecc: Int, data: [Int])] = [
         (10, [16]), (16, [28]), (26, [44]), (18, [32, 32]), (24, [43, 43]),
         (16, [27, 27, 27, 27]), (18, [31, 31, 31, 31]), (22, [38, 38, 39, 39]),
-        (22, [36, 36, 36, 37, 37]), (26, [43, 43, 43, 43, 44]),
+        (22, [36, 36, 36, 37, 37]), (26, [43, 43, 43, 43, 44])
     ]
     static let alignment: [[Int]] = [[], [6, 18], [6, 22], [6, 26], [6, 30], [6, 34], [6, 22, 38], [6, 24, 42], [6, 26, 46], [6, 28, 50]]
 
@@ -134,7 +134,8 @@ public struct QRCode: Sendable, Equatable {
             // Upper half block: foreground = upper module, background = lower module.
             for y in stride(from: range.lowerBound, to: range.upperBound, by: 2) {
                 for x in range {
-                    let top = isDark(x: x, y: y), bottom = y + 1 < range.upperBound && isDark(x: x, y: y + 1)
+                    let top = isDark(x: x, y: y)
+                    let bottom = y + 1 < range.upperBound && isDark(x: x, y: y + 1)
                     out += "\u{1b}[\(top ? 30 : 97);\(bottom || y + 1 >= range.upperBound ? (bottom ? 40 : 107) : 107)m▀"
                 }
                 out += "\u{1b}[0m\n"
@@ -176,7 +177,8 @@ struct Matrix {
         for (cx, cy) in [(3, 3), (size - 4, 3), (3, size - 4)] {
             for dy in -4...4 {
                 for dx in -4...4 {
-                    let x = cx + dx, y = cy + dy
+                    let x = cx + dx
+                    let y = cy + dy
                     guard x >= 0, y >= 0, x < size, y < size else { continue }
                     let distance = max(abs(dx), abs(dy))
                     set(x, y, distance != 2 && distance != 4)
@@ -198,7 +200,8 @@ struct Matrix {
             let bits = version << 12 | remainder
             for i in 0..<18 {
                 let dark = (bits >> i) & 1 == 1
-                let a = size - 11 + i % 3, b = i / 3
+                let a = size - 11 + i % 3
+                let b = i / 3
                 set(a, b, dark)
                 set(b, a, dark)
             }
@@ -294,7 +297,8 @@ struct Matrix {
                 if c == module(x + 1, y) && c == module(x, y + 1) && c == module(x + 1, y + 1) { score += 3 }
             }
         }
-        let dark = modules.filter { $0 }.count, total = size * size
+        let dark = modules.filter { $0 }.count
+        let total = size * size
         let k = (abs(dark * 20 - total * 10) + total - 1) / total - 1
         score += max(k, 0) * 10
         return score

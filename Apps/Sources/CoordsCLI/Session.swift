@@ -4,6 +4,7 @@ import CoordsCore
 import Logging
 import NIOCore
 import NIOHTTP1
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -201,10 +202,11 @@ struct PublicProfile {
     /// Reads `home/public.json`; nil when it is missing or not what `writePublicProfile` writes.
     static func read(home: String) -> PublicProfile? {
         guard let bytes = try? readFile(home + "/" + fileName), bytes.count < 65_536,
-              let object = (try? JSONValue.parse(bytes))?.objectValue,
-              let id = object["id"]?.stringValue, let name = object["name"]?.stringValue,
-              let server = object["server"]?.stringValue, let link = object["link"]?.stringValue,
-              let parsed = try? FriendLink.parse(link), parsed.id == id else { return nil }
+            let object = (try? JSONValue.parse(bytes))?.objectValue,
+            let id = object["id"]?.stringValue, let name = object["name"]?.stringValue,
+            let server = object["server"]?.stringValue, let link = object["link"]?.stringValue,
+            let parsed = try? FriendLink.parse(link), parsed.id == id
+        else { return nil }
         return PublicProfile(id: id, name: name, server: server, link: link)
     }
 }

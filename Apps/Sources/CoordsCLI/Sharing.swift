@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoordsCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -43,9 +44,12 @@ struct Share: AsyncParsableCommand {
             OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
             let (message, queued, upload) = try await share(fix, session: session)
             if output.json {
-                printJSON(.object(["queued": .bool(queued), "fix_timestamp_ms": .integer(fix.timestamp),
-                                   "recipient_count": .integer(UInt64(upload.recipientCount)), "blob_bytes": .integer(UInt64(upload.blobByteCount)),
-                                   "message": .string(message)]))
+                printJSON(
+                    .object([
+                        "queued": .bool(queued), "fix_timestamp_ms": .integer(fix.timestamp),
+                        "recipient_count": .integer(UInt64(upload.recipientCount)), "blob_bytes": .integer(UInt64(upload.blobByteCount)),
+                        "message": .string(message)
+                    ]))
             } else {
                 printLine(message)
             }
@@ -127,21 +131,30 @@ func report(_ outcome: FetchOutcome, failures: [FetchFailure], session: Session,
     let now = nowMilliseconds()
     for failure in failures { printError("coords: could not fetch from \(failure.server): \(failure.message)") }
     if json {
-        printJSON(.object([
-            "friends": .array(locations.map { friend in
-                .object(["id": .string(friend.id), "name": .string(friend.name),
-                         "verified": .bool(verified.contains(friend.id)),
-                         "signature": friend.authenticity.map { .string(signatureWord($0)) } ?? .null,
-                         "location": friend.location.map(locationJSON) ?? .null,
-                         "relay_updated_ms": friend.updated.map { .integer($0.multipliedReportingOverflow(by: 1000).overflow ? .max : $0 * 1000) } ?? .null,
-                         "place": friend.place.map { .string($0.displayName) } ?? .null,
-                         "place_phrase": friend.place.map { .string($0.phrase(accuracyMetres: Double(friend.location?.accuracy ?? 0))) } ?? .null,
-                         "new": .bool(updated.contains(friend.id))])
-            }),
-            "rejected": .array(outcome.rejected.map { .object(["id": .string($0.id), "code": .integer(UInt64(clamping: $0.error.code)),
-                                                               "message": .string($0.error.description)]) }),
-            "failures": .array(failures.map { .object(["server": .string($0.server), "message": .string($0.message)]) }),
-        ]))
+        printJSON(
+            .object([
+                "friends": .array(
+                    locations.map { friend in
+                        .object([
+                            "id": .string(friend.id), "name": .string(friend.name),
+                            "verified": .bool(verified.contains(friend.id)),
+                            "signature": friend.authenticity.map { .string(signatureWord($0)) } ?? .null,
+                            "location": friend.location.map(locationJSON) ?? .null,
+                            "relay_updated_ms": friend.updated.map { .integer($0.multipliedReportingOverflow(by: 1000).overflow ? .max : $0 * 1000) } ?? .null,
+                            "place": friend.place.map { .string($0.displayName) } ?? .null,
+                            "place_phrase": friend.place.map { .string($0.phrase(accuracyMetres: Double(friend.location?.accuracy ?? 0))) } ?? .null,
+                            "new": .bool(updated.contains(friend.id))
+                        ])
+                    }),
+                "rejected": .array(
+                    outcome.rejected.map {
+                        .object([
+                            "id": .string($0.id), "code": .integer(UInt64(clamping: $0.error.code)),
+                            "message": .string($0.error.description)
+                        ])
+                    }),
+                "failures": .array(failures.map { .object(["server": .string($0.server), "message": .string($0.message)]) })
+            ]))
         return
     }
     if locations.isEmpty {
@@ -150,11 +163,12 @@ func report(_ outcome: FetchOutcome, failures: [FetchFailure], session: Session,
         var table = TextTable("NAME", "LOCATION", "PLACE", "AGE", "SIGNATURE", "VERIFIED", "NEW")
         for friend in locations {
             let name = friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name
-            table.add(name, friend.location.map(describe) ?? "no position yet",
-                      friend.place.map { $0.phrase(accuracyMetres: Double(friend.location?.accuracy ?? 0)) } ?? "—",
-                      friend.location.map { age(since: $0.timestamp, now: now) } ?? "—",
-                      friend.authenticity.map(signatureWord) ?? "—", verified.contains(friend.id) ? "yes" : "no",
-                      updated.contains(friend.id) ? "new" : "")
+            table.add(
+                name, friend.location.map(describe) ?? "no position yet",
+                friend.place.map { $0.phrase(accuracyMetres: Double(friend.location?.accuracy ?? 0)) } ?? "—",
+                friend.location.map { age(since: $0.timestamp, now: now) } ?? "—",
+                friend.authenticity.map(signatureWord) ?? "—", verified.contains(friend.id) ? "yes" : "no",
+                updated.contains(friend.id) ? "new" : "")
         }
         printLine(table.render())
     }
@@ -241,8 +255,9 @@ struct Delete: AsyncParsableCommand {
 }
 
 struct Backup: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Export or import an encrypted backup of your identity and friends.",
-                                                    subcommands: [Export.self, Import.self])
+    static let configuration = CommandConfiguration(
+        abstract: "Export or import an encrypted backup of your identity and friends.",
+        subcommands: [Export.self, Import.self])
 
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Write an encrypted backup to a file.")
@@ -262,8 +277,9 @@ struct Backup: AsyncParsableCommand {
     }
 
     struct Import: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Restore a backup into a new data directory.",
-                                                        discussion: "Atomic like `coords init`: a failure leaves no data directory behind.")
+        static let configuration = CommandConfiguration(
+            abstract: "Restore a backup into a new data directory.",
+            discussion: "Atomic like `coords init`: a failure leaves no data directory behind.")
         @OptionGroup var global: GlobalOptions
         @OptionGroup var output: OutputOptions
         @Argument(help: "The backup file to read.") var file: String
@@ -285,8 +301,9 @@ struct Backup: AsyncParsableCommand {
 }
 
 struct Outbox: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show or send requests waiting for the relay.",
-                                                    subcommands: [List.self, Flush.self], defaultSubcommand: List.self)
+    static let configuration = CommandConfiguration(
+        abstract: "Show or send requests waiting for the relay.",
+        subcommands: [List.self, Flush.self], defaultSubcommand: List.self)
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List queued requests.")
@@ -298,18 +315,25 @@ struct Outbox: AsyncParsableCommand {
                 let entries = try session.app.outbox.pending()
                 let now = nowMilliseconds()
                 if output.json {
-                    printJSON(.object(["entries": .array(entries.map {
-                        .object(["id": .integer($0.id), "kind": .string($0.item.kind), "url": .string($0.item.request.url),
-                                 "queued_at_ms": .integer($0.item.createdAt), "attempts": .integer(UInt64($0.item.attempts)),
-                                 "last_error": $0.item.lastError.map { .string($0) } ?? .null])
-                    })]))
+                    printJSON(
+                        .object([
+                            "entries": .array(
+                                entries.map {
+                                    .object([
+                                        "id": .integer($0.id), "kind": .string($0.item.kind), "url": .string($0.item.request.url),
+                                        "queued_at_ms": .integer($0.item.createdAt), "attempts": .integer(UInt64($0.item.attempts)),
+                                        "last_error": $0.item.lastError.map { .string($0) } ?? .null
+                                    ])
+                                })
+                        ]))
                     return
                 }
                 guard !entries.isEmpty else { return printLine("The outbox is empty.") }
                 var table = TextTable("ID", "KIND", "QUEUED", "ATTEMPTS", "LAST ERROR")
                 for entry in entries {
-                    table.add(String(entry.id), entry.item.kind, age(since: entry.item.createdAt, now: now) + " ago",
-                              String(entry.item.attempts), entry.item.lastError ?? "—")
+                    table.add(
+                        String(entry.id), entry.item.kind, age(since: entry.item.createdAt, now: now) + " ago",
+                        String(entry.item.attempts), entry.item.lastError ?? "—")
                 }
                 printLine(table.render())
             }
@@ -317,8 +341,9 @@ struct Outbox: AsyncParsableCommand {
     }
 
     struct Flush: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Send queued requests now.",
-                                                        discussion: "Exit status 0 when the outbox is empty afterwards, 75 when some requests still wait.")
+        static let configuration = CommandConfiguration(
+            abstract: "Send queued requests now.",
+            discussion: "Exit status 0 when the outbox is empty afterwards, 75 when some requests still wait.")
         @OptionGroup var global: GlobalOptions
         @OptionGroup var output: OutputOptions
 
@@ -326,9 +351,12 @@ struct Outbox: AsyncParsableCommand {
             try await withSession(global) { session in
                 let report = await OutboxDelivery.flush(session)
                 if output.json {
-                    printJSON(.object(["delivered": .array(report.delivered.map { .string($0) }),
-                                       "dropped": .array(report.dropped.map { .string($0) }),
-                                       "still_queued": .integer(UInt64(report.stillQueued))]))
+                    printJSON(
+                        .object([
+                            "delivered": .array(report.delivered.map { .string($0) }),
+                            "dropped": .array(report.dropped.map { .string($0) }),
+                            "still_queued": .integer(UInt64(report.stillQueued))
+                        ]))
                 } else {
                     OutboxDelivery.print(report, json: false)
                     if report.delivered.isEmpty && report.dropped.isEmpty && report.stillQueued == 0 { printLine("Nothing to send.") }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CoordsRelay
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -73,8 +74,9 @@ func reportingBackupFailure(_ command: String, _ body: () throws -> String) thro
 /// `blobs messages bytes`. Backup and restore run it as a child process, so a damaged file that
 /// makes LMDB crash (SIGBUS on a truncated map, an assertion) fails the check instead of the tool.
 struct CheckStore: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "check-store", abstract: "Check a relay store copy.",
-                                                    shouldDisplay: false)
+    static let configuration = CommandConfiguration(
+        commandName: "check-store", abstract: "Check a relay store copy.",
+        shouldDisplay: false)
 
     @Argument var directory: String
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import CoordsCore
 import CoordsRelay
 import Logging
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -53,8 +54,11 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("data-dir"), help: "Directory of the LMDB store [COORDS_DATA_DIR].")
     var dataDirectory: String = environment("COORDS_DATA_DIR") ?? "./coords-relay-data"
 
-    @Option(name: .customLong("postgres"),
-            help: "Keep the data in PostgreSQL instead of LMDB: postgres://user:password@host:port/db[?sslmode=require] (password also from PGPASSWORD) [COORDS_POSTGRES_URL].")
+    @Option(
+        name: .customLong("postgres"),
+        help:
+            "Keep the data in PostgreSQL instead of LMDB: postgres://user:password@host:port/db[?sslmode=require] (password also from PGPASSWORD) [COORDS_POSTGRES_URL]."
+    )
     var postgresURL: String? = environment("COORDS_POSTGRES_URL")
 
     @Option(name: .customLong("postgres-pool-size"), help: "Most PostgreSQL connections this relay keeps open [COORDS_POSTGRES_POOL_SIZE].")
@@ -93,8 +97,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("mailbox-size"), help: "Most messages waiting per recipient [COORDS_MAILBOX_SIZE].")
     var mailboxSize: Int = Env.int("COORDS_MAILBOX_SIZE", defaults.maximumMessagesPerRecipient)
 
-    @Option(name: .customLong("mailbox-size-unsigned"),
-            help: "Most messages without senderKey waiting per recipient (a separate quota) [COORDS_MAILBOX_SIZE_UNSIGNED].")
+    @Option(
+        name: .customLong("mailbox-size-unsigned"),
+        help: "Most messages without senderKey waiting per recipient (a separate quota) [COORDS_MAILBOX_SIZE_UNSIGNED].")
     var mailboxSizeUnsigned: Int = Env.int("COORDS_MAILBOX_SIZE_UNSIGNED", defaults.maximumUnauthenticatedMessagesPerRecipient)
 
     @Option(name: .customLong("idle-timeout"), help: "Seconds before an idle keep-alive connection is closed [COORDS_IDLE_TIMEOUT].")
@@ -109,8 +114,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-connections"), help: "Most open connections (lowered to fit ulimit -n) [COORDS_MAX_CONNECTIONS].")
     var maximumConnections: Int = Env.int("COORDS_MAX_CONNECTIONS", defaults.connections.maximumConnections)
 
-    @Option(name: .customLong("max-connections-per-address"),
-            help: "Most open connections from one client address [COORDS_MAX_CONNECTIONS_PER_ADDRESS].")
+    @Option(
+        name: .customLong("max-connections-per-address"),
+        help: "Most open connections from one client address [COORDS_MAX_CONNECTIONS_PER_ADDRESS].")
     var maximumConnectionsPerAddress: Int = Env.int("COORDS_MAX_CONNECTIONS_PER_ADDRESS", defaults.connections.maximumConnectionsPerAddress)
 
     @Option(name: .customLong("max-messages"), help: "Most messages stored in total [COORDS_MAX_MESSAGES].")
@@ -122,21 +128,25 @@ struct Serve: AsyncParsableCommand {
     @Flag(name: .customLong("strict-mailbox"), help: "Refuse envelopes without senderKey, so every signature is checked [COORDS_STRICT_MAILBOX=1].")
     var strictMailbox: Bool = Env.flag("COORDS_STRICT_MAILBOX")
 
-    @Flag(name: .customLong("trust-forwarded-for"),
-          help: "Rate-limit by the first X-Forwarded-For address (only behind a trusted proxy) [COORDS_TRUST_FORWARDED_FOR=1].")
+    @Flag(
+        name: .customLong("trust-forwarded-for"),
+        help: "Rate-limit by the first X-Forwarded-For address (only behind a trusted proxy) [COORDS_TRUST_FORWARDED_FOR=1].")
     var trustForwardedFor: Bool = Env.flag("COORDS_TRUST_FORWARDED_FOR")
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical [COORDS_LOG_LEVEL].")
     var logLevel: String = environment("COORDS_LOG_LEVEL") ?? defaults.logLevel.rawValue
 
-    @Option(name: .customLong("log-format"),
-            help: "text, or json: one JSON object per line with the keys ts, level, logger, msg and the metadata [COORDS_LOG_FORMAT].")
+    @Option(
+        name: .customLong("log-format"),
+        help: "text, or json: one JSON object per line with the keys ts, level, logger, msg and the metadata [COORDS_LOG_FORMAT].")
     var logFormat: String = environment("COORDS_LOG_FORMAT") ?? "text"
 
     func validate() throws {
         try Env.check()
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535") }
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical") }
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
         guard RelayLogFormat(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be text or json") }
         guard ttl > 0 else { throw ValidationError("--ttl must be positive") }
         guard addressRate >= 0, keyRate >= 0, addressBurst >= 1, keyBurst >= 1 else {
@@ -189,7 +199,8 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode(69)  // EX_UNAVAILABLE
         }
         if configuration.postgresURL == nil, let directory = configuration.dataDirectory,
-           let problem = DataDirectoryLock.acquire(directory) {
+            let problem = DataDirectoryLock.acquire(directory)
+        {
             printError("coords-relay: error: \(problem)")
             throw ExitCode(75)  // EX_TEMPFAIL: try again once the other relay stopped
         }
@@ -209,11 +220,14 @@ struct Serve: AsyncParsableCommand {
             store = MemoryRelayStore()
         }
         let service = RelayService(configuration: configuration, store: store, logger: logger)
-        logger.info("coords-relay starting", metadata: [
-            "address": "\(host):\(port)",
-            "store": "\((store as? PostgresRelayStore).map { "postgres at \($0.location.redacted)" } ?? configuration.dataDirectory.map { "lmdb at \($0)" } ?? "memory")",
-            "ttl": "\(ttl)s",
-        ])
+        logger.info(
+            "coords-relay starting",
+            metadata: [
+                "address": "\(host):\(port)",
+                "store":
+                    "\((store as? PostgresRelayStore).map { "postgres at \($0.location.redacted)" } ?? configuration.dataDirectory.map { "lmdb at \($0)" } ?? "memory")",
+                "ttl": "\(ttl)s"
+            ])
         let app = buildApplication(service: service)
         do {
             try await app.runService()  // until SIGTERM/SIGINT; in-flight requests finish first
@@ -229,4 +243,3 @@ struct Serve: AsyncParsableCommand {
         logger.info("coords-relay stopped")
     }
 }
-

@@ -19,8 +19,9 @@ struct Migrate: AsyncParsableCommand {
     @Option(name: .customLong("from-data-dir"), help: "The LMDB relay's data directory (its --data-dir).")
     var source: String
 
-    @Option(name: .customLong("to-postgres"),
-            help: "postgres://user:password@host:port/db[?sslmode=require] (password also from PGPASSWORD) [COORDS_POSTGRES_URL].")
+    @Option(
+        name: .customLong("to-postgres"),
+        help: "postgres://user:password@host:port/db[?sslmode=require] (password also from PGPASSWORD) [COORDS_POSTGRES_URL].")
     var target: String? = environment("COORDS_POSTGRES_URL")
 
     @Flag(help: "No progress line, only the summary.")
@@ -93,7 +94,8 @@ final class ProgressMeter: @unchecked Sendable {
         guard now - last >= (terminal ? .milliseconds(200) : .seconds(2)) || read.total == total.total else { return }
         last = now
         let percent = total.total == 0 ? 100 : min(100, read.total.multipliedSaturating(by: 100) / total.total)
-        let line = "migrate: \(percent)% · \(read.records)/\(total.records) uploads · \(read.tombstones)/\(total.tombstones) deletions · "
+        let line =
+            "migrate: \(percent)% · \(read.records)/\(total.records) uploads · \(read.tombstones)/\(total.tombstones) deletions · "
             + "\(read.envelopes)/\(total.envelopes) envelopes · \(read.envelopeTombstones)/\(total.envelopeTombstones) acked ids · "
             + "\(read.seenSignatures)/\(total.seenSignatures) signatures"
         if terminal {

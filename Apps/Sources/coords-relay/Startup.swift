@@ -1,5 +1,6 @@
 import ArgumentParser
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import CoordsCLI
 
 /// Symbols from an independent encoder (python `qrcode` 7.4.2, scripts/make-qr-vectors.py):

@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import Testing
+
 @testable import CoordsRelay
 
 /// Regression tests for what an attack on a live relay found (issue 17): each failed before its fix.
@@ -42,12 +43,14 @@ import Testing
         try await relay.app.test(.router) { client in
             let hostile: [UInt64] = [.max, .max - 1, UInt64(Int64.max) + 1, 0]
             for timestamp in hostile {
-                let upload = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json,
-                                                      body: try relay.uploadBody(signer, timestamp: timestamp))
+                let upload = try await client.execute(
+                    uri: "/api/location", method: .put, headers: RelayHarness.json,
+                    body: try relay.uploadBody(signer, timestamp: timestamp))
                 #expect(upload.status == .unauthorized)
                 let request = try RelayAPI.prepareDelete(timestamp: timestamp, signer: signer, server: "https://relay.test")
-                let delete = try await client.execute(uri: "/api/location", method: .delete, headers: RelayHarness.json,
-                                                      body: ByteBuffer(bytes: request.body))
+                let delete = try await client.execute(
+                    uri: "/api/location", method: .delete, headers: RelayHarness.json,
+                    body: ByteBuffer(bytes: request.body))
                 #expect(delete.status == .unauthorized)
             }
         }
@@ -61,8 +64,9 @@ import Testing
             var json = envelope.json.objectValue ?? JSONObject()
             json["createdAt"] = .string("9999-12-31T23:59:59Z")
             json["expiresAt"] = .string("9999-12-31T23:59:60Z")
-            let posted = try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json,
-                                                  body: RelayHarness.body(.object(json)))
+            let posted = try await client.execute(
+                uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json,
+                body: RelayHarness.body(.object(json)))
             #expect(posted.status == .badRequest)
         }
     }
@@ -81,15 +85,21 @@ import Testing
             var statuses: [HTTPResponse.Status] = []
             for _ in 0..<12 {
                 let junk = try MailboxTests.envelope(from: try Ed25519SigningKey.generate(), now: relay.now, senderKey: false)
-                statuses.append(try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json,
-                                                         body: MailboxTests.body(junk)).status)
+                statuses.append(
+                    try await client.execute(
+                        uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json,
+                        body: MailboxTests.body(junk)
+                    ).status)
             }
             #expect(statuses.filter { $0 == .accepted }.count == 5)
             #expect(statuses.filter { $0 == .tooManyRequests }.count == 7)
             // A friend's signed message still gets in.
             let friend = try MailboxTests.envelope("real", now: relay.now)
-            #expect(try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json,
-                                             body: MailboxTests.body(friend)).status == .accepted)
+            #expect(
+                try await client.execute(
+                    uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json,
+                    body: MailboxTests.body(friend)
+                ).status == .accepted)
         }
         await s.finish()
     }
@@ -103,15 +113,21 @@ import Testing
             var statuses: [HTTPResponse.Status] = []
             for _ in 0..<6 {  // a fresh claimed senderID each time: that used to reset the limit
                 let junk = try MailboxTests.envelope(from: try Ed25519SigningKey.generate(), now: relay.now, senderKey: false)
-                statuses.append(try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json,
-                                                         body: MailboxTests.body(junk)).status)
+                statuses.append(
+                    try await client.execute(
+                        uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json,
+                        body: MailboxTests.body(junk)
+                    ).status)
             }
             #expect(statuses.filter { $0 == .accepted }.count == 3)
             #expect(statuses.filter { $0 == .tooManyRequests }.count == 3)
             // A verified sender has a budget of its own.
             let signed = try MailboxTests.envelope(from: try Ed25519SigningKey.generate(), now: relay.now)
-            #expect(try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json,
-                                             body: MailboxTests.body(signed)).status == .accepted)
+            #expect(
+                try await client.execute(
+                    uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json,
+                    body: MailboxTests.body(signed)
+                ).status == .accepted)
         }
     }
 
@@ -273,7 +289,7 @@ import Testing
         ("GET /\(String(repeating: "a", count: 100_000)) HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 431", "headers_too_large"),
         ("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 40_000))\r\n\r\n", "HTTP/1.1 431", "headers_too_large"),
         ("\u{1}\u{2}garbage\r\n\r\n", "HTTP/1.1 501", "\"error\""),
-        ("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n", "HTTP/1.1 400", "malformed_request"),
+        ("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n", "HTTP/1.1 400", "malformed_request")
     ])
     func decoderRefusalsAnswerJSON(_ request: String, _ status: String, _ code: String) async throws {
         let relay = Self.harness { _ in }

@@ -5,14 +5,17 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import Testing
+
 @testable import CoordsRelay
 
 /// The §7.3 mailbox: every status code, recipient signatures, caps, tombstones and expiry, on the
 /// in-memory, LMDB and PostgreSQL stores, in process and over a socket.
 @Suite struct MailboxTests {
     typealias StoreKind = CoordsRelayTests.StoreKind
-    static let cases: [(TestingSetup, StoreKind)] = [(.router, .memory), (.router, .lmdb), (.live, .lmdb), (.router, .postgres),
-                                                     (.live, .postgres)]
+    static let cases: [(TestingSetup, StoreKind)] = [
+        (.router, .memory), (.router, .lmdb), (.live, .lmdb), (.router, .postgres),
+        (.live, .postgres)
+    ]
 
     /// A relay with the chosen store (closed by `finish`).
     struct Setup {
@@ -33,11 +36,14 @@ import Testing
     static let bob = try! Ed25519SigningKey.generate()
     static let carol = try! Ed25519SigningKey.generate()
 
-    static func envelope(_ text: String = "on my way", from sender: Ed25519SigningKey = alice, to recipient: Ed25519SigningKey = bob,
-                         now: UInt64, ttl: UInt64 = 3600, id: String? = nil, senderKey: Bool = true) throws -> Envelope {
+    static func envelope(
+        _ text: String = "on my way", from sender: Ed25519SigningKey = alice, to recipient: Ed25519SigningKey = bob,
+        now: UInt64, ttl: UInt64 = 3600, id: String? = nil, senderKey: Bool = true
+    ) throws -> Envelope {
         let payload = MessagePayload(kind: "text", id: try Envelope.newUUID(), text: text, sentAt: now * 1000)
-        return try Envelope.seal(payload.json, id: id ?? Envelope.newUUID(), from: sender, to: recipient.publicKey,
-                                 createdAt: now, expiresAt: now + ttl, includeSenderKey: senderKey)
+        return try Envelope.seal(
+            payload.json, id: id ?? Envelope.newUUID(), from: sender, to: recipient.publicKey,
+            createdAt: now, expiresAt: now + ttl, includeSenderKey: senderKey)
     }
 
     static func body(_ envelope: Envelope) -> ByteBuffer { ByteBuffer(bytes: envelope.json.serialized()) }
@@ -59,7 +65,8 @@ import Testing
         let s = try await Setup(kind)
         let relay = s.relay
         try await relay.app.test(setup) { client in
-            let first = try Self.envelope("one", now: relay.now), second = try Self.envelope("two", now: relay.now)
+            let first = try Self.envelope("one", now: relay.now)
+            let second = try Self.envelope("two", now: relay.now)
             let posted = try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: Self.body(first))
             #expect(posted.status == .accepted)
             #expect(posted.json == .object(["accepted": .bool(true), "packetID": .string(first.id)]))
@@ -137,7 +144,8 @@ import Testing
             let bad = "/v1/relay/messages?recipientID=xyz"
             #expect(try await client.execute(uri: bad, method: .get, headers: Self.signedHeaders(Self.bob, "GET", bad, relay.now)).status == .badRequest)
             let badLimit = Self.listPath(Self.bob, limit: 101)
-            #expect(try await client.execute(uri: badLimit, method: .get, headers: Self.signedHeaders(Self.bob, "GET", badLimit, relay.now)).status == .badRequest)
+            #expect(
+                try await client.execute(uri: badLimit, method: .get, headers: Self.signedHeaders(Self.bob, "GET", badLimit, relay.now)).status == .badRequest)
             let badID = "/v1/relay/messages/not-a-uuid/ack"
             #expect(try await client.execute(uri: badID, method: .post, headers: Self.signedHeaders(Self.bob, "POST", badID, relay.now)).status == .badRequest)
         }
@@ -199,7 +207,9 @@ import Testing
             let short = try Self.envelope("soon gone", now: relay.now, ttl: 60)
             let long = try Self.envelope("still here", now: relay.now, ttl: 3600)
             for envelope in [short, long] {
-                #expect(try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: Self.body(envelope)).status == .accepted)
+                #expect(
+                    try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: Self.body(envelope)).status
+                        == .accepted)
             }
             relay.clock.advance(byMilliseconds: 61_000)
             let path = Self.listPath(Self.bob)
@@ -228,7 +238,8 @@ import Testing
             var statuses: [HTTPResponse.Status] = []
             for i in 0..<31 {
                 let envelope = try Self.envelope("\(i)", to: i % 2 == 0 ? Self.bob : Self.carol, now: relay.now)
-                statuses.append(try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: Self.body(envelope)).status)
+                statuses.append(
+                    try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: Self.body(envelope)).status)
             }
             #expect(statuses.prefix(30).allSatisfy { $0 == .accepted })
             #expect(statuses.last == .tooManyRequests)
@@ -241,7 +252,8 @@ import Testing
     func requestSignaturesAreAcceptedOnceInEveryStore(_ kind: StoreKind) async throws {
         let open = try await StoreUnderTest.reopenable(kind)
         let store = try await open()
-        let r1 = try Bytes32([UInt8](repeating: 1, count: 32)), r2 = try Bytes32([UInt8](repeating: 2, count: 32))
+        let r1 = try Bytes32([UInt8](repeating: 1, count: 32))
+        let r2 = try Bytes32([UInt8](repeating: 2, count: 32))
         #expect(try await store.acceptSignature(r1, until: 1000, now: 700, capacity: 10) == .accepted)
         #expect(try await store.acceptSignature(r1, until: 1000, now: 701, capacity: 10) == .replayed)
         #expect(try await store.acceptSignature(r2, until: 1000, now: 701, capacity: 10) == .accepted)

@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import Testing
+
 @testable import CoordsRelay
 
 /// Three apps and a live relay on loopback (LMDB store), talking real HTTP: messages both ways,
@@ -60,9 +61,14 @@ import Testing
         let clock = ManualClock(milliseconds: UInt64(Date().timeIntervalSince1970) * 1000)
         var configuration = RelayHarness.defaultConfiguration()
         configuration.messageRate = 0
-        let alice = try Self.openApp(root + "/alice", clock: clock), bob = try Self.openApp(root + "/bob", clock: clock)
+        let alice = try Self.openApp(root + "/alice", clock: clock)
+        let bob = try Self.openApp(root + "/bob", clock: clock)
         let carol = try Self.openApp(root + "/carol", clock: clock)
-        defer { alice.close(); bob.close(); carol.close() }
+        defer {
+            alice.close()
+            bob.close()
+            carol.close()
+        }
 
         let first = RelayHarness(configuration: configuration, store: try LMDBRelayStore(directory: root + "/relay", durability: .noSync), clock: clock)
         let port = try await first.app.test(.live) { client -> Int in
@@ -103,12 +109,14 @@ import Testing
             // refused by the reader, and acknowledged so it does not come back.
             let bobKey = try Ed25519PublicKey(base64URL: bobID)
             let forger = try Ed25519SigningKey.generate()
-            var forged = try Envelope.seal(MessagePayload(kind: "text", id: "x", text: "pay me", sentAt: 1).json, id: try Envelope.newUUID(),
-                                           from: forger, to: bobKey, createdAt: clock.milliseconds / 1000,
-                                           expiresAt: clock.milliseconds / 1000 + 600, includeSenderKey: false)
+            var forged = try Envelope.seal(
+                MessagePayload(kind: "text", id: "x", text: "pay me", sentAt: 1).json, id: try Envelope.newUUID(),
+                from: forger, to: bobKey, createdAt: clock.milliseconds / 1000,
+                expiresAt: clock.milliseconds / 1000 + 600, includeSenderKey: false)
             forged.senderID = PeerID(try Ed25519PublicKey(base64URL: aliceID)).hex  // claims to be Alice
-            let post = PreparedRequest(url: server + "/v1/relay/messages", method: "POST",
-                                       headers: [.init(name: "Content-Type", value: "application/json")], body: forged.json.serialized())
+            let post = PreparedRequest(
+                url: server + "/v1/relay/messages", method: "POST",
+                headers: [.init(name: "Content-Type", value: "application/json")], body: forged.json.serialized())
             #expect(try await Self.send(post).status == 202)
             let refused = try await Self.sync(bob)
             #expect(refused.received.isEmpty)

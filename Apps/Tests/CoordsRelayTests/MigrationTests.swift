@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import Testing
+
 @testable import CoordsRelay
 
 /// `coords-relay migrate`: a populated LMDB relay moved into PostgreSQL answers the same, keeps
@@ -34,7 +35,8 @@ import Testing
             let delete = try await client.execute(uri: "/api/location", method: .delete, headers: RelayHarness.json, body: try lmdb.deleteBody(deleted))
             #expect(delete.status == .noContent)
             for envelope in envelopes {
-                #expect(try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: M.body(envelope)).status == .accepted)
+                #expect(
+                    try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: M.body(envelope)).status == .accepted)
             }
             let ackPath = "/v1/relay/messages/\(envelopes[0].id)/ack"
             #expect(try await client.execute(uri: ackPath, method: .post, headers: M.signedHeaders(M.bob, "POST", ackPath, lmdb.now)).status == .ok)
@@ -76,7 +78,8 @@ import Testing
             #expect(listed.json?.objectValue?["packets"] == listedBefore)
             #expect(try listedBefore?.arrayValue?.map { try Envelope(json: $0) } == Array(envelopes[1...]))
             // The acknowledged id stays refused.
-            #expect(try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: M.body(envelopes[0])).status == .conflict)
+            #expect(
+                try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: M.body(envelopes[0])).status == .conflict)
         }
     }
 
@@ -89,8 +92,11 @@ import Testing
         let store = try LMDBRelayStore(directory: directory, durability: .noSync)
         for n in 0..<600 {
             let key = try Bytes32((0..<32).map { UInt8(truncatingIfNeeded: n >> ($0 % 2 * 8)) &+ UInt8($0) })
-            _ = try await store.put(key: key, record: RelayRecord(blob: [1, 2, 3], timestamp: 10, signature: [UInt8](repeating: 7, count: 64),
-                                                                  updated: RelayHarness.start))
+            _ = try await store.put(
+                key: key,
+                record: RelayRecord(
+                    blob: [1, 2, 3], timestamp: 10, signature: [UInt8](repeating: 7, count: 64),
+                    updated: RelayHarness.start))
         }
         #expect(try await store.count() == 600)
         await store.close()
@@ -108,9 +114,11 @@ import Testing
         #expect(try await target.count() == 600)
         await target.close()
 
-        for (arguments, status) in [(["migrate", "--from-data-dir", directory + "/nothing", "--to-postgres", url], 66),
-                                    (["migrate", "--from-data-dir", directory, "--to-postgres", "postgres://coords:wrong@127.0.0.1:\(server.port)/coords"], 69),
-                                    (["migrate", "--from-data-dir", directory], 64)] {
+        for (arguments, status) in [
+            (["migrate", "--from-data-dir", directory + "/nothing", "--to-postgres", url], 66),
+            (["migrate", "--from-data-dir", directory, "--to-postgres", "postgres://coords:wrong@127.0.0.1:\(server.port)/coords"], 69),
+            (["migrate", "--from-data-dir", directory], 64)
+        ] {
             do {
                 _ = try await PostgresTestServer.runOffPool(executable, arguments)
                 Issue.record("\(arguments) should fail")
@@ -136,5 +144,9 @@ final class ProgressLog: @unchecked Sendable {
         lock.unlock()
     }
 
-    var last: (read: RelayExportCounts, total: RelayExportCounts)? { lock.lock(); defer { lock.unlock() }; return entries.last }
+    var last: (read: RelayExportCounts, total: RelayExportCounts)? {
+        lock.lock()
+        defer { lock.unlock() }
+        return entries.last
+    }
 }

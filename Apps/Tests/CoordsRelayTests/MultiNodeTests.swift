@@ -5,6 +5,7 @@ import HummingbirdTesting
 import NIOCore
 import Synchronization
 import Testing
+
 @testable import CoordsRelay
 
 /// Two `coords-relay` processes on one PostgreSQL database, requests alternating between them and
@@ -19,7 +20,10 @@ import Testing
         let a: RelayNode, b: RelayNode, nginx: NginxProxy
 
         static func start(server: PostgresTestServer? = nil, extra: [String] = []) async throws -> Cluster {
-            let server = try await { if let server { return server }; return try await PostgresTestServer.shared() }()
+            let server = try await {
+                if let server { return server }
+                return try await PostgresTestServer.shared()
+            }()
             let location = try await server.freshDatabase()
             let url = server.url(database: location.database)
             let a = try await RelayNode.start(["--postgres", url, "--postgres-pool-size", "4"] + extra)
@@ -62,8 +66,9 @@ import Testing
         var found: [String: UInt64] = [:]
         for chunk in stride(from: 0, to: keys.count, by: 50).map({ Array(keys[$0..<min($0 + 50, keys.count)]) }) {
             let ids = chunk.map(\.publicKey.base64URL)
-            let response = try await HTTPProbe.request(port: port, method: .post, path: "/api/location", headers: json,
-                                                       body: ByteBuffer(bytes: JSONValue.object(["ids": .array(ids.map { .string($0) })]).serialized()))
+            let response = try await HTTPProbe.request(
+                port: port, method: .post, path: "/api/location", headers: json,
+                body: ByteBuffer(bytes: JSONValue.object(["ids": .array(ids.map { .string($0) })]).serialized()))
             #expect(response.status == .ok)
             for id in ids {
                 if let timestamp = response.json?.objectValue?[id]?.objectValue?["timestamp"]?.uint64Value { found[id] = timestamp }
@@ -78,92 +83,111 @@ import Testing
 
     @Test func everyRuleHoldsAcrossNodesAndThroughNginx() async throws {
         try await Cluster.with(extra: ["--mailbox-size", "3"]) { cluster in
-        let (a, b, nginx) = (cluster.a.port, cluster.b.port, cluster.nginx.port)
-        let key = try Ed25519SigningKey.generate()
-        let id = key.publicKey.base64URL
-        let t = Self.now
+            let (a, b, nginx) = (cluster.a.port, cluster.b.port, cluster.nginx.port)
+            let key = try Ed25519SigningKey.generate()
+            let id = key.publicKey.base64URL
+            let t = Self.now
 
-        // Upload on A, fetch on B and through nginx.
-        let first = try Self.upload(key, timestamp: t - 10)
-        #expect(try await HTTPProbe.status(port: a, method: .put, path: "/api/location", headers: Self.json, body: first) == .noContent)
-        #expect(try await Self.storedTimestamps(port: b, [key])[id] == t - 10)
-        #expect(try await Self.storedTimestamps(port: nginx, [key])[id] == t - 10)
-        // Replay on B of what A accepted, and a rollback: 409.
-        #expect(try await HTTPProbe.status(port: b, method: .put, path: "/api/location", headers: Self.json, body: first) == .conflict)
-        #expect(try await HTTPProbe.status(port: b, method: .put, path: "/api/location", headers: Self.json,
-                                           body: try Self.upload(key, timestamp: t - 20)) == .conflict)
-        // A newer upload through nginx; a signed delete on A; the old upload replayed on B: 409.
-        #expect(try await HTTPProbe.status(port: nginx, method: .put, path: "/api/location", headers: Self.json,
-                                           body: try Self.upload(key, timestamp: t - 5)) == .noContent)
-        #expect(try await HTTPProbe.status(port: a, method: .delete, path: "/api/location", headers: Self.json,
-                                           body: try Self.delete(key, timestamp: t - 4)) == .noContent)
-        #expect(try await Self.storedTimestamps(port: b, [key])[id] == nil)
-        #expect(try await HTTPProbe.status(port: b, method: .put, path: "/api/location", headers: Self.json,
-                                           body: try Self.upload(key, timestamp: t - 5)) == .conflict)
+            // Upload on A, fetch on B and through nginx.
+            let first = try Self.upload(key, timestamp: t - 10)
+            #expect(try await HTTPProbe.status(port: a, method: .put, path: "/api/location", headers: Self.json, body: first) == .noContent)
+            #expect(try await Self.storedTimestamps(port: b, [key])[id] == t - 10)
+            #expect(try await Self.storedTimestamps(port: nginx, [key])[id] == t - 10)
+            // Replay on B of what A accepted, and a rollback: 409.
+            #expect(try await HTTPProbe.status(port: b, method: .put, path: "/api/location", headers: Self.json, body: first) == .conflict)
+            #expect(
+                try await HTTPProbe.status(
+                    port: b, method: .put, path: "/api/location", headers: Self.json,
+                    body: try Self.upload(key, timestamp: t - 20)) == .conflict)
+            // A newer upload through nginx; a signed delete on A; the old upload replayed on B: 409.
+            #expect(
+                try await HTTPProbe.status(
+                    port: nginx, method: .put, path: "/api/location", headers: Self.json,
+                    body: try Self.upload(key, timestamp: t - 5)) == .noContent)
+            #expect(
+                try await HTTPProbe.status(
+                    port: a, method: .delete, path: "/api/location", headers: Self.json,
+                    body: try Self.delete(key, timestamp: t - 4)) == .noContent)
+            #expect(try await Self.storedTimestamps(port: b, [key])[id] == nil)
+            #expect(
+                try await HTTPProbe.status(
+                    port: b, method: .put, path: "/api/location", headers: Self.json,
+                    body: try Self.upload(key, timestamp: t - 5)) == .conflict)
 
-        // Mailbox: a request signature used on A is refused on B (401).
-        let bob = MailboxTests.bob, carol = MailboxTests.carol
-        let envelope = try MailboxTests.envelope("across nodes", to: bob, now: t)
-        #expect(try await HTTPProbe.status(port: nginx, method: .post, path: "/v1/relay/messages", headers: Self.json,
-                                           body: MailboxTests.body(envelope)) == .accepted)
-        #expect(try await HTTPProbe.status(port: b, method: .post, path: "/v1/relay/messages", headers: Self.json,
-                                           body: MailboxTests.body(envelope)) == .conflict)
-        let path = MailboxTests.listPath(bob)
-        let headers = Self.signed(bob, "GET", path, t)
-        let listed = try await HTTPProbe.request(port: a, method: .get, path: path, headers: headers)
-        #expect(listed.json?.objectValue?["packets"]?.arrayValue?.count == 1)
-        let replayed = try await HTTPProbe.request(port: b, method: .get, path: path, headers: headers)
-        #expect(replayed.status == .unauthorized)
-        #expect(replayed.json?.objectValue?["error"]?.stringValue == "replayed_signature")
-        // Ack on A; B lists nothing; the id cannot be posted again anywhere.
-        let ackPath = "/v1/relay/messages/\(envelope.id)/ack"
-        #expect(try await HTTPProbe.status(port: a, method: .post, path: ackPath, headers: Self.signed(bob, "POST", ackPath, t)) == .ok)
-        let limited = MailboxTests.listPath(bob, limit: 10)
-        let empty = try await HTTPProbe.request(port: b, method: .get, path: limited, headers: Self.signed(bob, "GET", limited, t))
-        #expect(empty.json?.objectValue?["packets"] == .array([]))
-        #expect(try await HTTPProbe.status(port: nginx, method: .post, path: "/v1/relay/messages", headers: Self.json,
-                                           body: MailboxTests.body(envelope)) == .conflict)
+            // Mailbox: a request signature used on A is refused on B (401).
+            let bob = MailboxTests.bob
+            let carol = MailboxTests.carol
+            let envelope = try MailboxTests.envelope("across nodes", to: bob, now: t)
+            #expect(
+                try await HTTPProbe.status(
+                    port: nginx, method: .post, path: "/v1/relay/messages", headers: Self.json,
+                    body: MailboxTests.body(envelope)) == .accepted)
+            #expect(
+                try await HTTPProbe.status(
+                    port: b, method: .post, path: "/v1/relay/messages", headers: Self.json,
+                    body: MailboxTests.body(envelope)) == .conflict)
+            let path = MailboxTests.listPath(bob)
+            let headers = Self.signed(bob, "GET", path, t)
+            let listed = try await HTTPProbe.request(port: a, method: .get, path: path, headers: headers)
+            #expect(listed.json?.objectValue?["packets"]?.arrayValue?.count == 1)
+            let replayed = try await HTTPProbe.request(port: b, method: .get, path: path, headers: headers)
+            #expect(replayed.status == .unauthorized)
+            #expect(replayed.json?.objectValue?["error"]?.stringValue == "replayed_signature")
+            // Ack on A; B lists nothing; the id cannot be posted again anywhere.
+            let ackPath = "/v1/relay/messages/\(envelope.id)/ack"
+            #expect(try await HTTPProbe.status(port: a, method: .post, path: ackPath, headers: Self.signed(bob, "POST", ackPath, t)) == .ok)
+            let limited = MailboxTests.listPath(bob, limit: 10)
+            let empty = try await HTTPProbe.request(port: b, method: .get, path: limited, headers: Self.signed(bob, "GET", limited, t))
+            #expect(empty.json?.objectValue?["packets"] == .array([]))
+            #expect(
+                try await HTTPProbe.status(
+                    port: nginx, method: .post, path: "/v1/relay/messages", headers: Self.json,
+                    body: MailboxTests.body(envelope)) == .conflict)
 
-        // The per-recipient cap (3) is counted across nodes.
-        var statuses: [HTTPResponse.Status] = []
-        for (n, port) in [a, b, a, b, nginx].enumerated() {
-            let message = try MailboxTests.envelope("cap \(n)", to: carol, now: t)
-            statuses.append(try await HTTPProbe.status(port: port, method: .post, path: "/v1/relay/messages", headers: Self.json,
-                                                       body: MailboxTests.body(message)))
-        }
-        #expect(statuses == [.accepted, .accepted, .accepted, .tooManyRequests, .tooManyRequests])
+            // The per-recipient cap (3) is counted across nodes.
+            var statuses: [HTTPResponse.Status] = []
+            for (n, port) in [a, b, a, b, nginx].enumerated() {
+                let message = try MailboxTests.envelope("cap \(n)", to: carol, now: t)
+                statuses.append(
+                    try await HTTPProbe.status(
+                        port: port, method: .post, path: "/v1/relay/messages", headers: Self.json,
+                        body: MailboxTests.body(message)))
+            }
+            #expect(statuses == [.accepted, .accepted, .accepted, .tooManyRequests, .tooManyRequests])
 
-        // /metrics says the rate limits are per node.
-        let metrics = try await TestClientText.get(port: a, path: "/metrics")
-        #expect(metrics.contains("rate limits are per node"), "\(metrics.prefix(400))")
-        #expect(metrics.contains("coords_relay_rate_limit_info{scope=\"node\""), "\(metrics.prefix(400))")
+            // /metrics says the rate limits are per node.
+            let metrics = try await TestClientText.get(port: a, path: "/metrics")
+            #expect(metrics.contains("rate limits are per node"), "\(metrics.prefix(400))")
+            #expect(metrics.contains("coords_relay_rate_limit_info{scope=\"node\""), "\(metrics.prefix(400))")
         }
     }
 
     @Test func racingUploadsFromBothNodesLeaveExactlyTheNewest() async throws {
         try await Cluster.with { cluster in
-        let key = try Ed25519SigningKey.generate()
-        let t = Self.now
-        let timestamps = (0..<100).map { t - 150 + UInt64($0) }.shuffled()
-        let bodies = try timestamps.map { try Self.upload(key, timestamp: $0) }
-        let ports = [cluster.a.port, cluster.b.port]
-        let statuses = try await withThrowingTaskGroup(of: [HTTPResponse.Status].self) { group in
-            for lane in 0..<8 {
-                group.addTask {
-                    var statuses: [HTTPResponse.Status] = []
-                    for index in stride(from: lane, to: bodies.count, by: 8) {
-                        statuses.append(try await HTTPProbe.status(port: ports[index % 2], method: .put, path: "/api/location",
-                                                                   headers: Self.json, body: bodies[index]))
+            let key = try Ed25519SigningKey.generate()
+            let t = Self.now
+            let timestamps = (0..<100).map { t - 150 + UInt64($0) }.shuffled()
+            let bodies = try timestamps.map { try Self.upload(key, timestamp: $0) }
+            let ports = [cluster.a.port, cluster.b.port]
+            let statuses = try await withThrowingTaskGroup(of: [HTTPResponse.Status].self) { group in
+                for lane in 0..<8 {
+                    group.addTask {
+                        var statuses: [HTTPResponse.Status] = []
+                        for index in stride(from: lane, to: bodies.count, by: 8) {
+                            statuses.append(
+                                try await HTTPProbe.status(
+                                    port: ports[index % 2], method: .put, path: "/api/location",
+                                    headers: Self.json, body: bodies[index]))
+                        }
+                        return statuses
                     }
-                    return statuses
                 }
+                return try await group.reduce(into: []) { $0 += $1 }
             }
-            return try await group.reduce(into: []) { $0 += $1 }
-        }
-        #expect(statuses.allSatisfy { $0 == .noContent || $0 == .conflict }, "\(Set(statuses))")
-        #expect(statuses.contains(.noContent))
-        #expect(try await Self.storedTimestamps(port: cluster.b.port, [key])[key.publicKey.base64URL] == t - 51)
-        #expect(try await Self.storedTimestamps(port: cluster.a.port, [key])[key.publicKey.base64URL] == t - 51)
+            #expect(statuses.allSatisfy { $0 == .noContent || $0 == .conflict }, "\(Set(statuses))")
+            #expect(statuses.contains(.noContent))
+            #expect(try await Self.storedTimestamps(port: cluster.b.port, [key])[key.publicKey.base64URL] == t - 51)
+            #expect(try await Self.storedTimestamps(port: cluster.a.port, [key])[key.publicKey.base64URL] == t - 51)
         }
     }
 
@@ -171,44 +195,47 @@ import Testing
     /// that was answered 2xx is stored afterwards (at that version or a newer one).
     @Test func killingANodeUnderLoadLosesNoAcknowledgedUpload() async throws {
         try await Cluster.with { cluster in
-        let keys = try (0..<12).map { _ in try Ed25519SigningKey.generate() }
-        let ports = [cluster.a.port, cluster.b.port, cluster.nginx.port]
-        let acknowledged = Acknowledged()
-        let start = Self.now - 250
-        let load = Task {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for (lane, key) in keys.enumerated() {
-                    group.addTask {
-                        for round in 0..<40 {
-                            let timestamp = start + UInt64(round)
-                            let port = ports[(lane + round) % 3]
-                            let status = try? await HTTPProbe.status(port: port, method: .put, path: "/api/location", headers: Self.json,
-                                                                     body: try Self.upload(key, timestamp: timestamp))
-                            if let status, (200..<300).contains(status.code) {
-                                acknowledged.versions.withLock { $0[key.publicKey.base64URL] = max($0[key.publicKey.base64URL] ?? 0, timestamp) }
+            let keys = try (0..<12).map { _ in try Ed25519SigningKey.generate() }
+            let ports = [cluster.a.port, cluster.b.port, cluster.nginx.port]
+            let acknowledged = Acknowledged()
+            let start = Self.now - 250
+            let load = Task {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for (lane, key) in keys.enumerated() {
+                        group.addTask {
+                            for round in 0..<40 {
+                                let timestamp = start + UInt64(round)
+                                let port = ports[(lane + round) % 3]
+                                let status = try? await HTTPProbe.status(
+                                    port: port, method: .put, path: "/api/location", headers: Self.json,
+                                    body: try Self.upload(key, timestamp: timestamp))
+                                if let status, (200..<300).contains(status.code) {
+                                    acknowledged.versions.withLock { $0[key.publicKey.base64URL] = max($0[key.publicKey.base64URL] ?? 0, timestamp) }
+                                }
                             }
                         }
                     }
+                    try await group.waitForAll()
                 }
-                try await group.waitForAll()
             }
-        }
-        // Kill A once the load is well under way.
-        while acknowledged.versions.withLock({ $0.count }) < keys.count { try await Task.sleep(for: .milliseconds(10)) }
-        let status = await cluster.a.process.stop(SIGKILL)
-        #expect(status & 0x7f == SIGKILL)
-        try await load.value
-        let answered = acknowledged.versions.withLock { $0 }
-        let stored = try await Self.storedTimestamps(port: cluster.b.port, keys)
-        for key in keys {
-            let id = key.publicKey.base64URL
-            let acked = try #require(answered[id])
-            #expect((stored[id] ?? 0) >= acked, "acknowledged \(acked), stored \(stored[id].map(String.init) ?? "nothing")")
-        }
-        // The survivors go on serving, through nginx too.
-        let fresh = try Ed25519SigningKey.generate()
-        #expect(try await HTTPProbe.status(port: cluster.nginx.port, method: .put, path: "/api/location", headers: Self.json,
-                                           body: try Self.upload(fresh, timestamp: Self.now)) == .noContent)
+            // Kill A once the load is well under way.
+            while acknowledged.versions.withLock({ $0.count }) < keys.count { try await Task.sleep(for: .milliseconds(10)) }
+            let status = await cluster.a.process.stop(SIGKILL)
+            #expect(status & 0x7f == SIGKILL)
+            try await load.value
+            let answered = acknowledged.versions.withLock { $0 }
+            let stored = try await Self.storedTimestamps(port: cluster.b.port, keys)
+            for key in keys {
+                let id = key.publicKey.base64URL
+                let acked = try #require(answered[id])
+                #expect((stored[id] ?? 0) >= acked, "acknowledged \(acked), stored \(stored[id].map(String.init) ?? "nothing")")
+            }
+            // The survivors go on serving, through nginx too.
+            let fresh = try Ed25519SigningKey.generate()
+            #expect(
+                try await HTTPProbe.status(
+                    port: cluster.nginx.port, method: .put, path: "/api/location", headers: Self.json,
+                    body: try Self.upload(fresh, timestamp: Self.now)) == .noContent)
         }
     }
 
@@ -218,36 +245,42 @@ import Testing
         let server = try await PostgresTestServer.start(watching: getpid())
         do {
             try await Cluster.with(server: server) { cluster in
-            let key = try Ed25519SigningKey.generate()
-            let t = Self.now
-            #expect(try await HTTPProbe.status(port: cluster.a.port, method: .put, path: "/api/location", headers: Self.json,
-                                               body: try Self.upload(key, timestamp: t - 100)) == .noContent)
-            try await server.control("kill")
-            // An upload on A and a fetch on B while it is down: 503, JSON, within the 5 s store deadline.
-            let started = ContinuousClock.now
-            let down = try await HTTPProbe.request(port: cluster.a.port, method: .put, path: "/api/location", headers: Self.json,
-                                                   body: try Self.upload(key, timestamp: t - 99))
-            #expect(down.status == .serviceUnavailable)
-            #expect(down.json?.objectValue?["error"]?.stringValue == "store_unavailable", "\(String(describing: down.json))")
-            let fetch = try await HTTPProbe.request(port: cluster.b.port, method: .post, path: "/api/location", headers: Self.json,
-                                                    body: ByteBuffer(bytes: JSONValue.object(["ids": .array([.string(key.publicKey.base64URL)])]).serialized()))
-            #expect(fetch.status == .serviceUnavailable)
-            #expect(fetch.json?.objectValue?["error"]?.stringValue == "store_unavailable")
-            #expect(ContinuousClock.now - started < .seconds(20))
-            #expect(try await HTTPProbe.status(port: cluster.nginx.port, method: .get, path: "/healthz") == .ok)
-            try await server.control("start")
-            // Back within a few seconds, on both nodes, with what was acknowledged before.
-            for (offset, port) in [cluster.a.port, cluster.b.port].enumerated() {
-                let deadline = ContinuousClock.now + .seconds(30)
-                var status = HTTPResponse.Status.serviceUnavailable
-                while status != .noContent, ContinuousClock.now < deadline {
-                    status = (try? await HTTPProbe.status(port: port, method: .put, path: "/api/location", headers: Self.json,
-                                                          body: try Self.upload(key, timestamp: t - 90 + UInt64(offset)))) ?? .serviceUnavailable
-                    if status != .noContent { try await Task.sleep(for: .milliseconds(200)) }
+                let key = try Ed25519SigningKey.generate()
+                let t = Self.now
+                #expect(
+                    try await HTTPProbe.status(
+                        port: cluster.a.port, method: .put, path: "/api/location", headers: Self.json,
+                        body: try Self.upload(key, timestamp: t - 100)) == .noContent)
+                try await server.control("kill")
+                // An upload on A and a fetch on B while it is down: 503, JSON, within the 5 s store deadline.
+                let started = ContinuousClock.now
+                let down = try await HTTPProbe.request(
+                    port: cluster.a.port, method: .put, path: "/api/location", headers: Self.json,
+                    body: try Self.upload(key, timestamp: t - 99))
+                #expect(down.status == .serviceUnavailable)
+                #expect(down.json?.objectValue?["error"]?.stringValue == "store_unavailable", "\(String(describing: down.json))")
+                let fetch = try await HTTPProbe.request(
+                    port: cluster.b.port, method: .post, path: "/api/location", headers: Self.json,
+                    body: ByteBuffer(bytes: JSONValue.object(["ids": .array([.string(key.publicKey.base64URL)])]).serialized()))
+                #expect(fetch.status == .serviceUnavailable)
+                #expect(fetch.json?.objectValue?["error"]?.stringValue == "store_unavailable")
+                #expect(ContinuousClock.now - started < .seconds(20))
+                #expect(try await HTTPProbe.status(port: cluster.nginx.port, method: .get, path: "/healthz") == .ok)
+                try await server.control("start")
+                // Back within a few seconds, on both nodes, with what was acknowledged before.
+                for (offset, port) in [cluster.a.port, cluster.b.port].enumerated() {
+                    let deadline = ContinuousClock.now + .seconds(30)
+                    var status = HTTPResponse.Status.serviceUnavailable
+                    while status != .noContent, ContinuousClock.now < deadline {
+                        status =
+                            (try? await HTTPProbe.status(
+                                port: port, method: .put, path: "/api/location", headers: Self.json,
+                                body: try Self.upload(key, timestamp: t - 90 + UInt64(offset)))) ?? .serviceUnavailable
+                        if status != .noContent { try await Task.sleep(for: .milliseconds(200)) }
+                    }
+                    #expect(status == .noContent)
                 }
-                #expect(status == .noContent)
-            }
-            #expect(try await Self.storedTimestamps(port: cluster.nginx.port, [key])[key.publicKey.base64URL] == t - 89)
+                #expect(try await Self.storedTimestamps(port: cluster.nginx.port, [key])[key.publicKey.base64URL] == t - 89)
             }
         } catch {
             await server.stop()

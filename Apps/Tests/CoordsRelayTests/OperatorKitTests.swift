@@ -2,6 +2,7 @@ import CoordsCore
 import Logging
 import Synchronization
 import Testing
+
 @testable import CoordsRelay
 
 /// The pieces of the operator's kit that can be tested in process: JSON log lines and the
@@ -45,7 +46,9 @@ import Testing
         let parsed = ProcessMetrics.parseStat("1234 (a) b) (c) \(fields)")
         #expect(parsed?.userTicks == 140 && parsed?.systemTicks == 150 && parsed?.startTicks == 220)
         #expect(parsed?.virtualBytes == 230 && parsed?.residentPages == 240)
-        for hostile in ["", ")", "(", "1 (x", "1 (x) S 1 2", "1 (x) " + String(repeating: "9", count: 400), "1 (x) a b c d e f g h i j k l m n o p q r s t u v w"] {
+        for hostile in [
+            "", ")", "(", "1 (x", "1 (x) S 1 2", "1 (x) " + String(repeating: "9", count: 400), "1 (x) a b c d e f g h i j k l m n o p q r s t u v w"
+        ] {
             #expect(ProcessMetrics.parseStat(hostile) == nil, "\(hostile.prefix(20))")
         }
         #expect(ProcessMetrics.format(12) == "12" && ProcessMetrics.format(0.5) == "0.5" && ProcessMetrics.format(1e300) == "1e+300")

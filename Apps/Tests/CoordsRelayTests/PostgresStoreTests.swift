@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import Testing
+
 @testable import CoordsRelay
 
 /// The PostgreSQL store against a real server (Debian's postgresql, started by the suite in a
@@ -13,8 +14,9 @@ import Testing
 @Suite(.serialized) struct PostgresStoreTests {
     static func key(_ n: UInt8) throws -> Bytes32 { try Bytes32([UInt8](repeating: n, count: 32)) }
     static func record(_ timestamp: UInt64, updated: UInt64 = 1_800_000_000) -> RelayRecord {
-        RelayRecord(blob: [1, 2, 3, UInt8(truncatingIfNeeded: timestamp)], timestamp: timestamp, signature: [UInt8](repeating: 9, count: 64),
-                    updated: updated)
+        RelayRecord(
+            blob: [1, 2, 3, UInt8(truncatingIfNeeded: timestamp)], timestamp: timestamp, signature: [UInt8](repeating: 9, count: 64),
+            updated: updated)
     }
 
     /// Runs `body` with a fresh server, stopping it afterwards whatever happens.
@@ -35,7 +37,8 @@ import Testing
             let store = try await PostgresRelayStore(location: location, poolSize: 4, logger: StoreUnderTest.quietLogger)
 
             // Uploads: newest timestamp wins, replays and rollbacks are refused.
-            let a = try Self.key(1), b = try Self.key(2)
+            let a = try Self.key(1)
+            let b = try Self.key(2)
             #expect(try await store.put(key: a, record: Self.record(100)) == .stored)
             #expect(try await store.put(key: a, record: Self.record(100)) == .stale(current: 100))
             #expect(try await store.put(key: a, record: Self.record(99)) == .stale(current: 100))
@@ -55,7 +58,8 @@ import Testing
             #expect(try await store.count() == 0)
 
             // Mailbox: ids accepted once, per-recipient quotas by class, acks only by the owner.
-            let bob = String(repeating: "b", count: 64), carol = String(repeating: "c", count: 64)
+            let bob = String(repeating: "b", count: 64)
+            let carol = String(repeating: "c", count: 64)
             let limits = MailboxLimits(perRecipient: 2, total: 10, perRecipientUnauthenticated: 1)
             func entry(_ id: String, _ recipient: String = bob, expires: UInt64 = 2_000, authenticated: Bool = true) -> MailboxEntry {
                 MailboxEntry(id: id, recipient: recipient, expiresAt: expires, envelope: Array("{\"id\":\"\(id)\"}".utf8), authenticated: authenticated)
@@ -91,8 +95,9 @@ import Testing
             }
             // The relay process: one line, exit 69.
             do {
-                _ = try await PostgresTestServer.runOffPool(try #require(RelayProcessTests.executable).path,
-                                                            ["--port", "0", "--postgres", server.url(database: location.database)])
+                _ = try await PostgresTestServer.runOffPool(
+                    try #require(RelayProcessTests.executable).path,
+                    ["--port", "0", "--postgres", server.url(database: location.database)])
                 Issue.record("coords-relay started on a newer schema")
             } catch let error as PostgresTestServerError {
                 #expect(error.description.contains("status \(69 << 8)") && error.description.contains("newer than this relay"), "\(error)")
@@ -115,7 +120,8 @@ import Testing
                 let record = Self.record(timestamp, updated: UInt64(step))
                 #expect(try await postgres.put(key: key, record: record) == memory.put(key: key, record: record), "step \(step)")
             } else {
-                #expect(try await postgres.delete(key: key, timestamp: timestamp, now: UInt64(step))
+                #expect(
+                    try await postgres.delete(key: key, timestamp: timestamp, now: UInt64(step))
                         == memory.delete(key: key, timestamp: timestamp, now: UInt64(step)), "step \(step)")
             }
         }
@@ -133,7 +139,8 @@ import Testing
         #expect(location.sslMode == "require")
         let store = try await PostgresRelayStore(location: location, poolSize: 2, logger: StoreUnderTest.quietLogger)
         #expect(try await store.put(key: try Self.key(7), record: Self.record(5)) == .stored)
-        let encrypted = try await server.query("""
+        let encrypted = try await server.query(
+            """
             SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a ON a.pid = s.pid WHERE a.datname = '\(database)' AND s.ssl
             """)
         #expect((Int(encrypted.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) >= 1, "\(encrypted)")
@@ -196,9 +203,11 @@ import Testing
             #expect(ContinuousClock.now - started < .seconds(15))
             // The relay itself: one clear line on stderr and a non-zero exit, never a crash.
             let relay = try #require(RelayProcessTests.executable).path
-            for (url, expected) in [(server.url(password: "wrong"), "refused user coords"),
-                                    ("postgres://coords:x@127.0.0.1:9/coords", "cannot reach PostgreSQL"),
-                                    ("mysql://nope", "must start with postgres://")] {
+            for (url, expected) in [
+                (server.url(password: "wrong"), "refused user coords"),
+                ("postgres://coords:x@127.0.0.1:9/coords", "cannot reach PostgreSQL"),
+                ("mysql://nope", "must start with postgres://")
+            ] {
                 do {
                     _ = try await PostgresTestServer.runOffPool(relay, ["--port", "0", "--postgres", url])
                     Issue.record("coords-relay started with \(url)")
@@ -250,18 +259,24 @@ import Testing
             let relay = RelayHarness(store: nodeB)
             let signer = try Ed25519SigningKey.generate()
             try await relay.app.test(.router) { client in
-                #expect(try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json,
-                                                 body: try relay.uploadBody(signer)).status == .noContent)
+                #expect(
+                    try await client.execute(
+                        uri: "/api/location", method: .put, headers: RelayHarness.json,
+                        body: try relay.uploadBody(signer)
+                    ).status == .noContent)
                 try await server.control("kill")
-                let down = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json,
-                                                    body: RelayHarness.fetchBody([signer.publicKey.base64URL]))
+                let down = try await client.execute(
+                    uri: "/api/location", method: .post, headers: RelayHarness.json,
+                    body: RelayHarness.fetchBody([signer.publicKey.base64URL]))
                 #expect(down.status == .serviceUnavailable)
                 #expect(down.errorCode == "store_unavailable")
                 try await server.control("start")
                 var status = HTTPResponse.Status.serviceUnavailable
                 for _ in 0..<40 where status != .ok {
-                    status = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json,
-                                                      body: RelayHarness.fetchBody([signer.publicKey.base64URL])).status
+                    status = try await client.execute(
+                        uri: "/api/location", method: .post, headers: RelayHarness.json,
+                        body: RelayHarness.fetchBody([signer.publicKey.base64URL])
+                    ).status
                     if status != .ok { try await Task.sleep(for: .milliseconds(250)) }
                 }
                 #expect(status == .ok)

@@ -101,8 +101,12 @@ final class RelayNode: Sendable {
     /// and waits until it listens.
     static func start(_ arguments: [String]) async throws -> RelayNode {
         guard let executable = RelayProcessTests.executable?.path else { throw MissingExecutable() }
-        let process = try SpawnedProcess(executable, ["--port", "0", "--rate", "0", "--key-rate", "0", "--message-rate", "0",
-                                                      "--trust-forwarded-for"] + arguments)
+        let process = try SpawnedProcess(
+            executable,
+            [
+                "--port", "0", "--rate", "0", "--key-rate", "0", "--message-rate", "0",
+                "--trust-forwarded-for"
+            ] + arguments)
         guard let after = await process.waitForOutput("listening on 127.0.0.1:"), let port = Int(after.prefix { $0.isNumber }) else {
             let log = process.log
             await process.stop(SIGKILL)
@@ -139,8 +143,9 @@ final class NginxProxy: Sendable {
             var site = try String(contentsOfFile: site, encoding: .utf8)
             site = site.replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(port)")
             let servers = upstreams.map { "    server 127.0.0.1:\($0) max_fails=3 fail_timeout=5s;" }.joined(separator: "\n")
-            site = site.replacingOccurrences(of: "    server 127.0.0.1:8081 max_fails=3 fail_timeout=5s;\n    server 127.0.0.1:8082 max_fails=3 fail_timeout=5s;",
-                                             with: servers)
+            site = site.replacingOccurrences(
+                of: "    server 127.0.0.1:8081 max_fails=3 fail_timeout=5s;\n    server 127.0.0.1:8082 max_fails=3 fail_timeout=5s;",
+                with: servers)
             try site.write(toFile: directory + "/site.conf", atomically: true, encoding: .utf8)
             let temporary = ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"]
                 .map { "    \($0)_temp_path \(directory)/\($0);" }.joined(separator: "\n")
@@ -183,7 +188,8 @@ final class NginxProxy: Sendable {
 /// One HTTP request on a fresh loopback connection.
 enum HTTPProbe {
     static func request(port: Int, method: HTTPRequest.Method, path: String, headers: HTTPFields = [:], body: ByteBuffer? = nil) async throws
-        -> (status: HTTPResponse.Status, json: JSONValue?) {
+        -> (status: HTTPResponse.Status, json: JSONValue?)
+    {
         try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
             let response = try await client.execute(TestClient.Request(path, method: method, authority: "127.0.0.1", headers: headers, body: body))
             let json = response.body.flatMap { try? JSONValue.parse(Array($0.readableBytesView)) }
@@ -192,7 +198,8 @@ enum HTTPProbe {
     }
 
     static func status(port: Int, method: HTTPRequest.Method, path: String, headers: HTTPFields = [:], body: ByteBuffer? = nil) async throws
-        -> HTTPResponse.Status {
+        -> HTTPResponse.Status
+    {
         try await request(port: port, method: method, path: path, headers: headers, body: body).status
     }
 }

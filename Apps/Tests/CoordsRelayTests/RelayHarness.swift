@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+
 @testable import CoordsRelay
 
 /// A relay on a manual clock with an in-memory or LMDB store, plus helpers to build requests.
@@ -16,8 +17,10 @@ struct RelayHarness {
 
     static let start: UInt64 = 1_800_000_000  // seconds
 
-    init(configuration: RelayConfiguration = RelayHarness.defaultConfiguration(), store: (any RelayStore)? = nil,
-         clock: ManualClock = ManualClock(milliseconds: RelayHarness.start * 1000)) {
+    init(
+        configuration: RelayConfiguration = RelayHarness.defaultConfiguration(), store: (any RelayStore)? = nil,
+        clock: ManualClock = ManualClock(milliseconds: RelayHarness.start * 1000)
+    ) {
         self.clock = clock
         self.configuration = configuration
         self.store = store ?? MemoryRelayStore()

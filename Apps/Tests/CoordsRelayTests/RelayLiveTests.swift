@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import Testing
+
 @testable import CoordsRelay
 
 /// Tests over a real loopback socket (`.live` binds port 0), on the persistent stores.
@@ -50,8 +51,9 @@ import Testing
                             for (round, body) in bodies[index].enumerated() {
                                 let put = try await connection.put("/api/location", headers: RelayHarness.json, body: body)
                                 if put.status == .noContent { last = relay.now + UInt64(round) }
-                                _ = try await connection.post("/api/location", headers: RelayHarness.json,
-                                                              body: RelayHarness.fetchBody(keys.prefix(50).map(\.publicKey.base64URL)))
+                                _ = try await connection.post(
+                                    "/api/location", headers: RelayHarness.json,
+                                    body: RelayHarness.fetchBody(keys.prefix(50).map(\.publicKey.base64URL)))
                             }
                             return last.map { (key.publicKey.base64URL, $0) }
                         }

@@ -15,7 +15,7 @@ struct MissingExecutable: Error, CustomStringConvertible {
         let candidates = [
             URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("coords-relay"),
             URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-                .appendingPathComponent(".build/debug/coords-relay"),
+                .appendingPathComponent(".build/debug/coords-relay")
         ]
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }
@@ -44,16 +44,18 @@ struct MissingExecutable: Error, CustomStringConvertible {
         let id = key.publicKey.base64URL
 
         let first = try await RelayNode.start(arguments)
-        let status = try await HTTPProbe.status(port: first.port, method: .put, path: "/api/location", headers: [.contentType: "application/json"],
-                                                body: try Self.uploadBody(key))
+        let status = try await HTTPProbe.status(
+            port: first.port, method: .put, path: "/api/location", headers: [.contentType: "application/json"],
+            body: try Self.uploadBody(key))
         #expect(status == .noContent)
         #expect(await first.process.stop(SIGTERM) == 0)
         #expect(first.process.log.contains("coords-relay stopped"), "\(first.process.log)")
         #expect(!first.process.log.contains(id), "logs must not contain full keys")
 
         let second = try await RelayNode.start(arguments)
-        let fetched = try await HTTPProbe.request(port: second.port, method: .post, path: "/api/location", headers: [.contentType: "application/json"],
-                                                  body: ByteBuffer(bytes: JSONValue.object(["ids": .array([.string(id)])]).serialized()))
+        let fetched = try await HTTPProbe.request(
+            port: second.port, method: .post, path: "/api/location", headers: [.contentType: "application/json"],
+            body: ByteBuffer(bytes: JSONValue.object(["ids": .array([.string(id)])]).serialized()))
         #expect(await second.process.stop(SIGTERM) == 0)
         let entry = fetched.json?.objectValue?[id]?.objectValue
         if kind == .memory {

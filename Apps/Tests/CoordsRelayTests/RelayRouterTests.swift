@@ -5,8 +5,11 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import Testing
+
 @testable import CoordsRelay
 
+// swift-format-ignore: AvoidRetroactiveConformances
+// (test output only: names the two setups in parameterised test names)
 extension TestingSetup: @retroactive CustomTestStringConvertible {
     public var testDescription: String { "\(self)".contains("live") ? "live socket" : "in process" }
 }
@@ -14,8 +17,10 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
 /// Every route and status code, in process (`.router`) and over a real loopback socket (`.live`,
 /// port 0), on all three stores (memory, LMDB, PostgreSQL on a real server).
 @Suite struct RelayRouterTests {
-    static let setups: [(TestingSetup, StoreKind)] = [(.router, .memory), (.live, .memory), (.router, .lmdb), (.router, .postgres),
-                                                      (.live, .postgres)]
+    static let setups: [(TestingSetup, StoreKind)] = [
+        (.router, .memory), (.live, .memory), (.router, .lmdb), (.router, .postgres),
+        (.live, .postgres)
+    ]
 
     @Test(arguments: RelayRouterTests.setups)
     func versionOnBothPaths(_ setup: TestingSetup, _ kind: StoreKind) async throws {
@@ -47,8 +52,9 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
             #expect(put.status == .noContent)
             #expect(put.body.readableBytes == 0)
 
-            let fetch = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json,
-                                                 body: RelayHarness.fetchBody([alice.publicKey.base64URL, stranger, "not-a-key"]))
+            let fetch = try await client.execute(
+                uri: "/api/location", method: .post, headers: RelayHarness.json,
+                body: RelayHarness.fetchBody([alice.publicKey.base64URL, stranger, "not-a-key"]))
             #expect(fetch.status == .ok)
             let entries = try #require(fetch.json?.objectValue)
             #expect(entries.keys == [alice.publicKey.base64URL, stranger, "not-a-key"])
@@ -61,12 +67,14 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
 
             var zero = try #require(try JSONValue.parse(Array(try relay.uploadBody(alice, timestamp: relay.now + 1).readableBytesView)).objectValue)
             zero["signature"] = .string(Base64.encode([UInt8](repeating: 0, count: 64)))
-            let zeroSignature = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json,
-                                                         body: RelayHarness.body(.object(zero)))
+            let zeroSignature = try await client.execute(
+                uri: "/api/location", method: .put, headers: RelayHarness.json,
+                body: RelayHarness.body(.object(zero)))
             #expect(zeroSignature.status == .unauthorized)
 
-            let old = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json,
-                                               body: try relay.uploadBody(alice, timestamp: relay.now - 400))
+            let old = try await client.execute(
+                uri: "/api/location", method: .put, headers: RelayHarness.json,
+                body: try relay.uploadBody(alice, timestamp: relay.now - 400))
             #expect(old.status == .unauthorized)
             #expect(old.json?.objectValue?["message"]?.stringValue == "timestamp too old")
         }
@@ -100,7 +108,7 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
             ("timestamp in the future", with(["timestamp": .integer(relay.now + 301)]), .unauthorized, "timestamp_in_future"),
             ("signature does not verify", with(["timestamp": .integer(relay.now - 1)]), .unauthorized, "invalid_signature"),
             ("not JSON", ByteBuffer(string: "{nope"), .badRequest, "invalid_json"),
-            ("JSON array", ByteBuffer(string: "[]"), .badRequest, "invalid_json"),
+            ("JSON array", ByteBuffer(string: "[]"), .badRequest, "invalid_json")
         ]
         try await relay.test(setup) { client in
             for (why, body, status, code) in cases {
@@ -115,11 +123,13 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
             #expect(replay.status == .conflict)
             #expect(replay.errorCode == "stale_upload")
             // An older (validly signed) upload is a rollback: refused too; a newer one replaces.
-            let older = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json,
-                                                 body: try relay.uploadBody(key, timestamp: relay.now - 10))
+            let older = try await client.execute(
+                uri: "/api/location", method: .put, headers: RelayHarness.json,
+                body: try relay.uploadBody(key, timestamp: relay.now - 10))
             #expect(older.status == .conflict)
-            let newer = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json,
-                                                 body: try relay.uploadBody(key, timestamp: relay.now + 10))
+            let newer = try await client.execute(
+                uri: "/api/location", method: .put, headers: RelayHarness.json,
+                body: try relay.uploadBody(key, timestamp: relay.now + 10))
             #expect(newer.status == .noContent)
         }
     }
@@ -134,25 +144,32 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
             let tooMany = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody(ids))
             #expect(tooMany.status == .badRequest)
             #expect(tooMany.errorCode == "too_many_ids")
-            let fifty = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json,
-                                                 body: RelayHarness.fetchBody(Array(ids.prefix(50))))
+            let fifty = try await client.execute(
+                uri: "/api/location", method: .post, headers: RelayHarness.json,
+                body: RelayHarness.fetchBody(Array(ids.prefix(50))))
             #expect(fifty.status == .ok)
-            #expect(try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json,
-                                             body: RelayHarness.fetchBody([])).json == .object([:]))
+            #expect(
+                try await client.execute(
+                    uri: "/api/location", method: .post, headers: RelayHarness.json,
+                    body: RelayHarness.fetchBody([])
+                ).json == .object([:]))
             let malformed = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: ByteBuffer(string: "{\"ids\":"))
             #expect(malformed.status == .badRequest && malformed.errorCode == "invalid_json")
-            let notStrings = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: ByteBuffer(string: "{\"ids\":[1]}"))
+            let notStrings = try await client.execute(
+                uri: "/api/location", method: .post, headers: RelayHarness.json, body: ByteBuffer(string: "{\"ids\":[1]}"))
             #expect(notStrings.status == .badRequest)
             for headers: HTTPFields in [[:], [.contentType: "text/plain"], [.contentType: "application/jsonx"]] {
                 let wrongType = try await client.execute(uri: "/api/location", method: .post, headers: headers, body: RelayHarness.fetchBody([]))
                 #expect(wrongType.status == .unsupportedMediaType)
                 #expect(wrongType.errorCode == "unsupported_media_type")
             }
-            let charset = try await client.execute(uri: "/api/location", method: .post,
-                                                   headers: [.contentType: "application/json; charset=utf-8"], body: RelayHarness.fetchBody([]))
+            let charset = try await client.execute(
+                uri: "/api/location", method: .post,
+                headers: [.contentType: "application/json; charset=utf-8"], body: RelayHarness.fetchBody([]))
             #expect(charset.status == .ok)
-            let big = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json,
-                                               body: ByteBuffer(bytes: [UInt8](repeating: 0x20, count: 9000)))
+            let big = try await client.execute(
+                uri: "/api/location", method: .post, headers: RelayHarness.json,
+                body: ByteBuffer(bytes: [UInt8](repeating: 0x20, count: 9000)))
             #expect(big.status == .contentTooLarge)
             #expect(big.errorCode == "body_too_large")
             let legacy = try await client.execute(uri: "/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody([]))
@@ -165,13 +182,16 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
     @Test(arguments: RelayRouterTests.setups)
     func signedDelete(_ setup: TestingSetup, _ kind: StoreKind) async throws {
         let relay = RelayHarness(store: try await StoreUnderTest.store(kind))
-        let key = try Ed25519SigningKey.generate(), other = try Ed25519SigningKey.generate()
+        let key = try Ed25519SigningKey.generate()
+        let other = try Ed25519SigningKey.generate()
         let id = key.publicKey.base64URL
         try await relay.test(setup) { client in
-            _ = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(key, timestamp: relay.now - 20))
+            _ = try await client.execute(
+                uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(key, timestamp: relay.now - 20))
             // A delete older than the stored upload is refused (a captured old delete cannot remove newer data).
-            let stale = try await client.execute(uri: "/api/location", method: .delete, headers: RelayHarness.json,
-                                                 body: try relay.deleteBody(key, timestamp: relay.now - 30))
+            let stale = try await client.execute(
+                uri: "/api/location", method: .delete, headers: RelayHarness.json,
+                body: try relay.deleteBody(key, timestamp: relay.now - 30))
             #expect(stale.status == .conflict)
             // Signed by someone else.
             var forged = try #require(try JSONValue.parse(Array(try relay.deleteBody(other).readableBytesView)).objectValue)
@@ -179,8 +199,9 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
             let bad = try await client.execute(uri: "/api/location", method: .delete, headers: RelayHarness.json, body: RelayHarness.body(.object(forged)))
             #expect(bad.status == .unauthorized)
             // An upload signature is not a delete signature (domain separation).
-            let uploadAsDelete = try await client.execute(uri: "/api/location", method: .delete, headers: RelayHarness.json,
-                                                          body: try relay.uploadBody(key, timestamp: relay.now - 5))
+            let uploadAsDelete = try await client.execute(
+                uri: "/api/location", method: .delete, headers: RelayHarness.json,
+                body: try relay.uploadBody(key, timestamp: relay.now - 5))
             #expect(uploadAsDelete.status == .unauthorized)
 
             let deleted = try await client.execute(uri: "/api/location", method: .delete, headers: RelayHarness.json, body: try relay.deleteBody(key))
@@ -188,14 +209,16 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
             let fetch = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody([id]))
             #expect(fetch.json?.objectValue?[id] == .null)
             // Replaying the earlier upload cannot bring the deleted position back.
-            let replay = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json,
-                                                  body: try relay.uploadBody(key, timestamp: relay.now - 20))
+            let replay = try await client.execute(
+                uri: "/api/location", method: .put, headers: RelayHarness.json,
+                body: try relay.uploadBody(key, timestamp: relay.now - 20))
             #expect(replay.status == .conflict)
             // Deleting nothing is fine; a newer upload works again.
             let nothing = try await client.execute(uri: "/location", method: .delete, headers: RelayHarness.json, body: try relay.deleteBody(other))
             #expect(nothing.status == .noContent)
             relay.clock.advance(byMilliseconds: 1000)
-            #expect(try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(key)).status == .noContent)
+            #expect(
+                try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(key)).status == .noContent)
         }
     }
 
@@ -235,8 +258,9 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
         try await relay.test(setup) { client in
             var statuses: [UInt] = []
             for i in 0..<4 {
-                let response = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json,
-                                                        body: try relay.uploadBody(key, timestamp: relay.now + UInt64(i)))
+                let response = try await client.execute(
+                    uri: "/api/location", method: .put, headers: RelayHarness.json,
+                    body: try relay.uploadBody(key, timestamp: relay.now + UInt64(i)))
                 statuses.append(UInt(response.status.code))
                 if response.status.code == 429 {
                     #expect(response.headers[.retryAfter] == "10")
@@ -250,8 +274,11 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
             #expect(sixth.status == .tooManyRequests)
             #expect(sixth.headers[.retryAfter] == "1")
             relay.clock.advance(byMilliseconds: 1000)
-            #expect(try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json,
-                                             body: RelayHarness.fetchBody([])).status == .ok)
+            #expect(
+                try await client.execute(
+                    uri: "/api/location", method: .post, headers: RelayHarness.json,
+                    body: RelayHarness.fetchBody([])
+                ).status == .ok)
             // Unsigned junk does not spend the key's budget: it fails before the key limit.
             let metrics = String(decoding: await relay.service.metricsText(), as: UTF8.self)
             #expect(metrics.contains("coords_relay_rejections_total{reason=\"rate_limited\"} 3"))
@@ -264,15 +291,18 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
         let key = try Ed25519SigningKey.generate()
         try await relay.test(setup) { client in
             _ = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(key))
-            _ = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody([key.publicKey.base64URL]))
+            _ = try await client.execute(
+                uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody([key.publicKey.base64URL]))
             _ = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: ByteBuffer(string: "x"))
             let response = try await client.execute(uri: "/metrics", method: .get)
             #expect(response.headers[.contentType]?.hasPrefix("text/plain") == true)
             let text = String(buffer: response.body)
-            for line in ["coords_relay_uploads_total 1", "coords_relay_fetches_total 1", "coords_relay_fetched_ids_total 1",
-                         "coords_relay_store_entries 1", "coords_relay_rejections_total{reason=\"invalid_json\"} 1",
-                         "coords_relay_requests_total{route=\"/api/location\",method=\"PUT\",status=\"204\"} 1",
-                         "coords_relay_request_duration_seconds_bucket"] {
+            for line in [
+                "coords_relay_uploads_total 1", "coords_relay_fetches_total 1", "coords_relay_fetched_ids_total 1",
+                "coords_relay_store_entries 1", "coords_relay_rejections_total{reason=\"invalid_json\"} 1",
+                "coords_relay_requests_total{route=\"/api/location\",method=\"PUT\",status=\"204\"} 1",
+                "coords_relay_request_duration_seconds_bucket"
+            ] {
                 #expect(text.contains(line), "missing \(line)")
             }
             // Nothing secret-looking is exposed: no keys or blobs.
@@ -284,19 +314,23 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
     @Test(arguments: RelayRouterTests.setups)
     func coreClientVerifiesTheRelaysStamps(_ setup: TestingSetup, _ kind: StoreKind) async throws {
         let relay = RelayHarness(store: try await StoreUnderTest.store(kind))
-        let alice = try Ed25519SigningKey.generate(), bob = try Ed25519SigningKey.generate()
+        let alice = try Ed25519SigningKey.generate()
+        let bob = try Ed25519SigningKey.generate()
         let location = try Location(latitude: 59.3293, longitude: 18.0686, timestamp: relay.clock.milliseconds)
         let blob = try LocationBlob.seal(location.wire, for: [alice.publicKey, bob.publicKey])
         let upload = try RelayAPI.prepareUpload(blob: blob, timestamp: relay.now, signer: alice, server: "https://relay.test")
         let fetch = try #require(try RelayAPI.prepareFetches([.init(id: alice.publicKey.base64URL, server: "https://relay.test")]).first)
         try await relay.test(setup) { client in
-            let put = try await client.execute(uri: "/api/location", method: .put, headers: [.contentType: "application/json"],
-                                               body: ByteBuffer(bytes: upload.body))
+            let put = try await client.execute(
+                uri: "/api/location", method: .put, headers: [.contentType: "application/json"],
+                body: ByteBuffer(bytes: upload.body))
             #expect(put.status == .noContent)
-            let response = try await client.execute(uri: "/api/location", method: .post, headers: [.contentType: "application/json"],
-                                                    body: ByteBuffer(bytes: fetch.request.body))
-            let entries = try RelayAPI.processFetchResponse(Array(response.body.readableBytesView), reader: X25519PrivateKey(ed25519: bob),
-                                                            options: .init(requireSignatures: true))
+            let response = try await client.execute(
+                uri: "/api/location", method: .post, headers: [.contentType: "application/json"],
+                body: ByteBuffer(bytes: fetch.request.body))
+            let entries = try RelayAPI.processFetchResponse(
+                Array(response.body.readableBytesView), reader: X25519PrivateKey(ed25519: bob),
+                options: .init(requireSignatures: true))
             #expect(entries.first?.authenticity == .verified)
             #expect(entries.first?.location == location.wire.location)
         }

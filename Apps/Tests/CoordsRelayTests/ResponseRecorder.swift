@@ -24,10 +24,11 @@ final class ResponseRecorder: Sendable {
             guard fd >= 0 else { return }
             var headers = JSONObject()
             for field in response.headers { headers[field.name.canonicalName] = .string(field.value) }
-            let line = JSONValue.object([
-                "method": .string(method.rawValue), "uri": .string(uri), "status": .integer(UInt64(response.status.code)),
-                "headers": .object(headers), "body": .string(String(decoding: response.body.readableBytesView, as: UTF8.self)),
-            ]).serialized() + [0x0A]
+            let line =
+                JSONValue.object([
+                    "method": .string(method.rawValue), "uri": .string(uri), "status": .integer(UInt64(response.status.code)),
+                    "headers": .object(headers), "body": .string(String(decoding: response.body.readableBytesView, as: UTF8.self))
+                ]).serialized() + [0x0A]
             _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         }
     }

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Synchronization
 import Testing
+
 @testable import CoordsRelay
 
 /// The three relay stores the parametrised suites run against.
@@ -44,7 +45,10 @@ enum StoreUnderTest {
 
     /// Removes the LMDB directories made so far (the stores must be closed).
     static func removeDirectories() {
-        for directory in directories.withLock({ list in defer { list = [] }; return list }) {
+        for directory in directories.withLock({ list in
+            defer { list = [] }
+            return list
+        }) {
             try? FileManager.default.removeItem(atPath: directory)
         }
     }
@@ -116,14 +120,22 @@ final class PostgresTestServer: Sendable {
 
     /// Runs one SQL statement as the test role in `database`.
     func sql(_ statement: String, database: String = "coords") async throws {
-        _ = try await Self.runOffPool("/usr/bin/env", ["PGPASSWORD=coords-test", "psql", "-h", "127.0.0.1", "-p", String(port), "-U", "coords",
-                                                       "-d", database, "-qAt", "-v", "ON_ERROR_STOP=1", "-c", statement])
+        _ = try await Self.runOffPool(
+            "/usr/bin/env",
+            [
+                "PGPASSWORD=coords-test", "psql", "-h", "127.0.0.1", "-p", String(port), "-U", "coords",
+                "-d", database, "-qAt", "-v", "ON_ERROR_STOP=1", "-c", statement
+            ])
     }
 
     /// The output of one SQL query, run as the test role in `database`.
     func query(_ statement: String, database: String = "coords") async throws -> String {
-        try await Self.runOffPool("/usr/bin/env", ["PGPASSWORD=coords-test", "psql", "-h", "127.0.0.1", "-p", String(port), "-U", "coords",
-                                                   "-d", database, "-qAt", "-v", "ON_ERROR_STOP=1", "-c", statement])
+        try await Self.runOffPool(
+            "/usr/bin/env",
+            [
+                "PGPASSWORD=coords-test", "psql", "-h", "127.0.0.1", "-p", String(port), "-U", "coords",
+                "-d", database, "-qAt", "-v", "ON_ERROR_STOP=1", "-c", statement
+            ])
     }
 
     /// The script's `kill` (immediate stop) and `start` again on the same data and port.
@@ -150,7 +162,8 @@ final class PostgresTestServer: Sendable {
         let process = try SpawnedProcess(executable, arguments)
         let status = process.waitForExit()
         let output = process.log
-        let exited = status & 0x7f == 0, code = (status >> 8) & 0xff
+        let exited = status & 0x7f == 0
+        let code = (status >> 8) & 0xff
         guard exited, code == 0 else {
             throw PostgresTestServerError(description: "\(executable) \(arguments.joined(separator: " ")) failed (status \(status)): \(output)")
         }

@@ -1,6 +1,7 @@
 import Benchmark
 import CBaseline
 import CoordsCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,22 +25,30 @@ func cryptoBenchmarks() {
     let message = randomBytes(64)
     let signature = alice.key.signature(for: message)
 
-    pair("Ed25519 sign 64 B", ops: 100, ours: { blackHole(alice.key.signature(for: message)) }, raw: {
-        var out = [UInt8](repeating: 0, count: 64)
-        cb_sign(alice.rawSecretKey, message, 64, &out)
-        blackHole(out)
-    })
-    pair("Ed25519 verify 64 B", ops: 100, ours: { blackHole(alice.key.publicKey.isValidSignature(signature, for: message)) }, raw: {
-        blackHole(cb_verify(alice.key.publicKey.rawRepresentation, message, 64, signature))
-    })
-    pair("X25519 agreement", ops: 100, ours: { blackHole(try alice.x25519.sharedSecret(with: bobX)) }, raw: {
-        var out = [UInt8](repeating: 0, count: 32)
-        blackHole(cb_scalarmult(&out, alice.rawX25519Scalar, bobX.rawRepresentation))
-    })
-    pair("Ed25519→X25519 public key", ops: 100, ours: { blackHole(try X25519PublicKey(ed25519: bob.key.publicKey)) }, raw: {
-        var out = [UInt8](repeating: 0, count: 32)
-        blackHole(cb_pk_to_curve(&out, bob.key.publicKey.rawRepresentation))
-    })
+    pair(
+        "Ed25519 sign 64 B", ops: 100, ours: { blackHole(alice.key.signature(for: message)) },
+        raw: {
+            var out = [UInt8](repeating: 0, count: 64)
+            cb_sign(alice.rawSecretKey, message, 64, &out)
+            blackHole(out)
+        })
+    pair(
+        "Ed25519 verify 64 B", ops: 100, ours: { blackHole(alice.key.publicKey.isValidSignature(signature, for: message)) },
+        raw: {
+            blackHole(cb_verify(alice.key.publicKey.rawRepresentation, message, 64, signature))
+        })
+    pair(
+        "X25519 agreement", ops: 100, ours: { blackHole(try alice.x25519.sharedSecret(with: bobX)) },
+        raw: {
+            var out = [UInt8](repeating: 0, count: 32)
+            blackHole(cb_scalarmult(&out, alice.rawX25519Scalar, bobX.rawRepresentation))
+        })
+    pair(
+        "Ed25519→X25519 public key", ops: 100, ours: { blackHole(try X25519PublicKey(ed25519: bob.key.publicKey)) },
+        raw: {
+            var out = [UInt8](repeating: 0, count: 32)
+            blackHole(cb_pk_to_curve(&out, bob.key.publicKey.rawRepresentation))
+        })
 
     let key = (try? SecretBytes(randomCount: 32)) ?? SecretBytes(copying: [])
     let rawKey = key.copyBytes()
@@ -47,15 +56,19 @@ func cryptoBenchmarks() {
     for (label, size, ops) in [("20 B", 20, 10_000), ("1 KiB", 1024, 2000), ("64 KiB", 65_536, 40), ("1 MiB", 1 << 20, 3)] {
         let plaintext = randomBytes(size)
         let sealed = (try? AES256GCM.seal(plaintext, key: key, nonce: nonce)) ?? []
-        pair("AES-256-GCM seal \(label)", ops: ops, ours: { blackHole(try AES256GCM.seal(plaintext, key: key, nonce: nonce)) }, raw: {
-            var out = [UInt8](repeating: 0, count: size + 16)
-            cb_aes_seal(rawKey, nonce, plaintext, size, &out)
-            blackHole(out)
-        })
-        pair("AES-256-GCM open \(label)", ops: ops, ours: { blackHole(try AES256GCM.open(sealed, key: key, nonce: nonce)) }, raw: {
-            var out = [UInt8](repeating: 0, count: size)
-            blackHole(cb_aes_open(rawKey, nonce, sealed, size + 16, &out))
-        })
+        pair(
+            "AES-256-GCM seal \(label)", ops: ops, ours: { blackHole(try AES256GCM.seal(plaintext, key: key, nonce: nonce)) },
+            raw: {
+                var out = [UInt8](repeating: 0, count: size + 16)
+                cb_aes_seal(rawKey, nonce, plaintext, size, &out)
+                blackHole(out)
+            })
+        pair(
+            "AES-256-GCM open \(label)", ops: ops, ours: { blackHole(try AES256GCM.open(sealed, key: key, nonce: nonce)) },
+            raw: {
+                var out = [UInt8](repeating: 0, count: size)
+                blackHole(cb_aes_open(rawKey, nonce, sealed, size + 16, &out))
+            })
     }
 }
 
@@ -69,22 +82,29 @@ func blobBenchmarks() {
         // The reader's entry is last: opening tries every entry first (the worst case).
         let edKeys = others.map(\.key.publicKey) + [reader.key.publicKey]
         let xKeys = edKeys.compactMap { try? X25519PublicKey(ed25519: $0) }
-        let rawX = xKeys.flatMap(\.rawRepresentation), rawEd = edKeys.flatMap(\.rawRepresentation)
+        let rawX = xKeys.flatMap(\.rawRepresentation)
+        let rawEd = edKeys.flatMap(\.rawRepresentation)
         let size = LocationBlob.byteCount(forEntryCount: LocationBlob.paddedEntryCount(forRecipientCount: n))
         let blob = (try? LocationBlob.seal(location, for: xKeys)) ?? []
 
-        pair("Blob seal N=\(n) cached keys", ops: ops, heavy: n >= 64, ours: { blackHole(try LocationBlob.seal(location, for: xKeys)) }, raw: {
-            var out = [UInt8](repeating: 0, count: size)
-            blackHole(cb_blob_seal(plaintext, rawX, n, 0, &out))
-        })
-        pair("Blob seal N=\(n) converting keys", ops: ops, heavy: n >= 64, ours: { blackHole(try LocationBlob.seal(location, for: edKeys)) }, raw: {
-            var out = [UInt8](repeating: 0, count: size)
-            blackHole(cb_blob_seal(plaintext, rawEd, n, 1, &out))
-        })
-        pair("Blob open N=\(n) own entry last", ops: ops * 4, heavy: n >= 64, ours: { blackHole(try LocationBlob.open(blob, with: reader.x25519)) }, raw: {
-            var out = [UInt8](repeating: 0, count: 20)
-            blackHole(cb_blob_open(reader.rawX25519Scalar, blob, blob.count, &out))
-        })
+        pair(
+            "Blob seal N=\(n) cached keys", ops: ops, heavy: n >= 64, ours: { blackHole(try LocationBlob.seal(location, for: xKeys)) },
+            raw: {
+                var out = [UInt8](repeating: 0, count: size)
+                blackHole(cb_blob_seal(plaintext, rawX, n, 0, &out))
+            })
+        pair(
+            "Blob seal N=\(n) converting keys", ops: ops, heavy: n >= 64, ours: { blackHole(try LocationBlob.seal(location, for: edKeys)) },
+            raw: {
+                var out = [UInt8](repeating: 0, count: size)
+                blackHole(cb_blob_seal(plaintext, rawEd, n, 1, &out))
+            })
+        pair(
+            "Blob open N=\(n) own entry last", ops: ops * 4, heavy: n >= 64, ours: { blackHole(try LocationBlob.open(blob, with: reader.x25519)) },
+            raw: {
+                var out = [UInt8](repeating: 0, count: 20)
+                blackHole(cb_blob_open(reader.rawX25519Scalar, blob, blob.count, &out))
+            })
     }
 }
 
@@ -99,8 +119,9 @@ func storeBenchmarks() {
     let value = randomBytes(200)
     let shuffled = keys.shuffled()
     let rawShuffled = shuffled.flatMap(\.bytes)
-    let storeConfiguration = Benchmark.Configuration(metrics: [.wallClock, .throughput], warmupIterations: 0,
-                                                     maxDuration: .seconds(quick ? 1 : 6), maxIterations: quick ? 2 : 8)
+    let storeConfiguration = Benchmark.Configuration(
+        metrics: [.wallClock, .throughput], warmupIterations: 0,
+        maxDuration: .seconds(quick ? 1 : 6), maxIterations: quick ? 2 : 8)
 
     func ourDatabase(_ path: String, durability: Database.Durability) -> Database? {
         var options = Database.Options()
@@ -220,8 +241,10 @@ func managerBenchmarks() {
             _ = try await app.friends.add(id: friend.publicKey.base64URL, server: "https://relay.example", name: "f\(i)")
             let blob = try LocationBlob.seal(try Location(latitude: 1, longitude: 2, timestamp: 5).wire, for: [friend.publicKey, me])
             let body = RelayAPI.uploadBody(blob: blob, timestamp: 1_763_805_600, signer: friend).objectValue
-            response[friend.publicKey.base64URL] = .object(["blob": body?["blob"] ?? .null, "updated": .integer(UInt64(1_763_805_600)),
-                                                            "signature": body?["signature"] ?? .null, "timestamp": .integer(UInt64(1_763_805_600))])
+            response[friend.publicKey.base64URL] = .object([
+                "blob": body?["blob"] ?? .null, "updated": .integer(UInt64(1_763_805_600)),
+                "signature": body?["signature"] ?? .null, "timestamp": .integer(UInt64(1_763_805_600))
+            ])
         }
         let bytes = JSONValue.object(response).serialized()
         benchmark.startMeasurement()
@@ -289,18 +312,26 @@ func envelopeBenchmarks() {
     let id = "3f2a6c1e-8b7d-4e5f-9a0b-1c2d3e4f5a60"
     guard let envelope = try? Envelope.seal(payload, id: id, from: alice.key, to: bob.key.publicKey, createdAt: created, expiresAt: created + 86_400)
     else { return }
-    pair("Envelope seal 1 KiB", ops: 20, ours: {
-        blackHole(try Envelope.seal(payload, id: id, from: alice.key, to: bob.key.publicKey, createdAt: created, expiresAt: created + 86_400))
-    }, raw: {
-        var b64 = [CChar](repeating: 0, count: 2048)
-        var signature = [CChar](repeating: 0, count: 89)
-        blackHole(cb_envelope_seal(alice.rawSecretKey, bob.key.publicKey.rawRepresentation, id, payload, payload.count, &b64, b64.count, &signature))
-    })
-    pair("Envelope open 1 KiB", ops: 20, ours: {
-        blackHole(try envelope.open(as: bob.key, from: alice.key.publicKey, now: created + 60))
-    }, raw: {
-        var out = [UInt8](repeating: 0, count: 2048)
-        blackHole(cb_envelope_open(bob.rawSecretKey, alice.key.publicKey.rawRepresentation, id, envelope.sealedPayloadBase64,
-                                   envelope.signatureBase64, &out, out.count))
-    })
+    pair(
+        "Envelope seal 1 KiB", ops: 20,
+        ours: {
+            blackHole(try Envelope.seal(payload, id: id, from: alice.key, to: bob.key.publicKey, createdAt: created, expiresAt: created + 86_400))
+        },
+        raw: {
+            var b64 = [CChar](repeating: 0, count: 2048)
+            var signature = [CChar](repeating: 0, count: 89)
+            blackHole(cb_envelope_seal(alice.rawSecretKey, bob.key.publicKey.rawRepresentation, id, payload, payload.count, &b64, b64.count, &signature))
+        })
+    pair(
+        "Envelope open 1 KiB", ops: 20,
+        ours: {
+            blackHole(try envelope.open(as: bob.key, from: alice.key.publicKey, now: created + 60))
+        },
+        raw: {
+            var out = [UInt8](repeating: 0, count: 2048)
+            blackHole(
+                cb_envelope_open(
+                    bob.rawSecretKey, alice.key.publicKey.rawRepresentation, id, envelope.sealedPayloadBase64,
+                    envelope.signatureBase64, &out, out.count))
+        })
 }

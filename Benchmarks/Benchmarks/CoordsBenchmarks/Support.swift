@@ -1,6 +1,7 @@
 import Benchmark
 import CBaseline
 import CoordsCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,16 +11,19 @@ let quick = getenv("COORDS_BENCH_QUICK") != nil
 
 /// The configuration of every benchmark: wall clock and allocations, a time budget per row.
 func configuration(heavy: Bool = false) -> Benchmark.Configuration {
-    .init(metrics: [.wallClock, .mallocCountTotal, .throughput],
-          warmupIterations: heavy ? 1 : 3,
-          maxDuration: .milliseconds(quick ? (heavy ? 400 : 150) : (heavy ? 4000 : 1500)),
-          maxIterations: quick ? (heavy ? 3 : 200) : (heavy ? 30 : 100_000))
+    .init(
+        metrics: [.wallClock, .mallocCountTotal, .throughput],
+        warmupIterations: heavy ? 1 : 3,
+        maxDuration: .milliseconds(quick ? (heavy ? 400 : 150) : (heavy ? 4000 : 1500)),
+        maxIterations: quick ? (heavy ? 3 : 200) : (heavy ? 30 : 100_000))
 }
 
 /// Registers a pair of rows: our API and the raw C sequence, `ops` operations per iteration.
 /// The report divides by `ops` (encoded as `×N` in the name) and pairs `[ours]` with `[raw]`.
-func pair(_ name: String, ops: Int, heavy: Bool = false,
-          ours: @escaping @Sendable () throws -> Void, raw: @escaping @Sendable () throws -> Void) {
+func pair(
+    _ name: String, ops: Int, heavy: Bool = false,
+    ours: @escaping @Sendable () throws -> Void, raw: @escaping @Sendable () throws -> Void
+) {
     Benchmark("\(name) ×\(ops) [ours]", configuration: configuration(heavy: heavy)) { benchmark in
         for _ in 0..<ops { try ours() }
     }

@@ -5,6 +5,7 @@
 // for about ten minutes after generation (long enough for the soak run).
 // Usage: RelayLoadBodies <count> <output directory>
 import CoordsCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -30,7 +31,8 @@ func open(_ name: String) -> UnsafeMutablePointer<FILE> {
     return file
 }
 
-let uploads = open("uploads.txt"), fetches = open("fetches.txt")
+let uploads = open("uploads.txt")
+let fetches = open("fetches.txt")
 var ids: [String] = []
 ids.reserveCapacity(count)
 do {

@@ -1,3 +1,10 @@
+import Dispatch
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import NIOEmbedded
+
 // libFuzzer entry points for every parser and route of CoordsCore and the relay.
 //
 // One binary; `COORDS_FUZZ_TARGET` picks the target (scripts/fuzz.sh sets it and passes the
@@ -5,12 +12,7 @@
 // check (`check`) is a crash that libFuzzer saves as `crash-…`; turn it into a regression test.
 @testable import CoordsCore
 @testable import CoordsRelay
-import Dispatch
-import HTTPTypes
-import Hummingbird
-import Logging
-import NIOCore
-import NIOEmbedded
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -31,7 +33,7 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "cgeo": cgeo,
     "backup": backup,
     "keychain": keychain,
-    "store-codecs": storeCodecs,
+    "store-codecs": storeCodecs
 ]
 
 /// A failed property: crash loudly so libFuzzer keeps the input.
@@ -137,7 +139,8 @@ public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> In
     _ = try? RFC3339.parse(envelope.createdAt)
     _ = try? RFC3339.parse(envelope.expiresAt)
     if let keyText = envelope.senderKey, let raw = try? Base64.decode(keyText, field: "senderKey"),
-       let key = try? Ed25519PublicKey(rawRepresentation: raw) {
+        let key = try? Ed25519PublicKey(rawRepresentation: raw)
+    {
         try? envelope.verify(senderKey: key)
         _ = try? envelope.open(as: Fixture.reader, from: key, now: 1_800_000_000)
     }
@@ -299,9 +302,11 @@ func cheapenArgon2(_ bytes: inout [UInt8], at offset: Int) {
 /// libFuzzer's driver (from `-sanitize=fuzzer`), for when SwiftPM renames the executable's
 /// `main` to `CoordsFuzz_main` (debug builds link executables as testable).
 @_silgen_name("LLVMFuzzerRunDriver")
-func runFuzzerDriver(_ argc: UnsafeMutablePointer<Int32>,
-                     _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-                     _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
+func runFuzzerDriver(
+    _ argc: UnsafeMutablePointer<Int32>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
+) -> Int32
 
 @_cdecl("CoordsFuzz_main")
 public func coordsFuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {

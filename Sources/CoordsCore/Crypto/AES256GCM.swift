@@ -85,8 +85,10 @@ public enum AES256GCM {
     /// The checked open behind the public variants: `output` gets the plaintext length and a
     /// function that decrypts into a buffer of that length (returning whether the tag verified),
     /// so each caller chooses where the plaintext lives.
-    static func open(_ sealed: [UInt8], key: SecretBytes, nonce: [UInt8], associatedData: [UInt8],
-                     output: (Int, (UnsafeMutableRawBufferPointer) -> Bool) -> Bool) throws {
+    static func open(
+        _ sealed: [UInt8], key: SecretBytes, nonce: [UInt8], associatedData: [UInt8],
+        output: (Int, (UnsafeMutableRawBufferPointer) -> Bool) -> Bool
+    ) throws {
         try checkArguments(keyCount: key.count, nonceCount: nonce.count, plaintextCount: 0)
         guard sealed.count >= tagByteCount else { throw CryptoError.ciphertextTooShort(minimum: tagByteCount, actual: sealed.count) }
         let ok = key.withUnsafeBytes { k in
@@ -115,19 +117,25 @@ public enum AES256GCM {
     /// Unchecked one-shot seal: the caller guarantees a 32-byte key, a 12-byte nonce, AES
     /// availability and `plaintext.count + 16` writable bytes in `out`.
     @inline(__always)
-    static func sealRaw(_ plaintext: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
-                        associatedData: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
-        _ = crypto_aead_aes256gcm_encrypt(out.u8, nil, plaintext.u8, UInt64(plaintext.count),
-                                          associatedData.u8, UInt64(associatedData.count), nil, nonce.u8, key.u8)
+    static func sealRaw(
+        _ plaintext: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
+        associatedData: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer
+    ) {
+        _ = crypto_aead_aes256gcm_encrypt(
+            out.u8, nil, plaintext.u8, UInt64(plaintext.count),
+            associatedData.u8, UInt64(associatedData.count), nil, nonce.u8, key.u8)
     }
 
     /// Unchecked one-shot open: `sealed.count >= 16`, `sealed.count - 16` writable bytes in `out`.
     /// - Returns: whether the tag verified (on failure `out` holds no plaintext).
     @inline(__always)
-    static func openRaw(_ sealed: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
-                        associatedData: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Bool {
-        crypto_aead_aes256gcm_decrypt(out.u8, nil, nil, sealed.u8, UInt64(sealed.count),
-                                      associatedData.u8, UInt64(associatedData.count), nonce.u8, key.u8) == 0
+    static func openRaw(
+        _ sealed: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
+        associatedData: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer
+    ) -> Bool {
+        crypto_aead_aes256gcm_decrypt(
+            out.u8, nil, nil, sealed.u8, UInt64(sealed.count),
+            associatedData.u8, UInt64(associatedData.count), nonce.u8, key.u8) == 0
     }
 
     /// A key expanded once (libsodium `beforenm`) for many seal/open calls (`afternm`).
@@ -205,18 +213,24 @@ public enum AES256GCM {
 
         /// Unchecked seal with this key (see ``AES256GCM/sealRaw(_:key:nonce:associatedData:into:)``).
         @inline(__always)
-        func sealRaw(_ plaintext: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer,
-                     into out: UnsafeMutableRawBufferPointer) {
-            _ = crypto_aead_aes256gcm_encrypt_afternm(out.u8, nil, plaintext.u8, UInt64(plaintext.count),
-                                                      associatedData.u8, UInt64(associatedData.count), nil, nonce.u8, statePointer)
+        func sealRaw(
+            _ plaintext: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer,
+            into out: UnsafeMutableRawBufferPointer
+        ) {
+            _ = crypto_aead_aes256gcm_encrypt_afternm(
+                out.u8, nil, plaintext.u8, UInt64(plaintext.count),
+                associatedData.u8, UInt64(associatedData.count), nil, nonce.u8, statePointer)
         }
 
         /// Unchecked open with this key (see ``AES256GCM/openRaw(_:key:nonce:associatedData:into:)``).
         @inline(__always)
-        func openRaw(_ sealed: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer,
-                     into out: UnsafeMutableRawBufferPointer) -> Bool {
-            crypto_aead_aes256gcm_decrypt_afternm(out.u8, nil, nil, sealed.u8, UInt64(sealed.count),
-                                                  associatedData.u8, UInt64(associatedData.count), nonce.u8, statePointer) == 0
+        func openRaw(
+            _ sealed: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, associatedData: UnsafeRawBufferPointer,
+            into out: UnsafeMutableRawBufferPointer
+        ) -> Bool {
+            crypto_aead_aes256gcm_decrypt_afternm(
+                out.u8, nil, nil, sealed.u8, UInt64(sealed.count),
+                associatedData.u8, UInt64(associatedData.count), nonce.u8, statePointer) == 0
         }
     }
 }

@@ -33,13 +33,15 @@ public enum Argon2id {
 
         /// libsodium's interactive profile (2 passes, 64 MiB): about 0.1 s here.
         public static var interactive: Parameters {
-            Parameters(opsLimit: UInt64(crypto_pwhash_opslimit_interactive()),
-                       memLimitBytes: UInt64(crypto_pwhash_memlimit_interactive()))
+            Parameters(
+                opsLimit: UInt64(crypto_pwhash_opslimit_interactive()),
+                memLimitBytes: UInt64(crypto_pwhash_memlimit_interactive()))
         }
         /// libsodium's moderate profile (3 passes, 256 MiB): the default for backups.
         public static var moderate: Parameters {
-            Parameters(opsLimit: UInt64(crypto_pwhash_opslimit_moderate()),
-                       memLimitBytes: UInt64(crypto_pwhash_memlimit_moderate()))
+            Parameters(
+                opsLimit: UInt64(crypto_pwhash_opslimit_moderate()),
+                memLimitBytes: UInt64(crypto_pwhash_memlimit_moderate()))
         }
         /// The cheapest setting libsodium accepts (1 pass, 8 KiB). Tests only: it protects nothing.
         public static var minimum: Parameters {
@@ -66,8 +68,10 @@ public enum Argon2id {
     /// - Throws: ``CryptoError/invalidParameter(_:)`` for a bad salt length, output length or
     ///   limits outside the ranges above; ``CryptoError/outOfMemory(_:)`` when libsodium cannot
     ///   allocate the memory limit.
-    public static func deriveKey(password: [UInt8], salt: [UInt8], outputByteCount: Int = 32,
-                                 parameters: Parameters) throws -> SecretBytes {
+    public static func deriveKey(
+        password: [UInt8], salt: [UInt8], outputByteCount: Int = 32,
+        parameters: Parameters
+    ) throws -> SecretBytes {
         try Sodium.ensureInitialized()
         guard salt.count == saltByteCount else {
             throw CryptoError.invalidParameter("Argon2id salt must be \(saltByteCount) bytes, got \(salt.count)")
@@ -85,8 +89,9 @@ public enum Argon2id {
             password.withUnsafeBytes { pw in
                 salt.withUnsafeBytes { s in
                     let pwChars = UnsafeRawPointer(pw.u8).assumingMemoryBound(to: CChar.self)
-                    status = crypto_pwhash(out.u8, UInt64(out.count), pwChars, UInt64(pw.count), s.u8,
-                                           parameters.opsLimit, Int(parameters.memLimitBytes), crypto_pwhash_ALG_ARGON2ID13)
+                    status = crypto_pwhash(
+                        out.u8, UInt64(out.count), pwChars, UInt64(pw.count), s.u8,
+                        parameters.opsLimit, Int(parameters.memLimitBytes), crypto_pwhash_ALG_ARGON2ID13)
                 }
             }
         }
@@ -97,8 +102,10 @@ public enum Argon2id {
     }
 
     /// Convenience: derives a key from a text passphrase (its UTF-8 bytes).
-    public static func deriveKey(passphrase: String, salt: [UInt8], outputByteCount: Int = 32,
-                                 parameters: Parameters) throws -> SecretBytes {
+    public static func deriveKey(
+        passphrase: String, salt: [UInt8], outputByteCount: Int = 32,
+        parameters: Parameters
+    ) throws -> SecretBytes {
         try deriveKey(password: Array(passphrase.utf8), salt: salt, outputByteCount: outputByteCount, parameters: parameters)
     }
 }

@@ -47,11 +47,13 @@ public struct Ed25519PublicKey: Hashable, Sendable {
     /// Pointer form of ``isValidSignature(_:for:)`` for hot paths that already hold the bytes.
     func isValidSignature(_ signature: UnsafeRawBufferPointer, for message: UnsafeRawBufferPointer) -> Bool {
         guard signature.count == Self.signatureByteCount, let sig = signature.baseAddress,
-              (try? Sodium.ensureInitialized()) != nil else { return false }
+            (try? Sodium.ensureInitialized()) != nil
+        else { return false }
         return rawRepresentation.withUnsafeBytes { pk in
-            crypto_sign_verify_detached(sig.assumingMemoryBound(to: UInt8.self),
-                                        message.u8,
-                                        UInt64(message.count), pk.u8) == 0
+            crypto_sign_verify_detached(
+                sig.assumingMemoryBound(to: UInt8.self),
+                message.u8,
+                UInt64(message.count), pk.u8) == 0
         }
     }
 }
@@ -81,8 +83,9 @@ public struct Ed25519SigningKey: Sendable {
         var pk = [UInt8](repeating: 0, count: Ed25519PublicKey.byteCount)
         let sk = SecretBytes(count: Int(crypto_sign_secretkeybytes())) { skBuffer in
             seed.withUnsafeBytes { seedBuffer in
-                _ = crypto_sign_seed_keypair(&pk, skBuffer.u8,
-                                             seedBuffer.u8)
+                _ = crypto_sign_seed_keypair(
+                    &pk, skBuffer.u8,
+                    seedBuffer.u8)
             }
         }
         secretKey = sk
@@ -118,8 +121,9 @@ public struct Ed25519SigningKey: Sendable {
     func signature(for message: UnsafeRawBufferPointer) -> [UInt8] {
         var sig = [UInt8](repeating: 0, count: Ed25519PublicKey.signatureByteCount)
         secretKey.withUnsafeBytes { sk in
-            _ = crypto_sign_detached(&sig, nil, message.u8,
-                                     UInt64(message.count), sk.u8)
+            _ = crypto_sign_detached(
+                &sig, nil, message.u8,
+                UInt64(message.count), sk.u8)
         }
         return sig
     }

@@ -18,23 +18,29 @@ public enum HKDF {
     ///   - outputByteCount: 1…8160.
     /// - Returns: the output keying material (OKM) in wiped memory.
     /// - Throws: ``CryptoError/invalidParameter(_:)`` when `outputByteCount` is out of range.
-    public static func deriveKey(inputKeyMaterial: SecretBytes, salt: [UInt8] = [], info: [UInt8] = [],
-                                 outputByteCount: Int) throws -> SecretBytes {
+    public static func deriveKey(
+        inputKeyMaterial: SecretBytes, salt: [UInt8] = [], info: [UInt8] = [],
+        outputByteCount: Int
+    ) throws -> SecretBytes {
         try inputKeyMaterial.withUnsafeBytes { ikm in
             try deriveKey(ikm: ikm, salt: salt, info: info, outputByteCount: outputByteCount)
         }
     }
 
     /// Convenience for non-secret or test inputs; see ``deriveKey(inputKeyMaterial:salt:info:outputByteCount:)-(SecretBytes,_,_,_)``.
-    public static func deriveKey(inputKeyMaterial: [UInt8], salt: [UInt8] = [], info: [UInt8] = [],
-                                 outputByteCount: Int) throws -> SecretBytes {
+    public static func deriveKey(
+        inputKeyMaterial: [UInt8], salt: [UInt8] = [], info: [UInt8] = [],
+        outputByteCount: Int
+    ) throws -> SecretBytes {
         try inputKeyMaterial.withUnsafeBytes { ikm in
             try deriveKey(ikm: ikm, salt: salt, info: info, outputByteCount: outputByteCount)
         }
     }
 
-    static func deriveKey(ikm: UnsafeRawBufferPointer, salt: [UInt8], info: [UInt8],
-                          outputByteCount: Int) throws -> SecretBytes {
+    static func deriveKey(
+        ikm: UnsafeRawBufferPointer, salt: [UInt8], info: [UInt8],
+        outputByteCount: Int
+    ) throws -> SecretBytes {
         guard outputByteCount >= 1, outputByteCount <= maximumOutputByteCount else {
             throw CryptoError.invalidParameter("HKDF output length must be 1…\(maximumOutputByteCount) bytes, got \(outputByteCount)")
         }

@@ -76,8 +76,9 @@ public final class SeededRandomSource: RandomSource {
         var nonce = [UInt8](repeating: 0, count: Int(crypto_stream_chacha20_ietf_noncebytes()))
         for i in 0..<8 { nonce[i] = UInt8(truncatingIfNeeded: call >> (8 * UInt64(i))) }
         seed.withUnsafeBytes { key in
-            _ = crypto_stream_chacha20_ietf(base.assumingMemoryBound(to: UInt8.self), UInt64(buffer.count),
-                                            nonce, key.u8)
+            _ = crypto_stream_chacha20_ietf(
+                base.assumingMemoryBound(to: UInt8.self), UInt64(buffer.count),
+                nonce, key.u8)
         }
     }
 }

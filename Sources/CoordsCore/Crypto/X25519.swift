@@ -68,8 +68,9 @@ public struct X25519PrivateKey: Sendable {
         try Sodium.ensureInitialized()
         let scalar = SecretBytes(count: X25519PublicKey.byteCount) { out in
             signingKey.secretKey.withUnsafeBytes { sk in
-                _ = crypto_sign_ed25519_sk_to_curve25519(out.u8,
-                                                         sk.u8)
+                _ = crypto_sign_ed25519_sk_to_curve25519(
+                    out.u8,
+                    sk.u8)
             }
         }
         try self.init(rawRepresentation: scalar)
@@ -98,9 +99,10 @@ public struct X25519PrivateKey: Sendable {
     @inline(__always)
     func sharedSecret(withRaw peer: UnsafeRawPointer, into out: UnsafeMutableRawPointer) -> Bool {
         rawRepresentation.withUnsafeBytes { scalar in
-            crypto_scalarmult(out.assumingMemoryBound(to: UInt8.self),
-                              scalar.u8,
-                              peer.assumingMemoryBound(to: UInt8.self)) == 0
+            crypto_scalarmult(
+                out.assumingMemoryBound(to: UInt8.self),
+                scalar.u8,
+                peer.assumingMemoryBound(to: UInt8.self)) == 0
         }
     }
 }

@@ -126,11 +126,13 @@ public final class PlaceIndex: Sendable {
         states = file.states
         scoring = file.records.map { r in
             let latitude = Double(r.latitudeE6) / 1e6 * .pi / 180
-            return Scoring(latitude: latitude, cosLatitude: cos(latitude), longitude: Double(r.longitudeE6) / 1e6 * .pi / 180,
-                           bonus: 0.5 * log(Double(max(r.population, 1))))
+            return Scoring(
+                latitude: latitude, cosLatitude: cos(latitude), longitude: Double(r.longitudeE6) / 1e6 * .pi / 180,
+                bonus: 0.5 * log(Double(max(r.population, 1))))
         }
         nodes = Self.buildNodes(records: file.records, scoring: scoring)
-        memoryByteCount = records.capacity * MemoryLayout<Record>.stride + names.capacity
+        memoryByteCount =
+            records.capacity * MemoryLayout<Record>.stride + names.capacity
             + scoring.capacity * MemoryLayout<Scoring>.stride + nodes.capacity * MemoryLayout<Node>.stride
             + countries.reduce(0) { $0 + 32 + $1.code.utf8.count + $1.name.utf8.count }
             + states.reduce(0) { $0 + 32 + $1.key.utf8.count + $1.value.utf8.count }
@@ -143,7 +145,8 @@ public final class PlaceIndex: Sendable {
         func build(_ lo: Int, _ hi: Int) -> Node {
             guard lo < hi else { return empty }
             let mid = (lo + hi) / 2
-            let left = build(lo, mid), right = build(mid + 1, hi)
+            let left = build(lo, mid)
+            let right = build(mid + 1, hi)
             let p = unitVector(scoring[mid])
             var node = Node(min: p, max: p, maxBonus: scoring[mid].bonus)
             for child in [left, right] {
@@ -190,7 +193,10 @@ public final class PlaceIndex: Sendable {
         scoring.withUnsafeBufferPointer { places in
             for i in places.indices {
                 let score = query.score(places[i])
-                if score < bestScore { best = i; bestScore = score }
+                if score < bestScore {
+                    best = i
+                    bestScore = score
+                }
             }
         }
         return place(at: best, query: query)
@@ -279,9 +285,10 @@ public final class PlaceIndex: Sendable {
         if country?.code == "US", r.admin1.0 != 0 {
             state = states[String(decoding: [r.admin1.0, r.admin1.1], as: UTF8.self)]
         }
-        return Place(name: name, countryCode: country?.code, countryName: country?.name, stateName: state,
-                     population: r.population, latitude: Double(r.latitudeE6) / 1e6, longitude: Double(r.longitudeE6) / 1e6,
-                     distanceKm: query.distance(scoring[index]))
+        return Place(
+            name: name, countryCode: country?.code, countryName: country?.name, stateName: state,
+            population: r.population, latitude: Double(r.latitudeE6) / 1e6, longitude: Double(r.longitudeE6) / 1e6,
+            distanceKm: query.distance(scoring[index]))
     }
 }
 
@@ -319,7 +326,8 @@ private struct CGEOFile {
             states[state.code] = state.name
         }
         guard placeCount <= (reader.remaining - namesSize) / Self.recordSize,
-              reader.remaining == placeCount * Self.recordSize + namesSize else {
+            reader.remaining == placeCount * Self.recordSize + namesSize
+        else {
             throw .damagedData("section sizes do not add up to the file size")
         }
         // The sizes were checked above, so every record read below is in bounds.

@@ -13,8 +13,10 @@ final class AppContext: Sendable {
     let backupParameters: Argon2id.Parameters
     let places: PlaceSource
 
-    init(database: Database, keychain: any Keychain, identity: IdentityHolder, clock: TimeSource,
-         random: any RandomSource, logger: Logger, backupParameters: Argon2id.Parameters, places: PlaceSource = .bundled) {
+    init(
+        database: Database, keychain: any Keychain, identity: IdentityHolder, clock: TimeSource,
+        random: any RandomSource, logger: Logger, backupParameters: Argon2id.Parameters, places: PlaceSource = .bundled
+    ) {
         self.database = database
         self.keychain = keychain
         self.identity = identity

@@ -1,4 +1,5 @@
 import Logging
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -86,8 +87,9 @@ public final class CoordsApp: Sendable {
             let keychain: any Keychain
             switch options.keychain {
             case .file(let unlock):
-                keychain = try FileKeychain(path: directory + "/keychain.bin", unlock: unlock,
-                                            parameters: options.keychainParameters, random: options.random)
+                keychain = try FileKeychain(
+                    path: directory + "/keychain.bin", unlock: unlock,
+                    parameters: options.keychainParameters, random: options.random)
             case .custom(let custom):
                 keychain = custom
             }
@@ -95,9 +97,10 @@ public final class CoordsApp: Sendable {
             if let seed = try keychain.load(name: IdentityHolder.keychainName) {
                 identity.set(try Identity(signing: Ed25519SigningKey(seed: seed)))
             }
-            let context = AppContext(database: database, keychain: keychain, identity: identity, clock: options.clock,
-                                     random: options.random, logger: options.logger, backupParameters: options.backupParameters,
-                                     places: options.places)
+            let context = AppContext(
+                database: database, keychain: keychain, identity: identity, clock: options.clock,
+                random: options.random, logger: options.logger, backupParameters: options.backupParameters,
+                places: options.places)
             return CoordsApp(directory: directory, context: context, capacity: options.updateCapacity)
         } catch {
             database.close()

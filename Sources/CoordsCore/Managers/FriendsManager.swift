@@ -119,8 +119,9 @@ public actor FriendsManager {
                 messages.append(.friendUpdated(friend))
                 return friend
             }
-            let record = FriendRecord(name: name, server: server, shareWith: shareWith, fetchFrom: fetchFrom, addedAt: now,
-                                      x25519PublicKey: Base64.encode(x25519.rawRepresentation))
+            let record = FriendRecord(
+                name: name, server: server, shareWith: shareWith, fetchFrom: fetchFrom, addedAt: now,
+                x25519PublicKey: Base64.encode(x25519.rawRepresentation))
             try friends.put(key, record)
             let friend = Friend(key: key, record: record)
             messages.append(.friendAdded(friend))
@@ -197,8 +198,9 @@ public actor FriendsManager {
         try tx.open(Tables.friends).forEach { key, record in
             guard record.shareWith, record.trust != .blocked else { return true }
             guard let bytes = try? Base64.decode(record.x25519PublicKey), let x = try? X25519PublicKey(rawRepresentation: bytes) else {
-                throw StoreError.decodingFailed(table: Tables.friends.name, type: FriendRecord.storeTypeName,
-                                                reason: "cached X25519 key of \(key.base64URL.prefix(8))… is damaged")
+                throw StoreError.decodingFailed(
+                    table: Tables.friends.name, type: FriendRecord.storeTypeName,
+                    reason: "cached X25519 key of \(key.base64URL.prefix(8))… is damaged")
             }
             keys.append(x)
             return true

@@ -1,9 +1,10 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import Synchronization
 
 /// Where the identity's private key lives. Hosts plug in their platform store (iOS Keychain,
 /// Android Keystore through the C ABI callbacks); CoordsCore ships ``FileKeychain`` (sealed
@@ -104,12 +105,15 @@ public final class FileKeychain: Keychain {
     /// - Throws: ``CryptoError/invalidParameter(_:)`` when `parameters` are out of range for a new file,
     ///   ``KeychainError/wrongPassphrase`` when `unlock` does not open an existing file,
     ///   ``KeychainError/corrupted(_:)``, ``KeychainError/io(operation:errno:)``, ``CryptoError``.
-    public init(path: String, unlock: Unlock, parameters: Argon2id.Parameters = .interactive,
-                random: any RandomSource = SystemRandomSource()) throws {
+    public init(
+        path: String, unlock: Unlock, parameters: Argon2id.Parameters = .interactive,
+        random: any RandomSource = SystemRandomSource()
+    ) throws {
         self.path = path
         if let existing = try Self.readFile(path) {
             guard existing.count >= Self.associatedByteCount + AES256GCM.tagByteCount,
-                  Array(existing[0..<4]) == Self.magic else { throw KeychainError.corrupted("not a CoordsCore keychain file") }
+                Array(existing[0..<4]) == Self.magic
+            else { throw KeychainError.corrupted("not a CoordsCore keychain file") }
             guard existing[4] == 1 else { throw KeychainError.corrupted("unsupported keychain version \(existing[4])") }
             header = Array(existing[0..<Self.headerByteCount])
             key = try Self.deriveKey(header: header, unlock: unlock)
@@ -235,7 +239,10 @@ public final class FileKeychain: Keychain {
             put(entries.count, 4)
             for (name, secret) in entries.sorted(by: { $0.key < $1.key }) {
                 put(name.utf8.count, 2)
-                for byte in name.utf8 { out[offset] = byte; offset += 1 }
+                for byte in name.utf8 {
+                    out[offset] = byte
+                    offset += 1
+                }
                 put(secret.count, 4)
                 secret.withUnsafeBytes { s in
                     UnsafeMutableRawBufferPointer(rebasing: out[offset..<offset + s.count]).copyMemory(from: s)

@@ -150,9 +150,11 @@ public actor LocationManager {
             throw LocationManagerError.fixInFuture(fixTimestamp: fix.timestamp, now: now)
         }
         let (server, friends, state) = try context.database.read { tx in
-            (try tx.open(Tables.settings).get(SettingKey.server),
-             try FriendsManager.shareRecipients(in: tx),
-             try tx.open(Tables.uploadState).get(UploadState.key) ?? UploadState())
+            (
+                try tx.open(Tables.settings).get(SettingKey.server),
+                try FriendsManager.shareRecipients(in: tx),
+                try tx.open(Tables.uploadState).get(UploadState.key) ?? UploadState()
+            )
         }
         guard let server, !server.isEmpty else { throw WalletManagerError.noServer }
         if let last = state.lastUploadedFix, fix.timestamp <= last {
@@ -172,8 +174,9 @@ public actor LocationManager {
             return signed
         }
         let request = try RelayAPI.prepareUpload(blob: blob, timestamp: uploadTimestamp, signer: identity.signing, server: server)
-        return PreparedUpload(request: request, fixTimestamp: fix.timestamp, uploadTimestamp: uploadTimestamp,
-                              recipientCount: recipients.count, blobByteCount: blob.count)
+        return PreparedUpload(
+            request: request, fixTimestamp: fix.timestamp, uploadTimestamp: uploadTimestamp,
+            recipientCount: recipients.count, blobByteCount: blob.count)
     }
 
     /// Records that the relay acknowledged the upload of the fix from `fixTimestamp` (a 2xx):
@@ -264,7 +267,8 @@ public actor LocationManager {
             var outcome = FetchOutcome()
             for entry in entries {
                 guard let key = try? Ed25519PublicKey(base64URL: entry.id), let friend = try friends.get(key),
-                      friend.fetchFrom, friend.trust != .blocked else {
+                    friend.fetchFrom, friend.trust != .blocked
+                else {
                     outcome.ignored.append(entry.id)
                     continue
                 }
@@ -278,8 +282,12 @@ public actor LocationManager {
                 }
                 let cached = try cache.get(key)
                 if let cached, cached.location.timestamp > location.timestamp {
-                    outcome.rejected.append(FetchRejection(id: entry.id, error: .rollback(id: entry.id, cachedTimestamp: cached.location.timestamp,
-                                                                                         fetchedTimestamp: location.timestamp)))
+                    outcome.rejected.append(
+                        FetchRejection(
+                            id: entry.id,
+                            error: .rollback(
+                                id: entry.id, cachedTimestamp: cached.location.timestamp,
+                                fetchedTimestamp: location.timestamp)))
                     continue
                 }
                 if let cached, cached.location == location {
@@ -311,8 +319,9 @@ public actor LocationManager {
 
     static func view(key: Ed25519PublicKey, friend: FriendRecord, cached: CachedLocation?, places: PlaceSource) -> FriendLocation {
         let id = key.base64URL
-        return FriendLocation(id: id, name: friend.name, location: cached?.location, updated: cached?.updated,
-                              fetchedAt: cached?.fetchedAt, authenticity: cached?.authenticity, markerColor: MarkerColor(id: id).hex,
-                              place: cached.flatMap { places.nearest(to: $0.location) })
+        return FriendLocation(
+            id: id, name: friend.name, location: cached?.location, updated: cached?.updated,
+            fetchedAt: cached?.fetchedAt, authenticity: cached?.authenticity, markerColor: MarkerColor(id: id).hex,
+            place: cached.flatMap { places.nearest(to: $0.location) })
     }
 }

@@ -184,12 +184,15 @@ public actor MessagesManager {
         guard friend.trust != .blocked else { throw MessagesManagerError.friendBlocked(id: friendID) }
         let now = context.clock.now()
         let payload = MessagePayload(kind: kind, id: id, text: text, sentAt: now, ack: ack)
-        let envelope = try Envelope.seal(payload.json, id: id, from: identity.signing, to: key, createdAt: now / 1000,
-                                         expiresAt: now / 1000 + Self.envelopeLifetimeSeconds, random: context.random)
-        let request = PreparedRequest(url: try RelayAPI.endpoint(server: friend.server, path: "/v1/relay/messages"), method: "POST",
-                                      headers: [.init(name: "Content-Type", value: "application/json")], body: envelope.json.serialized())
-        let record = MessageRecord(id: id, peer: friendID, outgoing: true, kind: kind, text: text, sentAt: now, storedAt: now,
-                                   status: .queued, disappearsAt: nil)
+        let envelope = try Envelope.seal(
+            payload.json, id: id, from: identity.signing, to: key, createdAt: now / 1000,
+            expiresAt: now / 1000 + Self.envelopeLifetimeSeconds, random: context.random)
+        let request = PreparedRequest(
+            url: try RelayAPI.endpoint(server: friend.server, path: "/v1/relay/messages"), method: "POST",
+            headers: [.init(name: "Content-Type", value: "application/json")], body: envelope.json.serialized())
+        let record = MessageRecord(
+            id: id, peer: friendID, outgoing: true, kind: kind, text: text, sentAt: now, storedAt: now,
+            status: .queued, disappearsAt: nil)
         return (record, request)
     }
 
@@ -233,8 +236,9 @@ public actor MessagesManager {
             return next
         }
         let headers = MailboxAuth.headers(signer: identity.signing, method: method, path: path, timestamp: timestamp)
-        return PreparedRequest(url: try RelayAPI.endpoint(server: server, path: path), method: method,
-                               headers: ["X-Coords-Key", "X-Coords-Timestamp", "X-Coords-Signature"].map { .init(name: $0, value: headers[$0] ?? "") })
+        return PreparedRequest(
+            url: try RelayAPI.endpoint(server: server, path: path), method: method,
+            headers: ["X-Coords-Key", "X-Coords-Timestamp", "X-Coords-Signature"].map { .init(name: $0, value: headers[$0] ?? "") })
     }
 
     /// Processes the relay's `{"packets": [...]}`: verifies, opens, de-duplicates and stores each
@@ -292,15 +296,17 @@ public actor MessagesManager {
                 if payload.kind == "receipt" {
                     try ids.put(id, [])
                     if let acked = payload.ack?.lowercased(),
-                       try Self.update(acked, tx, { if $0.outgoing && $0.peer == friendID { $0.status = .delivered } }) {
+                        try Self.update(acked, tx, { if $0.outgoing && $0.peer == friendID { $0.status = .delivered } })
+                    {
                         outcome.delivered.append(acked)
                         messages.append(.messageDelivered(id: acked))
                     }
                     continue
                 }
-                let record = MessageRecord(id: id, peer: friendID, outgoing: false, kind: payload.kind, text: payload.text,
-                                           sentAt: payload.sentAt, storedAt: now, status: .received,
-                                           disappearsAt: try Self.disappearance(tx, peer: friendID, storedAt: now))
+                let record = MessageRecord(
+                    id: id, peer: friendID, outgoing: false, kind: payload.kind, text: payload.text,
+                    sentAt: payload.sentAt, storedAt: now, status: .received,
+                    disappearsAt: try Self.disappearance(tx, peer: friendID, storedAt: now))
                 try Self.store(record, tx)
                 outcome.received.append(record)
                 if payload.kind == "text" { receiptsFor.append((friendID, id)) }
@@ -364,8 +370,10 @@ public actor MessagesManager {
                 let history = try messages.entries(prefix: key.rawRepresentation)
                 let timer = try settings.get(key)?.disappearAfterSeconds
                 guard !history.isEmpty || timer != nil else { continue }
-                result.append(Conversation(friendID: key.base64URL, name: friend.name, lastMessage: history.last?.value,
-                                           messageCount: history.count, disappearAfterSeconds: timer))
+                result.append(
+                    Conversation(
+                        friendID: key.base64URL, name: friend.name, lastMessage: history.last?.value,
+                        messageCount: history.count, disappearAfterSeconds: timer))
             }
             return result.sorted { ($0.lastMessage?.storedAt ?? 0) > ($1.lastMessage?.storedAt ?? 0) }
         }

@@ -83,8 +83,11 @@ public actor OutboxManager {
             let id = max(stored, (try table.last()?.key ?? 0).addingSaturating(1))
             guard id < .max else { throw StoreError.encodingFailed(type: "outbox id", reason: "the outbox ids are used up") }
             try settings.put(SettingKey.outboxNextID, id + 1)
-            try table.put(id, OutboxItem(kind: kind, request: request, nextAttemptAt: now, createdAt: now,
-                                         reference: reference, location: location))
+            try table.put(
+                id,
+                OutboxItem(
+                    kind: kind, request: request, nextAttemptAt: now, createdAt: now,
+                    reference: reference, location: location))
             messages.append(.queued(id: id, kind: kind))
             return id
         }

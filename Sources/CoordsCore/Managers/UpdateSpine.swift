@@ -36,9 +36,10 @@ final class UpdateSpine: Sendable {
     /// A new channel, registered; `wrap` turns its messages into the ``AppUpdate`` hosts receive.
     func channel<Message: Sendable>(as wrap: @escaping @Sendable (Message) -> AppUpdate) -> ReconcileChannel<Message> {
         let channel = ReconcileChannel<Message>(capacity: capacity, doorbell: doorbell)
-        let entry = Entry(next: { (try? channel.receiver.tryRecv()).map(wrap) },
-                          isFinished: { channel.receiver.isDisconnected },
-                          close: { channel.sender.close() })
+        let entry = Entry(
+            next: { (try? channel.receiver.tryRecv()).map(wrap) },
+            isFinished: { channel.receiver.isDisconnected },
+            close: { channel.sender.close() })
         entries.withLock { $0.append(entry) }
         return channel
     }

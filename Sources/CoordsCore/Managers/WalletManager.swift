@@ -183,14 +183,17 @@ public actor WalletManager {
         let contents = try context.database.read { tx -> BackupContents in
             let strict = try tx.open(Tables.settings).get(SettingKey.strictMode) == true
             let friends = try tx.open(Tables.friends).entries().map { key, record in
-                BackupContents.Friend(id: key.base64URL, name: record.name, server: record.server, shareWith: record.shareWith,
-                                      fetchFrom: record.fetchFrom, addedAt: record.addedAt, trust: record.trust)
+                BackupContents.Friend(
+                    id: key.base64URL, name: record.name, server: record.server, shareWith: record.shareWith,
+                    fetchFrom: record.fetchFrom, addedAt: record.addedAt, trust: record.trust)
             }
-            return BackupContents(name: profile.name, server: profile.server, strictMode: strict, friends: friends,
-                                  exportedAt: context.clock.now())
+            return BackupContents(
+                name: profile.name, server: profile.server, strictMode: strict, friends: friends,
+                exportedAt: context.clock.now())
         }
-        return try Backup.seal(seed: identity.signing.seed, contents: contents, passphrase: passphrase,
-                               parameters: context.backupParameters, random: context.random)
+        return try Backup.seal(
+            seed: identity.signing.seed, contents: contents, passphrase: passphrase,
+            parameters: context.backupParameters, random: context.random)
     }
 
     /// Restores a backup: identity (into the keychain), profile and friends.
@@ -209,9 +212,14 @@ public actor WalletManager {
             guard let key = try? Ed25519PublicKey(base64URL: friend.id), let x = try? X25519PublicKey(ed25519: key) else {
                 throw WalletManagerError.invalidBackup("friend \(friend.id.prefix(8))… has an invalid key")
             }
-            friends.append((key, FriendRecord(name: friend.name, server: friend.server, shareWith: friend.shareWith,
-                                              fetchFrom: friend.fetchFrom, addedAt: friend.addedAt,
-                                              x25519PublicKey: Base64.encode(x.rawRepresentation), trust: friend.trust)))
+            friends.append(
+                (
+                    key,
+                    FriendRecord(
+                        name: friend.name, server: friend.server, shareWith: friend.shareWith,
+                        fetchFrom: friend.fetchFrom, addedAt: friend.addedAt,
+                        x25519PublicKey: Base64.encode(x.rawRepresentation), trust: friend.trust)
+                ))
         }
         let id = try install(signing)
         try reconciler.write(context.database) { tx, messages in
@@ -251,8 +259,10 @@ enum Backup {
     static let version: UInt8 = 1
     static let headerByteCount = 53
 
-    static func seal(seed: SecretBytes, contents: BackupContents, passphrase: String, parameters: Argon2id.Parameters,
-                     random: any RandomSource) throws -> [UInt8] {
+    static func seal(
+        seed: SecretBytes, contents: BackupContents, passphrase: String, parameters: Argon2id.Parameters,
+        random: any RandomSource
+    ) throws -> [UInt8] {
         let salt = try random.bytes(Argon2id.saltByteCount)
         let nonce = try random.bytes(AES256GCM.nonceByteCount)
         var header = magic + [version]
@@ -279,7 +289,8 @@ enum Backup {
         guard data[8] == version else { throw WalletManagerError.unsupportedBackupVersion(data[8]) }
         func u64(_ offset: Int) -> UInt64 { data[offset..<offset + 8].reduce(0) { $0 << 8 | UInt64($1) } }
         let parameters = Argon2id.Parameters(opsLimit: u64(9), memLimitBytes: u64(17))
-        let salt = Array(data[25..<41]), nonce = Array(data[41..<53])
+        let salt = Array(data[25..<41])
+        let nonce = Array(data[41..<53])
         let key: SecretBytes
         do {
             key = try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: parameters)
@@ -288,8 +299,9 @@ enum Backup {
         }
         let plaintext: SecretBytes
         do {
-            plaintext = try AES256GCM.openSecret(Array(data[headerByteCount...]), key: key, nonce: nonce,
-                                                 associatedData: Array(data[0..<headerByteCount]))
+            plaintext = try AES256GCM.openSecret(
+                Array(data[headerByteCount...]), key: key, nonce: nonce,
+                associatedData: Array(data[0..<headerByteCount]))
         } catch CryptoError.authenticationFailed {
             throw WalletManagerError.wrongPassphrase
         }

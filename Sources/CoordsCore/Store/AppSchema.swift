@@ -28,8 +28,10 @@ public enum AppSchema {
 
     /// Every table, in creation order.
     public static var tables: [AnyTableDefinition] {
-        [Tables.friends.erased, Tables.locations.erased, Tables.uploadState.erased, Tables.settings.erased, Tables.outbox.erased,
-         Tables.messages.erased, Tables.messageIDs.erased, Tables.conversations.erased]
+        [
+            Tables.friends.erased, Tables.locations.erased, Tables.uploadState.erased, Tables.settings.erased, Tables.outbox.erased,
+            Tables.messages.erased, Tables.messageIDs.erased, Tables.conversations.erased
+        ]
     }
 
     /// The schema ``Database/open(path:options:schema:)`` is given for a data directory.
@@ -101,8 +103,9 @@ extension TableHandle where Key == String, Value == String {
     public func get<V>(_ setting: Setting<V>) throws -> V? {
         guard let text = try get(setting.name) else { return nil }
         guard let value = V(settingText: text) else {
-            throw StoreError.decodingFailed(table: "settings", type: "\(V.self)",
-                                            reason: "row \(setting.name) holds \"\(text.prefix(32))\", not a \(V.self)")
+            throw StoreError.decodingFailed(
+                table: "settings", type: "\(V.self)",
+                reason: "row \(setting.name) holds \"\(text.prefix(32))\", not a \(V.self)")
         }
         return value
     }
@@ -140,8 +143,10 @@ public struct FriendRecord: StoreJSONValue, Equatable {
     /// Trust state (unverified until safety numbers are compared).
     public var trust: TrustState
 
-    public init(name: String, server: String, shareWith: Bool = true, fetchFrom: Bool = true, addedAt: UInt64,
-                x25519PublicKey: String, trust: TrustState = .unverified) {
+    public init(
+        name: String, server: String, shareWith: Bool = true, fetchFrom: Bool = true, addedAt: UInt64,
+        x25519PublicKey: String, trust: TrustState = .unverified
+    ) {
         self.name = name
         self.server = server
         self.shareWith = shareWith
@@ -218,8 +223,10 @@ public struct OutboxItem: StoreJSONValue, Equatable {
     /// request has become too old for the relay's 300-second window.
     public var location: Location?
 
-    public init(kind: String, request: PreparedRequest, attempts: UInt32 = 0, nextAttemptAt: UInt64, createdAt: UInt64,
-                lastError: String? = nil, reference: String? = nil, location: Location? = nil) {
+    public init(
+        kind: String, request: PreparedRequest, attempts: UInt32 = 0, nextAttemptAt: UInt64, createdAt: UInt64,
+        lastError: String? = nil, reference: String? = nil, location: Location? = nil
+    ) {
         self.kind = kind
         self.request = request
         self.attempts = attempts

@@ -1,5 +1,6 @@
 internal import CLMDB
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -86,10 +87,11 @@ public final class Database: @unchecked Sendable {
     public static func open(path: String, options: Options = Options(), schema: Schema) throws -> Database {
         guard schema.tables.count + 1 <= options.maximumTables else { throw StoreError.tooManyTables(schema.tables.count) }
         if mkdir(path, 0o700) != 0 && errno != EEXIST { throw StoreError.openFailed(path: path, .system(errno)) }
-        let canonical = realpath(path, nil).map { p -> String in
-            defer { free(p) }
-            return String(cString: p)
-        } ?? path
+        let canonical =
+            realpath(path, nil).map { p -> String in
+                defer { free(p) }
+                return String(cString: p)
+            } ?? path
         let claimed = openPaths.withLock { $0.insert(canonical).inserted }
         guard claimed else { throw StoreError.alreadyOpen(path: canonical) }
 
@@ -384,7 +386,8 @@ public final class Database: @unchecked Sendable {
                 let dbi = try openDBI(definition.name, txn: txn)
                 let key = "table:" + definition.name
                 if let signature = try state.get(dbi: meta, table: Self.metadataTable, key: key, as: String.self),
-                   signature != definition.typeSignature {
+                    signature != definition.typeSignature
+                {
                     throw StoreError.tableTypeMismatch(table: definition.name, stored: signature, requested: definition.typeSignature)
                 }
                 try state.put(dbi: meta, key: key, value: definition.typeSignature)

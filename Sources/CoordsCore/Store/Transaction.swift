@@ -85,8 +85,10 @@ public struct ReadTransaction: ~Copyable {
     ///   ``StoreError/transactionClosed``.
     public func open<K, V>(_ definition: TableDefinition<K, V>) throws -> ReadOnlyTable<K, V> {
         _ = try state.live()
-        return ReadOnlyTable(access: TableAccess(state: state, dbi: try state.database.handle(for: definition.erased, in: state),
-                                                 name: definition.name))
+        return ReadOnlyTable(
+            access: TableAccess(
+                state: state, dbi: try state.database.handle(for: definition.erased, in: state),
+                name: definition.name))
     }
 }
 
@@ -100,8 +102,10 @@ public struct WriteTransaction: ~Copyable {
     ///   ``StoreError/transactionClosed``.
     public func open<K, V>(_ definition: TableDefinition<K, V>) throws -> Table<K, V> {
         _ = try state.live()
-        return Table(access: TableAccess(state: state, dbi: try state.database.handle(for: definition.erased, in: state),
-                                         name: definition.name))
+        return Table(
+            access: TableAccess(
+                state: state, dbi: try state.database.handle(for: definition.erased, in: state),
+                name: definition.name))
     }
 
     /// In a migration: records that `definition`'s table now holds these key/value types (call
@@ -195,7 +199,8 @@ struct TableAccess<Key: StoreKey, Value: StoreValue> {
         let lower: [UInt8]? = try (prefix ?? from).map { try $0.withStoreBytes { Array($0) } }
         let upper: [UInt8]? = try to.map { try $0.withStoreBytes { Array($0) } }
         let prefixBytes: [UInt8]? = try prefix.map { try $0.withStoreBytes { Array($0) } }
-        var keyVal = MDB_val(), dataVal = MDB_val()
+        var keyVal = MDB_val()
+        var dataVal = MDB_val()
 
         func position(_ bytes: [UInt8]?, _ op: MDB_cursor_op) -> Int32 {
             guard let bytes else { return mdb_cursor_get(cursor, &keyVal, &dataVal, op) }
@@ -220,7 +225,8 @@ struct TableAccess<Key: StoreKey, Value: StoreValue> {
             let keyBytes = UnsafeRawBufferPointer(start: keyVal.mv_data, count: keyVal.mv_size)
             if let prefixBytes {
                 guard keyBytes.count >= prefixBytes.count,
-                      prefixBytes.withUnsafeBytes({ compareBytes(UnsafeRawBufferPointer(rebasing: keyBytes[0..<prefixBytes.count]), $0) }) == 0 else { return }
+                    prefixBytes.withUnsafeBytes({ compareBytes(UnsafeRawBufferPointer(rebasing: keyBytes[0..<prefixBytes.count]), $0) }) == 0
+                else { return }
             }
             if !reverse, let upper, upper.withUnsafeBytes({ compareBytes(keyBytes, $0) }) >= 0 { return }
             if reverse, let lower, prefix == nil, lower.withUnsafeBytes({ compareBytes(keyBytes, $0) }) < 0 { return }

@@ -70,7 +70,8 @@ extension Ed25519PublicKey {
     /// - Throws: ``WireError/invalidPublicKeyID(_:)`` for bad base64, a wrong length or an invalid point.
     public init(base64URL text: String) throws {
         guard let bytes = try? Base64.decode(text, field: "public key"),
-              let key = try? Ed25519PublicKey(rawRepresentation: bytes) else {
+            let key = try? Ed25519PublicKey(rawRepresentation: bytes)
+        else {
             throw WireError.invalidPublicKeyID(text)
         }
         self = key

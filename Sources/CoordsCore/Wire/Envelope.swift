@@ -132,7 +132,8 @@ public struct MessagePayload: Sendable, Equatable {
     /// - Throws: ``WireError/invalidEnvelope(_:)`` when it is not the §7.2 JSON.
     public init(json bytes: [UInt8]) throws {
         guard let object = (try? JSONValue.parse(bytes))?.objectValue, let kind = object["kind"]?.stringValue,
-              let id = object["id"]?.stringValue, let sentAt = object["sentAt"]?.uint64Value else {
+            let id = object["id"]?.stringValue, let sentAt = object["sentAt"]?.uint64Value
+        else {
             throw WireError.invalidEnvelope("the payload is not {\"kind\",\"id\",\"text\",\"sentAt\"} JSON")
         }
         self.init(kind: kind, id: id, text: object["text"]?.stringValue ?? "", sentAt: sentAt, ack: object["ack"]?.stringValue)
@@ -159,8 +160,10 @@ public struct Envelope: Sendable, Equatable {
     /// signature; optional on the wire.
     public var senderKey: String?
 
-    public init(id: String, senderID: String, recipientID: String, sealedPayloadBase64: String, signatureBase64: String,
-                createdAt: String, expiresAt: String, senderKey: String?) {
+    public init(
+        id: String, senderID: String, recipientID: String, sealedPayloadBase64: String, signatureBase64: String,
+        createdAt: String, expiresAt: String, senderKey: String?
+    ) {
         self.id = id
         self.senderID = senderID
         self.recipientID = recipientID
@@ -193,22 +196,26 @@ public struct Envelope: Sendable, Equatable {
     ///   - random: draws the ephemeral X25519 key (32 bytes), then the nonce (12 bytes).
     /// - Throws: ``WireError/invalidEnvelope(_:)`` (expiry not after creation, payload too large),
     ///   ``CryptoError``.
-    public static func seal(_ payload: [UInt8], id: String, from sender: Ed25519SigningKey, to recipient: Ed25519PublicKey,
-                            createdAt: UInt64, expiresAt: UInt64, includeSenderKey: Bool = true,
-                            random: any RandomSource = SystemRandomSource()) throws -> Envelope {
+    public static func seal(
+        _ payload: [UInt8], id: String, from sender: Ed25519SigningKey, to recipient: Ed25519PublicKey,
+        createdAt: UInt64, expiresAt: UInt64, includeSenderKey: Bool = true,
+        random: any RandomSource = SystemRandomSource()
+    ) throws -> Envelope {
         guard expiresAt > createdAt else { throw WireError.invalidEnvelope("expiresAt must be after createdAt") }
         guard payload.count + 60 <= maximumPayloadBytes else {
             throw WireError.invalidEnvelope("the payload is \(payload.count) bytes; at most \(maximumPayloadBytes - 60) fit in an envelope")
         }
         let ephemeral = try X25519PrivateKey(rawRepresentation: SecretBytes(copying: try random.bytes(32)))
         let nonce = try random.bytes(AES256GCM.nonceByteCount)
-        var envelope = Envelope(id: id, senderID: PeerID(sender.publicKey).hex, recipientID: PeerID(recipient).hex,
-                                sealedPayloadBase64: "", signatureBase64: "", createdAt: RFC3339.format(createdAt),
-                                expiresAt: RFC3339.format(expiresAt), senderKey: includeSenderKey ? sender.publicKey.base64URL : nil)
+        var envelope = Envelope(
+            id: id, senderID: PeerID(sender.publicKey).hex, recipientID: PeerID(recipient).hex,
+            sealedPayloadBase64: "", signatureBase64: "", createdAt: RFC3339.format(createdAt),
+            expiresAt: RFC3339.format(expiresAt), senderKey: includeSenderKey ? sender.publicKey.base64URL : nil)
         let senderX = try X25519PrivateKey(ed25519: sender)
         let recipientX = try X25519PublicKey(ed25519: recipient)
-        let key = try messageKey(first: ephemeral.sharedSecret(with: recipientX), second: senderX.sharedSecret(with: recipientX),
-                                 ephemeral: ephemeral.publicKey, sender: senderX.publicKey, recipient: recipientX)
+        let key = try messageKey(
+            first: ephemeral.sharedSecret(with: recipientX), second: senderX.sharedSecret(with: recipientX),
+            ephemeral: ephemeral.publicKey, sender: senderX.publicKey, recipient: recipientX)
         let sealed = try AES256GCM.seal(payload, key: key, nonce: nonce, associatedData: envelope.associatedData)
         envelope.sealedPayloadBase64 = Base64.encode(ephemeral.publicKey.rawRepresentation + nonce + sealed, variant: .standard)
         envelope.signatureBase64 = Base64.encode(sender.signature(for: envelope.signedBytes), variant: .standard)
@@ -216,15 +223,18 @@ public struct Envelope: Sendable, Equatable {
     }
 
     /// `HKDF-SHA256(X25519(e, R) ‖ X25519(S, R), salt, info = E_pub ‖ S_pub ‖ R_pub)` (§7.2).
-    static func messageKey(first: SecretBytes, second: SecretBytes, ephemeral: X25519PublicKey, sender: X25519PublicKey,
-                           recipient: X25519PublicKey) throws -> SecretBytes {
+    static func messageKey(
+        first: SecretBytes, second: SecretBytes, ephemeral: X25519PublicKey, sender: X25519PublicKey,
+        recipient: X25519PublicKey
+    ) throws -> SecretBytes {
         let ikm = SecretBytes(count: first.count + second.count) { out in
             first.withUnsafeBytes { out.copyMemory(from: $0) }
             second.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: out[first.count...]).copyMemory(from: $0) }
         }
-        return try HKDF.deriveKey(inputKeyMaterial: ikm, salt: hkdfSalt,
-                                  info: ephemeral.rawRepresentation + sender.rawRepresentation + recipient.rawRepresentation,
-                                  outputByteCount: 32)
+        return try HKDF.deriveKey(
+            inputKeyMaterial: ikm, salt: hkdfSalt,
+            info: ephemeral.rawRepresentation + sender.rawRepresentation + recipient.rawRepresentation,
+            outputByteCount: 32)
     }
 
     /// A random lowercase UUID v4.
@@ -246,7 +256,8 @@ public struct Envelope: Sendable, Equatable {
             throw WireError.invalidEnvelope("senderID is not the hash of the sender's key")
         }
         guard let signature = try? Base64.decode(signatureBase64, variant: .standard, field: "signatureBase64"), signature.count == 64,
-              key.isValidSignature(signature, for: signedBytes) else {
+            key.isValidSignature(signature, for: signedBytes)
+        else {
             throw WireError.envelopeSignatureInvalid
         }
     }
@@ -266,14 +277,16 @@ public struct Envelope: Sendable, Equatable {
         guard expiry > now else { throw WireError.envelopeExpired(expiresAt: expiry) }
         try verify(senderKey: senderKey)
         guard let sealed = try? Base64.decode(sealedPayloadBase64, variant: .standard, field: "sealedPayloadBase64"),
-              sealed.count >= 32 + 12 + 16 else {
+            sealed.count >= 32 + 12 + 16
+        else {
             throw WireError.invalidEnvelope("the sealed payload is not base64 of E_pub | nonce | ciphertext")
         }
         let ephemeral = try X25519PublicKey(rawRepresentation: Array(sealed[0..<32]))
         let recipientX = try X25519PrivateKey(ed25519: recipient)
         let senderX = try X25519PublicKey(ed25519: senderKey)
-        let key = try Self.messageKey(first: recipientX.sharedSecret(with: ephemeral), second: recipientX.sharedSecret(with: senderX),
-                                      ephemeral: ephemeral, sender: senderX, recipient: recipientX.publicKey)
+        let key = try Self.messageKey(
+            first: recipientX.sharedSecret(with: ephemeral), second: recipientX.sharedSecret(with: senderX),
+            ephemeral: ephemeral, sender: senderX, recipient: recipientX.publicKey)
         do {
             return try AES256GCM.open(Array(sealed[44...]), key: key, nonce: Array(sealed[32..<44]), associatedData: associatedData)
         } catch CryptoError.authenticationFailed {
@@ -311,9 +324,11 @@ public struct Envelope: Sendable, Equatable {
         }
         let id = try string("id")
         guard Self.isUUID(id) else { throw WireError.invalidEnvelope("id must be a UUID, got \"\(id.prefix(40))\"") }
-        let sender = try PeerID(parsing: try string("senderID")), recipient = try PeerID(parsing: try string("recipientID"))
+        let sender = try PeerID(parsing: try string("senderID"))
+        let recipient = try PeerID(parsing: try string("recipientID"))
         guard sender != recipient else { throw WireError.invalidEnvelope("sender and recipient are the same") }
-        let created = try string("createdAt"), expires = try string("expiresAt")
+        let created = try string("createdAt")
+        let expires = try string("expiresAt")
         _ = try RFC3339.parse(created)
         _ = try RFC3339.parse(expires)
         var senderKey: String?
@@ -321,9 +336,10 @@ public struct Envelope: Sendable, Equatable {
             guard let text = key.stringValue else { throw WireError.invalidEnvelope("senderKey must be a string") }
             senderKey = text
         }
-        self.init(id: id, senderID: try string("senderID"), recipientID: try string("recipientID"),
-                  sealedPayloadBase64: try string("sealedPayloadBase64"), signatureBase64: try string("signatureBase64"),
-                  createdAt: created, expiresAt: expires, senderKey: senderKey)
+        self.init(
+            id: id, senderID: try string("senderID"), recipientID: try string("recipientID"),
+            sealedPayloadBase64: try string("sealedPayloadBase64"), signatureBase64: try string("signatureBase64"),
+            createdAt: created, expiresAt: expires, senderKey: senderKey)
     }
 
     /// Whether `text` is a UUID (8-4-4-4-12 hex digits, any case).
@@ -356,7 +372,7 @@ public enum MailboxAuth {
         [
             "X-Coords-Key": signer.publicKey.base64URL,
             "X-Coords-Timestamp": String(timestamp),
-            "X-Coords-Signature": Base64.encode(signer.signature(for: signedBytes(method: method, path: path, timestamp: timestamp))),
+            "X-Coords-Signature": Base64.encode(signer.signature(for: signedBytes(method: method, path: path, timestamp: timestamp)))
         ]
     }
 }

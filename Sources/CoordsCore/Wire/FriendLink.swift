@@ -85,7 +85,7 @@ public struct FriendLink: Sendable, Hashable {
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
+                UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
                 out.append(byte)
             default:
                 out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0f)]]
@@ -101,7 +101,8 @@ public struct FriendLink: Sendable, Hashable {
         var i = 0
         while i < bytes.count {
             if bytes[i] == UInt8(ascii: "%"), i + 2 < bytes.count,
-               let hi = hexValue(bytes[i + 1]), let lo = hexValue(bytes[i + 2]) {
+                let hi = hexValue(bytes[i + 1]), let lo = hexValue(bytes[i + 2])
+            {
                 out.append(hi << 4 | lo)
                 i += 3
             } else {
@@ -146,7 +147,8 @@ public struct MarkerColor: Sendable, Hashable {
         var h: UInt64 = 0
         for byte in id.utf8 { h = h &* 31 &+ UInt64(byte) }
         hue = Int(h % 360)
-        let saturation = 0.65, lightness = 0.45
+        let saturation = 0.65
+        let lightness = 0.45
         let chroma = (1 - abs(2 * lightness - 1)) * saturation
         let sector = Double(hue) / 60
         let x = chroma * (1 - abs(sector.truncatingRemainder(dividingBy: 2) - 1))

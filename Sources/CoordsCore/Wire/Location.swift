@@ -131,8 +131,9 @@ public struct WireLocation: Sendable, Hashable {
 
     /// The decoded location (microdegrees ÷ 10⁶, whole metres). Not validated: see ``Location``.
     public var location: Location {
-        Location(unvalidatedLatitude: Double(latitudeE6) / 1_000_000, longitude: Double(longitudeE6) / 1_000_000,
-                 altitude: Double(altitude), accuracy: Float(accuracy), timestamp: timestamp)
+        Location(
+            unvalidatedLatitude: Double(latitudeE6) / 1_000_000, longitude: Double(longitudeE6) / 1_000_000,
+            altitude: Double(altitude), accuracy: Float(accuracy), timestamp: timestamp)
     }
 
     static func saturatingInt32(_ value: Double) -> Int32 {

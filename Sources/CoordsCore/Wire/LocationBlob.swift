@@ -54,8 +54,10 @@ public enum LocationBlob {
     /// - Throws: ``WireError/noRecipients``, ``WireError/tooManyRecipients(count:maximum:)``
     ///   (more than 1050), ``WireError/invalidRecipientKey(index:)`` for a small-order key,
     ///   ``CryptoError/unsupportedHardware``, errors of `random`.
-    public static func seal(_ location: WireLocation, for recipients: [X25519PublicKey],
-                            using random: any RandomSource = SystemRandomSource()) throws -> [UInt8] {
+    public static func seal(
+        _ location: WireLocation, for recipients: [X25519PublicKey],
+        using random: any RandomSource = SystemRandomSource()
+    ) throws -> [UInt8] {
         let n = recipients.count
         guard n > 0 else { throw WireError.noRecipients }
         let entryCount = paddedEntryCount(forRecipientCount: n)
@@ -89,9 +91,10 @@ public enum LocationBlob {
                         ephemeral.sharedSecret(withRaw: peer.u8, into: wrap.u8)
                     }
                     guard agreed else { throw WireError.invalidRecipientKey(index: i) }
-                    AES256GCM.sealRaw(UnsafeRawBufferPointer(dek), key: UnsafeRawBufferPointer(wrap), nonce: UnsafeRawBufferPointer(nonce),
-                                      associatedData: UnsafeRawBufferPointer(start: nil, count: 0),
-                                      into: UnsafeMutableRawBufferPointer(rebasing: out[entry + 12..<entry + 60]))
+                    AES256GCM.sealRaw(
+                        UnsafeRawBufferPointer(dek), key: UnsafeRawBufferPointer(wrap), nonce: UnsafeRawBufferPointer(nonce),
+                        associatedData: UnsafeRawBufferPointer(start: nil, count: 0),
+                        into: UnsafeMutableRawBufferPointer(rebasing: out[entry + 12..<entry + 60]))
                 }
                 for j in n..<entryCount {
                     let entry = headerByteCount + entryByteCount * j
@@ -103,9 +106,10 @@ public enum LocationBlob {
                 var plaintext = (UInt64(0), UInt64(0), UInt32(0))  // 20 bytes on the stack
                 withUnsafeMutableBytes(of: &plaintext) { p in
                     location.write(into: p)
-                    AES256GCM.sealRaw(UnsafeRawBufferPointer(rebasing: p[0..<WireLocation.byteCount]), key: UnsafeRawBufferPointer(dek),
-                                      nonce: UnsafeRawBufferPointer(nonce), associatedData: UnsafeRawBufferPointer(start: nil, count: 0),
-                                      into: UnsafeMutableRawBufferPointer(rebasing: out[data + 12..<size]))
+                    AES256GCM.sealRaw(
+                        UnsafeRawBufferPointer(rebasing: p[0..<WireLocation.byteCount]), key: UnsafeRawBufferPointer(dek),
+                        nonce: UnsafeRawBufferPointer(nonce), associatedData: UnsafeRawBufferPointer(start: nil, count: 0),
+                        into: UnsafeMutableRawBufferPointer(rebasing: out[data + 12..<size]))
                     Self.wipe(p)
                 }
             }
@@ -117,8 +121,10 @@ public enum LocationBlob {
     /// ``seal(_:for:using:)-(_,[X25519PublicKey],_)``.
     /// - Throws: ``WireError/invalidRecipientKey(index:)`` for a key that does not convert, and
     ///   the errors of the X25519 form.
-    public static func seal(_ location: WireLocation, for recipients: [Ed25519PublicKey],
-                            using random: any RandomSource = SystemRandomSource()) throws -> [UInt8] {
+    public static func seal(
+        _ location: WireLocation, for recipients: [Ed25519PublicKey],
+        using random: any RandomSource = SystemRandomSource()
+    ) throws -> [UInt8] {
         var converted: [X25519PublicKey] = []
         converted.reserveCapacity(recipients.count)
         for (i, key) in recipients.enumerated() {
@@ -168,9 +174,11 @@ public enum LocationBlob {
             var found = false
             for i in 0..<entryCount {
                 let entry = headerByteCount + entryByteCount * i
-                if unwrap.openRaw(UnsafeRawBufferPointer(rebasing: blob[entry + 12..<entry + 60]),
-                                  nonce: UnsafeRawBufferPointer(rebasing: blob[entry..<entry + 12]),
-                                  associatedData: UnsafeRawBufferPointer(start: nil, count: 0), into: dek) {
+                if unwrap.openRaw(
+                    UnsafeRawBufferPointer(rebasing: blob[entry + 12..<entry + 60]),
+                    nonce: UnsafeRawBufferPointer(rebasing: blob[entry..<entry + 12]),
+                    associatedData: UnsafeRawBufferPointer(start: nil, count: 0), into: dek)
+                {
                     found = true
                     break
                 }
@@ -185,8 +193,11 @@ public enum LocationBlob {
                 var plaintext = (UInt64(0), UInt64(0), UInt32(0))
                 return try withUnsafeMutableBytes(of: &plaintext) { p in
                     let out = UnsafeMutableRawBufferPointer(rebasing: p[0..<WireLocation.byteCount])
-                    guard AES256GCM.openRaw(ciphertext, key: UnsafeRawBufferPointer(dek), nonce: nonce,
-                                            associatedData: UnsafeRawBufferPointer(start: nil, count: 0), into: out) else {
+                    guard
+                        AES256GCM.openRaw(
+                            ciphertext, key: UnsafeRawBufferPointer(dek), nonce: nonce,
+                            associatedData: UnsafeRawBufferPointer(start: nil, count: 0), into: out)
+                    else {
                         throw WireError.blobDataTampered
                     }
                     return WireLocation(unchecked: UnsafeRawBufferPointer(out))
@@ -196,8 +207,9 @@ public enum LocationBlob {
             // well-formed blob with a foreign plaintext says what it is.
             var other = [UInt8](repeating: 0, count: plaintextLength)
             let ok = other.withUnsafeMutableBytes { out in
-                AES256GCM.openRaw(ciphertext, key: UnsafeRawBufferPointer(dek), nonce: nonce,
-                                  associatedData: UnsafeRawBufferPointer(start: nil, count: 0), into: out)
+                AES256GCM.openRaw(
+                    ciphertext, key: UnsafeRawBufferPointer(dek), nonce: nonce,
+                    associatedData: UnsafeRawBufferPointer(start: nil, count: 0), into: out)
             }
             guard ok else { throw WireError.blobDataTampered }
             throw WireError.invalidLocationPlaintext(length: plaintextLength)

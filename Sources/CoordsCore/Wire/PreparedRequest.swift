@@ -42,7 +42,7 @@ public struct PreparedRequest: Sendable, Equatable {
             "url": .string(url),
             "method": .string(method),
             "headers": .object(JSONObject(headers.map { ($0.name, .string($0.value)) })),
-            "body_base64": .string(Base64.encode(body, variant: .standard)),
+            "body_base64": .string(Base64.encode(body, variant: .standard))
         ])
     }
 }
@@ -53,7 +53,8 @@ extension PreparedRequest {
     ///   ``WireError/invalidBase64(field:)`` for the body.
     public init(json: JSONValue) throws {
         guard let object = json.objectValue, let url = object["url"]?.stringValue, let method = object["method"]?.stringValue,
-              let body = object["body_base64"]?.stringValue else {
+            let body = object["body_base64"]?.stringValue
+        else {
             throw WireError.unexpectedJSON("a request is {\"url\", \"method\", \"headers\": {…}, \"body_base64\"}")
         }
         var headers: [Header] = []

@@ -21,12 +21,17 @@ public enum RelayAPI {
         while base.hasSuffix("/") { base = base.dropLast() }
         let lower = base.lowercased()
         let schemeLength: Int
-        if lower.hasPrefix("https://") { schemeLength = 8 } else if lower.hasPrefix("http://") { schemeLength = 7 } else {
+        if lower.hasPrefix("https://") {
+            schemeLength = 8
+        } else if lower.hasPrefix("http://") {
+            schemeLength = 7
+        } else {
             throw WireError.invalidServerURL(server)
         }
         let rest = base.dropFirst(schemeLength)
         guard let hostChar = rest.first, hostChar != "/", hostChar != ":",
-              !base.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7f || $0 == "#" || $0 == "?" }) else {
+            !base.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7f || $0 == "#" || $0 == "?" })
+        else {
             throw WireError.invalidServerURL(server)
         }
         return String(base) + path
@@ -60,7 +65,7 @@ public enum RelayAPI {
             "pubkey": .string(signer.publicKey.base64URL),
             "timestamp": .integer(timestamp),
             "blob": .string(Base64.encode(blob)),
-            "signature": .string(Base64.encode(signature)),
+            "signature": .string(Base64.encode(signature))
         ])
     }
 
@@ -71,9 +76,10 @@ public enum RelayAPI {
         guard blob.count <= maximumBlobByteCount else {
             throw WireError.invalidLength(field: "blob (at most)", expected: maximumBlobByteCount, actual: blob.count)
         }
-        return PreparedRequest(url: try endpoint(server: server, path: locationPath), method: "PUT",
-                               headers: [.init(name: "Content-Type", value: "application/json")],
-                               body: uploadBody(blob: blob, timestamp: timestamp, signer: signer).serialized())
+        return PreparedRequest(
+            url: try endpoint(server: server, path: locationPath), method: "PUT",
+            headers: [.init(name: "Content-Type", value: "application/json")],
+            body: uploadBody(blob: blob, timestamp: timestamp, signer: signer).serialized())
     }
 
     /// `DELETE <server>/api/location` with `{"pubkey","timestamp","signature"}` (§6 extension):
@@ -84,10 +90,11 @@ public enum RelayAPI {
         let body: JSONValue = .object([
             "pubkey": .string(signer.publicKey.base64URL),
             "timestamp": .integer(timestamp),
-            "signature": .string(Base64.encode(signature)),
+            "signature": .string(Base64.encode(signature))
         ])
-        return PreparedRequest(url: try endpoint(server: server, path: locationPath), method: "DELETE",
-                               headers: [.init(name: "Content-Type", value: "application/json")], body: body.serialized())
+        return PreparedRequest(
+            url: try endpoint(server: server, path: locationPath), method: "DELETE",
+            headers: [.init(name: "Content-Type", value: "application/json")], body: body.serialized())
     }
 
     // MARK: Fetch (POST)
@@ -131,10 +138,13 @@ public enum RelayAPI {
             while start < ids.count {
                 let batch = Array(ids[start..<min(start + maximumFetchBatch, ids.count)])
                 let body: JSONValue = .object(["ids": .array(batch.map { .string($0) })])
-                fetches.append(PreparedFetch(server: server, ids: batch,
-                                             request: PreparedRequest(url: url, method: "POST",
-                                                                      headers: [.init(name: "Content-Type", value: "application/json")],
-                                                                      body: body.serialized())))
+                fetches.append(
+                    PreparedFetch(
+                        server: server, ids: batch,
+                        request: PreparedRequest(
+                            url: url, method: "POST",
+                            headers: [.init(name: "Content-Type", value: "application/json")],
+                            body: body.serialized())))
                 start += maximumFetchBatch
             }
         }
@@ -189,8 +199,10 @@ public enum RelayAPI {
     ///   - options: strict mode and the clock used for freshness checks.
     /// - Throws: ``WireError/invalidJSON(_:)`` or ``WireError/unexpectedJSON(_:)`` only when the
     ///   body as a whole is not a JSON object.
-    public static func processFetchResponse(_ body: [UInt8], reader: X25519PrivateKey,
-                                            options: FetchOptions = FetchOptions()) throws -> [FetchEntry] {
+    public static func processFetchResponse(
+        _ body: [UInt8], reader: X25519PrivateKey,
+        options: FetchOptions = FetchOptions()
+    ) throws -> [FetchEntry] {
         guard let object = try JSONValue.parse(body).objectValue else {
             throw WireError.unexpectedJSON("a fetch response must be an object keyed by id")
         }
@@ -213,7 +225,8 @@ public enum RelayAPI {
             entry.error = .invalidBase64(field: "blob of \(id.prefix(8))…")
             return entry
         }
-        let signatureField = fields["signature"], timestampField = fields["timestamp"]
+        let signatureField = fields["signature"]
+        let timestampField = fields["timestamp"]
         if signatureField == nil && timestampField == nil {
             entry.authenticity = .unverified
             if options.requireSignatures {
@@ -228,9 +241,10 @@ public enum RelayAPI {
                 return entry
             }
             guard let signatureText = signatureField?.stringValue,
-                  let signature = try? Base64.decode(signatureText, field: "signature"),
-                  let timestamp = timestampField?.uint64Value,
-                  key.isValidSignature(signature, for: uploadSignedMessage(blob: blob, timestamp: timestamp)) else {
+                let signature = try? Base64.decode(signatureText, field: "signature"),
+                let timestamp = timestampField?.uint64Value,
+                key.isValidSignature(signature, for: uploadSignedMessage(blob: blob, timestamp: timestamp))
+            else {
                 entry.authenticity = .tampered
                 entry.error = .tamperedEntry(id: id)
                 return entry
@@ -254,7 +268,8 @@ public enum RelayAPI {
     /// relay's plain text. The message is cut to 500 characters and stripped of control characters.
     public static func error(status: Int, body: [UInt8]) -> WireError {
         if let object = try? JSONValue.parse(body).objectValue,
-           let code = object["error"]?.stringValue {
+            let code = object["error"]?.stringValue
+        {
             let message = object["message"]?.stringValue ?? code
             return .relayError(status: status, code: code, message: sanitize(message))
         }
@@ -300,7 +315,8 @@ public enum RelayAPI {
     /// - Throws: ``WireError/invalidJSON(_:)``, ``WireError/unexpectedJSON(_:)``.
     public static func parseVersion(_ body: [UInt8]) throws -> ServerVersion {
         guard let object = try JSONValue.parse(body).objectValue,
-              let name = object["name"]?.stringValue, let version = object["version"]?.stringValue else {
+            let name = object["name"]?.stringValue, let version = object["version"]?.stringValue
+        else {
             throw WireError.unexpectedJSON("a version answer is {\"name\": string, \"version\": string}")
         }
         return ServerVersion(name: name, version: version)

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import CoordsCore
 
 /// Starts `body` on a new thread; `join()` waits for it.
@@ -53,7 +54,11 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
         var threads: [TestThread] = []
         for i in 0..<200 {
             let clone = tx.clone()
-            threads.append(TestThread { try? clone.send(i); clone.close() })
+            threads.append(
+                TestThread {
+                    try? clone.send(i)
+                    clone.close()
+                })
         }
         tx.close()
         #expect(rx.blockingValues.reduce(0, +) == (0..<200).reduce(0, +))
@@ -64,7 +69,8 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
         let (tx, rx) = Channel.unbounded(of: Int.self)
         let wait = Duration.milliseconds(100)
         let took = elapsed { #expect(throws: ChannelError.timedOut) { try rx.recv(timeout: wait) } }
-        let lower: Duration = wait - .milliseconds(2), upper: Duration = wait + .milliseconds(80)
+        let lower: Duration = wait - .milliseconds(2)
+        let upper: Duration = wait + .milliseconds(80)
         #expect(took >= lower)
         #expect(took < upper)
         try tx.send(42)
@@ -137,10 +143,11 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
         var threads: [TestThread] = []
         for _ in 0..<16 {
             let clone = tx.clone()
-            threads.append(TestThread {
-                for i in 0..<2000 { try? clone.send(i) }
-                clone.close()
-            })
+            threads.append(
+                TestThread {
+                    for i in 0..<2000 { try? clone.send(i) }
+                    clone.close()
+                })
         }
         tx.close()
         let expected: Int = (0..<2000).reduce(0, +) * 16
@@ -176,7 +183,10 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
         let thread = TestThread { got.store((try? rx.recv()) ?? -2, ordering: .relaxed) }
         var sent = false
         for _ in 0..<200 where !sent {
-            do { try tx.trySend(9); sent = true } catch { Thread.sleep(forTimeInterval: 0.005) }
+            do {
+                try tx.trySend(9)
+                sent = true
+            } catch { Thread.sleep(forTimeInterval: 0.005) }
         }
         thread.join()
         #expect(sent)
@@ -203,7 +213,10 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
         try tx.send(1)
         let result = Atomic<Int>(0)
         let thread = TestThread {
-            do { try tx.send(2); result.store(1, ordering: .relaxed) } catch let error as SendError<Int> {
+            do {
+                try tx.send(2)
+                result.store(1, ordering: .relaxed)
+            } catch let error as SendError<Int> {
                 result.store(error.reason == .disconnected ? 2 : 3, ordering: .relaxed)
             } catch {
                 result.store(4, ordering: .relaxed)
@@ -216,7 +229,8 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
     }
 
     @Test func hydra() throws {
-        let threadCount = 8, messages = 100
+        let threadCount = 8
+        let messages = 100
         let (mainTx, mainRx) = Channel.unbounded(of: Int.self)
         var txs: [Sender<Int>] = []
         var threads: [TestThread] = []
@@ -224,10 +238,11 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
             let forward = mainTx.clone()
             let (tx, rx) = Channel.unbounded(of: Int.self)
             txs.append(tx)
-            threads.append(TestThread {
-                for message in rx.blockingValues { try? forward.send(message) }
-                forward.close()
-            })
+            threads.append(
+                TestThread {
+                    for message in rx.blockingValues { try? forward.send(message) }
+                    forward.close()
+                })
         }
         mainTx.close()
         for _ in 0..<20 {
@@ -240,7 +255,8 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
     }
 
     @Test func robin() throws {
-        let threadCount = 8, messages = 10
+        let threadCount = 8
+        let messages = 10
         let main = Channel.bounded(1, of: Int.self)
         var mainTx = main.sender
         let mainRx = main.receiver
@@ -251,11 +267,18 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
             let rx = link.receiver
             swap(&tx, &mainTx)
             let forward = tx
-            threads.append(TestThread { for message in rx.blockingValues { try? forward.send(message) }; forward.close() })
+            threads.append(
+                TestThread {
+                    for message in rx.blockingValues { try? forward.send(message) }
+                    forward.close()
+                })
         }
         for _ in 0..<200 {
             let sender = mainTx.clone()
-            let producer = TestThread { for _ in 0..<messages { try? sender.send(1) }; sender.close() }
+            let producer = TestThread {
+                for _ in 0..<messages { try? sender.send(1) }
+                sender.close()
+            }
             for _ in 0..<messages { _ = try mainRx.recv() }
             producer.join()
         }
@@ -326,30 +349,34 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
     @Test(arguments: [nil, 0, 1, 64] as [Int?])
     func everyValueIsReceivedExactlyOnce(capacity: Int?) throws {
         let (tx, rx) = capacity.map { Channel.bounded($0, of: Int.self) } ?? Channel.unbounded(of: Int.self)
-        let senders = 4, receivers = 4, perSender = capacity == 0 ? 2_000 : 20_000
+        let senders = 4
+        let receivers = 4
+        let perSender = capacity == 0 ? 2_000 : 20_000
         // NSLock (pthread underneath), not Synchronization.Mutex: TSan cannot see futex-based locks.
         let seen = LockedBox<[Int: Int]>([:])
         var threads: [TestThread] = []
         for s in 0..<senders {
             let handle = tx.clone()
-            threads.append(TestThread {
-                for i in 0..<perSender { try? handle.send(s * perSender + i) }
-                handle.close()
-            })
+            threads.append(
+                TestThread {
+                    for i in 0..<perSender { try? handle.send(s * perSender + i) }
+                    handle.close()
+                })
         }
         tx.close()
         for r in 0..<receivers {
             let handle = rx.clone()
             let useTimeout = r % 2 == 0
-            threads.append(TestThread {
-                var local: [Int] = []
-                while true {
-                    do {
-                        local.append(useTimeout ? try handle.recv(timeout: .seconds(5)) : try handle.recv())
-                    } catch { break }
-                }
-                seen.update { counts in for v in local { counts[v, default: 0] += 1 } }
-            })
+            threads.append(
+                TestThread {
+                    var local: [Int] = []
+                    while true {
+                        do {
+                            local.append(useTimeout ? try handle.recv(timeout: .seconds(5)) : try handle.recv())
+                        } catch { break }
+                    }
+                    seen.update { counts in for v in local { counts[v, default: 0] += 1 } }
+                })
         }
         rx.close()
         threads.forEach { $0.join() }

@@ -1,11 +1,14 @@
 import Testing
+
 @testable import CoordsCore
 
 @Suite struct AES256GCMTests {
     @Test(arguments: try StandardVectors.load().aes256gcm_mcgrew_viega)
     func gcmSpecificationCases(_ v: StandardVectors.GCMCase) throws {
         let key = SecretBytes(copying: try Hex.decode(v.key))
-        let nonce = try Hex.decode(v.iv), aad = try Hex.decode(v.aad), plaintext = try Hex.decode(v.plaintext)
+        let nonce = try Hex.decode(v.iv)
+        let aad = try Hex.decode(v.aad)
+        let plaintext = try Hex.decode(v.plaintext)
         let expected = try Hex.decode(v.ciphertext) + Hex.decode(v.tag)
         #expect(try AES256GCM.seal(plaintext, key: key, nonce: nonce, associatedData: aad) == expected)
         #expect(try AES256GCM.open(expected, key: key, nonce: nonce, associatedData: aad) == plaintext)
@@ -17,7 +20,8 @@ import Testing
     @Test func tamperingWithAnyPartFailsToOpen() throws {
         let key = try SecretBytes(randomCount: 32)
         let nonce = try SystemRandomSource().bytes(12)
-        let aad = Array("header".utf8), plaintext = Array("47.3769 8.5417".utf8)
+        let aad = Array("header".utf8)
+        let plaintext = Array("47.3769 8.5417".utf8)
         let sealed = try AES256GCM.seal(plaintext, key: key, nonce: nonce, associatedData: aad)
         let precomputed = try AES256GCM.PrecomputedKey(key: key)
         for index in sealed.indices {  // every ciphertext and tag byte
@@ -35,7 +39,9 @@ import Testing
         badAAD[0] ^= 0x01
         #expect(throws: CryptoError.authenticationFailed) { try AES256GCM.open(sealed, key: key, nonce: nonce, associatedData: badAAD) }
         #expect(throws: CryptoError.authenticationFailed) { try AES256GCM.open(sealed, key: key, nonce: nonce) }
-        #expect(throws: CryptoError.authenticationFailed) { try AES256GCM.open(sealed, key: try SecretBytes(randomCount: 32), nonce: nonce, associatedData: aad) }
+        #expect(throws: CryptoError.authenticationFailed) {
+            try AES256GCM.open(sealed, key: try SecretBytes(randomCount: 32), nonce: nonce, associatedData: aad)
+        }
         #expect(throws: CryptoError.authenticationFailed) { try AES256GCM.open(Array(sealed.dropLast()), key: key, nonce: nonce, associatedData: aad) }
     }
 
@@ -46,7 +52,9 @@ import Testing
             try AES256GCM.seal([1], key: SecretBytes(copying: [UInt8](repeating: 0, count: 16)), nonce: nonce)
         }
         #expect(throws: CryptoError.invalidNonceLength(expected: 12, actual: 0)) { try AES256GCM.seal([1], key: key, nonce: []) }
-        #expect(throws: CryptoError.invalidNonceLength(expected: 12, actual: 24)) { try AES256GCM.open([UInt8](repeating: 0, count: 16), key: key, nonce: [UInt8](repeating: 0, count: 24)) }
+        #expect(throws: CryptoError.invalidNonceLength(expected: 12, actual: 24)) {
+            try AES256GCM.open([UInt8](repeating: 0, count: 16), key: key, nonce: [UInt8](repeating: 0, count: 24))
+        }
         for count in 0..<16 {
             #expect(throws: CryptoError.ciphertextTooShort(minimum: 16, actual: count)) {
                 try AES256GCM.open([UInt8](repeating: 0, count: count), key: key, nonce: nonce)

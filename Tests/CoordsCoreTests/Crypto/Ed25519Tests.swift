@@ -1,4 +1,5 @@
 import Testing
+
 @testable import CoordsCore
 
 @Suite struct Ed25519Tests {

@@ -1,14 +1,17 @@
 import Testing
+
 @testable import CoordsCore
 
 @Suite struct HKDFTests {
     @Test(arguments: try StandardVectors.load().hkdf_sha256_rfc5869)
     func rfc5869Cases(_ v: StandardVectors.HKDFCase) throws {
-        let okm = try HKDF.deriveKey(inputKeyMaterial: Hex.decode(v.ikm), salt: Hex.decode(v.salt),
-                                     info: Hex.decode(v.info), outputByteCount: v.length)
+        let okm = try HKDF.deriveKey(
+            inputKeyMaterial: Hex.decode(v.ikm), salt: Hex.decode(v.salt),
+            info: Hex.decode(v.info), outputByteCount: v.length)
         #expect(Hex.encode(okm.copyBytes()) == v.okm)
-        let fromSecret = try HKDF.deriveKey(inputKeyMaterial: SecretBytes(copying: Hex.decode(v.ikm)), salt: Hex.decode(v.salt),
-                                            info: Hex.decode(v.info), outputByteCount: v.length)
+        let fromSecret = try HKDF.deriveKey(
+            inputKeyMaterial: SecretBytes(copying: Hex.decode(v.ikm)), salt: Hex.decode(v.salt),
+            info: Hex.decode(v.info), outputByteCount: v.length)
         #expect(fromSecret == okm)
     }
 
@@ -37,8 +40,9 @@ import Testing
         #expect(a != otherSalt)
         let otherPassphrase = try Argon2id.deriveKey(passphrase: "correct horsf", salt: salt, parameters: .minimum)
         #expect(a != otherPassphrase)
-        let otherCost = try Argon2id.deriveKey(passphrase: "correct horse", salt: salt,
-                                               parameters: .init(opsLimit: 2, memLimitBytes: 8192))
+        let otherCost = try Argon2id.deriveKey(
+            passphrase: "correct horse", salt: salt,
+            parameters: .init(opsLimit: 2, memLimitBytes: 8192))
         #expect(a != otherCost)
         #expect(try Argon2id.deriveKey(passphrase: "", salt: salt, parameters: .minimum).count == 32)
     }
@@ -50,7 +54,7 @@ import Testing
             .init(opsLimit: 1, memLimitBytes: 0),
             .init(opsLimit: .max, memLimitBytes: 8192),
             .init(opsLimit: 1, memLimitBytes: .max),
-            .init(opsLimit: 1, memLimitBytes: 1 << 40),
+            .init(opsLimit: 1, memLimitBytes: 1 << 40)
         ]
         for parameters in absurd {
             #expect(throws: CryptoError.self, "\(parameters)") {
@@ -67,8 +71,9 @@ import Testing
     // FIPS 180-2 appendix examples ("abc").
     @Test func publishedDigestsOfABC() {
         #expect(Hex.encode(SHA256.hash(Array("abc".utf8))) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(Hex.encode(SHA512.hash(Array("abc".utf8))) ==
-            "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f")
+        #expect(
+            Hex.encode(SHA512.hash(Array("abc".utf8)))
+                == "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f")
         #expect(Hex.encode(SHA256.hash([])) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
     }
 }

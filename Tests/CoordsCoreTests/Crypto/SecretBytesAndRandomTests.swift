@@ -1,4 +1,5 @@
 import Testing
+
 @testable import CoordsCore
 
 @Suite struct SecretBytesTests {
@@ -23,7 +24,12 @@ import Testing
 
     @Test func failingInitializerWipesAndPropagates() {
         struct Boom: Error {}
-        #expect(throws: Boom.self) { try SecretBytes(count: 8) { buffer in buffer[0] = 1; throw Boom() } }
+        #expect(throws: Boom.self) {
+            try SecretBytes(count: 8) { buffer in
+                buffer[0] = 1
+                throw Boom()
+            }
+        }
         let negative = SecretBytes(count: -5) { _ in }
         #expect(negative.count == 0)
     }
@@ -37,8 +43,11 @@ import Testing
 
 @Suite struct RandomSourceTests {
     @Test func seededSourceIsDeterministicPerCallSequence() throws {
-        let a = SeededRandomSource(seed: 7), b = SeededRandomSource(seed: 7), c = SeededRandomSource(seed: 8)
-        let a1 = try a.bytes(32), a2 = try a.bytes(32)
+        let a = SeededRandomSource(seed: 7)
+        let b = SeededRandomSource(seed: 7)
+        let c = SeededRandomSource(seed: 8)
+        let a1 = try a.bytes(32)
+        let a2 = try a.bytes(32)
         #expect(a1 == (try b.bytes(32)))
         #expect(a2 == (try b.bytes(32)))
         #expect(a1 != a2)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import CoordsCore
 
 /// Project Wycheproof (Vectors/wycheproof/, copied unchanged) through the crypto layer's public
@@ -19,7 +20,12 @@ import Testing
 
     struct EddsaGroup: Decodable {
         struct Key: Decodable { let pk: String }
-        struct Case: Decodable { let tcId: Int; let msg: String; let sig: String; let result: String }
+        struct Case: Decodable {
+            let tcId: Int
+            let msg: String
+            let sig: String
+            let result: String
+        }
         let publicKey: Key
         let tests: [Case]
     }
@@ -52,7 +58,9 @@ import Testing
 
     @Test func x25519SharedSecrets() throws {
         let file = try Self.load("x25519_test.json", XdhGroup.self)
-        var run = 0, acceptableAccepted = 0, acceptableRefused = 0
+        var run = 0
+        var acceptableAccepted = 0
+        var acceptableRefused = 0
         for group in file.testGroups {
             for test in group.tests {
                 run += 1
@@ -102,12 +110,15 @@ import Testing
 
     @Test(.enabled(if: AES256GCM.isAvailable, "AES-256-GCM needs AES-NI")) func aes256GCM() throws {
         let file = try Self.load("aes_gcm_test.json", AeadGroup.self)
-        var run = 0, applicable = 0
+        var run = 0
+        var applicable = 0
         for group in file.testGroups {
             for test in group.tests {
                 run += 1
                 let key = SecretBytes(copying: try Hex.decode(test.key))
-                let iv = try Hex.decode(test.iv), aad = try Hex.decode(test.aad), message = try Hex.decode(test.msg)
+                let iv = try Hex.decode(test.iv)
+                let aad = try Hex.decode(test.aad)
+                let message = try Hex.decode(test.msg)
                 let sealed = try Hex.decode(test.ct) + (try Hex.decode(test.tag))
                 guard group.keySize == 256, group.ivSize == 96, group.tagSize == 128 else {
                     // Outside what this API offers (AES-128/192, other nonce sizes): refused with a
@@ -149,8 +160,10 @@ import Testing
         for group in file.testGroups {
             for test in group.tests {
                 run += 1
-                let okm = try? HKDF.deriveKey(inputKeyMaterial: try Hex.decode(test.ikm), salt: try Hex.decode(test.salt),
-                                              info: try Hex.decode(test.info), outputByteCount: test.size).withUnsafeBytes { Array($0) }
+                let okm = try? HKDF.deriveKey(
+                    inputKeyMaterial: try Hex.decode(test.ikm), salt: try Hex.decode(test.salt),
+                    info: try Hex.decode(test.info), outputByteCount: test.size
+                ).withUnsafeBytes { Array($0) }
                 if test.result == "valid" {
                     #expect(okm == (try Hex.decode(test.okm)), "hkdf tcId \(test.tcId)")
                 } else {

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import CoordsCore
 
 @Suite struct X25519Tests {
@@ -46,7 +47,8 @@ import Testing
     }
 
     @Test func agreementBetweenConvertedIdentities() throws {
-        let a = try Ed25519SigningKey.generate(), b = try Ed25519SigningKey.generate()
+        let a = try Ed25519SigningKey.generate()
+        let b = try Ed25519SigningKey.generate()
         let ab = try X25519PrivateKey(ed25519: a).sharedSecret(with: X25519PublicKey(ed25519: b.publicKey))
         let ba = try X25519PrivateKey(ed25519: b).sharedSecret(with: X25519PublicKey(ed25519: a.publicKey))
         #expect(ab == ba)

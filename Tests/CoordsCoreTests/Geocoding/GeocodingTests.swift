@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import CoordsCore
 
 /// A small deterministic generator (SplitMix64) so property tests are reproducible.
@@ -70,8 +71,11 @@ struct GeocodingTests {
             default:  // dense areas: near real places, sometimes exactly on one
                 guard let city = cities.randomElement(using: &rng) else { continue }
                 let jitter = points.count % 8 == 3 ? 0 : 0.3
-                points.append((min(90, max(-90, city.latitude + Double.random(in: -jitter...jitter, using: &rng))),
-                               min(180, max(-180, city.longitude + Double.random(in: -jitter...jitter, using: &rng)))))
+                points.append(
+                    (
+                        min(90, max(-90, city.latitude + Double.random(in: -jitter...jitter, using: &rng))),
+                        min(180, max(-180, city.longitude + Double.random(in: -jitter...jitter, using: &rng)))
+                    ))
             }
         }
         var mismatches: [String] = []
@@ -99,8 +103,9 @@ struct GeocodingTests {
         let ocean = try index.nearestPlace(latitude: -40, longitude: -130)
         #expect(ocean.distanceKm > 1000)
         #expect(ocean.phrase().hasPrefix("\(Int(ocean.distanceKm.rounded())) km from "))
-        let near = Place(name: "X", countryCode: "PT", countryName: "Portugal", stateName: nil, population: 1000,
-                         latitude: 0, longitude: 0, distanceKm: 12)
+        let near = Place(
+            name: "X", countryCode: "PT", countryName: "Portugal", stateName: nil, population: 1000,
+            latitude: 0, longitude: 0, distanceKm: 12)
         #expect(near.phrase() == "near X, Portugal")
         #expect(near.phrase(accuracyMetres: .nan) == "near X, Portugal")
         var unknown = near
@@ -177,9 +182,12 @@ struct GeocodingTests {
         let cases: [(String, (inout [UInt8]) -> Void, String)] = [
             ("latitude", { $0.replaceSubrange(firstRecord..<firstRecord + 4, with: [0x00, 0xE1, 0xF5, 0x05]) }, "coordinates out of range"),
             ("name offset", { $0.replaceSubrange(firstRecord + 12..<firstRecord + 16, with: [0xFF, 0xFF, 0xFF, 0x7F]) }, "outside the names section"),
-            ("country", { $0.replaceSubrange(firstRecord + 18..<firstRecord + 20, with: [UInt8(countries & 0xFF), UInt8(countries >> 8)]) }, "refers to country"),
+            (
+                "country", { $0.replaceSubrange(firstRecord + 18..<firstRecord + 20, with: [UInt8(countries & 0xFF), UInt8(countries >> 8)]) },
+                "refers to country"
+            ),
             ("name bytes", { $0[$0.count - namesSize] = 0xFF }, "not UTF-8"),
-            ("count", { $0[8] &+= 1 }, "do not add up"),
+            ("count", { $0[8] &+= 1 }, "do not add up")
         ]
         for (what, change, reason) in cases {
             do {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import CoordsCore
 
 func fix(_ lat: Double, _ lon: Double, at timestamp: UInt64) throws -> Location {
@@ -106,7 +107,8 @@ struct Trio {
         let now = t.alice.clock.milliseconds
         try await t.alice.share(try fix(1, 1, at: now), via: t.relay)
         try await t.carol.share(try fix(9, 9, at: now), via: t.relay)  // Carol's blob is readable by Bob
-        let aliceID = try t.alice.app.wallet.id(), carolID = try t.carol.app.wallet.id()
+        let aliceID = try t.alice.app.wallet.id()
+        let carolID = try t.carol.app.wallet.id()
         // The relay files Carol's blob (with Carol's signature) under Alice's id.
         t.relay.replace(aliceID, with: t.relay.entry(carolID))
         let outcome = try await t.bob.fetch(via: t.relay)
@@ -232,7 +234,9 @@ struct Trio {
     }
 
     @Test func linksToTheUsersOwnRelayKeepTheUsersServerString() async throws {
-        let alice = try TestApp(name: "alice-http"), bob = try TestApp(name: "bob-http"), carol = try TestApp(name: "carol-other")
+        let alice = try TestApp(name: "alice-http")
+        let bob = try TestApp(name: "bob-http")
+        let carol = try TestApp(name: "carol-other")
         _ = try await alice.app.wallet.createIdentity(name: "Alice", server: "http://127.0.0.1:8080/")
         _ = try await bob.app.wallet.createIdentity(name: "Bob", server: "http://127.0.0.1:8080")
         _ = try await carol.app.wallet.createIdentity(name: "Carol", server: "https://elsewhere.example")
@@ -252,7 +256,10 @@ struct Trio {
 
 @Suite struct WalletManagerTests {
     @Test func safetyNumbersMatchTheVectorsAndAreSymmetric() async throws {
-        struct File: Decodable { struct Case: Decodable { let a: String, b: String, number: String }; let safety_numbers: [Case] }
+        struct File: Decodable {
+            struct Case: Decodable { let a: String, b: String, number: String }
+            let safety_numbers: [Case]
+        }
         let file: File = try Fixtures.load("envelope-v2.json")
         for v in file.safety_numbers {
             #expect(SafetyNumber.compute(try Hex.decode(v.a), try Hex.decode(v.b)) == v.number)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import CoordsCore
 
 /// MessagesManager without a relay: the envelopes a relay would return are handed over directly.
@@ -69,8 +70,12 @@ import Testing
         // Alice's header with Carol's payload: the signature no longer matches.
         var forged = try #require(try JSONValue.parse(fromAlice.request.body).objectValue)
         forged["sealedPayloadBase64"] = try JSONValue.parse(fromCarol.request.body).objectValue?["sealedPayloadBase64"]
-        let body = JSONValue.object(["packets": .array([try JSONValue.parse(fromCarol.request.body), .object(forged), .string("junk"),
-                                                        try JSONValue.parse(fromAlice.request.body)])]).serialized()
+        let body = JSONValue.object([
+            "packets": .array([
+                try JSONValue.parse(fromCarol.request.body), .object(forged), .string("junk"),
+                try JSONValue.parse(fromAlice.request.body)
+            ])
+        ]).serialized()
         let outcome = try await p.bob.app.messages.processFetchResponse(body)
         #expect(outcome.received.map(\.text) == ["hello"])
         #expect(outcome.rejected.map(\.code) == [610, WireError.envelopeSignatureInvalid.code, WireError.invalidEnvelope("").code])
@@ -93,8 +98,9 @@ import Testing
         let aliceSeed = try #require(try p.alice.app.context.keychain.load(name: IdentityHolder.keychainName))
         let alice = try Ed25519SigningKey(seed: aliceSeed)
         let now = p.clock.milliseconds / 1000
-        let poll = try Envelope.seal(MessagePayload(kind: "poll", id: "p1", text: "pizza?", sentAt: 1).json, id: try Envelope.newUUID(),
-                                     from: alice, to: try Ed25519PublicKey(base64URL: p.bobID), createdAt: now, expiresAt: now + 600)
+        let poll = try Envelope.seal(
+            MessagePayload(kind: "poll", id: "p1", text: "pizza?", sentAt: 1).json, id: try Envelope.newUUID(),
+            from: alice, to: try Ed25519PublicKey(base64URL: p.bobID), createdAt: now, expiresAt: now + 600)
         let text = try await p.alice.app.messages.send("gone soon", to: p.bobID)
         let body = JSONValue.object(["packets": .array([poll.json, try JSONValue.parse(text.request.body)])]).serialized()
         let outcome = try await p.bob.app.messages.processFetchResponse(body)

@@ -1,9 +1,11 @@
 import Testing
+
 @testable import CoordsCore
 
 @Suite struct OutboxTests {
-    static let request = PreparedRequest(url: "https://relay.test/api/location", method: "PUT",
-                                         headers: [.init(name: "Content-Type", value: "application/json")], body: Array("{}".utf8))
+    static let request = PreparedRequest(
+        url: "https://relay.test/api/location", method: "PUT",
+        headers: [.init(name: "Content-Type", value: "application/json")], body: Array("{}".utf8))
 
     @Test func backoffDoublesFromOneSecondToOneMinute() {
         #expect((0...9).map { OutboxManager.backoff(attempts: $0) } == [0, 1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000, 60_000])
@@ -13,8 +15,9 @@ import Testing
     @Test func queuedRequestsSurviveARestartAndRetryWithBackoff() async throws {
         let app = try TestApp(name: "outbox")
         let start = app.clock.milliseconds
-        let first = try await app.app.outbox.enqueue(kind: "upload", request: Self.request, reference: "42",
-                                                     location: try Location(latitude: 1, longitude: 2, timestamp: 42))
+        let first = try await app.app.outbox.enqueue(
+            kind: "upload", request: Self.request, reference: "42",
+            location: try Location(latitude: 1, longitude: 2, timestamp: 42))
         let second = try await app.app.outbox.enqueue(kind: "delete", request: Self.request)
         #expect(second == first + 1)
         #expect(try app.app.outbox.due().map(\.id) == [first, second])

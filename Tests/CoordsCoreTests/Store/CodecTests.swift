@@ -1,4 +1,5 @@
 import Testing
+
 @testable import CoordsCore
 
 @Suite struct CodecTests {
@@ -19,7 +20,7 @@ import Testing
         for v: Int16 in [.min, -1, 0, 1, .max] { #expect(try roundTrip(v) == v) }
         for v: Int32 in [.min, -1, 0, 1, .max] { #expect(try roundTrip(v) == v) }
         for v: Int64 in [.min, -1, 0, 1, .max] { #expect(try roundTrip(v) == v) }
-        #expect(try bytes(UInt32(0x01020304)) == [1, 2, 3, 4])
+        #expect(try bytes(UInt32(0x0102_0304)) == [1, 2, 3, 4])
         #expect(try bytes(Int16(-1)) == [0x7f, 0xff])
         #expect(try bytes(Int16(0)) == [0x80, 0x00])
     }
@@ -46,12 +47,16 @@ import Testing
         #expect(try roundTrip(key) == key)
         let friend = FriendRecord(name: "Bob", server: "https://coord.is", addedAt: 5, x25519PublicKey: "abc", trust: .verified)
         #expect(try roundTrip(friend) == friend)
-        let item = OutboxItem(kind: "upload", request: PreparedRequest(url: "https://x/api/location", method: "PUT",
-                                                                         headers: [.init(name: "A", value: "b")], body: [0, 1, 255]),
-                              nextAttemptAt: 1, createdAt: 2, lastError: "offline")
+        let item = OutboxItem(
+            kind: "upload",
+            request: PreparedRequest(
+                url: "https://x/api/location", method: "PUT",
+                headers: [.init(name: "A", value: "b")], body: [0, 1, 255]),
+            nextAttemptAt: 1, createdAt: 2, lastError: "offline")
         #expect(try roundTrip(item) == item)
-        let cached = CachedLocation(location: try Location(latitude: 1.5, longitude: -2.25, accuracy: 3, timestamp: 4),
-                                    updated: 5, fetchedAt: 6, authenticity: .verified)
+        let cached = CachedLocation(
+            location: try Location(latitude: 1.5, longitude: -2.25, accuracy: 3, timestamp: 4),
+            updated: 5, fetchedAt: 6, authenticity: .verified)
         #expect(try roundTrip(cached) == cached)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import CoordsCore
 
 /// A child process commits numbered transactions and is killed with SIGKILL at random moments;
@@ -19,16 +20,17 @@ import Testing
 
     static func matches(_ value: [UInt8], key: UInt64) -> Bool {
         let expected = Self.value(for: key)
-        return value.count == expected.count && value.withUnsafeBytes { a in
-            expected.withUnsafeBytes { b in a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
-        }
+        return value.count == expected.count
+            && value.withUnsafeBytes { a in
+                expected.withUnsafeBytes { b in a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
+            }
     }
 
     static var childExecutable: URL? {
         let candidates = [
             URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("StoreCrashChild"),
             Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("StoreCrashChild"),
-            Fixtures.repositoryRoot.appendingPathComponent(".build/debug/StoreCrashChild"),
+            Fixtures.repositoryRoot.appendingPathComponent(".build/debug/StoreCrashChild")
         ]
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }
@@ -39,7 +41,8 @@ import Testing
         let process = Process()
         process.executableURL = executable
         process.arguments = [directory.path, mode]
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         process.standardOutput = out
         process.standardError = err
         let collected = LockedBox<Data>(Data())
@@ -105,8 +108,25 @@ final class LockedBox<T>: @unchecked Sendable {
     private var stored: T
     private var wasSet = false
     init(_ value: T) { stored = value }
-    func set(_ value: T) { lock.lock(); stored = value; wasSet = true; lock.unlock() }
-    func update(_ body: (inout T) -> Void) { lock.lock(); body(&stored); lock.unlock() }
-    var value: T { lock.lock(); defer { lock.unlock() }; return stored }
-    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return wasSet }
+    func set(_ value: T) {
+        lock.lock()
+        stored = value
+        wasSet = true
+        lock.unlock()
+    }
+    func update(_ body: (inout T) -> Void) {
+        lock.lock()
+        body(&stored)
+        lock.unlock()
+    }
+    var value: T {
+        lock.lock()
+        defer { lock.unlock() }
+        return stored
+    }
+    var isSet: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return wasSet
+    }
 }

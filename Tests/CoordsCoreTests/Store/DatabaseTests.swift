@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import CoordsCore
 
 @Suite struct DatabaseTests {
@@ -35,7 +36,10 @@ import Testing
             #expect(try names.entries(limit: 2).count == 2)
             #expect(try names.entries(limit: 0).isEmpty)
             var visited: [String] = []
-            try names.forEach { key, _ in visited.append(key); return visited.count < 2 }
+            try names.forEach { key, _ in
+                visited.append(key)
+                return visited.count < 2
+            }
             #expect(visited == ["alice", "carlos"])
         }
         try db.write { tx in try tx.open(TestTables.names).removeAll() }
@@ -258,7 +262,13 @@ import Testing
     }
 
     @Test func concurrentReadersSeeConsistentSnapshotsWhileOneThreadWrites() throws {
-        let store = try TemporaryStore(schema: TestTables.schema, options: { var o = Database.Options(); o.durability = .noSync; return o }())
+        let store = try TemporaryStore(
+            schema: TestTables.schema,
+            options: {
+                var o = Database.Options()
+                o.durability = .noSync
+                return o
+            }())
         let db = store.db
         let done = Atomic<Bool>(false)
         let violations = Atomic<Int>(0)
@@ -281,7 +291,10 @@ import Testing
                         let names = try tx.open(TestTables.names)
                         return (try names.get("a") ?? 0, try names.get("b") ?? 0, try names.get("sum") ?? 0)
                     }
-                    guard let (a, b, sum) = snapshot else { violations.add(1, ordering: .relaxed); continue }
+                    guard let (a, b, sum) = snapshot else {
+                        violations.add(1, ordering: .relaxed)
+                        continue
+                    }
                     if a != b || sum != a + b || a < last { violations.add(1, ordering: .relaxed) }
                     last = a
                     reads.add(1, ordering: .relaxed)
@@ -300,19 +313,21 @@ import Testing
     static let log = TableDefinition<String, UInt64>("migration_log")
 
     static func schemaV2() -> Schema {
-        Schema(version: 2, tables: [v2Table.erased, log.erased], migrations: [
-            Migration(to: 2) { tx in
-                // Convert ages stored as text into integers, and count runs.
-                let old = try tx.open(v1Table).entries()
-                let people = try tx.open(TableDefinition<String, [UInt8]>("people"))
-                try people.removeAll()
-                try tx.redefine(v2Table)
-                let converted = try tx.open(TableDefinition<String, UInt64>("people"))
-                for (name, age) in old { try converted.put(name, UInt64(age) ?? 0) }
-                let log = try tx.open(log)
-                try log.put("runs", (try log.get("runs") ?? 0) + 1)
-            },
-        ])
+        Schema(
+            version: 2, tables: [v2Table.erased, log.erased],
+            migrations: [
+                Migration(to: 2) { tx in
+                    // Convert ages stored as text into integers, and count runs.
+                    let old = try tx.open(v1Table).entries()
+                    let people = try tx.open(TableDefinition<String, [UInt8]>("people"))
+                    try people.removeAll()
+                    try tx.redefine(v2Table)
+                    let converted = try tx.open(TableDefinition<String, UInt64>("people"))
+                    for (name, age) in old { try converted.put(name, UInt64(age) ?? 0) }
+                    let log = try tx.open(log)
+                    try log.put("runs", (try log.get("runs") ?? 0) + 1)
+                }
+            ])
     }
 
     @Test func migrationsRunOnceInOrderAndAtomically() throws {
@@ -348,12 +363,14 @@ import Testing
         let v1 = try Database.open(path: directory.path, schema: Schema(version: 1, tables: [Self.v1Table.erased]))
         try v1.write { tx in try tx.open(Self.v1Table).put("ada", "36") }
         v1.close()
-        let broken = Schema(version: 2, tables: [Self.v1Table.erased], migrations: [
-            Migration(to: 2) { tx in
-                try tx.open(Self.v1Table).put("ada", "changed")
-                throw Broken()
-            },
-        ])
+        let broken = Schema(
+            version: 2, tables: [Self.v1Table.erased],
+            migrations: [
+                Migration(to: 2) { tx in
+                    try tx.open(Self.v1Table).put("ada", "changed")
+                    throw Broken()
+                }
+            ])
         #expect(throws: StoreError.self) { try Database.open(path: directory.path, schema: broken) }
         let db = try Database.open(path: directory.path, schema: Schema(version: 1, tables: [Self.v1Table.erased]))
         #expect(try db.schemaVersion() == 1)

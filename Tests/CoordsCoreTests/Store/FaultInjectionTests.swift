@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Testing
+
 @_spi(Testing) @testable import CoordsCore
 
 /// Walks an injected LMDB failure over every call of a write path (issue 17): after each failure

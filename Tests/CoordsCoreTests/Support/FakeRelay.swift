@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import CoordsCore
 
 /// An in-memory stand-in for a relay, executing the core's prepared requests with no network.
@@ -19,8 +20,16 @@ final class FakeRelay: @unchecked Sendable {
     var stampsEntries = true
     var now: UInt64 = 1_800_000_000  // relay clock, seconds
 
-    func entry(_ id: String) -> Entry? { lock.lock(); defer { lock.unlock() }; return stored[id] }
-    func replace(_ id: String, with entry: Entry?) { lock.lock(); stored[id] = entry; lock.unlock() }
+    func entry(_ id: String) -> Entry? {
+        lock.lock()
+        defer { lock.unlock() }
+        return stored[id]
+    }
+    func replace(_ id: String, with entry: Entry?) {
+        lock.lock()
+        stored[id] = entry
+        lock.unlock()
+    }
 
     /// Executes `request`; returns the status and body a real relay would.
     func handle(_ request: PreparedRequest) -> (status: Int, body: [UInt8]) {
@@ -30,9 +39,10 @@ final class FakeRelay: @unchecked Sendable {
         switch request.method {
         case "PUT":
             guard let pubkey = json["pubkey"]?.stringValue, let key = try? Ed25519PublicKey(base64URL: pubkey),
-                  let blobText = json["blob"]?.stringValue, let blob = try? Base64.decode(blobText),
-                  let timestamp = json["timestamp"]?.uint64Value,
-                  let signatureText = json["signature"]?.stringValue, let signature = try? Base64.decode(signatureText) else {
+                let blobText = json["blob"]?.stringValue, let blob = try? Base64.decode(blobText),
+                let timestamp = json["timestamp"]?.uint64Value,
+                let signatureText = json["signature"]?.stringValue, let signature = try? Base64.decode(signatureText)
+            else {
                 return (400, Array("bad request".utf8))
             }
             guard key.isValidSignature(signature, for: RelayAPI.uploadSignedMessage(blob: blob, timestamp: timestamp)) else {
@@ -46,7 +56,10 @@ final class FakeRelay: @unchecked Sendable {
             guard let ids = json["ids"]?.arrayValue?.compactMap(\.stringValue), ids.count <= 50 else { return (400, Array("too many ids".utf8)) }
             var response = JSONObject()
             for id in ids {
-                guard let entry = stored[id] else { response[id] = .null; continue }
+                guard let entry = stored[id] else {
+                    response[id] = .null
+                    continue
+                }
                 var fields = JSONObject([("blob", .string(entry.blob)), ("updated", .integer(entry.updated))])
                 if stampsEntries {
                     fields["signature"] = .string(entry.signature)
@@ -68,8 +81,10 @@ final class TestApp: @unchecked Sendable {
     private(set) var app: CoordsApp
     let passphrase: String
 
-    init(name: String = "app", passphrase: String = "correct horse", clock: ManualClock = ManualClock(milliseconds: 1_800_000_000_000),
-         capacity: Int = 256, directory: URL? = nil) throws {
+    init(
+        name: String = "app", passphrase: String = "correct horse", clock: ManualClock = ManualClock(milliseconds: 1_800_000_000_000),
+        capacity: Int = 256, directory: URL? = nil
+    ) throws {
         self.directory = try directory ?? Fixtures.makeTemporaryDirectory(name)
         self.clock = clock
         self.passphrase = passphrase

@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import CoordsCore
 
 /// Shared test fixtures: vector files, hex, temporary directories.
@@ -78,7 +79,10 @@ struct StandardVectors: Decodable, Sendable {
     struct Exchange: Decodable, Sendable {
         let alice_private: String, alice_public: String, bob_private: String, bob_public: String, shared: String
     }
-    struct X25519Section: Decodable, Sendable { let scalar_mult: [ScalarMult]; let exchange: Exchange }
+    struct X25519Section: Decodable, Sendable {
+        let scalar_mult: [ScalarMult]
+        let exchange: Exchange
+    }
     struct GCMCase: Decodable, Sendable, CustomStringConvertible {
         let `case`: Int, key: String, iv: String, plaintext: String, aad: String, ciphertext: String, tag: String
         var description: String { "GCM case \(`case`)" }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import CoordsCore
 
 @Suite struct Base64Tests {
@@ -13,9 +14,11 @@ import Testing
     @Test func urlSafeDecodingIsStrict() throws {
         let good = "a2lVVCplV5oC9ENTDIO_OG0ljiFRkbJVbkWSqkjeBgA"
         #expect(try Base64.decode(good).count == 32)
-        for bad in [good + "=", good.replacingOccurrences(of: "_", with: "/"), " " + good, good + "\n",
-                    String(good.dropLast()) + "B",  // non-zero trailing bits
-                    String(good.dropLast(2)) + "*A", "a", "ab", "abcde"] {
+        for bad in [
+            good + "=", good.replacingOccurrences(of: "_", with: "/"), " " + good, good + "\n",
+            String(good.dropLast()) + "B",  // non-zero trailing bits
+            String(good.dropLast(2)) + "*A", "a", "ab", "abcde"
+        ] {
             #expect(throws: WireError.self, "\(bad)") { try Base64.decode(bad) }
         }
         #expect(try Base64.decode("") == [])
@@ -58,9 +61,11 @@ import Testing
     }
 
     @Test func refusesMalformedInput() {
-        let bad = ["", "{", "}", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{\"a\":1 \"b\":2}", "01", "1.", "-", "1e", "+1",
-                   "\"unterminated", "\"bad \\x escape\"", "\"\\ud800\"", "\"\\udc00\"", "\"\u{01}\"", "tru", "nul",
-                   "{\"a\":1,\"a\":2}", "[1] [2]", "NaN", "'single'"]
+        let bad = [
+            "", "{", "}", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{\"a\":1 \"b\":2}", "01", "1.", "-", "1e", "+1",
+            "\"unterminated", "\"bad \\x escape\"", "\"\\ud800\"", "\"\\udc00\"", "\"\u{01}\"", "tru", "nul",
+            "{\"a\":1,\"a\":2}", "[1] [2]", "NaN", "'single'"
+        ]
         for text in bad {
             #expect(throws: WireError.self, "\(text)") { try JSONValue.parse(text) }
         }

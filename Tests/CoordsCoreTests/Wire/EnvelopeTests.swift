@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import CoordsCore
 
 /// `envelope-v2.json`: known answers for PROTOCOL.md §7 from an independent implementation.
@@ -33,8 +34,10 @@ extension EnvelopeVectors.Envelope {
     func parsed() throws -> CoordsCore.Envelope {
         var object = JSONObject()
         object["protocolVersion"] = .integer(UInt64(protocolVersion))
-        for (k, v) in [("id", id), ("senderID", senderID), ("recipientID", recipientID), ("createdAt", createdAt), ("expiresAt", expiresAt),
-                       ("sealedPayloadBase64", sealedPayloadBase64), ("signatureBase64", signatureBase64)] { object[k] = .string(v) }
+        for (k, v) in [
+            ("id", id), ("senderID", senderID), ("recipientID", recipientID), ("createdAt", createdAt), ("expiresAt", expiresAt),
+            ("sealedPayloadBase64", sealedPayloadBase64), ("signatureBase64", signatureBase64)
+        ] { object[k] = .string(v) }
         if let senderKey { object["senderKey"] = .string(senderKey) }
         return try CoordsCore.Envelope(json: .object(object))
     }
@@ -59,11 +62,14 @@ struct EnvelopeTests {
     @Test(arguments: try EnvelopeVectors.load().envelopes)
     func reproducesVectorEnvelopesFromTheirSecrets(_ v: EnvelopeVectors.Sealed) throws {
         let vectors = try #require(Self.vectors)
-        let sender = try vectors.signer(v.sender), recipient = try vectors.signer(v.recipient)
+        let sender = try vectors.signer(v.sender)
+        let recipient = try vectors.signer(v.recipient)
         let random = ReplayRandomSource([try Hex.decode(v.ephemeral_secret), try Hex.decode(v.nonce)])
-        let created = try RFC3339.parse(v.envelope.createdAt), expires = try RFC3339.parse(v.envelope.expiresAt)
-        let envelope = try Envelope.seal(Array(v.plaintext_utf8.utf8), id: v.envelope.id, from: sender, to: recipient.publicKey,
-                                         createdAt: created, expiresAt: expires, random: random)
+        let created = try RFC3339.parse(v.envelope.createdAt)
+        let expires = try RFC3339.parse(v.envelope.expiresAt)
+        let envelope = try Envelope.seal(
+            Array(v.plaintext_utf8.utf8), id: v.envelope.id, from: sender, to: recipient.publicKey,
+            createdAt: created, expiresAt: expires, random: random)
         #expect(String(decoding: envelope.signedBytes, as: UTF8.self) == v.signed_string)
         #expect(String(decoding: envelope.associatedData, as: UTF8.self) == v.associated_data)
         #expect(envelope == (try v.envelope.parsed()))
@@ -104,10 +110,12 @@ struct EnvelopeTests {
     }
 
     @Test func roundTripWithFreshRandomnessAndStrictParsing() throws {
-        let alice = try Ed25519SigningKey.generate(), bob = try Ed25519SigningKey.generate()
+        let alice = try Ed25519SigningKey.generate()
+        let bob = try Ed25519SigningKey.generate()
         let payload = MessagePayload(kind: "text", id: try Envelope.newUUID(), text: "on my way 🚲", sentAt: 1_763_805_600_000)
-        let a = try Envelope.seal(payload.json, id: try Envelope.newUUID(), from: alice, to: bob.publicKey,
-                                  createdAt: Self.created, expiresAt: Self.created + 3600)
+        let a = try Envelope.seal(
+            payload.json, id: try Envelope.newUUID(), from: alice, to: bob.publicKey,
+            createdAt: Self.created, expiresAt: Self.created + 3600)
         let b = try Envelope.seal(payload.json, id: a.id, from: alice, to: bob.publicKey, createdAt: Self.created, expiresAt: Self.created + 3600)
         #expect(a.sealedPayloadBase64 != b.sealedPayloadBase64, "a fresh ephemeral key and nonce per message")
         let reparsed = try Envelope(json: JSONValue.parse(a.json.serialized()))
@@ -129,9 +137,11 @@ struct EnvelopeTests {
 
         // Malformed JSON fields each get a clear error, never a trap.
         let good = try #require(a.json.objectValue)
-        for (field, bad) in [("protocolVersion", JSONValue.integer(UInt64(3))), ("id", .string("nope")), ("senderID", .string("12")),
-                             ("recipientID", .string(a.senderID)), ("createdAt", .string("yesterday")), ("expiresAt", .integer(UInt64(5))),
-                             ("senderKey", .integer(UInt64(1)))] {
+        for (field, bad) in [
+            ("protocolVersion", JSONValue.integer(UInt64(3))), ("id", .string("nope")), ("senderID", .string("12")),
+            ("recipientID", .string(a.senderID)), ("createdAt", .string("yesterday")), ("expiresAt", .integer(UInt64(5))),
+            ("senderKey", .integer(UInt64(1)))
+        ] {
             var object = good
             object[field] = bad
             #expect(throws: WireError.self, "\(field)") { try Envelope(json: .object(object)) }
@@ -147,8 +157,10 @@ struct EnvelopeTests {
         #expect(try RFC3339.parse("2026-11-22T05:00:00.250-05:00") == Self.created)
         #expect(try RFC3339.parse("1970-01-01T00:00:00z") == 0)
         #expect(try RFC3339.parse("2000-02-29T00:00:00Z") == 951_782_400)
-        for bad in ["", "2026-11-22", "2026-11-22T10:00:00", "2026-13-22T10:00:00Z", "2026-11-22T10:00:00+0100", "2026-11-22T10:00:00Zjunk",
-                    "2026-11-22T10:00:00.Z", "1969-12-31T23:59:59Z"] {
+        for bad in [
+            "", "2026-11-22", "2026-11-22T10:00:00", "2026-13-22T10:00:00Z", "2026-11-22T10:00:00+0100", "2026-11-22T10:00:00Zjunk",
+            "2026-11-22T10:00:00.Z", "1969-12-31T23:59:59Z"
+        ] {
             #expect(throws: WireError.self, "\(bad)") { try RFC3339.parse(bad) }
         }
     }

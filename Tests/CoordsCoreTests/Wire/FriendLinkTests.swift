@@ -1,4 +1,5 @@
 import Testing
+
 @testable import CoordsCore
 
 @Suite struct FriendLinkTests {
@@ -26,7 +27,10 @@ import Testing
 
     @Test func errorsNameWhatIsWrong() {
         func message(_ link: String) -> String {
-            do { _ = try FriendLink.parse(link); return "" } catch { return "\(error)" }
+            do {
+                _ = try FriendLink.parse(link)
+                return ""
+            } catch { return "\(error)" }
         }
         #expect(message("https://x/add/k#n").contains("coord://"))
         #expect(message("coord://x/add/k").contains("#"))
@@ -58,7 +62,7 @@ import Testing
         ("-Euo-dPhxibkCepfzjl-O6TAFO42Gf5bGt92AEAy1dk", 83, "#84BD28"),
         ("ruum4npbboqyaeYrWeM8N-T0JgvJtx0rS25p4RHbhCk", 154, "#28BD7C"),
         ("ytYeEduBJGbbvBVpP_Q8Ugp5XFN3fSagAWoAy3VubFY", 107, "#48BD28"),
-        ("82WH1YWF2G-41owrkG8ENy2d5gzGrN68156WwGH8C5s", 250, "#4128BD"),
+        ("82WH1YWF2G-41owrkG8ENy2d5gzGrN68156WwGH8C5s", 250, "#4128BD")
     ])
     func matchesIndependentImplementation(_ id: String, _ hue: Int, _ hex: String) {
         let color = MarkerColor(id: id)

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import CoordsCore
 
 @Suite struct LocationBlobTests {
@@ -53,7 +54,10 @@ import Testing
         let rejects = Dictionary(uniqueKeysWithValues: try CoordsV3Vectors.load().blob_rejects.map { ($0.why, $0.blob_hex) })
         let reader = try X25519PrivateKey(ed25519: Self.identity(0))
         func error(_ why: String) throws -> WireError? {
-            do { _ = try LocationBlob.open(Hex.decode(rejects[why] ?? ""), with: reader); return nil } catch let e as WireError { return e }
+            do {
+                _ = try LocationBlob.open(Hex.decode(rejects[why] ?? ""), with: reader)
+                return nil
+            } catch let e as WireError { return e }
         }
         #expect(try error("empty") == .blobTooShort(actual: 0, minimum: 123))
         #expect(try error("version 0x02") == .unsupportedBlobVersion(2))
@@ -125,7 +129,8 @@ import Testing
     /// entry or of the data section makes opening fail, while flipping a bit of someone else's
     /// entry leaves the reader's view intact.
     @Test func everyByteTheReaderUsesIsAuthenticated() throws {
-        let sender = try Ed25519SigningKey.generate(), friend = try Ed25519SigningKey.generate()
+        let sender = try Ed25519SigningKey.generate()
+        let friend = try Ed25519SigningKey.generate()
         let reader = try X25519PrivateKey(ed25519: friend)
         let location = try Location(latitude: 1, longitude: 2, timestamp: 3).wire
         let blob = try LocationBlob.seal(location, for: [sender.publicKey, friend.publicKey])

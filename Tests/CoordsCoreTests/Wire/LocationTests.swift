@@ -1,10 +1,12 @@
 import Testing
+
 @testable import CoordsCore
 
 @Suite struct WireLocationTests {
     static func location(_ v: CoordsV3Vectors.LocationValues) -> Location {
-        Location(unvalidatedLatitude: v.latitude, longitude: v.longitude, altitude: v.altitude,
-                 accuracy: Float(v.accuracy), timestamp: v.timestamp)
+        Location(
+            unvalidatedLatitude: v.latitude, longitude: v.longitude, altitude: v.altitude,
+            accuracy: Float(v.accuracy), timestamp: v.timestamp)
     }
 
     @Test(arguments: try CoordsV3Vectors.load().wire_locations)
@@ -22,7 +24,7 @@ import Testing
         let bad: [(Double, Double, Double, Float)] = [
             (.nan, 0, 0, 0), (0, .nan, 0, 0), (.infinity, 0, 0, 0), (0, -.infinity, 0, 0),
             (90.000001, 0, 0, 0), (-90.5, 0, 0, 0), (0, 180.000001, 0, 0), (0, -181, 0, 0),
-            (0, 0, .nan, 0), (0, 0, .infinity, 0), (0, 0, 0, .nan), (0, 0, 0, .infinity),
+            (0, 0, .nan, 0), (0, 0, .infinity, 0), (0, 0, 0, .nan), (0, 0, 0, .infinity)
         ]
         for (lat, lon, alt, acc) in bad {
             #expect(throws: WireError.self, "\(lat) \(lon) \(alt) \(acc)") {
@@ -48,7 +50,7 @@ import Testing
 
     @Test func decoderAcceptsAnyTwentyBytesAndOnlyTwenty() throws {
         let extreme = try WireLocation(bytes: [UInt8](repeating: 0x7f, count: 20))
-        #expect(extreme.latitudeE6 == 0x7f7f7f7f)
+        #expect(extreme.latitudeE6 == 0x7f7f_7f7f)
         for count in [0, 19, 21, 40] {
             #expect(throws: WireError.invalidWireLocationLength(count)) { try WireLocation(bytes: [UInt8](repeating: 0, count: count)) }
         }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import CoordsCore
 
 @Suite struct RelayAPITests {
@@ -36,7 +37,7 @@ import Testing
         var targets: [RelayAPI.FetchTarget] = []
         for i in 0..<120 { targets.append(.init(id: "id\(i)", server: i % 3 == 0 ? "https://b.example" : "https://a.example")) }
         targets.append(.init(id: "id1", server: "https://a.example"))  // duplicate
-        targets.append(.init(id: "x", server: "https://a.example/"))   // a different exact server string
+        targets.append(.init(id: "x", server: "https://a.example/"))  // a different exact server string
         let fetches = try RelayAPI.prepareFetches(targets)
         #expect(fetches.map(\.server) == ["https://b.example", "https://a.example", "https://a.example", "https://a.example/"])
         #expect(fetches.map(\.ids.count) == [40, 50, 30, 1])
@@ -77,12 +78,16 @@ import Testing
     /// Builds a response entry the way a CoordsCore relay does (§6): with the uploader's signature.
     static func signedEntry(blob: [UInt8], uploader: Ed25519SigningKey, timestamp: UInt64, updated: UInt64) -> JSONValue {
         let body = RelayAPI.uploadBody(blob: blob, timestamp: timestamp, signer: uploader).objectValue
-        return .object(["blob": body?["blob"] ?? .null, "updated": .integer(updated),
-                        "signature": body?["signature"] ?? .null, "timestamp": .integer(timestamp)])
+        return .object([
+            "blob": body?["blob"] ?? .null, "updated": .integer(updated),
+            "signature": body?["signature"] ?? .null, "timestamp": .integer(timestamp)
+        ])
     }
 
     @Test func signedEntriesAreVerifiedAndSubstitutionsDetected() throws {
-        let alice = try Ed25519SigningKey.generate(), bob = try Ed25519SigningKey.generate(), mallory = try Ed25519SigningKey.generate()
+        let alice = try Ed25519SigningKey.generate()
+        let bob = try Ed25519SigningKey.generate()
+        let mallory = try Ed25519SigningKey.generate()
         let reader = try X25519PrivateKey(ed25519: bob)
         let here = try Location(latitude: 52.52, longitude: 13.405, timestamp: 1_000).wire
         let blob = try LocationBlob.seal(here, for: [alice.publicKey, bob.publicKey])
@@ -91,10 +96,11 @@ import Testing
         let forged = Self.signedEntry(blob: fake, uploader: mallory, timestamp: 100, updated: 101)
         var replaced = Self.signedEntry(blob: blob, uploader: alice, timestamp: 100, updated: 101).objectValue ?? JSONObject()
         replaced["timestamp"] = .integer(UInt64(99))  // signed time altered
-        let body: JSONValue = .object(JSONObject([
-            (alice.publicKey.base64URL, Self.signedEntry(blob: blob, uploader: alice, timestamp: 100, updated: 101)),
-            (mallory.publicKey.base64URL + "x", .null),
-        ]))
+        let body: JSONValue = .object(
+            JSONObject([
+                (alice.publicKey.base64URL, Self.signedEntry(blob: blob, uploader: alice, timestamp: 100, updated: 101)),
+                (mallory.publicKey.base64URL + "x", .null)
+            ]))
         let results = try RelayAPI.processFetchResponse(body.serialized(), reader: reader)
         #expect(results[0].authenticity == .verified)
         #expect(results[0].location == here.location)
@@ -143,9 +149,11 @@ import Testing
     }
 
     @Test func errorBodiesInBothStyles() {
-        #expect(RelayAPI.error(status: 401, body: Array("timestamp too old".utf8))
+        #expect(
+            RelayAPI.error(status: 401, body: Array("timestamp too old".utf8))
                 == .relayError(status: 401, code: nil, message: "timestamp too old"))
-        #expect(RelayAPI.error(status: 429, body: Array(#"{"error":"rate_limited","message":"slow down"}"#.utf8))
+        #expect(
+            RelayAPI.error(status: 429, body: Array(#"{"error":"rate_limited","message":"slow down"}"#.utf8))
                 == .relayError(status: 429, code: "rate_limited", message: "slow down"))
         #expect(RelayAPI.error(status: 500, body: []) == .relayError(status: 500, code: nil, message: "(empty body)"))
         if case .relayError(_, _, let message) = RelayAPI.error(status: 400, body: Array(String(repeating: "x\u{1b}", count: 2000).utf8)) {
@@ -181,9 +189,11 @@ import Testing
     }
 
     @Test func preparedRequestRecordForHosts() throws {
-        let request = PreparedRequest(url: "https://x.example/api/location", method: "POST",
-                                      headers: [.init(name: "Content-Type", value: "application/json")], body: Array("{}".utf8))
-        #expect(request.json.serializedString ==
-                #"{"url":"https://x.example/api/location","method":"POST","headers":{"Content-Type":"application/json"},"body_base64":"e30="}"#)
+        let request = PreparedRequest(
+            url: "https://x.example/api/location", method: "POST",
+            headers: [.init(name: "Content-Type", value: "application/json")], body: Array("{}".utf8))
+        #expect(
+            request.json.serializedString
+                == #"{"url":"https://x.example/api/location","method":"POST","headers":{"Content-Type":"application/json"},"body_base64":"e30="}"#)
     }
 }

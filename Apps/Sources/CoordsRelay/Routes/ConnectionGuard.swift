@@ -107,7 +107,8 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
         started = true
         if let refusal {
             metrics.connectionRefused(refusal.rawValue)
-            let message = refusal == .total
+            let message =
+                refusal == .total
                 ? "the relay has its maximum number of connections open; retry shortly"
                 : "too many connections from this address; reuse one connection or retry shortly"
             answerAndClose(context, status: 503, code: "too_many_connections", message: message, retryAfter: 5)
@@ -145,8 +146,9 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
         metrics.connectionClosed(reason)
         switch shared.phase {
         case .readingHead:
-            answerAndClose(context, status: 408, code: "request_timeout",
-                           message: "the request head did not arrive within \(limits.headerTimeoutSeconds) s", retryAfter: nil)
+            answerAndClose(
+                context, status: 408, code: "request_timeout",
+                message: "the request head did not arrive within \(limits.headerTimeoutSeconds) s", retryAfter: nil)
         case .idle, .readingBody, .responding:
             shared.closedByGuard = true
             context.close(promise: nil)
@@ -241,8 +243,9 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
         shared.closedByGuard = true
         let failure = Self.failure(for: parserError)
         let body = failure.reply.body
-        let head = HTTPResponse(status: .init(code: failure.status),
-                                headerFields: [.contentType: "application/json", .contentLength: String(body.count), .connection: "close"])
+        let head = HTTPResponse(
+            status: .init(code: failure.status),
+            headerFields: [.contentType: "application/json", .contentLength: String(body.count), .connection: "close"])
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(context.channel.allocator.buffer(bytes: body))), promise: nil)
         let channel = context.channel
@@ -274,30 +277,37 @@ struct RelayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     let registry: ConnectionRegistry
     let metrics: RelayMetrics
     /// Hummingbird's decoder limits (header sizes), applied per connection.
-    let decoder = HTTP1Channel.Configuration.DecoderConfiguration(maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 32 * 1024,
-                                                                  maxHeaderFieldCount: 100)
+    let decoder = HTTP1Channel.Configuration.DecoderConfiguration(
+        maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 32 * 1024,
+        maxHeaderFieldCount: 100)
 
     func setup(channel: any NIOCore.Channel, logger: Logger) -> EventLoopFuture<Value> {
         let address = channel.remoteAddress?.ipAddress ?? "unknown"
         let refusal = registry.open(address: address)
         if refusal == nil {
             metrics.connectionsOpen.set(Int64(registry.count))
-            let registry = registry, metrics = metrics
+            let registry = registry
+            let metrics = metrics
             channel.closeFuture.whenComplete { _ in
                 registry.close(address: address)
                 metrics.connectionsOpen.set(Int64(registry.count))
             }
         }
-        let limits = limits, metrics = metrics, decoder = decoder, responder = responder
+        let limits = limits
+        let metrics = metrics
+        let decoder = decoder
+        let responder = responder
         return channel.eventLoop.makeCompletedFuture { () -> HTTP1Channel in
             let shared = ConnectionPhase()
             let guardHandler = ConnectionGuardHandler(shared: shared, limits: limits, metrics: metrics, refusal: refusal)
             try channel.pipeline.syncOperations.addHandler(guardHandler, position: .first)
             let phaseHandler = RequestPhaseHandler(shared: shared, guardHandler: guardHandler, limits: limits, metrics: metrics)
             let box = NIOLoopBound(phaseHandler, eventLoop: channel.eventLoop)
-            return HTTP1Channel(responder: responder,
-                                configuration: .init(additionalChannelHandlers: [box.value], idleTimeout: nil,
-                                                     httpDecoderConfiguration: decoder))
+            return HTTP1Channel(
+                responder: responder,
+                configuration: .init(
+                    additionalChannelHandlers: [box.value], idleTimeout: nil,
+                    httpDecoderConfiguration: decoder))
         }.flatMap { http1 in http1.setup(channel: channel, logger: logger) }
     }
 

@@ -4,8 +4,9 @@ import Synchronization
 /// The §7.3 mailbox: sealed envelopes in, recipient-signed reads and acks out.
 extension RelayService {
     private var mailboxLimits: MailboxLimits {
-        MailboxLimits(perRecipient: configuration.maximumMessagesPerRecipient, total: configuration.maximumMessages,
-                      perRecipientUnauthenticated: configuration.maximumUnauthenticatedMessagesPerRecipient)
+        MailboxLimits(
+            perRecipient: configuration.maximumMessagesPerRecipient, total: configuration.maximumMessages,
+            perRecipientUnauthenticated: configuration.maximumUnauthenticatedMessagesPerRecipient)
     }
 
     /// `POST /v1/relay/messages` with an envelope → 202 `{"accepted": true, "packetID": id}`.
@@ -32,12 +33,14 @@ extension RelayService {
             throw RelayFailure(400, "created_in_future", "createdAt is more than \(configuration.clockSkewSeconds) s in the future; check the device clock")
         }
         guard expires - created <= configuration.maximumMessageTTLSeconds else {
-            throw RelayFailure(400, "ttl_too_long", "the envelope lives \(expires - created) s; this relay keeps messages at most \(configuration.maximumMessageTTLSeconds) s")
+            throw RelayFailure(
+                400, "ttl_too_long", "the envelope lives \(expires - created) s; this relay keeps messages at most \(configuration.maximumMessageTTLSeconds) s")
         }
         var verifiedSender: PeerID?
         if let keyText = envelope.senderKey {
             guard let bytes = try? Base64.decode(keyText, field: "senderKey"), bytes.count == 32,
-                  let key = try? Ed25519PublicKey(rawRepresentation: bytes) else {
+                let key = try? Ed25519PublicKey(rawRepresentation: bytes)
+            else {
                 throw RelayFailure(401, "invalid_signature", "senderKey is not a base64url Ed25519 public key")
             }
             do {
@@ -53,7 +56,8 @@ extension RelayService {
             throw RelayFailure(400, "invalid_envelope", "sealedPayloadBase64 is not standard base64 with padding")
         }
         guard payload.count <= configuration.maximumMessagePayloadBytes else {
-            throw RelayFailure(413, "payload_too_large", "the sealed payload is \(payload.count) bytes; the limit is \(configuration.maximumMessagePayloadBytes)")
+            throw RelayFailure(
+                413, "payload_too_large", "the sealed payload is \(payload.count) bytes; the limit is \(configuration.maximumMessagePayloadBytes)")
         }
         guard let signature = try? Base64.decode(envelope.signatureBase64, variant: .standard, field: "signatureBase64"), signature.count == 64 else {
             throw RelayFailure(400, "invalid_envelope", "signatureBase64 must be 64 bytes in standard base64")
@@ -63,8 +67,9 @@ extension RelayService {
             throw RelayFailure(429, "rate_limited", "too many messages from this sender; retry in \(retry) s", retryAfter: retry)
         }
         let id = envelope.id.lowercased()
-        let entry = MailboxEntry(id: id, recipient: envelope.recipientID.lowercased(), expiresAt: expires, envelope: body,
-                                 authenticated: verifiedSender != nil)
+        let entry = MailboxEntry(
+            id: id, recipient: envelope.recipientID.lowercased(), expiresAt: expires, envelope: body,
+            authenticated: verifiedSender != nil)
         switch try await store.mailboxPost(entry, limits: mailboxLimits, now: now) {
         case .stored:
             metrics.messagesPosted.increment()
@@ -73,8 +78,9 @@ extension RelayService {
             throw RelayFailure(409, "duplicate", "an envelope with id \(id) is stored or was already delivered")
         case .recipientFull:
             let quota = verifiedSender == nil ? configuration.maximumUnauthenticatedMessagesPerRecipient : configuration.maximumMessagesPerRecipient
-            throw RelayFailure(429, "recipient_full", "the recipient has \(quota) \(verifiedSender == nil ? "unsigned " : "")messages waiting; retry later",
-                               retryAfter: 60)
+            throw RelayFailure(
+                429, "recipient_full", "the recipient has \(quota) \(verifiedSender == nil ? "unsigned " : "")messages waiting; retry later",
+                retryAfter: 60)
         case .relayFull:
             throw RelayFailure(507, "relay_full", "the relay holds its maximum number of messages; retry later")
         }
@@ -103,7 +109,8 @@ extension RelayService {
         guard Envelope.isUUID(rawID) else { throw RelayFailure(400, "invalid_id", "the message id must be a UUID") }
         let id = rawID.lowercased()
         guard let keyText = headers["x-coords-key"], let bytes = try? Base64.decode(keyText, field: "X-Coords-Key"), bytes.count == 32,
-              let key = try? Ed25519PublicKey(rawRepresentation: bytes) else {
+            let key = try? Ed25519PublicKey(rawRepresentation: bytes)
+        else {
             throw RelayFailure(401, "unauthenticated", "send X-Coords-Key, X-Coords-Timestamp and X-Coords-Signature (§7.3)")
         }
         let recipient = PeerID(key)
@@ -118,25 +125,31 @@ extension RelayService {
     /// the skew, the signature verifies and was never used before.
     private func authenticate(recipient: PeerID, method: String, pathWithQuery: String, headers: [String: String]) async throws {
         guard let keyText = headers["x-coords-key"], let timestampText = headers["x-coords-timestamp"],
-              let signatureText = headers["x-coords-signature"] else {
+            let signatureText = headers["x-coords-signature"]
+        else {
             throw RelayFailure(401, "unauthenticated", "send X-Coords-Key, X-Coords-Timestamp and X-Coords-Signature (§7.3)")
         }
         guard let bytes = try? Base64.decode(keyText, field: "X-Coords-Key"), bytes.count == 32,
-              let key = try? Ed25519PublicKey(rawRepresentation: bytes), PeerID(key) == recipient else {
+            let key = try? Ed25519PublicKey(rawRepresentation: bytes), PeerID(key) == recipient
+        else {
             throw RelayFailure(401, "wrong_mailbox", "X-Coords-Key is not the key of this recipient")
         }
         guard let timestamp = UInt64(timestampText) else { throw RelayFailure(401, "invalid_timestamp", "X-Coords-Timestamp must be Unix seconds") }
-        let now = nowSeconds, skew = configuration.clockSkewSeconds
+        let now = nowSeconds
+        let skew = configuration.clockSkewSeconds
         guard timestamp.isWithin(skew, of: now) else {
             throw RelayFailure(401, "timestamp_out_of_window", "X-Coords-Timestamp is more than \(skew) s from the relay's clock")
         }
         guard let signature = try? Base64.decode(signatureText, field: "X-Coords-Signature"), signature.count == 64,
-              key.isValidSignature(signature, for: MailboxAuth.signedBytes(method: method, path: pathWithQuery, timestamp: timestamp)) else {
+            key.isValidSignature(signature, for: MailboxAuth.signedBytes(method: method, path: pathWithQuery, timestamp: timestamp))
+        else {
             throw RelayFailure(401, "invalid_signature", "X-Coords-Signature does not verify for this method, path and timestamp")
         }
         let r = try Bytes32(Array(signature.prefix(32)))  // 64 bytes checked above
-        switch try await store.acceptSignature(r, until: timestamp.addingSaturating(skew), now: now,
-                                               capacity: configuration.maximumSeenSignatures) {
+        switch try await store.acceptSignature(
+            r, until: timestamp.addingSaturating(skew), now: now,
+            capacity: configuration.maximumSeenSignatures)
+        {
         case .accepted:
             break
         case .replayed:

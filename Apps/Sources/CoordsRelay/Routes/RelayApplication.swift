@@ -1,10 +1,11 @@
 import CoordsCore
 import HTTPTypes
-import HummingbirdCore
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -74,8 +75,9 @@ public func buildRouter(service: RelayService) -> Router<RelayRequestContext> {
         response(.json(.object(["status": .string("ok")])))
     }
     router.get("metrics") { _, _ in
-        Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                 body: .init(byteBuffer: ByteBuffer(bytes: await service.metricsText())))
+        Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+            body: .init(byteBuffer: ByteBuffer(bytes: await service.metricsText())))
     }
     return router
 }
@@ -88,12 +90,13 @@ private func assemble(service: RelayService, router: Router<RelayRequestContext>
     let limits = effectiveConnectionLimits(configuration.connections)
     let registry = ConnectionRegistry(limits: limits)
     let metrics = service.metrics
-    var app = Application(router: router,
-                          server: HTTPServerBuilder { responder in
-                              RelayHTTPChannel(responder: responder, limits: limits, registry: registry, metrics: metrics)
-                          },
-                          configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "coords-relay"),
-                          logger: logger)
+    var app = Application(
+        router: router,
+        server: HTTPServerBuilder { responder in
+            RelayHTTPChannel(responder: responder, limits: limits, registry: registry, metrics: metrics)
+        },
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "coords-relay"),
+        logger: logger)
     app.addServices(ExpirySweeper(service: service))
     return app
 }
@@ -148,14 +151,17 @@ func response(_ reply: RelayReply) -> Response {
 
 /// Shared path of the body-carrying routes: address limit, content type, body size (checked
 /// against Content-Length first, then while collecting, never buffering past the limit).
-func handle(_ request: Request, _ context: RelayRequestContext, _ service: RelayService, needsBody: Bool, limit: Int? = nil,
-            _ body: @escaping @Sendable ([UInt8]) async throws -> RelayReply) async -> Response {
+func handle(
+    _ request: Request, _ context: RelayRequestContext, _ service: RelayService, needsBody: Bool, limit: Int? = nil,
+    _ body: @escaping @Sendable ([UInt8]) async throws -> RelayReply
+) async -> Response {
     var request = request
     let limit = limit ?? service.configuration.maximumBodyBytes
     let reply = await service.reply {
         try service.limit(address: clientAddress(request, context, service))
         guard let type = request.headers[.contentType]?.lowercased(),
-              type == "application/json" || type.hasPrefix("application/json;") else {
+            type == "application/json" || type.hasPrefix("application/json;")
+        else {
             throw RelayFailure(415, "unsupported_media_type", "send the body as Content-Type: application/json")
         }
         if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit {
@@ -174,8 +180,10 @@ func handle(_ request: Request, _ context: RelayRequestContext, _ service: Relay
 
 /// Shared path of the recipient-signed mailbox routes: address limit, then the handler with the
 /// request target exactly as sent (the signed string covers it) and lowercased header names.
-func signed(_ request: Request, _ context: RelayRequestContext, _ service: RelayService,
-            _ body: @escaping @Sendable (String, [String: String]) async throws -> RelayReply) async -> Response {
+func signed(
+    _ request: Request, _ context: RelayRequestContext, _ service: RelayService,
+    _ body: @escaping @Sendable (String, [String: String]) async throws -> RelayReply
+) async -> Response {
     let reply = await service.reply {
         try service.limit(address: clientAddress(request, context, service))
         var headers: [String: String] = [:]
@@ -199,7 +207,8 @@ func queryItems(_ target: String) -> [String: String] {
 /// The client's address: the peer, or the first `X-Forwarded-For` entry behind a trusted proxy.
 func clientAddress(_ request: Request, _ context: RelayRequestContext, _ service: RelayService) -> String {
     if service.configuration.trustForwardedFor, let forwarded = request.headers[.xForwardedFor],
-       let first = forwarded.split(separator: ",").first {
+        let first = forwarded.split(separator: ",").first
+    {
         return String(first.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
     }
     return context.remoteAddress ?? "unknown"
@@ -223,30 +232,37 @@ struct RelayMiddleware: RouterMiddleware {
             response = try await next(request, context)
         } catch let error as HTTPError {
             if error.status.code == 404, let allowed = allowedMethods(path: request.uri.path),
-               !allowed.contains(request.method.rawValue) {
-                var failure = RelayFailure(405, "method_not_allowed",
-                                           "\(request.uri.path) answers \(allowed.joined(separator: ", ")), not \(request.method.rawValue)").reply
+                !allowed.contains(request.method.rawValue)
+            {
+                var failure = RelayFailure(
+                    405, "method_not_allowed",
+                    "\(request.uri.path) answers \(allowed.joined(separator: ", ")), not \(request.method.rawValue)"
+                ).reply
                 failure.headers.append(("Allow", allowed.joined(separator: ", ")))
                 response = CoordsRelay.response(failure)
             } else {
-                let failure = RelayFailure(Int(error.status.code), error.status.code == 404 ? "not_found" : "http_error",
-                                           error.body ?? error.status.reasonPhrase)
+                let failure = RelayFailure(
+                    Int(error.status.code), error.status.code == 404 ? "not_found" : "http_error",
+                    error.body ?? error.status.reasonPhrase)
                 response = CoordsRelay.response(failure.reply)
             }
         } catch {
             response = CoordsRelay.response(RelayFailure(500, "internal", "the relay could not complete the request").reply)
         }
         let route = context.endpointPath ?? "unmatched"
-        service.metrics.request(route: route, method: request.method.rawValue, status: Int(response.status.code),
-                                duration: ContinuousClock.now - start)
+        service.metrics.request(
+            route: route, method: request.method.rawValue, status: Int(response.status.code),
+            duration: ContinuousClock.now - start)
         let elapsed = ContinuousClock.now - start
         // The access log: the route template, never the target, a body, a signature or a key.
-        context.logger.info("request", metadata: [
-            "method": "\(request.method.rawValue)", "route": "\(route)", "status": "\(response.status.code)",
-            "duration_ms": "\(milliseconds(elapsed))",
-            "request_bytes": "\(request.headers[.contentLength].flatMap(Int.init) ?? 0)",
-            "response_bytes": "\(response.body.contentLength ?? 0)",
-        ])
+        context.logger.info(
+            "request",
+            metadata: [
+                "method": "\(request.method.rawValue)", "route": "\(route)", "status": "\(response.status.code)",
+                "duration_ms": "\(milliseconds(elapsed))",
+                "request_bytes": "\(request.headers[.contentLength].flatMap(Int.init) ?? 0)",
+                "response_bytes": "\(response.body.contentLength ?? 0)"
+            ])
         return response
     }
 }
@@ -255,7 +271,8 @@ struct RelayMiddleware: RouterMiddleware {
 func milliseconds(_ duration: Duration) -> String {
     let (seconds, attoseconds) = duration.components
     let micros = seconds.multipliedReportingOverflow(by: 1_000_000).partialValue.addingReportingOverflow(attoseconds / 1_000_000_000_000).partialValue
-    let whole = micros / 1000, fraction = abs(micros % 1000)
+    let whole = micros / 1000
+    let fraction = abs(micros % 1000)
     return "\(whole)." + (fraction < 10 ? "00" : (fraction < 100 ? "0" : "")) + "\(fraction)"
 }
 

@@ -124,7 +124,7 @@ public final class RelayService: Sendable {
                 "blob": .string(Base64.encode(record.blob)),
                 "updated": .integer(record.updated),
                 "signature": .string(Base64.encode(record.signature)),
-                "timestamp": .integer(record.timestamp),
+                "timestamp": .integer(record.timestamp)
             ])
         }
         metrics.fetches.increment()
@@ -165,8 +165,9 @@ public final class RelayService: Sendable {
         let ttl = configuration.ttlSeconds
         // Tombstones only need to outlive the freshness window: older uploads are refused anyway.
         let tombstoneLife = configuration.clockSkewSeconds.multipliedSaturating(by: 2)
-        let removed = try await store.sweep(updatedBefore: now.subtractingSaturating(ttl),
-                                            tombstonesBefore: now.subtractingSaturating(tombstoneLife))
+        let removed = try await store.sweep(
+            updatedBefore: now.subtractingSaturating(ttl),
+            tombstonesBefore: now.subtractingSaturating(tombstoneLife))
         if removed > 0 {
             metrics.expired.increment(by: Int64(removed))
             logger.info("expired blobs swept", metadata: ["count": "\(removed)"])

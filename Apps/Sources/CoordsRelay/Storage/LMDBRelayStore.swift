@@ -56,9 +56,13 @@ enum RelayTables {
     static let seenSignatures = TableDefinition<Bytes32, UInt64>("seen_signatures")
     /// Version 2 added the mailbox tables, version 3 the seen signatures (created at open;
     /// nothing to convert).
-    static let schema = Schema(version: 3, tables: [records.erased, tombstones.erased, mailbox.erased, mailboxIndex.erased,
-                                                    mailboxTombstones.erased, mailboxMeta.erased, seenSignatures.erased],
-                               migrations: [Migration(to: 2) { _ in }, Migration(to: 3) { _ in }])
+    static let schema = Schema(
+        version: 3,
+        tables: [
+            records.erased, tombstones.erased, mailbox.erased, mailboxIndex.erased,
+            mailboxTombstones.erased, mailboxMeta.erased, seenSignatures.erased
+        ],
+        migrations: [Migration(to: 2) { _ in }, Migration(to: 3) { _ in }])
 }
 
 /// `mailbox-entry/1` (the table's type name; the value carries its own version byte):
@@ -69,7 +73,8 @@ extension MailboxEntry: StoreValue {
     public static var storeTypeName: String { "mailbox-entry/1" }
 
     public func withStoreBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        let idBytes = Array(id.utf8), recipientBytes = Array(recipient.utf8)
+        let idBytes = Array(id.utf8)
+        let recipientBytes = Array(recipient.utf8)
         guard idBytes.count <= 255, recipientBytes.count == 64 else { throw StoreCodecError("mailbox entry id or recipient too long") }
         var writer = ByteWriter(capacity: 75 + idBytes.count + envelope.count)
         writer.write(UInt8(2))
@@ -91,7 +96,8 @@ extension MailboxEntry: StoreValue {
         let idLength = Int(try reader.read(UInt8.self))
         // Strict UTF-8: a lossy decode would turn a damaged value into a different one silently.
         guard let id = String(validating: try reader.read(count: idLength), as: UTF8.self),
-              let recipient = String(validating: try reader.read(count: 64), as: UTF8.self), recipient.utf8.count == 64 else {
+            let recipient = String(validating: try reader.read(count: 64), as: UTF8.self), recipient.utf8.count == 64
+        else {
             throw StoreCodecError("mailbox entry id or recipient is not UTF-8")
         }
         guard flags & ~1 == 0 else { throw StoreCodecError("unknown mailbox entry flags \(flags)") }
@@ -275,10 +281,11 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
     /// The number of entries of each table the export walks.
     public func exportCounts() throws -> RelayExportCounts {
         try database.read { tx in
-            RelayExportCounts(records: try tx.open(RelayTables.records).count(), tombstones: try tx.open(RelayTables.tombstones).count(),
-                              envelopes: try tx.open(RelayTables.mailbox).count(),
-                              envelopeTombstones: try tx.open(RelayTables.mailboxTombstones).count(),
-                              seenSignatures: try tx.open(RelayTables.seenSignatures).count())
+            RelayExportCounts(
+                records: try tx.open(RelayTables.records).count(), tombstones: try tx.open(RelayTables.tombstones).count(),
+                envelopes: try tx.open(RelayTables.mailbox).count(),
+                envelopeTombstones: try tx.open(RelayTables.mailboxTombstones).count(),
+                seenSignatures: try tx.open(RelayTables.seenSignatures).count())
         }
     }
 
@@ -398,8 +405,9 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
                         if let outcome = try Self.apply(job.operation, tx) { return outcome }
                         switch job.operation {
                         case .put(let key, let record):
-                            let result = RelayStoreRules.put(timestamp: record.timestamp, existing: try records.get(key),
-                                                             tombstone: try tombstones.get(key))
+                            let result = RelayStoreRules.put(
+                                timestamp: record.timestamp, existing: try records.get(key),
+                                tombstone: try tombstones.get(key))
                             if result == .stored {
                                 try records.put(key, record)
                                 try tombstones.delete(key)

@@ -44,7 +44,7 @@ public actor MemoryRelayStore: RelayStore {
     // MARK: Mailbox
 
     private var queues: [String: [MailboxEntry]] = [:]  // by recipient, oldest first
-    private var recipientOf: [String: String] = [:]      // id → recipient
+    private var recipientOf: [String: String] = [:]  // id → recipient
     private var messageTombstones: [String: UInt64] = [:]  // id → kept until
 
     public func mailboxPost(_ entry: MailboxEntry, limits: MailboxLimits, now: UInt64) -> MailboxPostResult {

@@ -38,7 +38,8 @@ public struct PostgresLocation: Sendable, Equatable {
             path = rest[rest.index(after: slash)...]
             rest = rest[..<slash]
         }
-        var user = Substring("postgres"), password: Substring?
+        var user = Substring("postgres")
+        var password: Substring?
         if let at = rest.lastIndex(of: "@") {
             let credentials = rest[..<at]
             rest = rest[rest.index(after: at)...]
@@ -49,7 +50,8 @@ public struct PostgresLocation: Sendable, Equatable {
                 user = credentials
             }
         }
-        var host = rest, port = 5432
+        var host = rest
+        var port = 5432
         if host.hasPrefix("["), host.firstIndex(of: "]") == nil {
             throw RelayStoreError(description: "the PostgreSQL URL has an unclosed [ in its host")
         }
@@ -99,7 +101,8 @@ public struct PostgresLocation: Sendable, Equatable {
         var iterator = Array(text.utf8)[...]
         while let byte = iterator.popFirst() {
             if byte == UInt8(ascii: "%"), iterator.count >= 2,
-               let value = UInt8(String(decoding: iterator.prefix(2), as: UTF8.self), radix: 16) {
+                let value = UInt8(String(decoding: iterator.prefix(2), as: UTF8.self), radix: 16)
+            {
                 bytes.append(value)
                 iterator = iterator.dropFirst(2)
             } else {
@@ -153,102 +156,111 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     public static let schemaVersion = 3
     /// Migrations by version: each runs once, in order, inside the migration transaction.
     static let migrations: [(version: Int, statements: [PostgresQuery])] = [
-        (1, [
-            """
-            CREATE TABLE relay_records (
-                key BYTEA PRIMARY KEY, blob BYTEA NOT NULL, ts BIGINT NOT NULL, signature BYTEA NOT NULL, updated BIGINT NOT NULL)
-            """,
-            "CREATE INDEX relay_records_updated ON relay_records (updated)",
-            "CREATE TABLE relay_tombstones (key BYTEA PRIMARY KEY, ts BIGINT NOT NULL, recorded_at BIGINT NOT NULL)",
-            """
-            CREATE TABLE mailbox (
-                id TEXT PRIMARY KEY, recipient TEXT NOT NULL, seq BIGSERIAL NOT NULL, expires_at BIGINT NOT NULL,
-                authenticated BOOLEAN NOT NULL, envelope BYTEA NOT NULL)
-            """,
-            "CREATE INDEX mailbox_recipient ON mailbox (recipient, seq)",
-            "CREATE INDEX mailbox_expires ON mailbox (expires_at)",
-            "CREATE TABLE mailbox_tombstones (id TEXT PRIMARY KEY, until BIGINT NOT NULL)",
-            "CREATE TABLE seen_signatures (r BYTEA PRIMARY KEY, until BIGINT NOT NULL)",
-            "CREATE INDEX seen_signatures_until ON seen_signatures (until)",
-        ]),
+        (
+            1,
+            [
+                """
+                CREATE TABLE relay_records (
+                    key BYTEA PRIMARY KEY, blob BYTEA NOT NULL, ts BIGINT NOT NULL, signature BYTEA NOT NULL, updated BIGINT NOT NULL)
+                """,
+                "CREATE INDEX relay_records_updated ON relay_records (updated)",
+                "CREATE TABLE relay_tombstones (key BYTEA PRIMARY KEY, ts BIGINT NOT NULL, recorded_at BIGINT NOT NULL)",
+                """
+                CREATE TABLE mailbox (
+                    id TEXT PRIMARY KEY, recipient TEXT NOT NULL, seq BIGSERIAL NOT NULL, expires_at BIGINT NOT NULL,
+                    authenticated BOOLEAN NOT NULL, envelope BYTEA NOT NULL)
+                """,
+                "CREATE INDEX mailbox_recipient ON mailbox (recipient, seq)",
+                "CREATE INDEX mailbox_expires ON mailbox (expires_at)",
+                "CREATE TABLE mailbox_tombstones (id TEXT PRIMARY KEY, until BIGINT NOT NULL)",
+                "CREATE TABLE seen_signatures (r BYTEA PRIMARY KEY, until BIGINT NOT NULL)",
+                "CREATE INDEX seen_signatures_until ON seen_signatures (until)"
+            ]
+        ),
         // Version 2: an upload or a delete is one statement (one round trip, one implicit
         // transaction) instead of seven. Inside a VOLATILE function each statement takes a new
         // snapshot, so the reads after the advisory lock see what the previous lock holder
         // committed; the lock is released only after this transaction's commit is durable.
-        (2, [
-            """
-            CREATE FUNCTION coords_put(p_lock BIGINT, p_key BYTEA, p_blob BYTEA, p_ts BIGINT, p_signature BYTEA, p_updated BIGINT)
-            RETURNS BIGINT LANGUAGE plpgsql VOLATILE AS $$
-            DECLARE record_ts BIGINT; tombstone_ts BIGINT;
-            BEGIN
-                PERFORM pg_advisory_xact_lock(p_lock);
-                SELECT ts INTO record_ts FROM relay_records WHERE key = p_key;
-                SELECT ts INTO tombstone_ts FROM relay_tombstones WHERE key = p_key;
-                IF (record_ts IS NOT NULL OR tombstone_ts IS NOT NULL)
-                   AND p_ts <= greatest(coalesce(record_ts, 0), coalesce(tombstone_ts, 0)) THEN
-                    RETURN greatest(coalesce(record_ts, 0), coalesce(tombstone_ts, 0));
-                END IF;
-                INSERT INTO relay_records (key, blob, ts, signature, updated) VALUES (p_key, p_blob, p_ts, p_signature, p_updated)
-                ON CONFLICT (key) DO UPDATE SET blob = EXCLUDED.blob, ts = EXCLUDED.ts, signature = EXCLUDED.signature,
-                                                updated = EXCLUDED.updated;
-                IF tombstone_ts IS NOT NULL THEN
-                    DELETE FROM relay_tombstones WHERE key = p_key;
-                END IF;
-                RETURN -1;
-            END $$
-            """,
-            """
-            CREATE FUNCTION coords_delete(p_lock BIGINT, p_key BYTEA, p_ts BIGINT, p_now BIGINT)
-            RETURNS BIGINT LANGUAGE plpgsql VOLATILE AS $$
-            DECLARE record_ts BIGINT; tombstone_ts BIGINT;
-            BEGIN
-                PERFORM pg_advisory_xact_lock(p_lock);
-                SELECT ts INTO record_ts FROM relay_records WHERE key = p_key;
-                SELECT ts INTO tombstone_ts FROM relay_tombstones WHERE key = p_key;
-                IF record_ts IS NOT NULL AND p_ts <= record_ts THEN RETURN record_ts; END IF;
-                IF record_ts IS NULL AND tombstone_ts IS NOT NULL AND p_ts <= tombstone_ts THEN RETURN tombstone_ts; END IF;
-                DELETE FROM relay_records WHERE key = p_key;
-                INSERT INTO relay_tombstones (key, ts, recorded_at) VALUES (p_key, greatest(p_ts, coalesce(tombstone_ts, 0)), p_now)
-                ON CONFLICT (key) DO UPDATE SET ts = EXCLUDED.ts, recorded_at = EXCLUDED.recorded_at;
-                RETURN CASE WHEN record_ts IS NULL THEN -2 ELSE -1 END;
-            END $$
-            """,
-        ]),
+        (
+            2,
+            [
+                """
+                CREATE FUNCTION coords_put(p_lock BIGINT, p_key BYTEA, p_blob BYTEA, p_ts BIGINT, p_signature BYTEA, p_updated BIGINT)
+                RETURNS BIGINT LANGUAGE plpgsql VOLATILE AS $$
+                DECLARE record_ts BIGINT; tombstone_ts BIGINT;
+                BEGIN
+                    PERFORM pg_advisory_xact_lock(p_lock);
+                    SELECT ts INTO record_ts FROM relay_records WHERE key = p_key;
+                    SELECT ts INTO tombstone_ts FROM relay_tombstones WHERE key = p_key;
+                    IF (record_ts IS NOT NULL OR tombstone_ts IS NOT NULL)
+                       AND p_ts <= greatest(coalesce(record_ts, 0), coalesce(tombstone_ts, 0)) THEN
+                        RETURN greatest(coalesce(record_ts, 0), coalesce(tombstone_ts, 0));
+                    END IF;
+                    INSERT INTO relay_records (key, blob, ts, signature, updated) VALUES (p_key, p_blob, p_ts, p_signature, p_updated)
+                    ON CONFLICT (key) DO UPDATE SET blob = EXCLUDED.blob, ts = EXCLUDED.ts, signature = EXCLUDED.signature,
+                                                    updated = EXCLUDED.updated;
+                    IF tombstone_ts IS NOT NULL THEN
+                        DELETE FROM relay_tombstones WHERE key = p_key;
+                    END IF;
+                    RETURN -1;
+                END $$
+                """,
+                """
+                CREATE FUNCTION coords_delete(p_lock BIGINT, p_key BYTEA, p_ts BIGINT, p_now BIGINT)
+                RETURNS BIGINT LANGUAGE plpgsql VOLATILE AS $$
+                DECLARE record_ts BIGINT; tombstone_ts BIGINT;
+                BEGIN
+                    PERFORM pg_advisory_xact_lock(p_lock);
+                    SELECT ts INTO record_ts FROM relay_records WHERE key = p_key;
+                    SELECT ts INTO tombstone_ts FROM relay_tombstones WHERE key = p_key;
+                    IF record_ts IS NOT NULL AND p_ts <= record_ts THEN RETURN record_ts; END IF;
+                    IF record_ts IS NULL AND tombstone_ts IS NOT NULL AND p_ts <= tombstone_ts THEN RETURN tombstone_ts; END IF;
+                    DELETE FROM relay_records WHERE key = p_key;
+                    INSERT INTO relay_tombstones (key, ts, recorded_at) VALUES (p_key, greatest(p_ts, coalesce(tombstone_ts, 0)), p_now)
+                    ON CONFLICT (key) DO UPDATE SET ts = EXCLUDED.ts, recorded_at = EXCLUDED.recorded_at;
+                    RETURN CASE WHEN record_ts IS NULL THEN -2 ELSE -1 END;
+                END $$
+                """
+            ]
+        ),
         // Version 3: a batch of uploads in one statement and one transaction (one commit for
         // all the uploads in flight). The keys' locks are taken first, in ascending order, so
         // batches of two nodes never deadlock; then each upload is decided in arrival order,
         // exactly as coords_put would.
-        (3, [
-            """
-            CREATE FUNCTION coords_put_batch(p_locks BIGINT[], p_keys BYTEA[], p_blobs BYTEA[], p_ts BIGINT[], p_signatures BYTEA[],
-                                             p_updated BIGINT[])
-            RETURNS BIGINT[] LANGUAGE plpgsql VOLATILE AS $$
-            DECLARE results BIGINT[] := '{}'; lock_id BIGINT; record_ts BIGINT; tombstone_ts BIGINT;
-            BEGIN
-                FOR lock_id IN SELECT DISTINCT l FROM unnest(p_locks) AS l ORDER BY l LOOP
-                    PERFORM pg_advisory_xact_lock(lock_id);
-                END LOOP;
-                FOR i IN 1 .. coalesce(array_length(p_keys, 1), 0) LOOP
-                    SELECT ts INTO record_ts FROM relay_records WHERE key = p_keys[i];
-                    SELECT ts INTO tombstone_ts FROM relay_tombstones WHERE key = p_keys[i];
-                    IF (record_ts IS NOT NULL OR tombstone_ts IS NOT NULL)
-                       AND p_ts[i] <= greatest(coalesce(record_ts, 0), coalesce(tombstone_ts, 0)) THEN
-                        results := results || greatest(coalesce(record_ts, 0), coalesce(tombstone_ts, 0));
-                        CONTINUE;
-                    END IF;
-                    INSERT INTO relay_records (key, blob, ts, signature, updated)
-                    VALUES (p_keys[i], p_blobs[i], p_ts[i], p_signatures[i], p_updated[i])
-                    ON CONFLICT (key) DO UPDATE SET blob = EXCLUDED.blob, ts = EXCLUDED.ts, signature = EXCLUDED.signature,
-                                                    updated = EXCLUDED.updated;
-                    IF tombstone_ts IS NOT NULL THEN
-                        DELETE FROM relay_tombstones WHERE key = p_keys[i];
-                    END IF;
-                    results := results || (-1)::BIGINT;
-                END LOOP;
-                RETURN results;
-            END $$
-            """,
-        ]),
+        (
+            3,
+            [
+                """
+                CREATE FUNCTION coords_put_batch(p_locks BIGINT[], p_keys BYTEA[], p_blobs BYTEA[], p_ts BIGINT[], p_signatures BYTEA[],
+                                                 p_updated BIGINT[])
+                RETURNS BIGINT[] LANGUAGE plpgsql VOLATILE AS $$
+                DECLARE results BIGINT[] := '{}'; lock_id BIGINT; record_ts BIGINT; tombstone_ts BIGINT;
+                BEGIN
+                    FOR lock_id IN SELECT DISTINCT l FROM unnest(p_locks) AS l ORDER BY l LOOP
+                        PERFORM pg_advisory_xact_lock(lock_id);
+                    END LOOP;
+                    FOR i IN 1 .. coalesce(array_length(p_keys, 1), 0) LOOP
+                        SELECT ts INTO record_ts FROM relay_records WHERE key = p_keys[i];
+                        SELECT ts INTO tombstone_ts FROM relay_tombstones WHERE key = p_keys[i];
+                        IF (record_ts IS NOT NULL OR tombstone_ts IS NOT NULL)
+                           AND p_ts[i] <= greatest(coalesce(record_ts, 0), coalesce(tombstone_ts, 0)) THEN
+                            results := results || greatest(coalesce(record_ts, 0), coalesce(tombstone_ts, 0));
+                            CONTINUE;
+                        END IF;
+                        INSERT INTO relay_records (key, blob, ts, signature, updated)
+                        VALUES (p_keys[i], p_blobs[i], p_ts[i], p_signatures[i], p_updated[i])
+                        ON CONFLICT (key) DO UPDATE SET blob = EXCLUDED.blob, ts = EXCLUDED.ts, signature = EXCLUDED.signature,
+                                                        updated = EXCLUDED.updated;
+                        IF tombstone_ts IS NOT NULL THEN
+                            DELETE FROM relay_tombstones WHERE key = p_keys[i];
+                        END IF;
+                        results := results || (-1)::BIGINT;
+                    END LOOP;
+                    RETURN results;
+                END $$
+                """
+            ]
+        )
     ]
     /// The advisory lock that serialises migrations of several nodes starting at once.
     static let migrationLock: Int64 = 0x636f_6f72_6473_0001
@@ -271,11 +283,14 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     ///   - operationTimeout: how long a request may wait for the database before it gets 503.
     /// - Throws: ``RelayStoreError`` with one clear sentence: unreachable, refused credentials,
     ///   a schema newer than this relay, or a failed migration.
-    public init(location: PostgresLocation, poolSize: Int = 16, operationTimeout: Duration = .seconds(5),
-                logger: Logger = Logger(label: "coords.relay.postgres")) async throws {
-        var configuration = PostgresClient.Configuration(host: location.host, port: location.port, username: location.username,
-                                                         password: location.password, database: location.database,
-                                                         tls: try Self.tls(location.sslMode))
+    public init(
+        location: PostgresLocation, poolSize: Int = 16, operationTimeout: Duration = .seconds(5),
+        logger: Logger = Logger(label: "coords.relay.postgres")
+    ) async throws {
+        var configuration = PostgresClient.Configuration(
+            host: location.host, port: location.port, username: location.username,
+            password: location.password, database: location.database,
+            tls: try Self.tls(location.sslMode))
         configuration.options.maximumConnections = max(poolSize, 1)
         configuration.options.minimumConnections = 0
         configuration.options.connectTimeout = .seconds(5)
@@ -330,8 +345,9 @@ public final class PostgresRelayStore: RelayStore, Sendable {
             tls = .require(try NIOSSLContext(configuration: configuration))
         default: tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
         }
-        let configuration = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.username,
-                                                             password: location.password, database: location.database, tls: tls)
+        let configuration = PostgresConnection.Configuration(
+            host: location.host, port: location.port, username: location.username,
+            password: location.password, database: location.database, tls: tls)
         do {
             try await withDeadline(timeout, what: "connect") {
                 let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
@@ -341,7 +357,10 @@ public final class PostgresRelayStore: RelayStore, Sendable {
             let state = error.serverInfo?[.sqlState] ?? ""
             let message = error.serverInfo?[.message] ?? "\(error.code)"
             if state.hasPrefix("28") {
-                throw RelayStoreError(description: "PostgreSQL at \(location.host):\(location.port) refused user \(location.username): \(message) (check the password in the URL or PGPASSWORD)")
+                throw RelayStoreError(
+                    description:
+                        "PostgreSQL at \(location.host):\(location.port) refused user \(location.username): \(message) (check the password in the URL or PGPASSWORD)"
+                )
             }
             if state == "3D000" {
                 throw RelayStoreError(description: "PostgreSQL at \(location.host):\(location.port) has no database \(location.database): \(message)")
@@ -350,9 +369,13 @@ public final class PostgresRelayStore: RelayStore, Sendable {
                 throw RelayStoreError(description: "PostgreSQL at \(location.host):\(location.port) refused the connection: \(message) (SQLSTATE \(state))")
             }
             if let tlsError = error.underlying as? NIOSSLError {
-                throw RelayStoreError(description: "TLS with PostgreSQL at \(location.host):\(location.port) failed (sslmode=\(location.sslMode)): \(tlsError) (verify-full needs a certificate your system trusts for this host name; require encrypts without checking)")
+                throw RelayStoreError(
+                    description:
+                        "TLS with PostgreSQL at \(location.host):\(location.port) failed (sslmode=\(location.sslMode)): \(tlsError) (verify-full needs a certificate your system trusts for this host name; require encrypts without checking)"
+                )
             }
-            throw RelayStoreError(description: "cannot reach PostgreSQL at \(location.host):\(location.port): \(error.underlying.map { "\($0)" } ?? "\(error.code)")")
+            throw RelayStoreError(
+                description: "cannot reach PostgreSQL at \(location.host):\(location.port): \(error.underlying.map { "\($0)" } ?? "\(error.code)")")
         } catch let error as RelayStoreUnavailable {
             throw RelayStoreError(description: "cannot reach PostgreSQL at \(location.host):\(location.port): \(error.description)")
         } catch let error as RelayStoreError {
@@ -373,17 +396,21 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         try await run("migrate the schema") { client, logger in
             try await client.withTransaction(logger: logger) { connection in
                 try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
-                try await connection.query("""
+                try await connection.query(
+                    """
                     CREATE TABLE IF NOT EXISTS coords_relay_migrations (
                         version INT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
                     """, logger: logger)
                 var current = 0
-                for try await version in try await connection.query("SELECT coalesce(max(version), 0) FROM coords_relay_migrations",
-                                                                    logger: logger).decode(Int.self) {
+                for try await version in try await connection.query(
+                    "SELECT coalesce(max(version), 0) FROM coords_relay_migrations",
+                    logger: logger
+                ).decode(Int.self) {
                     current = version
                 }
                 guard current <= Self.schemaVersion else {
-                    throw RelayStoreError(description: "the database's relay schema is version \(current), newer than this relay's \(Self.schemaVersion); upgrade coords-relay")
+                    throw RelayStoreError(
+                        description: "the database's relay schema is version \(current), newer than this relay's \(Self.schemaVersion); upgrade coords-relay")
                 }
                 for migration in Self.migrations where migration.version > current {
                     for statement in migration.statements { try await connection.query(statement, logger: logger) }
@@ -399,7 +426,8 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         try await run("read the schema version") { client, logger in
             var version = 0
             for try await v in try await client.query("SELECT coalesce(max(version), 0) FROM coords_relay_migrations", logger: logger)
-                .decode(Int.self) { version = v }
+                .decode(Int.self)
+            { version = v }
             return version
         }
     }
@@ -418,10 +446,12 @@ public final class PostgresRelayStore: RelayStore, Sendable {
 
     private static func putBatch(_ batch: [(Bytes32, RelayRecord)], _ client: PostgresClient, _ logger: Logger) async throws -> [PutResult] {
         var outcomes: [Int64] = []
-        for try await value in try await client.execute(PutBatchStatement(
-            locks: batch.map { lockID($0.0.bytes) }, keys: batch.map { bytes($0.0.bytes) }, blobs: batch.map { bytes($0.1.blob) },
-            timestamps: batch.map { int($0.1.timestamp) }, signatures: batch.map { bytes($0.1.signature) },
-            updated: batch.map { int($0.1.updated) }), logger: logger) {
+        for try await value in try await client.execute(
+            PutBatchStatement(
+                locks: batch.map { lockID($0.0.bytes) }, keys: batch.map { bytes($0.0.bytes) }, blobs: batch.map { bytes($0.1.blob) },
+                timestamps: batch.map { int($0.1.timestamp) }, signatures: batch.map { bytes($0.1.signature) },
+                updated: batch.map { int($0.1.updated) }), logger: logger)
+        {
             outcomes = value
         }
         return outcomes.map { $0 < 0 ? .stored : .stale(current: UInt64(clamping: $0)) }
@@ -432,9 +462,11 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         // (a tombstone is recorded all the same), ≥ 0 stale (the newer timestamp).
         try await run("delete an upload") { client, logger in
             var outcome: Int64 = -2
-            for try await value in try await client.query("""
+            for try await value in try await client.query(
+                """
                 SELECT coords_delete(\(Self.lockID(key.bytes)), \(Self.bytes(key.bytes)), \(Self.int(timestamp)), \(Self.int(now)))
-                """, logger: logger).decode(Int64.self) { outcome = value }
+                """, logger: logger
+            ).decode(Int64.self) { outcome = value }
             switch outcome {
             case -1: return .deleted
             case -2: return .notFound
@@ -457,13 +489,16 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     /// signature | blob length i32 | blob`, big-endian — one value to decode instead of rows of
     /// five columns. Each fetch then gets its own keys, newer than its own `updatedSince`.
     private static func fetchBatch(_ batch: [([Bytes32], UInt64)], _ client: PostgresClient, _ logger: Logger) async throws
-        -> [[Bytes32: RelayRecord]] {
+        -> [[Bytes32: RelayRecord]]
+    {
         var keys = Set<Bytes32>()
         for (requested, _) in batch { keys.formUnion(requested) }
         let oldest = batch.map(\.1).min() ?? 0
         var packed: ByteBuffer?
-        for try await value in try await client.execute(FetchStatement(keys: keys.map { bytes($0.bytes) }, updatedSince: int(oldest)),
-                                                        logger: logger) {
+        for try await value in try await client.execute(
+            FetchStatement(keys: keys.map { bytes($0.bytes) }, updatedSince: int(oldest)),
+            logger: logger)
+        {
             packed = value
         }
         let found = try packed.map(unpackRecords) ?? [:]
@@ -485,11 +520,13 @@ public final class PostgresRelayStore: RelayStore, Sendable {
                 var found: [Bytes32: RelayRecord] = [:]
                 while !reader.isAtEnd {
                     let key = try Bytes32(try reader.read(count: 32))
-                    let timestamp = try reader.read(Int64.self), updated = try reader.read(Int64.self)
+                    let timestamp = try reader.read(Int64.self)
+                    let updated = try reader.read(Int64.self)
                     let signature = try reader.read(count: Int(try reader.read(Int32.self)))
                     let blob = try reader.read(count: Int(try reader.read(Int32.self)))
-                    found[key] = RelayRecord(blob: blob, timestamp: UInt64(clamping: timestamp), signature: signature,
-                                             updated: UInt64(clamping: updated))
+                    found[key] = RelayRecord(
+                        blob: blob, timestamp: UInt64(clamping: timestamp), signature: signature,
+                        updated: UInt64(clamping: updated))
                 }
                 return found
             }
@@ -501,8 +538,10 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     public func sweep(updatedBefore: UInt64, tombstonesBefore: UInt64) async throws -> Int {
         try await run("sweep expired uploads") { client, logger in
             var removed = 0
-            for try await _ in try await client.query("DELETE FROM relay_records WHERE updated < \(Self.int(updatedBefore)) RETURNING 1",
-                                                      logger: logger).decode(Int.self) { removed += 1 }
+            for try await _ in try await client.query(
+                "DELETE FROM relay_records WHERE updated < \(Self.int(updatedBefore)) RETURNING 1",
+                logger: logger
+            ).decode(Int.self) { removed += 1 }
             try await client.query("DELETE FROM relay_tombstones WHERE recorded_at < \(Self.int(tombstonesBefore))", logger: logger)
             return removed
         }
@@ -520,12 +559,14 @@ public final class PostgresRelayStore: RelayStore, Sendable {
                 // One lock per recipient: its caps are counted and enforced one post at a time,
                 // whichever node takes the post. Ids are unique by the primary key.
                 try await connection.query("SELECT pg_advisory_xact_lock(\(Self.lockID(Array(entry.recipient.utf8))))", logger: logger)
-                let known = try await Self.scalar("""
+                let known = try await Self.scalar(
+                    """
                     SELECT (SELECT count(*) FROM mailbox WHERE id = \(entry.id))
                          + (SELECT count(*) FROM mailbox_tombstones WHERE id = \(entry.id))
                     """, connection, logger)
                 if known > 0 { return .duplicate }
-                let waiting = try await Self.scalar("""
+                let waiting = try await Self.scalar(
+                    """
                     SELECT count(*) FROM mailbox WHERE recipient = \(entry.recipient) AND expires_at > \(Self.int(now))
                     AND authenticated = \(entry.authenticated)
                     """, connection, logger)
@@ -533,11 +574,13 @@ public final class PostgresRelayStore: RelayStore, Sendable {
                 // The total cap: an estimate would let it drift; this count uses the primary key index.
                 if try await Self.scalar("SELECT count(*) FROM mailbox", connection, logger) >= limits.total { return .relayFull }
                 var inserted = 0
-                for try await _ in try await connection.query("""
+                for try await _ in try await connection.query(
+                    """
                     INSERT INTO mailbox (id, recipient, expires_at, authenticated, envelope)
                     VALUES (\(entry.id), \(entry.recipient), \(Self.int(entry.expiresAt)), \(entry.authenticated), \(Self.bytes(entry.envelope)))
                     ON CONFLICT (id) DO NOTHING RETURNING 1
-                    """, logger: logger).decode(Int.self) { inserted += 1 }
+                    """, logger: logger
+                ).decode(Int.self) { inserted += 1 }
                 return inserted == 1 ? .stored : .duplicate
             }
         }
@@ -546,12 +589,16 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     public func mailboxList(recipient: String, now: UInt64, limit: Int) async throws -> [MailboxEntry] {
         try await run("list a mailbox") { client, logger in
             var entries: [MailboxEntry] = []
-            for try await (id, expires, authenticated, envelope) in try await client.query("""
+            for try await (id, expires, authenticated, envelope) in try await client.query(
+                """
                 SELECT id, expires_at, authenticated, envelope FROM mailbox
                 WHERE recipient = \(recipient) AND expires_at > \(Self.int(now)) ORDER BY seq LIMIT \(max(limit, 0))
-                """, logger: logger).decode((String, Int64, Bool, ByteBuffer).self) {
-                entries.append(MailboxEntry(id: id, recipient: recipient, expiresAt: UInt64(clamping: expires),
-                                            envelope: Array(buffer: envelope), authenticated: authenticated))
+                """, logger: logger
+            ).decode((String, Int64, Bool, ByteBuffer).self) {
+                entries.append(
+                    MailboxEntry(
+                        id: id, recipient: recipient, expiresAt: UInt64(clamping: expires),
+                        envelope: Array(buffer: envelope), authenticated: authenticated))
             }
             return entries
         }
@@ -562,14 +609,17 @@ public final class PostgresRelayStore: RelayStore, Sendable {
             try await client.withTransaction(logger: logger) { connection in
                 var owner: String?
                 for try await who in try await connection.query("SELECT recipient FROM mailbox WHERE id = \(id) FOR UPDATE", logger: logger)
-                    .decode(String.self) { owner = who }
+                    .decode(String.self)
+                { owner = who }
                 if let owner, owner != recipient { return false }  // someone else's: changes nothing
                 var deleted = 0
                 if owner != nil {
                     for try await _ in try await connection.query("DELETE FROM mailbox WHERE id = \(id) RETURNING 1", logger: logger)
-                        .decode(Int.self) { deleted += 1 }
+                        .decode(Int.self)
+                    { deleted += 1 }
                 }
-                try await connection.query("""
+                try await connection.query(
+                    """
                     INSERT INTO mailbox_tombstones (id, until) VALUES (\(id), \(Self.int(tombstoneUntil)))
                     ON CONFLICT (id) DO UPDATE SET until = greatest(mailbox_tombstones.until, EXCLUDED.until)
                     """, logger: logger)
@@ -582,7 +632,8 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         try await run("sweep the mailbox") { client, logger in
             var removed = 0
             for try await _ in try await client.query("DELETE FROM mailbox WHERE expires_at <= \(Self.int(now)) RETURNING 1", logger: logger)
-                .decode(Int.self) { removed += 1 }
+                .decode(Int.self)
+            { removed += 1 }
             try await client.query("DELETE FROM mailbox_tombstones WHERE until < \(Self.int(now))", logger: logger)
             try await client.query("DELETE FROM seen_signatures WHERE until < \(Self.int(now))", logger: logger)
             return removed
@@ -600,11 +651,13 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         // cannot both accept it: a row comes back only for a new signature or an expired one.
         try await run("record a request signature") { client, logger in
             var accepted = false
-            for try await _ in try await client.query("""
+            for try await _ in try await client.query(
+                """
                 INSERT INTO seen_signatures (r, until) VALUES (\(Self.bytes(r.bytes)), \(Self.int(until)))
                 ON CONFLICT (r) DO UPDATE SET until = EXCLUDED.until WHERE seen_signatures.until < \(Self.int(now))
                 RETURNING 1
-                """, logger: logger).decode(Int.self) { accepted = true }
+                """, logger: logger
+            ).decode(Int.self) { accepted = true }
             return accepted ? .accepted : .replayed
         }
     }
@@ -662,7 +715,9 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     /// Runs `body` against the database within ``operationTimeout``; a connection failure or
     /// the timeout becomes ``RelayStoreUnavailable`` (503), anything else a ``RelayStoreError``.
     private func run<R: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> R) async throws -> R {
-        let client = client, logger = logger, timeout = operationTimeout
+        let client = client
+        let logger = logger
+        let timeout = operationTimeout
         do {
             return try await Self.withDeadline(timeout, what: what) { try await body(client, logger) }
         } catch {
@@ -704,8 +759,10 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     /// `body` to notice its cancellation (a request for a pool connection may not). The timer is
     /// cancelled as soon as `body` finishes: thousands of requests a second must not leave
     /// thousands of sleeping timers behind.
-    private static func withDeadline<R: Sendable>(_ timeout: Duration, what: String,
-                                                  _ body: @escaping @Sendable () async throws -> R) async throws -> R {
+    private static func withDeadline<R: Sendable>(
+        _ timeout: Duration, what: String,
+        _ body: @escaping @Sendable () async throws -> R
+    ) async throws -> R {
         let deadline = Deadline()
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, any Error>) in
             let work = Task {
@@ -713,13 +770,14 @@ public final class PostgresRelayStore: RelayStore, Sendable {
                 do { result = .success(try await body()) } catch { result = .failure(error) }
                 if deadline.decide() { continuation.resume(with: result) }
             }
-            deadline.arm(Task {
-                do { try await Task.sleep(for: timeout) } catch { return }  // cancelled: the work finished first
-                if deadline.decide() {
-                    work.cancel()
-                    continuation.resume(throwing: RelayStoreUnavailable(description: "the database did not answer within \(timeout) (\(what))"))
-                }
-            })
+            deadline.arm(
+                Task {
+                    do { try await Task.sleep(for: timeout) } catch { return }  // cancelled: the work finished first
+                    if deadline.decide() {
+                        work.cancel()
+                        continuation.resume(throwing: RelayStoreUnavailable(description: "the database did not answer within \(timeout) (\(what))"))
+                    }
+                })
         }
     }
 

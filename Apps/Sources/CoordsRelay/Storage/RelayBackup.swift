@@ -1,4 +1,5 @@
 import CoordsCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -43,8 +44,10 @@ public enum RelayBackup {
     /// - Parameter check: opens a copy and counts what it holds; the default runs in this
     ///   process. `coords-relay` passes one that runs in a child process, because LMDB may crash
     ///   (SIGBUS, abort) on a damaged file instead of returning an error.
-    public static func backup(dataDirectory: String, to target: String,
-                              check: (String) throws -> Summary = RelayBackup.check) throws -> Summary {
+    public static func backup(
+        dataDirectory: String, to target: String,
+        check: (String) throws -> Summary = RelayBackup.check
+    ) throws -> Summary {
         guard isRegularFile(dataDirectory + "/data.mdb") else {
             throw Failure(description: "no relay data in \(dataDirectory) (expected \(dataDirectory)/data.mdb)", exitCode: 66)
         }
@@ -65,8 +68,10 @@ public enum RelayBackup {
     /// `data.mdb` in one rename, so a failed restore leaves the old data in place.
     /// - Throws: ``Failure`` (66 when `source` holds no backup, 73/74 when copying or checking fails).
     /// - Parameter check: as for ``backup(dataDirectory:to:check:)``.
-    public static func restore(from source: String, dataDirectory: String,
-                               check: (String) throws -> Summary = RelayBackup.check) throws -> Summary {
+    public static func restore(
+        from source: String, dataDirectory: String,
+        check: (String) throws -> Summary = RelayBackup.check
+    ) throws -> Summary {
         guard isRegularFile(source + "/data.mdb") else {
             throw Failure(description: "no backup in \(source) (expected \(source)/data.mdb)", exitCode: 66)
         }

@@ -65,7 +65,8 @@ public enum RelayMigration {
     /// - Throws: ``StoreError`` from the source, ``RelayStoreError``/``RelayStoreUnavailable``
     ///   from the target. A failed run can simply be started again.
     public static func copy(from source: LMDBRelayStore, to target: any RelayStore, progress: Progress = { _, _ in }) async throws
-        -> RelayMigrationReport {
+        -> RelayMigrationReport
+    {
         let total = try source.exportCounts()
         var report = RelayMigrationReport()
         let unlimited = MailboxLimits(perRecipient: .max, total: .max, perRecipientUnauthenticated: .max)
@@ -133,7 +134,9 @@ public enum RelayMigration {
     /// Runs `body` for every item, ``concurrency`` at a time; the number that returned true.
     private static func count<Item: Sendable>(_ items: [Item], _ body: @escaping @Sendable (Item) async throws -> Bool) async throws -> Int {
         try await withThrowingTaskGroup(of: Bool.self) { group in
-            var next = items.makeIterator(), counted = 0, running = 0
+            var next = items.makeIterator()
+            var counted = 0
+            var running = 0
             while running < concurrency, let item = next.next() {
                 group.addTask { try await body(item) }
                 running += 1

@@ -64,4 +64,3 @@ final class SeenSignatures: Sendable {
         state.oldest = state.buckets.keys.min()
     }
 }
-

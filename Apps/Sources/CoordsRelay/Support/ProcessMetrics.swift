@@ -17,16 +17,20 @@ enum ProcessMetrics {
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
         let page = Double(sysconf(Int32(_SC_PAGESIZE)))
         let stat = readStat()
-        add("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.",
+        add(
+            "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.",
             stat.flatMap { s in ticks > 0 ? (s.userTicks + s.systemTicks) / ticks : nil })
         add("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.", stat.map(\.virtualBytes))
-        add("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
+        add(
+            "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
             stat.flatMap { s in page > 0 ? s.residentPages * page : nil })
-        add("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.",
+        add(
+            "process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.",
             stat.flatMap { s in bootTime().flatMap { boot in ticks > 0 ? boot + s.startTicks / ticks : nil } })
         add("process_open_fds", "gauge", "Number of open file descriptors.", openDescriptors())
         var limit = rlimit()
-        add("process_max_fds", "gauge", "Maximum number of open file descriptors.",
+        add(
+            "process_max_fds", "gauge", "Maximum number of open file descriptors.",
             getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 && limit.rlim_cur != rlim_t.max ? Double(limit.rlim_cur) : nil)
         return text
     }

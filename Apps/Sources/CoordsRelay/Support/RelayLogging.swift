@@ -1,6 +1,7 @@
 import CoordsCore
 import Logging
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -52,8 +53,10 @@ public struct JSONLogHandler: LogHandler {
         var merged = metadata
         if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
         if let extra = event.metadata { merged.merge(extra) { _, new in new } }
-        var object = JSONObject([("ts", .string(Self.timestamp())), ("level", .string(event.level.rawValue)),
-                                 ("logger", .string(label)), ("msg", .string(event.message.description))])
+        var object = JSONObject([
+            ("ts", .string(Self.timestamp())), ("level", .string(event.level.rawValue)),
+            ("logger", .string(label)), ("msg", .string(event.message.description))
+        ])
         for key in merged.keys.sorted() where object[key] == nil {
             object[key] = .string(merged[key].map { "\($0)" } ?? "")
         }

@@ -17,9 +17,11 @@ final class RelayMetrics: Sendable {
     let mailboxEntries: Gauge
     let seenSignatures: Gauge
     let connectionsOpen: Gauge
-    private static let buckets: [Duration] = [.microseconds(250), .milliseconds(1), .milliseconds(2), .milliseconds(5),
-                                              .milliseconds(10), .milliseconds(20), .milliseconds(50), .milliseconds(100),
-                                              .milliseconds(250), .seconds(1)]
+    private static let buckets: [Duration] = [
+        .microseconds(250), .milliseconds(1), .milliseconds(2), .milliseconds(5),
+        .milliseconds(10), .milliseconds(20), .milliseconds(50), .milliseconds(100),
+        .milliseconds(250), .seconds(1)
+    ]
 
     /// `coords_relay_<name>_<unit>`.
     private static func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
@@ -43,17 +45,26 @@ final class RelayMetrics: Sendable {
         messagesAcknowledged = registry.makeCounter(descriptor: Self.name("messages_acknowledged", "total", "Envelopes removed by their recipient's ack"))
         messagesExpired = registry.makeCounter(descriptor: Self.name("messages_expired", "total", "Envelopes swept after expiresAt"))
         mailboxEntries = registry.makeGauge(descriptor: Self.name("mailbox", "entries", "Envelopes currently stored"))
-        seenSignatures = registry.makeGauge(descriptor: Self.name("seen_signatures", "entries",
-                                                                  "Mailbox request signatures remembered (accepted once)"))
+        seenSignatures = registry.makeGauge(
+            descriptor: Self.name(
+                "seen_signatures", "entries",
+                "Mailbox request signatures remembered (accepted once)"))
         connectionsOpen = registry.makeGauge(descriptor: Self.name("connections_open", "count", "HTTP connections open now"))
         // Rate limits are counted in each process: N relays behind a load balancer allow up to N
         // times these rates in total (docs/RELAY.md, "Scaling").
-        registry.makeGauge(descriptor: Self.name("rate_limit", "info",
-                                                 "Configured rate limits (requests per second, 0 = off); rate limits are per node: each relay process counts only the requests it serves"),
-                           labels: [("scope", "node"), ("address_rate", "\(rates.address)"), ("key_rate", "\(rates.key)"),
-                                    ("message_rate", "\(rates.message)")]).set(Int64(1))
-        registry.makeGauge(descriptor: Self.name("build", "info", "The relay's version (value 1)"),
-                           labels: [("version", CoordsVersion.string)]).set(Int64(1))
+        registry.makeGauge(
+            descriptor: Self.name(
+                "rate_limit", "info",
+                "Configured rate limits (requests per second, 0 = off); rate limits are per node: each relay process counts only the requests it serves"),
+            labels: [
+                ("scope", "node"), ("address_rate", "\(rates.address)"), ("key_rate", "\(rates.key)"),
+                ("message_rate", "\(rates.message)")
+            ]
+        ).set(Int64(1))
+        registry.makeGauge(
+            descriptor: Self.name("build", "info", "The relay's version (value 1)"),
+            labels: [("version", CoordsVersion.string)]
+        ).set(Int64(1))
     }
 
     /// Counts a finished request and its latency.
@@ -69,14 +80,18 @@ final class RelayMetrics: Sendable {
 
     /// Counts a connection turned away at accept time (`total_cap`, `address_cap`).
     func connectionRefused(_ reason: String) {
-        registry.makeCounter(descriptor: Self.name("connections_refused", "total", "Connections refused by the connection caps"),
-                             labels: [("reason", reason)]).increment()
+        registry.makeCounter(
+            descriptor: Self.name("connections_refused", "total", "Connections refused by the connection caps"),
+            labels: [("reason", reason)]
+        ).increment()
     }
 
     /// Counts a connection the relay closed (`idle`, `header_timeout`, `body_timeout`, `malformed_request`).
     func connectionClosed(_ reason: String) {
-        registry.makeCounter(descriptor: Self.name("connections_closed", "total", "Connections closed by the relay's timeouts and refusals"),
-                             labels: [("reason", reason)]).increment()
+        registry.makeCounter(
+            descriptor: Self.name("connections_closed", "total", "Connections closed by the relay's timeouts and refusals"),
+            labels: [("reason", reason)]
+        ).increment()
     }
 
     /// Prometheus text exposition.

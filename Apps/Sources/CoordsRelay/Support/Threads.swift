@@ -16,11 +16,13 @@ private final class ThreadBody {
 func startThread(name: String, _ body: @escaping @Sendable () -> Void) throws {
     let box = Unmanaged.passRetained(ThreadBody(body))
     var thread = pthread_t()
-    let status = pthread_create(&thread, nil, { argument in
-        guard let argument else { return nil }
-        Unmanaged<ThreadBody>.fromOpaque(argument).takeRetainedValue().body()
-        return nil
-    }, box.toOpaque())
+    let status = pthread_create(
+        &thread, nil,
+        { argument in
+            guard let argument else { return nil }
+            Unmanaged<ThreadBody>.fromOpaque(argument).takeRetainedValue().body()
+            return nil
+        }, box.toOpaque())
     guard status == 0 else {
         box.release()
         throw RelayStoreError(description: "cannot start thread \(name): error \(status)")
