@@ -127,9 +127,8 @@ public final class FileKeychain: Keychain {
                 h += [0] + [UInt8](repeating: 0, count: 16)
             case .passphrase:
                 h += [1]
-                for value in [parameters.opsLimit, parameters.memLimitBytes] {
-                    for shift in stride(from: 56, through: 0, by: -8) { h.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
-                }
+                h.appendBigEndian(parameters.opsLimit)
+                h.appendBigEndian(parameters.memLimitBytes)
             }
             header = h + salt
             key = try Self.deriveKey(header: header, unlock: unlock)
@@ -175,8 +174,9 @@ public final class FileKeychain: Keychain {
             }
             return key
         case (.passphrase(let passphrase), 1):
-            func u64(_ offset: Int) -> UInt64 { header[offset..<offset + 8].reduce(0) { $0 << 8 | UInt64($1) } }
-            let parameters = Argon2id.Parameters(opsLimit: u64(6), memLimitBytes: u64(14))
+            let parameters = Argon2id.Parameters(
+                opsLimit: try ByteReader.bigEndian(UInt64.self, in: header, at: 6),
+                memLimitBytes: try ByteReader.bigEndian(UInt64.self, in: header, at: 14))
             let salt = Array(header[22..<38])
             do {
                 return try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: parameters)
@@ -208,22 +208,21 @@ public final class FileKeychain: Keychain {
         }
         let plaintext = try Self.open(file, key: key)
         return try plaintext.withUnsafeBytes { p in
-            var offset = 0
-            func take(_ n: Int) throws -> UnsafeRawBufferPointer {
-                guard n >= 0, offset + n <= p.count else { throw KeychainError.corrupted("truncated entry table") }
-                defer { offset += n }
-                return UnsafeRawBufferPointer(rebasing: p[offset..<offset + n])
-            }
-            func integer(_ n: Int) throws -> Int { try take(n).reduce(0) { $0 << 8 | Int($1) } }
+            var reader = ByteReader(p)
             var entries: [String: SecretBytes] = [:]
-            let count = try integer(4)
-            for _ in 0..<count {
-                let nameBytes = try take(try integer(2))
-                guard let name = String(validating: nameBytes, as: UTF8.self) else { throw KeychainError.corrupted("entry name is not UTF-8") }
-                let secret = try take(try integer(4))
-                entries[name] = SecretBytes(count: secret.count) { $0.copyMemory(from: secret) }
+            do {
+                let count = try reader.read(UInt32.self)
+                for _ in 0..<count {
+                    let nameBytes = try reader.readBuffer(count: Int(try reader.read(UInt16.self)))
+                    guard let name = String(validating: nameBytes, as: UTF8.self) else { throw KeychainError.corrupted("entry name is not UTF-8") }
+                    // A view into the wiped plaintext, copied straight into wiped memory.
+                    let secret = try reader.readBuffer(count: Int(try reader.read(UInt32.self)))
+                    entries[name] = SecretBytes(count: secret.count) { $0.copyMemory(from: secret) }
+                }
+            } catch is ByteReaderError {
+                throw KeychainError.corrupted("truncated entry table")
             }
-            guard offset == p.count else { throw KeychainError.corrupted("trailing bytes after the entry table") }
+            guard reader.isAtEnd else { throw KeychainError.corrupted("trailing bytes after the entry table") }
             return entries
         }
     }

@@ -396,7 +396,7 @@ public actor MessagesManager {
         guard sequence < .max else { throw StoreError.encodingFailed(type: "message sequence", reason: "the message sequence numbers are used up") }
         try settings.put(SettingKey.messageNextSequence, sequence + 1)
         var key = try Ed25519PublicKey(base64URL: record.peer).rawRepresentation
-        for shift in stride(from: 56, through: 0, by: -8) { key.append(UInt8(truncatingIfNeeded: sequence >> UInt64(shift))) }
+        key.appendBigEndian(sequence)
         try tx.open(Tables.messages).put(key, record)
         try tx.open(Tables.messageIDs).put(record.id, key)
     }

@@ -266,9 +266,8 @@ enum Backup {
         let salt = try random.bytes(Argon2id.saltByteCount)
         let nonce = try random.bytes(AES256GCM.nonceByteCount)
         var header = magic + [version]
-        for value in [parameters.opsLimit, parameters.memLimitBytes] {
-            for shift in stride(from: 56, through: 0, by: -8) { header.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
-        }
+        header.appendBigEndian(parameters.opsLimit)
+        header.appendBigEndian(parameters.memLimitBytes)
         header += salt + nonce
         let key = try Argon2id.deriveKey(passphrase: passphrase, salt: salt, parameters: parameters)
         let encoder = JSONEncoder()
@@ -287,8 +286,10 @@ enum Backup {
         }
         guard Array(data[0..<8]) == magic else { throw WalletManagerError.invalidBackup("not a CoordsCore backup (bad magic)") }
         guard data[8] == version else { throw WalletManagerError.unsupportedBackupVersion(data[8]) }
-        func u64(_ offset: Int) -> UInt64 { data[offset..<offset + 8].reduce(0) { $0 << 8 | UInt64($1) } }
-        let parameters = Argon2id.Parameters(opsLimit: u64(9), memLimitBytes: u64(17))
+        // The length was checked above, so both fields are there.
+        let parameters = Argon2id.Parameters(
+            opsLimit: try ByteReader.bigEndian(UInt64.self, in: data, at: 9),
+            memLimitBytes: try ByteReader.bigEndian(UInt64.self, in: data, at: 17))
         let salt = Array(data[25..<41])
         let nonce = Array(data[41..<53])
         let key: SecretBytes

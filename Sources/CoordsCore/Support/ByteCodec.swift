@@ -50,6 +50,16 @@ public struct ByteReader {
         return bytes
     }
 
+    /// Reads `count` bytes as a view into the input (valid as long as the input is; nothing is
+    /// copied, so secrets can go straight into wiped memory).
+    /// - Throws: ``ByteReaderError``.
+    public mutating func readBuffer(count: Int) throws(ByteReaderError) -> UnsafeRawBufferPointer {
+        guard count >= 0, count <= remaining else { throw ByteReaderError(wanted: count, remaining: remaining) }
+        let view = UnsafeRawBufferPointer(rebasing: base[offset..<offset + count])
+        offset += count
+        return view
+    }
+
     /// Reads everything that is left.
     public mutating func readRemaining() -> [UInt8] {
         let bytes = Array(base[offset...])
@@ -67,11 +77,39 @@ public struct ByteWriter: Sendable {
     public init(capacity: Int = 0) { bytes.reserveCapacity(max(capacity, 0)) }
 
     /// Appends `value` big-endian.
-    public mutating func write<T: FixedWidthInteger>(_ value: T) {
-        let size = MemoryLayout<T>.size
-        for shift in stride(from: (size - 1) * 8, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> shift)) }
-    }
+    public mutating func write<T: FixedWidthInteger>(_ value: T) { bytes.appendBigEndian(value) }
 
     /// Appends raw bytes.
     public mutating func write(_ run: some Sequence<UInt8>) { bytes.append(contentsOf: run) }
+}
+
+extension ByteReader {
+    /// Runs `body` with a reader over `bytes`.
+    public static func reading<R>(_ bytes: [UInt8], _ body: (inout ByteReader) throws -> R) rethrows -> R {
+        try bytes.withUnsafeBytes { buffer in
+            var reader = ByteReader(buffer)
+            return try body(&reader)
+        }
+    }
+
+    /// The big-endian integer at `offset` of `bytes`.
+    /// - Throws: ``ByteReaderError`` when it does not fit (a negative offset included).
+    public static func bigEndian<T: FixedWidthInteger>(_: T.Type, in bytes: [UInt8], at offset: Int) throws(ByteReaderError) -> T {
+        let result: Result<T, ByteReaderError> = bytes.withUnsafeBytes { buffer in
+            var reader = ByteReader(buffer)
+            return Result { () throws(ByteReaderError) -> T in
+                _ = try reader.readBuffer(count: offset)
+                return try reader.read(T.self)
+            }
+        }
+        return try result.get()
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Appends `value` big-endian (the encoding of ``ByteWriter/write(_:)-(T)``).
+    public mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
+        let size = MemoryLayout<T>.size
+        for shift in stride(from: (size - 1) * 8, through: 0, by: -8) { append(UInt8(truncatingIfNeeded: value >> shift)) }
+    }
 }

@@ -324,9 +324,7 @@ public enum RelayAPI {
 
     // MARK: Helpers
 
-    static func appendBigEndian(_ value: UInt64, to bytes: inout [UInt8]) {
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
-    }
+    static func appendBigEndian(_ value: UInt64, to bytes: inout [UInt8]) { bytes.appendBigEndian(value) }
 
     static func sanitize(_ text: String) -> String {
         let cleaned = String(String.UnicodeScalarView(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7f }))

@@ -7,20 +7,22 @@ extension RelayRecord: StoreValue {
     public static var storeTypeName: String { "relay-record/1" }
 
     public func withStoreBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        var bytes: [UInt8] = [1]
-        bytes.reserveCapacity(81 + blob.count)
-        for value in [timestamp, updated] {
-            for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
-        }
-        bytes += signature
-        bytes += blob
-        return try bytes.withUnsafeBytes { try body($0) }
+        var writer = ByteWriter(capacity: 81 + blob.count)
+        writer.write(UInt8(1))
+        writer.write(timestamp)
+        writer.write(updated)
+        writer.write(signature)
+        writer.write(blob)
+        return try writer.bytes.withUnsafeBytes { try body($0) }
     }
 
     public init(storeBytes: UnsafeRawBufferPointer) throws {
-        guard storeBytes.count >= 81, storeBytes[0] == 1 else { throw StoreCodecError("not a relay-record/1 value") }
-        func u64(_ offset: Int) -> UInt64 { (0..<8).reduce(0) { $0 << 8 | UInt64(storeBytes[offset + $1]) } }
-        self.init(blob: Array(storeBytes[81...]), timestamp: u64(1), signature: Array(storeBytes[17..<81]), updated: u64(9))
+        var reader = ByteReader(storeBytes)
+        guard storeBytes.count >= 81, try reader.read(UInt8.self) == 1 else { throw StoreCodecError("not a relay-record/1 value") }
+        let timestamp = try reader.read(UInt64.self)
+        let updated = try reader.read(UInt64.self)
+        let signature = try reader.read(count: 64)
+        self.init(blob: reader.readRemaining(), timestamp: timestamp, signature: signature, updated: updated)
     }
 }
 
@@ -34,8 +36,8 @@ extension Tombstone: StoreValue {
 
     public init(storeBytes: UnsafeRawBufferPointer) throws {
         guard storeBytes.count == 16 else { throw StoreCodecError("a tombstone is 16 bytes") }
-        func u64(_ offset: Int) -> UInt64 { (0..<8).reduce(0) { $0 << 8 | UInt64(storeBytes[offset + $1]) } }
-        self.init(timestamp: u64(0), recordedAt: u64(8))
+        var reader = ByteReader(storeBytes)
+        self.init(timestamp: try reader.read(UInt64.self), recordedAt: try reader.read(UInt64.self))
     }
 }
 
@@ -317,9 +319,10 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
             if waiting >= quota { return .posted(.recipientFull) }
             let meta = try tx.open(RelayTables.mailboxMeta)
             let sequence = try meta.get("next_sequence") ?? 1
+            guard sequence < .max else { throw StoreCodecError("the mailbox sequence numbers are used up") }
             try meta.put("next_sequence", sequence + 1)
             var key = prefix
-            for shift in stride(from: 56, through: 0, by: -8) { key.append(UInt8(truncatingIfNeeded: sequence >> UInt64(shift))) }
+            key.appendBigEndian(sequence)
             try queue.put(key, entry)
             try index.put(entry.id, key)
             return .posted(.stored)
