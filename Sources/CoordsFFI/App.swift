@@ -24,69 +24,13 @@ final class AppHandle: Sendable {
 
 let apps = HandleTable<AppHandle>(kind: 0xA)
 
-/// Parses an Argon2id cost option: a preset name or {"ops_limit","mem_limit"}.
-private func cost(_ value: JSONValue?, default fallback: Argon2id.Parameters) throws -> Argon2id.Parameters {
-    guard let value else { return fallback }
-    switch value.stringValue {
-    case "minimum": return .minimum
-    case "interactive": return .interactive
-    case "moderate": return .moderate
-    case nil:
-        guard let object = value.objectValue, let ops = object["ops_limit"]?.uint64Value, let mem = object["mem_limit"]?.uint64Value else {
-            throw FFIError.invalid("a cost is \"minimum\", \"interactive\", \"moderate\" or {\"ops_limit\": n, \"mem_limit\": n}")
-        }
-        let parameters = Argon2id.Parameters(opsLimit: ops, memLimitBytes: mem)
-        do {
-            try parameters.validate()
-        } catch let error as CryptoError {
-            throw FFIError.invalid("\(error)")
-        }
-        return parameters
-    default: throw FFIError.invalid("unknown cost preset \(value.serializedString)")
-    }
-}
-
-/// Reads the options JSON of coords_app_open*. `keychain` overrides the file keychain.
+/// Reads the options JSON of coords_app_open* (parsed and validated by
+/// `CoordsApp.Options(json:keychain:)` in the core; its `OptionsError` is code 103 like every
+/// argument error). `keychain` overrides the file keychain.
 private func options(_ json: UnsafePointer<CChar>?, keychain: (any Keychain)?) throws -> CoordsCore.CoordsApp.Options {
     let object = json == nil ? JSONObject() : try Argument.json(json, "options_json").objectValue
     guard let object else { throw FFIError.invalid("options_json must be a JSON object") }
-    let known: Set<String> = ["passphrase", "key_base64", "keychain_cost", "backup_cost", "update_capacity", "durability", "places"]
-    if let unknown = object.keys.first(where: { !known.contains($0) }) { throw FFIError.invalid("unknown option \"\(unknown)\"") }
-    let choice: CoordsCore.CoordsApp.KeychainChoice
-    if let keychain {
-        choice = .custom(keychain)
-    } else if let passphrase = object["passphrase"]?.stringValue {
-        choice = .file(.passphrase(passphrase))
-    } else if let key = object["key_base64"]?.stringValue {
-        guard let bytes = try? Base64.decode(key, variant: .standard, field: "key_base64"), bytes.count == 32 else {
-            throw FFIError.invalid("key_base64 must be 32 bytes in standard base64")
-        }
-        choice = .file(.key(SecretBytes(copying: bytes)))
-    } else {
-        throw FFIError.invalid("options_json needs \"passphrase\" or \"key_base64\" to seal the keychain")
-    }
-    var options = CoordsCore.CoordsApp.Options(keychain: choice)
-    options.keychainParameters = try cost(object["keychain_cost"], default: .interactive)
-    options.backupParameters = try cost(object["backup_cost"], default: .moderate)
-    if let capacity = object["update_capacity"] {
-        guard let n = capacity.uint64Value, n >= 1, n <= 1_000_000 else { throw FFIError.invalid("update_capacity must be 1…1000000") }
-        options.updateCapacity = Int(n)
-    }
-    switch object["durability"]?.stringValue {
-    case nil, "durable": options.store.durability = .durable
-    case "no_meta_sync": options.store.durability = .noMetaSync
-    case "no_sync": options.store.durability = .noSync
-    default: throw FFIError.invalid("durability must be \"durable\", \"no_meta_sync\" or \"no_sync\"")
-    }
-    if let places = object["places"], places.stringValue == nil {
-        throw FFIError.invalid("places must be \"bundled\", \"none\" or the path of a CGEO file")
-    }
-    switch object["places"]?.stringValue {
-    case nil, "bundled": options.places = .bundled
-    case "none": options.places = .none
-    case let path?: options.places = .index(try PlaceIndex(contentsOfFile: path))
-    }
-    return options
+    return try CoordsCore.CoordsApp.Options(json: object, keychain: keychain)
 }
 
 private func open(
@@ -169,12 +113,10 @@ public func ffiWalletCreateIdentity(
     _ handle: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ server: UnsafePointer<CChar>?,
     _ idOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(idOut, "id_out")
-        let app = try apps.get(handle).app
+    returning(idOut, "id_out", app: handle, error) { app in
         let name = try Argument.string(name, "name")
         let server = try Argument.string(server, "server")
-        try Output.write(try blocking { try await app.wallet.createIdentity(name: name, server: server) }, to: out)
+        return try blocking { try await app.wallet.createIdentity(name: name, server: server) }
     }
 }
 
@@ -184,13 +126,11 @@ public func ffiWalletImportSeed(
     _ server: UnsafePointer<CChar>?, _ idOut: UnsafeMutablePointer<CoordsBuffer>?,
     _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(idOut, "id_out")
-        let app = try apps.get(handle).app
+    returning(idOut, "id_out", app: handle, error) { app in
         let seed = try Argument.identity(seed).seed
         let name = try Argument.string(name, "name")
         let server = try Argument.string(server, "server")
-        try Output.write(try blocking { try await app.wallet.importSeed(seed, name: name, server: server) }, to: out)
+        return try blocking { try await app.wallet.importSeed(seed, name: name, server: server) }
     }
 }
 
@@ -199,8 +139,7 @@ public func ffiWalletSetProfile(
     _ handle: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ server: UnsafePointer<CChar>?,
     _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let app = try apps.get(handle).app
+    withApp(handle, error) { app in
         let name = try Argument.optionalString(name, "name")
         let server = try Argument.optionalString(server, "server")
         try blocking { try await app.wallet.setProfile(name: name, server: server) }
@@ -209,8 +148,7 @@ public func ffiWalletSetProfile(
 
 @_cdecl("coords_wallet_set_strict_mode")
 public func ffiWalletSetStrictMode(_ handle: OpaquePointer?, _ strict: Bool, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
-    exported(error) {
-        let app = try apps.get(handle).app
+    withApp(handle, error) { app in
         try blocking { try await app.wallet.setStrictMode(strict) }
     }
 }
@@ -252,10 +190,7 @@ public func ffiWalletFriendLink(
     _ handle: OpaquePointer?, _ linkOut: UnsafeMutablePointer<CoordsBuffer>?,
     _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(linkOut, "link_out")
-        try Output.write(try apps.get(handle).app.wallet.friendLink(), to: out)
-    }
+    returning(linkOut, "link_out", app: handle, error) { app in try app.wallet.friendLink() }
 }
 
 @_cdecl("coords_wallet_safety_number")
@@ -263,10 +198,8 @@ public func ffiWalletSafetyNumber(
     _ handle: OpaquePointer?, _ friend: UnsafePointer<UInt8>?, _ textOut: UnsafeMutablePointer<CoordsBuffer>?,
     _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(textOut, "text_out")
-        let app = try apps.get(handle).app
-        try Output.write(try app.wallet.safetyNumber(with: try Argument.publicKey(friend, "friend_public")), to: out)
+    returning(textOut, "text_out", app: handle, error) { app in
+        return try app.wallet.safetyNumber(with: try Argument.publicKey(friend, "friend_public"))
     }
 }
 
@@ -288,11 +221,9 @@ public func ffiWalletExportBackup(
     _ handle: OpaquePointer?, _ passphrase: UnsafePointer<CChar>?,
     _ backupOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(backupOut, "backup_out")
-        let app = try apps.get(handle).app
+    returning(backupOut, "backup_out", app: handle, error) { app in
         let passphrase = try Argument.string(passphrase, "passphrase")
-        try Output.write(try blocking { try await app.wallet.exportBackup(passphrase: passphrase) }, to: out)
+        return try blocking { try await app.wallet.exportBackup(passphrase: passphrase) }
     }
 }
 
@@ -302,12 +233,10 @@ public func ffiWalletImportBackup(
     _ passphrase: UnsafePointer<CChar>?, _ idOut: UnsafeMutablePointer<CoordsBuffer>?,
     _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(idOut, "id_out")
-        let app = try apps.get(handle).app
+    returning(idOut, "id_out", app: handle, error) { app in
         let bytes = try Argument.bytes(backup, length, "backup", maximum: Int(COORDS_MAX_BODY_BYTES))
         let passphrase = try Argument.string(passphrase, "passphrase")
-        try Output.write(try blocking { try await app.wallet.importBackup(bytes, passphrase: passphrase) }, to: out)
+        return try blocking { try await app.wallet.importBackup(bytes, passphrase: passphrase) }
     }
 }
 
@@ -318,11 +247,9 @@ public func ffiFriendsAddLink(
     _ handle: OpaquePointer?, _ link: UnsafePointer<CChar>?, _ friendOut: UnsafeMutablePointer<CoordsBuffer>?,
     _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(friendOut, "friend_json_out")
-        let app = try apps.get(handle).app
+    returning(friendOut, "friend_json_out", app: handle, error) { app in
         let link = try Argument.string(link, "link")
-        try Output.write(Record.friend(try blocking { try await app.friends.add(link: link) }), to: out)
+        return Record.friend(try blocking { try await app.friends.add(link: link) })
     }
 }
 
@@ -331,9 +258,7 @@ public func ffiFriendsAdd(
     _ handle: OpaquePointer?, _ json: UnsafePointer<CChar>?, _ friendOut: UnsafeMutablePointer<CoordsBuffer>?,
     _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(friendOut, "friend_json_out")
-        let app = try apps.get(handle).app
+    returning(friendOut, "friend_json_out", app: handle, error) { app in
         guard let object = try Argument.json(json, "friend_json").objectValue, let id = object["id"]?.stringValue,
             let server = object["server"]?.stringValue
         else {
@@ -342,11 +267,11 @@ public func ffiFriendsAdd(
         let name = object["name"]?.stringValue ?? ""
         let share = object["share_with"]?.boolValue ?? true
         let fetch = object["fetch_from"]?.boolValue ?? true
-        try Output.write(
+        return
             Record.friend(
                 try blocking {
                     try await app.friends.add(id: id, server: server, name: name, shareWith: share, fetchFrom: fetch)
-                }), to: out)
+                })
     }
 }
 
@@ -355,9 +280,7 @@ public func ffiFriendsUpdate(
     _ handle: OpaquePointer?, _ id: UnsafePointer<CChar>?, _ json: UnsafePointer<CChar>?,
     _ friendOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(friendOut, "friend_json_out")
-        let app = try apps.get(handle).app
+    returning(friendOut, "friend_json_out", app: handle, error) { app in
         let id = try Argument.string(id, "id")
         guard let changes = try Argument.json(json, "changes_json").objectValue else {
             throw FFIError.invalid("changes_json must be an object")
@@ -376,14 +299,13 @@ public func ffiFriendsUpdate(
             if let trust { friend = try await app.friends.setTrust(id: id, trust) }
             return friend
         }
-        try Output.write(Record.friend(friend), to: out)
+        return Record.friend(friend)
     }
 }
 
 @_cdecl("coords_friends_remove")
 public func ffiFriendsRemove(_ handle: OpaquePointer?, _ id: UnsafePointer<CChar>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
-    exported(error) {
-        let app = try apps.get(handle).app
+    withApp(handle, error) { app in
         let id = try Argument.string(id, "id")
         try blocking { try await app.friends.remove(id: id) }
     }
@@ -394,10 +316,7 @@ public func ffiFriendsList(
     _ handle: OpaquePointer?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
     _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(jsonOut, "json_out")
-        try Output.write(.array(try apps.get(handle).app.friends.list().map(Record.friend)), to: out)
-    }
+    returning(jsonOut, "json_out", app: handle, error) { app in JSONValue.array(try app.friends.list().map(Record.friend)) }
 }
 
 // MARK: Location
@@ -407,11 +326,9 @@ public func ffiLocationPrepareUpload(
     _ handle: OpaquePointer?, _ fix: UnsafePointer<CoordsLocation>?,
     _ uploadOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(uploadOut, "upload_json_out")
-        let app = try apps.get(handle).app
+    returning(uploadOut, "upload_json_out", app: handle, error) { app in
         let location = try Argument.location(fix, "fix")
-        try Output.write(Record.upload(try blocking { try await app.location.prepareUpload(location) }), to: out)
+        return Record.upload(try blocking { try await app.location.prepareUpload(location) })
     }
 }
 
@@ -420,17 +337,14 @@ public func ffiLocationPrepareDelete(
     _ handle: OpaquePointer?, _ requestOut: UnsafeMutablePointer<CoordsBuffer>?,
     _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(requestOut, "request_json_out")
-        let app = try apps.get(handle).app
-        try Output.write(try blocking { try await app.location.prepareDelete() }.json, to: out)
+    returning(requestOut, "request_json_out", app: handle, error) { app in
+        return try blocking { try await app.location.prepareDelete() }.json
     }
 }
 
 @_cdecl("coords_location_mark_upload_succeeded")
 public func ffiLocationMarkUploadSucceeded(_ handle: OpaquePointer?, _ fixTimestamp: UInt64, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
-    exported(error) {
-        let app = try apps.get(handle).app
+    withApp(handle, error) { app in
         try blocking { try await app.location.markUploadSucceeded(fixTimestamp: fixTimestamp) }
     }
 }
@@ -440,8 +354,7 @@ public func ffiLocationMarkUploadFailed(
     _ handle: OpaquePointer?, _ fixTimestamp: UInt64, _ reason: UnsafePointer<CChar>?,
     _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let app = try apps.get(handle).app
+    withApp(handle, error) { app in
         let reason = try Argument.string(reason, "reason")
         try blocking { await app.location.markUploadFailed(fixTimestamp: fixTimestamp, reason: reason) }
     }
@@ -452,10 +365,8 @@ public func ffiLocationPrepareFetches(
     _ handle: OpaquePointer?, _ requestsOut: UnsafeMutablePointer<CoordsBuffer>?,
     _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(requestsOut, "requests_json_out")
-        let app = try apps.get(handle).app
-        try Output.write(.array(try blocking { try await app.location.prepareFetches() }.map(Record.fetch)), to: out)
+    returning(requestsOut, "requests_json_out", app: handle, error) { app in
+        return JSONValue.array(try blocking { try await app.location.prepareFetches() }.map(Record.fetch))
     }
 }
 
@@ -465,11 +376,9 @@ public func ffiLocationProcessFetchResponse(
     _ outcomeOut: UnsafeMutablePointer<CoordsBuffer>?,
     _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(outcomeOut, "outcome_json_out")
-        let app = try apps.get(handle).app
+    returning(outcomeOut, "outcome_json_out", app: handle, error) { app in
         let bytes = try Argument.bytes(body, length, "body", maximum: Int(COORDS_MAX_BODY_BYTES))
-        try Output.write(Record.outcome(try blocking { try await app.location.processFetchResponse(bytes) }), to: out)
+        return Record.outcome(try blocking { try await app.location.processFetchResponse(bytes) })
     }
 }
 
@@ -478,9 +387,8 @@ public func ffiLocationFriendLocations(
     _ handle: OpaquePointer?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
     _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(jsonOut, "json_out")
-        try Output.write(.array(try apps.get(handle).app.location.friendLocations().map(Record.friendLocation)), to: out)
+    returning(jsonOut, "json_out", app: handle, error) { app in
+        JSONValue.array(try app.location.friendLocations().map(Record.friendLocation))
     }
 }
 
@@ -507,17 +415,14 @@ public func ffiOutboxPending(
     _ handle: OpaquePointer?, _ dueOnly: Bool, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
     _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(jsonOut, "json_out")
-        let outbox = try apps.get(handle).app.outbox
-        try Output.write(.array(try (dueOnly ? outbox.due() : outbox.pending()).map(Record.outboxEntry)), to: out)
+    returning(jsonOut, "json_out", app: handle, error) { app in
+        JSONValue.array(try (dueOnly ? app.outbox.due() : app.outbox.pending()).map(Record.outboxEntry))
     }
 }
 
 @_cdecl("coords_outbox_mark_delivered")
 public func ffiOutboxMarkDelivered(_ handle: OpaquePointer?, _ id: UInt64, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
-    exported(error) {
-        let app = try apps.get(handle).app
+    withApp(handle, error) { app in
         try blocking { try await app.outbox.markDelivered(id: id) }
     }
 }
@@ -527,8 +432,7 @@ public func ffiOutboxMarkFailed(
     _ handle: OpaquePointer?, _ id: UInt64, _ reason: UnsafePointer<CChar>?,
     _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let app = try apps.get(handle).app
+    withApp(handle, error) { app in
         let reason = try Argument.string(reason, "reason")
         try blocking { try await app.outbox.markFailed(id: id, error: reason) }
     }
@@ -536,8 +440,7 @@ public func ffiOutboxMarkFailed(
 
 @_cdecl("coords_outbox_remove")
 public func ffiOutboxRemove(_ handle: OpaquePointer?, _ id: UInt64, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
-    exported(error) {
-        let app = try apps.get(handle).app
+    withApp(handle, error) { app in
         try blocking { try await app.outbox.remove(id: id) }
     }
 }

@@ -60,6 +60,42 @@ func describe(_ error: any Error) -> (Int32, String) {
     }
 }
 
+/// What an export can hand back in a `CoordsBuffer` (text, bytes, or JSON).
+protocol BufferOutput {
+    func write(to out: UnsafeMutablePointer<CoordsBuffer>) throws
+}
+
+extension String: BufferOutput {
+    func write(to out: UnsafeMutablePointer<CoordsBuffer>) throws { try Output.write(self, to: out) }
+}
+
+extension Array: BufferOutput where Element == UInt8 {
+    func write(to out: UnsafeMutablePointer<CoordsBuffer>) throws { try Output.write(self, to: out) }
+}
+
+extension JSONValue: BufferOutput {
+    func write(to out: UnsafeMutablePointer<CoordsBuffer>) throws { try Output.write(self, to: out) }
+}
+
+/// An export on an app handle: resolves `handle` (``FFIError/handle`` when it is not an open
+/// app), then runs `body` through ``exported(_:_:)``.
+func withApp(_ handle: OpaquePointer?, _ error: UnsafeMutablePointer<CoordsError>?, _ body: (CoordsCore.CoordsApp) throws -> Void) -> Int32 {
+    exported(error) { try body(try apps.get(handle).app) }
+}
+
+/// An export on an app handle that returns one buffer: checks the output pointer (`name` in the
+/// error), resolves `handle`, and writes what `body` returns — in that order, as every export
+/// validates. The caller frees the buffer with `coords_buffer_free`.
+func returning<Result: BufferOutput>(
+    _ output: UnsafeMutablePointer<CoordsBuffer>?, _ name: String, app handle: OpaquePointer?,
+    _ error: UnsafeMutablePointer<CoordsError>?, _ body: (CoordsCore.CoordsApp) throws -> Result
+) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(output, name)
+        try body(try apps.get(handle).app).write(to: out)
+    }
+}
+
 // MARK: Arguments
 
 enum Argument {

@@ -71,24 +71,20 @@ public func ffiMessagesSend(
     _ handle: OpaquePointer?, _ friendID: UnsafePointer<CChar>?, _ text: UnsafePointer<CChar>?,
     _ sentOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(sentOut, "sent_json_out")
-        let app = try apps.get(handle).app
+    returning(sentOut, "sent_json_out", app: handle, error) { app in
         let friend = try Argument.string(friendID, "friend_id")
         let body = try Argument.string(text, "text")
         let sent = try blocking { try await app.messages.send(body, to: friend) }
-        try Output.write(
-            .object([
-                "message": Record.message(sent.message), "request": sent.request.json,
-                "outbox_id": .integer(sent.outboxID)
-            ]), to: out)
+        return JSONValue.object([
+            "message": Record.message(sent.message), "request": sent.request.json,
+            "outbox_id": .integer(sent.outboxID)
+        ])
     }
 }
 
 @_cdecl("coords_messages_mark_sent")
 public func ffiMessagesMarkSent(_ handle: OpaquePointer?, _ messageID: UnsafePointer<CChar>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
-    exported(error) {
-        let app = try apps.get(handle).app
+    withApp(handle, error) { app in
         let id = try Argument.string(messageID, "message_id")
         try blocking { try await app.messages.markSent(id: id) }
     }
@@ -111,11 +107,9 @@ public func ffiMessagesProcessFetchResponse(
     _ outcomeOut: UnsafeMutablePointer<CoordsBuffer>?,
     _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(outcomeOut, "outcome_json_out")
-        let app = try apps.get(handle).app
+    returning(outcomeOut, "outcome_json_out", app: handle, error) { app in
         let bytes = try Argument.bytes(body, length, "body", maximum: Int(COORDS_MAX_BODY_BYTES))
-        try Output.write(Record.messagesOutcome(try blocking { try await app.messages.processFetchResponse(bytes) }), to: out)
+        return Record.messagesOutcome(try blocking { try await app.messages.processFetchResponse(bytes) })
     }
 }
 
@@ -135,11 +129,9 @@ public func ffiMessagesHistory(
     _ handle: OpaquePointer?, _ friendID: UnsafePointer<CChar>?, _ limit: UInt32,
     _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(jsonOut, "json_out")
-        let app = try apps.get(handle).app
+    returning(jsonOut, "json_out", app: handle, error) { app in
         let history = try app.messages.history(with: try Argument.string(friendID, "friend_id"), limit: limit == 0 ? nil : Int(limit))
-        try Output.write(.array(history.map(Record.message)), to: out)
+        return JSONValue.array(history.map(Record.message))
     }
 }
 
@@ -148,8 +140,7 @@ public func ffiMessagesSetDisappearing(
     _ handle: OpaquePointer?, _ friendID: UnsafePointer<CChar>?, _ seconds: UInt64,
     _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let app = try apps.get(handle).app
+    withApp(handle, error) { app in
         let friend = try Argument.string(friendID, "friend_id")
         try blocking { try await app.messages.setDisappearing(friendID: friend, after: seconds == 0 ? nil : seconds) }
     }
@@ -160,10 +151,8 @@ public func ffiMessagesSweepExpired(
     _ handle: OpaquePointer?, _ idsOut: UnsafeMutablePointer<CoordsBuffer>?,
     _ error: UnsafeMutablePointer<CoordsError>?
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(idsOut, "ids_json_out")
-        let app = try apps.get(handle).app
+    returning(idsOut, "ids_json_out", app: handle, error) { app in
         let ids = try blocking { try await app.messages.sweepExpired() }
-        try Output.write(.array(ids.map { .string($0) }), to: out)
+        return JSONValue.array(ids.map { .string($0) })
     }
 }

@@ -173,13 +173,11 @@ struct Session {
     }
 
     static func cost(_ name: String?, default fallback: Argon2id.Parameters) throws -> Argon2id.Parameters {
-        switch name {
-        case nil: return fallback
-        case "minimum": return .minimum
-        case "interactive": return .interactive
-        case "moderate": return .moderate
-        case let other?: throw CLIFailure("unknown cost \"\(other)\" (minimum, interactive or moderate)")
+        guard let name else { return fallback }
+        guard let preset = Argon2id.Parameters(preset: name) else {
+            throw CLIFailure("unknown cost \"\(name)\" (minimum, interactive or moderate)")
         }
+        return preset
     }
 
     func close() { app.close() }
