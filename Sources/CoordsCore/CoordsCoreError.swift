@@ -38,7 +38,7 @@ public struct InternalError: CoordsCoreError {
 }
 
 extension Error {
-    /// This error's stable code: its own when it is a ``CoordsCoreError``, else ``InternalError/code``.
+    /// This error's stable code: its own when it is a ``CoordsCoreError``, else 199 (``InternalError``).
     public var coordsCode: Int32 {
         (self as? any CoordsCoreError)?.code ?? InternalError.code
     }

@@ -22,45 +22,60 @@ public enum AES256GCM {
     /// Whether this CPU can run AES-256-GCM (AES-NI and CLMUL present).
     public static var isAvailable: Bool { Sodium.isAESAvailable }
 
-    /// Encrypts and authenticates `plaintext`.
+    /// A 12-byte nonce, checked once when it is made; never reuse one under the same key.
+    public struct Nonce: Sendable, Equatable {
+        /// The 12 bytes.
+        public let bytes: [UInt8]
+
+        /// Wraps `bytes`.
+        /// - Throws: ``CryptoError/invalidNonceLength(expected:actual:)`` unless it is 12 bytes.
+        public init(_ bytes: [UInt8]) throws {
+            guard bytes.count == AES256GCM.nonceByteCount else {
+                throw CryptoError.invalidNonceLength(expected: AES256GCM.nonceByteCount, actual: bytes.count)
+            }
+            self.bytes = bytes
+        }
+
+        /// A fresh random nonce (what Coords uses for every seal).
+        /// - Throws: ``CryptoError`` from the random source.
+        public static func random(using random: any RandomSource = SystemRandomSource()) throws -> Nonce {
+            try Nonce(try random.bytes(AES256GCM.nonceByteCount))
+        }
+    }
+
+    /// Encrypts and authenticates `plaintext`: an array, or ``SecretBytes`` for secrets (never
+    /// copied into memory that is not wiped).
     /// - Parameters:
     ///   - plaintext: the bytes to encrypt (may be empty).
     ///   - key: a 32-byte key.
-    ///   - nonce: 12 bytes, unique for this key.
+    ///   - nonce: unique for this key.
     ///   - associatedData: authenticated but not encrypted (may be empty).
     /// - Returns: ciphertext ‖ tag (`plaintext.count + 16` bytes).
-    /// - Throws: ``CryptoError/invalidKeyLength(what:expected:actual:)``,
-    ///   ``CryptoError/invalidNonceLength(expected:actual:)``, ``CryptoError/invalidParameter(_:)``
+    /// - Throws: ``CryptoError/invalidKeyLength(what:expected:actual:)``, ``CryptoError/invalidParameter(_:)``
     ///   (plaintext too long), ``CryptoError/unsupportedHardware``.
-    public static func seal(_ plaintext: [UInt8], key: SecretBytes, nonce: [UInt8], associatedData: [UInt8] = []) throws -> [UInt8] {
-        try plaintext.withUnsafeBytes { try seal(bytes: $0, key: key, nonce: nonce, associatedData: associatedData) }
+    public static func seal(_ plaintext: some AEADPlaintext, key: SecretBytes, nonce: Nonce, associatedData: [UInt8] = []) throws -> [UInt8] {
+        try plaintext.withPlaintextBytes { try seal(bytes: $0, key: key, nonce: nonce.bytes, associatedData: associatedData) }
     }
 
     /// Verifies and decrypts `sealed` (ciphertext ‖ tag).
     /// - Returns: the plaintext (`sealed.count - 16` bytes).
     /// - Throws: ``CryptoError/authenticationFailed`` when the tag does not verify (any changed
     ///   bit in ciphertext, tag, nonce or associated data, or the wrong key);
-    ///   ``CryptoError/ciphertextTooShort(minimum:actual:)``; the argument errors of ``seal(_:key:nonce:associatedData:)``.
-    public static func open(_ sealed: [UInt8], key: SecretBytes, nonce: [UInt8], associatedData: [UInt8] = []) throws -> [UInt8] {
+    ///   ``CryptoError/ciphertextTooShort(minimum:actual:)``; the key and hardware errors of ``seal(_:key:nonce:associatedData:)``.
+    public static func open(_ sealed: [UInt8], key: SecretBytes, nonce: Nonce, associatedData: [UInt8] = []) throws -> [UInt8] {
         var out: [UInt8] = []
-        try open(sealed, key: key, nonce: nonce, associatedData: associatedData) { count, fill in
+        try open(sealed, key: key, nonce: nonce.bytes, associatedData: associatedData) { count, fill in
             out = [UInt8](repeating: 0, count: count)
             return out.withUnsafeMutableBytes { fill($0) }
         }
         return out
     }
 
-    /// Seals secret plaintext (a seed, a keychain table) without copying it into an array that
-    /// cannot be wiped. Same layout and errors as ``seal(_:key:nonce:associatedData:)``.
-    public static func seal(secret plaintext: SecretBytes, key: SecretBytes, nonce: [UInt8], associatedData: [UInt8] = []) throws -> [UInt8] {
-        try plaintext.withUnsafeBytes { try seal(bytes: $0, key: key, nonce: nonce, associatedData: associatedData) }
-    }
-
     /// Opens into wiped memory, for plaintexts that are secrets. Same errors as
     /// ``open(_:key:nonce:associatedData:)``.
-    public static func openSecret(_ sealed: [UInt8], key: SecretBytes, nonce: [UInt8], associatedData: [UInt8] = []) throws -> SecretBytes {
+    public static func openSecret(_ sealed: [UInt8], key: SecretBytes, nonce: Nonce, associatedData: [UInt8] = []) throws -> SecretBytes {
         var plaintext = SecretBytes(count: 0) { _ in }
-        try open(sealed, key: key, nonce: nonce, associatedData: associatedData) { count, fill in
+        try open(sealed, key: key, nonce: nonce.bytes, associatedData: associatedData) { count, fill in
             var ok = false
             plaintext = SecretBytes(count: count) { ok = fill($0) }
             return ok
@@ -176,11 +191,11 @@ public enum AES256GCM {
         }
 
         /// Same as ``AES256GCM/seal(_:key:nonce:associatedData:)`` with this key.
-        public func seal(_ plaintext: [UInt8], nonce: [UInt8], associatedData: [UInt8] = []) throws -> [UInt8] {
-            try AES256GCM.checkArguments(keyCount: AES256GCM.keyByteCount, nonceCount: nonce.count, plaintextCount: plaintext.count)
+        public func seal(_ plaintext: [UInt8], nonce: Nonce, associatedData: [UInt8] = []) throws -> [UInt8] {
+            try AES256GCM.checkArguments(keyCount: AES256GCM.keyByteCount, nonceCount: nonce.bytes.count, plaintextCount: plaintext.count)
             var out = [UInt8](repeating: 0, count: plaintext.count + AES256GCM.tagByteCount)
             plaintext.withUnsafeBytes { m in
-                nonce.withUnsafeBytes { n in
+                nonce.bytes.withUnsafeBytes { n in
                     associatedData.withUnsafeBytes { ad in
                         out.withUnsafeMutableBytes { c in sealRaw(m, nonce: n, associatedData: ad, into: c) }
                     }
@@ -190,14 +205,14 @@ public enum AES256GCM {
         }
 
         /// Same as ``AES256GCM/open(_:key:nonce:associatedData:)`` with this key.
-        public func open(_ sealed: [UInt8], nonce: [UInt8], associatedData: [UInt8] = []) throws -> [UInt8] {
-            try AES256GCM.checkArguments(keyCount: AES256GCM.keyByteCount, nonceCount: nonce.count, plaintextCount: 0)
+        public func open(_ sealed: [UInt8], nonce: Nonce, associatedData: [UInt8] = []) throws -> [UInt8] {
+            try AES256GCM.checkArguments(keyCount: AES256GCM.keyByteCount, nonceCount: nonce.bytes.count, plaintextCount: 0)
             guard sealed.count >= AES256GCM.tagByteCount else {
                 throw CryptoError.ciphertextTooShort(minimum: AES256GCM.tagByteCount, actual: sealed.count)
             }
             var out = [UInt8](repeating: 0, count: sealed.count - AES256GCM.tagByteCount)
             let ok = sealed.withUnsafeBytes { c in
-                nonce.withUnsafeBytes { n in
+                nonce.bytes.withUnsafeBytes { n in
                     associatedData.withUnsafeBytes { ad in
                         out.withUnsafeMutableBytes { m in openRaw(c, nonce: n, associatedData: ad, into: m) }
                     }
@@ -232,5 +247,22 @@ public enum AES256GCM {
                 out.u8, nil, nil, sealed.u8, UInt64(sealed.count),
                 associatedData.u8, UInt64(associatedData.count), nonce.u8, statePointer) == 0
         }
+    }
+}
+
+/// What ``AES256GCM/seal(_:key:nonce:associatedData:)`` can encrypt: `[UInt8]`, or
+/// ``SecretBytes`` for secrets.
+public protocol AEADPlaintext {
+    /// Calls `body` with the plaintext's bytes.
+    func withPlaintextBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R
+}
+
+extension Array: AEADPlaintext where Element == UInt8 {
+    public func withPlaintextBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R { try withUnsafeBytes(body) }
+}
+
+extension SecretBytes: AEADPlaintext {
+    public func withPlaintextBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        try withUnsafeBytes { (buffer) throws -> R in try body(buffer) }
     }
 }

@@ -192,7 +192,7 @@ public final class FileKeychain: Keychain {
     /// Decrypts a whole file into its plaintext (wiped memory).
     private static func open(_ file: [UInt8], key: SecretBytes) throws -> SecretBytes {
         let aad = Array(file[0..<associatedByteCount])
-        let nonce = Array(file[headerByteCount..<associatedByteCount])
+        let nonce = try AES256GCM.Nonce(Array(file[headerByteCount..<associatedByteCount]))
         let sealed = Array(file[associatedByteCount...])
         do {
             return try AES256GCM.openSecret(sealed, key: key, nonce: nonce, associatedData: aad)
@@ -249,9 +249,9 @@ public final class FileKeychain: Keychain {
                 offset += secret.count
             }
         }
-        let nonce = try random.bytes(AES256GCM.nonceByteCount)
-        let aad = header + nonce
-        let sealed = try AES256GCM.seal(secret: plaintext, key: key, nonce: nonce, associatedData: aad)
+        let nonce = try AES256GCM.Nonce.random(using: random)
+        let aad = header + nonce.bytes
+        let sealed = try AES256GCM.seal(plaintext, key: key, nonce: nonce, associatedData: aad)
         try Self.writeFileAtomically(path, aad + sealed)
     }
 

@@ -277,7 +277,7 @@ enum Backup {
             seed.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: out[0..<$0.count]).copyMemory(from: $0) }
             json.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: out[seed.count...]).copyMemory(from: $0) }
         }
-        return header + (try AES256GCM.seal(secret: plaintext, key: key, nonce: nonce, associatedData: header))
+        return header + (try AES256GCM.seal(plaintext, key: key, nonce: try AES256GCM.Nonce(nonce), associatedData: header))
     }
 
     static func open(_ data: [UInt8], passphrase: String) throws -> (seed: SecretBytes, contents: BackupContents) {
@@ -301,7 +301,7 @@ enum Backup {
         let plaintext: SecretBytes
         do {
             plaintext = try AES256GCM.openSecret(
-                Array(data[headerByteCount...]), key: key, nonce: nonce,
+                Array(data[headerByteCount...]), key: key, nonce: try AES256GCM.Nonce(nonce),
                 associatedData: Array(data[0..<headerByteCount]))
         } catch CryptoError.authenticationFailed {
             throw WalletManagerError.wrongPassphrase

@@ -311,7 +311,7 @@ public struct TableHandle<Key: StoreKey, Value: StoreValue, Access>: ~Copyable {
 extension TableHandle where Access == ReadWriteAccess {
     /// Stores `value` under `key`, returning the value it replaced (nil if none).
     /// - Throws: ``StoreError/decodingFailed(table:type:reason:)`` when the value it would replace
-    ///   does not decode (nothing is written then; ``put(_:_:)`` overwrites without reading),
+    ///   does not decode (nothing is written then; `put(_:_:)` overwrites without reading),
     ///   ``StoreError/invalidKeySize(size:maximum:)``, ``StoreError/encodingFailed(type:reason:)``,
     ///   ``StoreError/mapFull(mapSize:maximumMapSize:)`` (after growth failed), LMDB failures.
     @discardableResult

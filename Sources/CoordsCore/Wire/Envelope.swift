@@ -216,7 +216,7 @@ public struct Envelope: Sendable, Equatable {
         let key = try messageKey(
             first: ephemeral.sharedSecret(with: recipientX), second: senderX.sharedSecret(with: recipientX),
             ephemeral: ephemeral.publicKey, sender: senderX.publicKey, recipient: recipientX)
-        let sealed = try AES256GCM.seal(payload, key: key, nonce: nonce, associatedData: envelope.associatedData)
+        let sealed = try AES256GCM.seal(payload, key: key, nonce: try AES256GCM.Nonce(nonce), associatedData: envelope.associatedData)
         envelope.sealedPayloadBase64 = Base64.encode(ephemeral.publicKey.rawRepresentation + nonce + sealed, variant: .standard)
         envelope.signatureBase64 = Base64.encode(sender.signature(for: envelope.signedBytes), variant: .standard)
         return envelope
@@ -288,7 +288,8 @@ public struct Envelope: Sendable, Equatable {
             first: recipientX.sharedSecret(with: ephemeral), second: recipientX.sharedSecret(with: senderX),
             ephemeral: ephemeral, sender: senderX, recipient: recipientX.publicKey)
         do {
-            return try AES256GCM.open(Array(sealed[44...]), key: key, nonce: Array(sealed[32..<44]), associatedData: associatedData)
+            return try AES256GCM.open(
+                Array(sealed[44...]), key: key, nonce: try AES256GCM.Nonce(Array(sealed[32..<44])), associatedData: associatedData)
         } catch CryptoError.authenticationFailed {
             throw WireError.envelopeTampered
         }

@@ -10,11 +10,11 @@ import Testing
         let aad = try Hex.decode(v.aad)
         let plaintext = try Hex.decode(v.plaintext)
         let expected = try Hex.decode(v.ciphertext) + Hex.decode(v.tag)
-        #expect(try AES256GCM.seal(plaintext, key: key, nonce: nonce, associatedData: aad) == expected)
-        #expect(try AES256GCM.open(expected, key: key, nonce: nonce, associatedData: aad) == plaintext)
+        #expect(try AES256GCM.seal(plaintext, key: key, nonce: AES256GCM.Nonce(nonce), associatedData: aad) == expected)
+        #expect(try AES256GCM.open(expected, key: key, nonce: AES256GCM.Nonce(nonce), associatedData: aad) == plaintext)
         let precomputed = try AES256GCM.PrecomputedKey(key: key)
-        #expect(try precomputed.seal(plaintext, nonce: nonce, associatedData: aad) == expected)
-        #expect(try precomputed.open(expected, nonce: nonce, associatedData: aad) == plaintext)
+        #expect(try precomputed.seal(plaintext, nonce: AES256GCM.Nonce(nonce), associatedData: aad) == expected)
+        #expect(try precomputed.open(expected, nonce: AES256GCM.Nonce(nonce), associatedData: aad) == plaintext)
     }
 
     @Test func tamperingWithAnyPartFailsToOpen() throws {
@@ -22,42 +22,44 @@ import Testing
         let nonce = try SystemRandomSource().bytes(12)
         let aad = Array("header".utf8)
         let plaintext = Array("47.3769 8.5417".utf8)
-        let sealed = try AES256GCM.seal(plaintext, key: key, nonce: nonce, associatedData: aad)
+        let sealed = try AES256GCM.seal(plaintext, key: key, nonce: AES256GCM.Nonce(nonce), associatedData: aad)
         let precomputed = try AES256GCM.PrecomputedKey(key: key)
         for index in sealed.indices {  // every ciphertext and tag byte
             var bad = sealed
             bad[index] ^= 0x01
-            #expect(throws: CryptoError.authenticationFailed) { try AES256GCM.open(bad, key: key, nonce: nonce, associatedData: aad) }
-            #expect(throws: CryptoError.authenticationFailed) { try precomputed.open(bad, nonce: nonce, associatedData: aad) }
+            #expect(throws: CryptoError.authenticationFailed) { try AES256GCM.open(bad, key: key, nonce: AES256GCM.Nonce(nonce), associatedData: aad) }
+            #expect(throws: CryptoError.authenticationFailed) { try precomputed.open(bad, nonce: AES256GCM.Nonce(nonce), associatedData: aad) }
         }
         for index in nonce.indices {
             var badNonce = nonce
             badNonce[index] ^= 0x80
-            #expect(throws: CryptoError.authenticationFailed) { try AES256GCM.open(sealed, key: key, nonce: badNonce, associatedData: aad) }
+            #expect(throws: CryptoError.authenticationFailed) { try AES256GCM.open(sealed, key: key, nonce: AES256GCM.Nonce(badNonce), associatedData: aad) }
         }
         var badAAD = aad
         badAAD[0] ^= 0x01
-        #expect(throws: CryptoError.authenticationFailed) { try AES256GCM.open(sealed, key: key, nonce: nonce, associatedData: badAAD) }
-        #expect(throws: CryptoError.authenticationFailed) { try AES256GCM.open(sealed, key: key, nonce: nonce) }
+        #expect(throws: CryptoError.authenticationFailed) { try AES256GCM.open(sealed, key: key, nonce: AES256GCM.Nonce(nonce), associatedData: badAAD) }
+        #expect(throws: CryptoError.authenticationFailed) { try AES256GCM.open(sealed, key: key, nonce: AES256GCM.Nonce(nonce)) }
         #expect(throws: CryptoError.authenticationFailed) {
-            try AES256GCM.open(sealed, key: try SecretBytes(randomCount: 32), nonce: nonce, associatedData: aad)
+            try AES256GCM.open(sealed, key: try SecretBytes(randomCount: 32), nonce: AES256GCM.Nonce(nonce), associatedData: aad)
         }
-        #expect(throws: CryptoError.authenticationFailed) { try AES256GCM.open(Array(sealed.dropLast()), key: key, nonce: nonce, associatedData: aad) }
+        #expect(throws: CryptoError.authenticationFailed) {
+            try AES256GCM.open(Array(sealed.dropLast()), key: key, nonce: AES256GCM.Nonce(nonce), associatedData: aad)
+        }
     }
 
     @Test func argumentErrorsNeverTrap() throws {
         let key = try SecretBytes(randomCount: 32)
         let nonce = [UInt8](repeating: 0, count: 12)
         #expect(throws: CryptoError.invalidKeyLength(what: "AES-256-GCM key", expected: 32, actual: 16)) {
-            try AES256GCM.seal([1], key: SecretBytes(copying: [UInt8](repeating: 0, count: 16)), nonce: nonce)
+            try AES256GCM.seal([1], key: SecretBytes(copying: [UInt8](repeating: 0, count: 16)), nonce: AES256GCM.Nonce(nonce))
         }
-        #expect(throws: CryptoError.invalidNonceLength(expected: 12, actual: 0)) { try AES256GCM.seal([1], key: key, nonce: []) }
+        #expect(throws: CryptoError.invalidNonceLength(expected: 12, actual: 0)) { try AES256GCM.seal([1], key: key, nonce: AES256GCM.Nonce([])) }
         #expect(throws: CryptoError.invalidNonceLength(expected: 12, actual: 24)) {
-            try AES256GCM.open([UInt8](repeating: 0, count: 16), key: key, nonce: [UInt8](repeating: 0, count: 24))
+            try AES256GCM.open([UInt8](repeating: 0, count: 16), key: key, nonce: AES256GCM.Nonce([UInt8](repeating: 0, count: 24)))
         }
         for count in 0..<16 {
             #expect(throws: CryptoError.ciphertextTooShort(minimum: 16, actual: count)) {
-                try AES256GCM.open([UInt8](repeating: 0, count: count), key: key, nonce: nonce)
+                try AES256GCM.open([UInt8](repeating: 0, count: count), key: key, nonce: AES256GCM.Nonce(nonce))
             }
         }
         #expect(throws: CryptoError.self) { try AES256GCM.PrecomputedKey(key: SecretBytes(copying: [])) }
@@ -68,9 +70,9 @@ import Testing
         let key = try SecretBytes(randomCount: 32)
         let nonce = try SystemRandomSource().bytes(12)
         let plaintext = try SystemRandomSource().bytes(size)
-        let sealed = try AES256GCM.seal(plaintext, key: key, nonce: nonce)
+        let sealed = try AES256GCM.seal(plaintext, key: key, nonce: AES256GCM.Nonce(nonce))
         #expect(sealed.count == size + 16)
-        #expect(try AES256GCM.open(sealed, key: key, nonce: nonce) == plaintext)
-        #expect(try AES256GCM.PrecomputedKey(key: key).open(sealed, nonce: nonce) == plaintext)
+        #expect(try AES256GCM.open(sealed, key: key, nonce: AES256GCM.Nonce(nonce)) == plaintext)
+        #expect(try AES256GCM.PrecomputedKey(key: key).open(sealed, nonce: AES256GCM.Nonce(nonce)) == plaintext)
     }
 }

@@ -123,16 +123,16 @@ import Testing
                 guard group.keySize == 256, group.ivSize == 96, group.tagSize == 128 else {
                     // Outside what this API offers (AES-128/192, other nonce sizes): refused with a
                     // parameter error, never a wrong answer.
-                    #expect(throws: CryptoError.self) { try AES256GCM.open(sealed, key: key, nonce: iv, associatedData: aad) }
+                    #expect(throws: CryptoError.self) { try AES256GCM.open(sealed, key: key, nonce: AES256GCM.Nonce(iv), associatedData: aad) }
                     continue
                 }
                 applicable += 1
                 if test.result == "valid" {
-                    #expect(try AES256GCM.open(sealed, key: key, nonce: iv, associatedData: aad) == message, "aes-gcm tcId \(test.tcId)")
-                    #expect(try AES256GCM.seal(message, key: key, nonce: iv, associatedData: aad) == sealed, "aes-gcm tcId \(test.tcId)")
+                    #expect(try AES256GCM.open(sealed, key: key, nonce: AES256GCM.Nonce(iv), associatedData: aad) == message, "aes-gcm tcId \(test.tcId)")
+                    #expect(try AES256GCM.seal(message, key: key, nonce: AES256GCM.Nonce(iv), associatedData: aad) == sealed, "aes-gcm tcId \(test.tcId)")
                 } else {
                     #expect(throws: CryptoError.authenticationFailed, "aes-gcm tcId \(test.tcId)") {
-                        try AES256GCM.open(sealed, key: key, nonce: iv, associatedData: aad)
+                        try AES256GCM.open(sealed, key: key, nonce: AES256GCM.Nonce(iv), associatedData: aad)
                     }
                 }
             }
