@@ -35,12 +35,109 @@ public enum ChannelError: CoordsCoreError, Equatable {
     }
 }
 
-/// A failed send: why, and the value handed back to the caller.
-public struct SendError<T: Sendable>: Error {
-    /// ``ChannelError/full``, ``ChannelError/disconnected`` or ``ChannelError/timedOut``.
-    public let reason: ChannelError
+/// The error of one channel operation: only the cases that operation can meet (as in flume),
+/// each mapped to its stable ``ChannelError`` code.
+public protocol ChannelOperationError: CoordsCoreError {
+    /// The same failure as a ``ChannelError`` (its code and text).
+    var channelError: ChannelError { get }
+}
+
+extension ChannelOperationError {
+    public var code: Int32 { channelError.code }
+    public var description: String { channelError.description }
+}
+
+/// ``Sender/send(_:)`` failed: every receiver is gone. The value comes back.
+public struct SendError<T: Sendable>: ChannelOperationError {
     /// The value that was not sent.
     public let value: T
+    public var channelError: ChannelError { .disconnected }
+}
+
+/// ``Sender/trySend(_:)`` failed. The value comes back.
+public enum TrySendError<T: Sendable>: ChannelOperationError {
+    /// A bounded channel is full (for rendezvous: no receiver is waiting).
+    case full(T)
+    /// Every receiver is gone.
+    case disconnected(T)
+
+    /// The value that was not sent.
+    public var value: T {
+        switch self {
+        case .full(let value), .disconnected(let value): value
+        }
+    }
+
+    public var channelError: ChannelError {
+        switch self {
+        case .full: .full
+        case .disconnected: .disconnected
+        }
+    }
+}
+
+/// ``Sender/send(_:timeout:)`` failed. The value comes back.
+public enum SendTimeoutError<T: Sendable>: ChannelOperationError {
+    /// The deadline passed with the channel still full.
+    case timedOut(T)
+    /// Every receiver is gone.
+    case disconnected(T)
+
+    /// The value that was not sent.
+    public var value: T {
+        switch self {
+        case .timedOut(let value), .disconnected(let value): value
+        }
+    }
+
+    public var channelError: ChannelError {
+        switch self {
+        case .timedOut: .timedOut
+        case .disconnected: .disconnected
+        }
+    }
+}
+
+/// ``Receiver/recv()`` failed: no sender is left and the queue is drained.
+public enum RecvError: ChannelOperationError, Equatable {
+    case disconnected
+    public var channelError: ChannelError { .disconnected }
+}
+
+/// ``Receiver/tryRecv()`` failed.
+public enum TryRecvError: ChannelOperationError, Equatable {
+    /// Nothing is queued right now.
+    case empty
+    /// No sender is left and the queue is drained.
+    case disconnected
+
+    public var channelError: ChannelError {
+        switch self {
+        case .empty: .empty
+        case .disconnected: .disconnected
+        }
+    }
+}
+
+/// ``Receiver/recv(timeout:)`` failed.
+public enum RecvTimeoutError: ChannelOperationError, Equatable {
+    /// The deadline passed with nothing queued.
+    case timedOut
+    /// No sender is left and the queue is drained.
+    case disconnected
+
+    public var channelError: ChannelError {
+        switch self {
+        case .timedOut: .timedOut
+        case .disconnected: .disconnected
+        }
+    }
+}
+
+/// Why the channel core refused a send (internal; the public operations map it to their own error).
+struct SendFailure<T: Sendable>: Error {
+    let reason: ChannelError
+    let value: T
 }
 
 /// Multi-producer, multi-consumer channels with flume's semantics.
@@ -98,24 +195,35 @@ public final class Sender<T: Sendable>: Sendable {
     }
 
     /// Sends, blocking while a bounded channel is full (or, for rendezvous, until a receiver takes it).
-    /// - Throws: ``SendError`` with ``ChannelError/disconnected`` when no receiver is left.
+    /// - Throws: ``SendError`` (every receiver is gone), with the value.
     public func send(_ value: T) throws(SendError<T>) {
-        guard !closed.load(ordering: .acquiring) else { throw SendError(reason: .disconnected, value: value) }
-        try core.send(value, blocking: true, deadline: nil)
+        do { try deliver(value, blocking: true, deadline: nil) } catch { throw SendError(value: error.value) }
     }
 
     /// Sends without blocking.
-    /// - Throws: ``SendError`` with ``ChannelError/full`` or ``ChannelError/disconnected``.
-    public func trySend(_ value: T) throws(SendError<T>) {
-        guard !closed.load(ordering: .acquiring) else { throw SendError(reason: .disconnected, value: value) }
-        try core.send(value, blocking: false, deadline: nil)
+    /// - Throws: ``TrySendError/full(_:)`` or ``TrySendError/disconnected(_:)``, with the value.
+    public func trySend(_ value: T) throws(TrySendError<T>) {
+        do {
+            try deliver(value, blocking: false, deadline: nil)
+        } catch {
+            throw error.reason == .full ? .full(error.value) : .disconnected(error.value)
+        }
     }
 
     /// Sends, blocking at most `timeout`.
-    /// - Throws: ``SendError`` with ``ChannelError/timedOut`` or ``ChannelError/disconnected``.
-    public func send(_ value: T, timeout: Duration) throws(SendError<T>) {
-        guard !closed.load(ordering: .acquiring) else { throw SendError(reason: .disconnected, value: value) }
-        try core.send(value, blocking: true, deadline: monotonicDeadline(after: timeout))
+    /// - Throws: ``SendTimeoutError/timedOut(_:)`` or ``SendTimeoutError/disconnected(_:)``, with the value.
+    public func send(_ value: T, timeout: Duration) throws(SendTimeoutError<T>) {
+        do {
+            try deliver(value, blocking: true, deadline: monotonicDeadline(after: timeout))
+        } catch {
+            throw error.reason == .timedOut ? .timedOut(error.value) : .disconnected(error.value)
+        }
+    }
+
+    /// Every send goes through here: the one check that this handle is still open.
+    private func deliver(_ value: T, blocking: Bool, deadline: UInt64?) throws(SendFailure<T>) {
+        guard !closed.load(ordering: .acquiring) else { throw SendFailure(reason: .disconnected, value: value) }
+        try core.send(value, blocking: blocking, deadline: deadline)
     }
 
     /// Whether every receiver is gone (or this handle was closed).
@@ -147,45 +255,55 @@ public final class Receiver<T: Sendable>: Sendable {
     }
 
     /// Receives, blocking while the channel is empty.
-    /// - Throws: ``ChannelError/disconnected`` once no sender is left and the queue is drained.
-    public func recv() throws(ChannelError) -> T {
-        guard !closed.load(ordering: .acquiring) else { throw .disconnected }
-        return try core.receive(blocking: true, deadline: nil)
+    /// - Throws: ``RecvError/disconnected`` once no sender is left and the queue is drained.
+    public func recv() throws(RecvError) -> T {
+        do { return try take(blocking: true, deadline: nil) } catch { throw .disconnected }
     }
 
     /// Receives without blocking.
-    /// - Throws: ``ChannelError/empty`` or ``ChannelError/disconnected``.
-    public func tryRecv() throws(ChannelError) -> T {
-        guard !closed.load(ordering: .acquiring) else { throw .disconnected }
-        return try core.receive(blocking: false, deadline: nil)
+    /// - Throws: ``TryRecvError/empty`` or ``TryRecvError/disconnected``.
+    public func tryRecv() throws(TryRecvError) -> T {
+        do { return try take(blocking: false, deadline: nil) } catch { throw error == .empty ? .empty : .disconnected }
     }
 
     /// Receives, blocking at most `timeout`.
-    /// - Throws: ``ChannelError/timedOut`` or ``ChannelError/disconnected``.
-    public func recv(timeout: Duration) throws(ChannelError) -> T {
-        guard !closed.load(ordering: .acquiring) else { throw .disconnected }
-        return try core.receive(blocking: true, deadline: monotonicDeadline(after: timeout))
+    /// - Throws: ``RecvTimeoutError/timedOut`` or ``RecvTimeoutError/disconnected``.
+    public func recv(timeout: Duration) throws(RecvTimeoutError) -> T {
+        do {
+            return try take(blocking: true, deadline: monotonicDeadline(after: timeout))
+        } catch {
+            throw error == .timedOut ? .timedOut : .disconnected
+        }
     }
 
     /// Receives, suspending the task (not a thread) while the channel is empty.
     /// - Throws: ``ChannelError/disconnected`` (after draining) or ``ChannelError/cancelled``
     ///   when the task is cancelled while waiting.
     public func receive() async throws -> T {
-        guard !closed.load(ordering: .acquiring) else { throw ChannelError.disconnected }
+        guard isOpen else { throw ChannelError.disconnected }
         return try await core.receiveAsync()
     }
 
     /// Everything queued right now, without blocking.
     public func drain() -> [T] {
-        guard !closed.load(ordering: .acquiring) else { return [] }
+        guard isOpen else { return [] }
         return core.drain()
+    }
+
+    /// Whether this handle was not closed: the one check every receive makes.
+    private var isOpen: Bool { !closed.load(ordering: .acquiring) }
+
+    /// Every blocking or non-blocking receive goes through here.
+    private func take(blocking: Bool, deadline: UInt64?) throws(ChannelError) -> T {
+        guard isOpen else { throw .disconnected }
+        return try core.receive(blocking: blocking, deadline: deadline)
     }
 
     /// A blocking sequence: yields values until the channel disconnects.
     public var blockingValues: BlockingValues { BlockingValues(receiver: self) }
 
     /// Whether every sender is gone and nothing is queued (or this handle was closed).
-    public var isDisconnected: Bool { closed.load(ordering: .acquiring) || core.isSenderSideGone }
+    public var isDisconnected: Bool { !isOpen || core.isSenderSideGone }
     /// Values currently queued.
     public var count: Int { core.queuedCount }
     /// The capacity (nil: unbounded).
@@ -270,11 +388,11 @@ final class ChannelCore<T: Sendable>: @unchecked Sendable {
         return queue.count < max(capacity, blockedReceivers)
     }
 
-    func send(_ value: T, blocking: Bool, deadline: UInt64?) throws(SendError<T>) {
+    func send(_ value: T, blocking: Bool, deadline: UInt64?) throws(SendFailure<T>) {
         mutex.lock()
         guard receivers > 0 else {
             mutex.unlock()
-            throw SendError(reason: .disconnected, value: value)
+            throw SendFailure(reason: .disconnected, value: value)
         }
         if !asyncReceivers.isEmpty {
             let waiter = asyncReceivers.removeFirst()
@@ -291,7 +409,7 @@ final class ChannelCore<T: Sendable>: @unchecked Sendable {
         }
         guard blocking else {
             mutex.unlock()
-            throw SendError(reason: .full, value: value)
+            throw SendFailure(reason: .full, value: value)
         }
         let waiter = SendWaiter(value)
         waitingSenders.append(waiter)
@@ -302,7 +420,7 @@ final class ChannelCore<T: Sendable>: @unchecked Sendable {
                 let reason: ChannelError = receivers == 0 ? .disconnected : .timedOut
                 waitingSenders.removeAll { $0 === waiter }
                 mutex.unlock()
-                throw SendError(reason: reason, value: value)
+                throw SendFailure(reason: reason, value: value)
             }
         }
         mutex.unlock()

@@ -114,9 +114,9 @@ struct Reconciler<Message: Sendable>: Sendable {
         do {
             try sender.trySend(message)
         } catch {
-            switch error.reason {
+            switch error {
             case .full: logger.warning("reconcile channel full: dropped a message", metadata: ["manager": "\(manager)"])
-            default: logger.debug("nobody listens for reconcile messages", metadata: ["manager": "\(manager)"])
+            case .disconnected: logger.debug("nobody listens for reconcile messages", metadata: ["manager": "\(manager)"])
             }
         }
     }

@@ -29,7 +29,7 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
         let (tx, rx) = Channel.unbounded(of: Int.self)
         for i in 0..<1000 { try tx.send(i) }
         for i in 0..<1000 { #expect(try rx.tryRecv() == i) }
-        #expect(throws: ChannelError.empty) { try rx.tryRecv() }
+        #expect(throws: TryRecvError.empty) { try rx.tryRecv() }
     }
 
     @Test func iterEndsWhenTheSenderIsGone() throws {
@@ -68,7 +68,7 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
     @Test func recvTimeout() throws {
         let (tx, rx) = Channel.unbounded(of: Int.self)
         let wait = Duration.milliseconds(100)
-        let took = elapsed { #expect(throws: ChannelError.timedOut) { try rx.recv(timeout: wait) } }
+        let took = elapsed { #expect(throws: RecvTimeoutError.timedOut) { try rx.recv(timeout: wait) } }
         let lower: Duration = wait - .milliseconds(2)
         let upper: Duration = wait + .milliseconds(80)
         #expect(took >= lower)
@@ -83,7 +83,7 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
     @Test func disconnectTx() {
         let (tx, rx) = Channel.unbounded(of: Int.self)
         tx.close()
-        #expect(throws: ChannelError.disconnected) { try rx.recv() }
+        #expect(throws: RecvError.disconnected) { try rx.recv() }
         #expect(rx.isDisconnected)
     }
 
@@ -94,7 +94,7 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
             try tx.send(7)
             Issue.record("send to a channel without receivers succeeded")
         } catch {
-            #expect(error.reason == .disconnected)
+            #expect(error.channelError == .disconnected)
             #expect(error.value == 7)  // the value is handed back
         }
         #expect(tx.isDisconnected)
@@ -108,7 +108,7 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
             rx = r
         }  // `tx` released here
         #expect(try rx.recv() == 1)  // queued values are drained first
-        #expect(throws: ChannelError.disconnected) { try rx.recv() }
+        #expect(throws: RecvError.disconnected) { try rx.recv() }
     }
 
     @Test func drain() throws {
@@ -124,13 +124,13 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
     @Test func trySend() throws {
         let (tx, rx) = Channel.bounded(5, of: Int.self)
         for i in 0..<5 { try tx.trySend(i) }
-        #expect(throws: SendError<Int>.self) { try tx.trySend(42) }
-        do { try tx.trySend(42) } catch { #expect(error.reason == .full && error.value == 42) }
+        #expect(throws: TrySendError<Int>.self) { try tx.trySend(42) }
+        do { try tx.trySend(42) } catch { #expect(error.channelError == .full && error.value == 42 && error.code == 501) }
         #expect(try rx.recv() == 0)
         try tx.trySend(42)
         #expect(try rx.recv() == 1)
         rx.close()
-        do { try tx.trySend(42) } catch { #expect(error.reason == .disconnected) }
+        do { try tx.trySend(42) } catch { #expect(error.channelError == .disconnected && error.value == 42) }
     }
 
     @Test func sendBounded() throws {
@@ -138,7 +138,7 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
         for _ in 0..<5 { try tx.send(42) }
         _ = try rx.recv()
         try tx.send(42)
-        #expect(throws: SendError<Int>.self) { try tx.trySend(42) }
+        #expect(throws: TrySendError<Int>.self) { try tx.trySend(42) }
         _ = rx.drain()
         var threads: [TestThread] = []
         for _ in 0..<16 {
@@ -154,7 +154,7 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
         let total: Int = rx.blockingValues.reduce(0, +)
         #expect(total == expected)
         threads.forEach { $0.join() }
-        #expect(throws: ChannelError.disconnected) { try rx.recv() }
+        #expect(throws: RecvError.disconnected) { try rx.recv() }
     }
 
     @Test func rendezvous() throws {
@@ -197,9 +197,15 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
         let (tx, _rx) = Channel.bounded(1, of: String.self)
         try tx.send("first")
         let took = elapsed {
-            do { try tx.send("second", timeout: .milliseconds(50)) } catch let error as SendError<String> {
-                #expect(error.reason == .timedOut)
-                #expect(error.value == "second")
+            do {
+                try tx.send("second", timeout: .milliseconds(50))
+                Issue.record("the send did not time out")
+            } catch let error as SendTimeoutError<String> {
+                if case .timedOut(let value) = error {
+                    #expect(value == "second" && error.code == 503)
+                } else {
+                    Issue.record("unexpected \(error)")
+                }
             } catch {
                 Issue.record("unexpected \(error)")
             }
@@ -217,7 +223,7 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
                 try tx.send(2)
                 result.store(1, ordering: .relaxed)
             } catch let error as SendError<Int> {
-                result.store(error.reason == .disconnected ? 2 : 3, ordering: .relaxed)
+                result.store(error.channelError == .disconnected && error.value == 2 ? 2 : 3, ordering: .relaxed)
             } catch {
                 result.store(4, ordering: .relaxed)
             }
@@ -251,7 +257,7 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
         }
         txs.forEach { $0.close() }
         threads.forEach { $0.join() }
-        #expect(throws: ChannelError.disconnected) { try mainRx.recv() }
+        #expect(throws: RecvError.disconnected) { try mainRx.recv() }
     }
 
     @Test func robin() throws {
@@ -332,12 +338,12 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
         let extra = tx.clone()
         tx.close()
         tx.close()  // idempotent
-        do { try tx.send(1) } catch { #expect(error.reason == .disconnected) }
+        do { try tx.send(1) } catch { #expect(error.channelError == .disconnected && error.value == 1) }
         try extra.send(2)  // the clone keeps the channel connected
         #expect(try rx.recv() == 2)
         let rx2 = rx.clone()
         rx.close()
-        #expect(throws: ChannelError.disconnected) { try rx.tryRecv() }
+        #expect(throws: TryRecvError.disconnected) { try rx.tryRecv() }
         try extra.send(3)
         #expect(try rx2.recv() == 3)
     }
