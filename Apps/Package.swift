@@ -46,7 +46,9 @@ let package = Package(
             dependencies: [
                 "CoordsRelay",
                 .product(name: "CoordsCore", package: "CoordsCore"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser")
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log")
             ]
         ),
         .target(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CoordsCore
 import CoordsRelay
+import Hummingbird
 import Logging
 
 #if canImport(Glibc)
@@ -204,42 +205,28 @@ struct Serve: AsyncParsableCommand {
             printError("coords-relay: error: \(problem)")
             throw ExitCode(75)  // EX_TEMPFAIL: try again once the other relay stopped
         }
-        let store: any RelayStore
-        if let url = configuration.postgresURL {
-            do {
-                let location = try PostgresLocation(url: url, environmentPassword: environment("PGPASSWORD"))
-                store = try await PostgresRelayStore(location: location, poolSize: postgresPoolSize, logger: logger)
-            } catch {
-                // One clear line and a non-zero exit, never a crash (the password is never printed).
-                printError("coords-relay: error: \(error)")
-                throw ExitCode(69)  // EX_UNAVAILABLE
-            }
-        } else if let directory = configuration.dataDirectory {
-            store = try LMDBRelayStore(directory: directory, durability: configuration.durability, logger: logger)
-        } else {
-            store = MemoryRelayStore()
-        }
-        let service = RelayService(configuration: configuration, store: store, logger: logger)
-        logger.info(
-            "coords-relay starting",
-            metadata: [
-                "address": "\(host):\(port)",
-                "store":
-                    "\((store as? PostgresRelayStore).map { "postgres at \($0.location.redacted)" } ?? configuration.dataDirectory.map { "lmdb at \($0)" } ?? "memory")",
-                "ttl": "\(ttl)s"
-            ])
-        let app = buildApplication(service: service)
+        let app = try await openApplication(configuration, logger: logger)
         do {
             try await app.runService()  // until SIGTERM/SIGINT; in-flight requests finish first
         } catch {
-            await store.close()
             if "\(error)".contains("Address already in use") {  // taken between the check and the bind
                 printError("coords-relay: error: \(host):\(port) is already in use: another process listens there")
                 throw ExitCode(69)
             }
             throw error
         }
-        await store.close()
         logger.info("coords-relay stopped")
+    }
+
+    /// The relay with its store open (a service closes the store after the server drained or
+    /// failed); PostgreSQL that cannot be used is one line and exit 69.
+    private func openApplication(_ configuration: RelayConfiguration, logger: Logger) async throws -> some ApplicationProtocol {
+        do {
+            return try await buildApplication(configuration: configuration, postgresPassword: environment("PGPASSWORD"), logger: logger)
+        } catch  where configuration.postgresURL != nil {
+            // One clear line and a non-zero exit, never a crash (the password is never printed).
+            printError("coords-relay: error: \(error)")
+            throw ExitCode(69)  // EX_UNAVAILABLE
+        }
     }
 }

@@ -22,68 +22,127 @@ public struct RelayRequestContext: RequestContext {
     }
 }
 
-/// Builds the relay: routes, middleware and the expiry sweeper, on `service`'s store.
-///
-/// The `coords-relay` executable calls this; tests call it too (`app.test(.router)` in process,
-/// `.live` over a socket).
+/// The relay `configuration` describes, ready to run: opens the store it asks for (PostgreSQL
+/// when `postgresURL` is set, LMDB in `dataDirectory`, memory otherwise), builds the routes and
+/// middleware, and adds the expiry sweeper and a service that closes the store once the server
+/// has drained its requests on graceful shutdown (or when the application fails). Logs
+/// "coords-relay starting" with the address and the store.
+/// - Parameter postgresPassword: used when the URL carries none (`PGPASSWORD`).
+/// - Throws: ``PostgresRelayStore`` errors (unreachable, refused, schema newer than this relay),
+///   ``StoreError`` for LMDB.
+public func buildApplication(configuration: RelayConfiguration, postgresPassword: String? = nil, logger: Logger) async throws
+    -> some ApplicationProtocol
+{
+    let store: any RelayStore
+    let described: String
+    if let url = configuration.postgresURL {
+        let location = try PostgresLocation(url: url, environmentPassword: postgresPassword)
+        store = try await PostgresRelayStore(location: location, poolSize: configuration.postgresPoolSize, logger: logger)
+        described = "postgres at \(location.redacted)"
+    } else if let directory = configuration.dataDirectory {
+        store = try LMDBRelayStore(directory: directory, durability: configuration.durability, logger: logger)
+        described = "lmdb at \(directory)"
+    } else {
+        store = MemoryRelayStore()
+        described = "memory"
+    }
+    let service = RelayService(configuration: configuration, store: store, logger: logger)
+    logger.info(
+        "coords-relay starting",
+        metadata: ["address": "\(configuration.host):\(configuration.port)", "store": "\(described)", "ttl": "\(configuration.ttlSeconds)s"])
+    return assemble(service: service, router: buildRouter(service: service), closingStore: true)
+}
+
+/// Builds the relay on `service` (whose store the caller opened and closes): routes, middleware
+/// and the expiry sweeper. Tests use it (`app.test(.router)` in process, `.live` over a socket).
 public func buildApplication(service: RelayService) -> some ApplicationProtocol {
-    assemble(service: service, router: buildRouter(service: service))
+    assemble(service: service, router: buildRouter(service: service), closingStore: false)
+}
+
+/// Closes the store after graceful shutdown reached it: services shut down in reverse order, so
+/// this one (added first) runs its close after the server drained and the sweeper stopped.
+struct StoreCloser: Service {
+    let store: any RelayStore
+
+    func run() async throws {
+        try? await gracefulShutdown()  // returns on graceful shutdown, throws on cancellation: close either way
+        await store.close()
+    }
 }
 
 /// The relay's routes and middleware on `service`, without a server: the application serves
-/// it, and the fuzz target drives it in process with arbitrary requests.
+/// it, and the fuzz target drives it in process with arbitrary requests. The routes come in
+/// three collections: Coords v3 (under `/api` and, like the reference deployment, at the root),
+/// the §7.3 mailbox, and the operator's endpoints.
 public func buildRouter(service: RelayService) -> Router<RelayRequestContext> {
-    let configuration = service.configuration
     let router = Router(context: RelayRequestContext.self)
     router.add(middleware: RelayMiddleware(service: service))
+    let coords = coordsRoutes(service: service)
+    router.addRoutes(coords, atPath: "api")
+    router.addRoutes(coords, atPath: "")
+    router.addRoutes(mailboxRoutes(service: service))
+    router.addRoutes(operatorRoutes(service: service))
+    return router
+}
 
-    for prefix in ["api/", ""] {  // the reference deployment also answers /location and /version
-        router.get("\(prefix)version") { _, _ in response(service.version()) }
-        router.put("\(prefix)location") { request, context in
-            await handle(request, context, service, needsBody: true) { try await service.upload(body: $0) }
-        }
-        router.post("\(prefix)location") { request, context in
-            await handle(request, context, service, needsBody: true) { try await service.fetch(body: $0) }
-        }
-        router.delete("\(prefix)location") { request, context in
-            await handle(request, context, service, needsBody: true) { try await service.delete(body: $0) }
-        }
+/// Coords v3 and our extensions: `GET version`, `PUT`/`POST`/`DELETE location`.
+func coordsRoutes(service: RelayService) -> RouteCollection<RelayRequestContext> {
+    let routes = RouteCollection(context: RelayRequestContext.self)
+    routes.get("version") { _, _ in response(service.version()) }
+    routes.put("location") { request, context in
+        await handle(request, context, service, needsBody: true) { try await service.upload(body: $0) }
     }
-    // The §7.3 mailbox.
-    router.post("v1/relay/messages") { request, context in
-        await handle(request, context, service, needsBody: true, limit: configuration.maximumMessageBodyBytes) {
+    routes.post("location") { request, context in
+        await handle(request, context, service, needsBody: true) { try await service.fetch(body: $0) }
+    }
+    routes.delete("location") { request, context in
+        await handle(request, context, service, needsBody: true) { try await service.delete(body: $0) }
+    }
+    return routes
+}
+
+/// The §7.3 mailbox: post an envelope (sender-signed inside), list and acknowledge (recipient-signed headers).
+func mailboxRoutes(service: RelayService) -> RouteCollection<RelayRequestContext> {
+    let routes = RouteCollection(context: RelayRequestContext.self)
+    routes.post("v1/relay/messages") { request, context in
+        await handle(request, context, service, needsBody: true, limit: service.configuration.maximumMessageBodyBytes) {
             try await service.postMessage(body: $0, clientAddress: clientAddress(request, context, service))
         }
     }
-    router.get("v1/relay/messages") { request, context in
+    routes.get("v1/relay/messages") { request, context in
         await signed(request, context, service) { path, headers in
             try await service.listMessages(pathWithQuery: path, query: queryItems(path), headers: headers)
         }
     }
-    router.post("v1/relay/messages/:id/ack") { request, context in
+    routes.post("v1/relay/messages/:id/ack") { request, context in
         await signed(request, context, service) { path, headers in
             try await service.acknowledgeMessage(id: context.parameters.get("id") ?? "", method: "POST", pathWithQuery: path, headers: headers)
         }
     }
-    router.delete("v1/relay/messages/:id") { request, context in
+    routes.delete("v1/relay/messages/:id") { request, context in
         await signed(request, context, service) { path, headers in
             try await service.acknowledgeMessage(id: context.parameters.get("id") ?? "", method: "DELETE", pathWithQuery: path, headers: headers)
         }
     }
+    return routes
+}
 
-    router.get("healthz") { _, _ in
+/// The operator's endpoints: `GET healthz` and `GET metrics` (Prometheus text).
+func operatorRoutes(service: RelayService) -> RouteCollection<RelayRequestContext> {
+    let routes = RouteCollection(context: RelayRequestContext.self)
+    routes.get("healthz") { _, _ in
         response(.json(.object(["status": .string("ok")])))
     }
-    router.get("metrics") { _, _ in
+    routes.get("metrics") { _, _ in
         Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
             body: .init(byteBuffer: ByteBuffer(bytes: await service.metricsText())))
     }
-    return router
+    return routes
 }
 
 /// Builds the assembled application around ``buildRouter(service:)``.
-private func assemble(service: RelayService, router: Router<RelayRequestContext>) -> some ApplicationProtocol {
+private func assemble(service: RelayService, router: Router<RelayRequestContext>, closingStore: Bool) -> some ApplicationProtocol {
     let configuration = service.configuration
     var logger = service.logger
     logger.logLevel = configuration.logLevel
@@ -97,6 +156,7 @@ private func assemble(service: RelayService, router: Router<RelayRequestContext>
         },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "coords-relay"),
         logger: logger)
+    if closingStore { app.addServices(StoreCloser(store: service.store)) }  // first: shut down last
     app.addServices(ExpirySweeper(service: service))
     return app
 }
