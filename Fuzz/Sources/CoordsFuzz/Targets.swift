@@ -128,6 +128,11 @@ public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> In
     guard let value = try? JSONValue.parse(bytes) else { return }
     let serialized = value.serialized()
     check((try? JSONValue.parse(serialized)) == value, "JSON serialize/parse round trip")
+    // The options hosts pass to coords_app_open (C ABI arguments are untrusted too).
+    if var object = value.objectValue {
+        object["places"] = nil  // a path would make the fuzzer read arbitrary files
+        _ = try? CoordsApp.Options(json: object)
+    }
 }
 
 @Sendable func envelope(_ bytes: [UInt8]) {

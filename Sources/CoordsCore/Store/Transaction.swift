@@ -75,6 +75,14 @@ final class TransactionState {
     }
 }
 
+extension TransactionState {
+    /// The typed access to `definition`'s table in this (still live) transaction.
+    func access<K, V>(_ definition: TableDefinition<K, V>) throws -> TableAccess<K, V> {
+        _ = try live()
+        return TableAccess(state: self, dbi: try database.handle(for: definition.erased, in: self), name: definition.name)
+    }
+}
+
 /// A read-only snapshot, valid only inside ``Database/read(_:)``. Not copyable: it cannot be
 /// stored or returned from the closure.
 public struct ReadTransaction: ~Copyable {
@@ -84,11 +92,7 @@ public struct ReadTransaction: ~Copyable {
     /// - Throws: ``StoreError/unknownTable(_:)``, ``StoreError/tableTypeMismatch(table:stored:requested:)``,
     ///   ``StoreError/transactionClosed``.
     public func open<K, V>(_ definition: TableDefinition<K, V>) throws -> ReadOnlyTable<K, V> {
-        _ = try state.live()
-        return ReadOnlyTable(
-            access: TableAccess(
-                state: state, dbi: try state.database.handle(for: definition.erased, in: state),
-                name: definition.name))
+        ReadOnlyTable(access: try state.access(definition))
     }
 }
 
@@ -101,11 +105,7 @@ public struct WriteTransaction: ~Copyable {
     /// - Throws: ``StoreError/unknownTable(_:)``, ``StoreError/tableTypeMismatch(table:stored:requested:)``,
     ///   ``StoreError/transactionClosed``.
     public func open<K, V>(_ definition: TableDefinition<K, V>) throws -> Table<K, V> {
-        _ = try state.live()
-        return Table(
-            access: TableAccess(
-                state: state, dbi: try state.database.handle(for: definition.erased, in: state),
-                name: definition.name))
+        Table(access: try state.access(definition))
     }
 
     /// In a migration: records that `definition`'s table now holds these key/value types (call
