@@ -30,16 +30,18 @@ packages_for_missing() {
     echo "${missing[@]:-}"
 }
 
-# From PyPI, installed when missing: pytest (the Python suites) and schemathesis (holds
-# docs/openapi.yaml against a live relay; brings jsonschema and PyYAML for scripts/openapi-check.py).
+# From PyPI, installed when missing: pytest (the Python suites), schemathesis (holds
+# docs/openapi.yaml against a live relay; brings jsonschema and PyYAML, which
+# scripts/openapi-check.py uses too) and openapi-spec-validator (the spec itself is valid OpenAPI 3.1).
 ensure_pytest() {
     if ! python3 -c "import pytest" >/dev/null 2>&1; then
         echo "deps: pytest missing — installing with pip"
         python3 -m pip install --quiet pytest || { echo "deps: error: pip could not install pytest" >&2; exit 1; }
     fi
-    if ! python3 -c "import schemathesis, jsonschema, yaml" >/dev/null 2>&1; then
-        echo "deps: schemathesis missing — installing with pip"
-        python3 -m pip install --quiet "schemathesis>=4,<5" || { echo "deps: error: pip could not install schemathesis" >&2; exit 1; }
+    if ! python3 -c "import schemathesis, jsonschema, yaml, openapi_spec_validator" >/dev/null 2>&1; then
+        echo "deps: schemathesis or openapi-spec-validator missing — installing with pip"
+        python3 -m pip install --quiet "schemathesis>=4,<5" openapi-spec-validator \
+            || { echo "deps: error: pip could not install schemathesis and openapi-spec-validator" >&2; exit 1; }
     fi
 }
 

@@ -18,6 +18,7 @@ import urllib.parse
 
 import yaml
 from jsonschema import Draft202012Validator
+from openapi_spec_validator import validate as validate_spec
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
@@ -63,6 +64,18 @@ class Spec:
         return None
 
 
+def operation_key(spec, operation):
+    """The operation's id, or — for operations that stand at several paths through a YAML anchor,
+    which share one object and no operationId — "METHOD /first/path"."""
+    if "operationId" in operation:
+        return operation["operationId"]
+    for template, item in spec.doc["paths"].items():
+        for method in METHODS:
+            if item.get(method) is operation:
+                return f"{method.upper()} {template}"
+    return "?"
+
+
 def error_problems(spec, record):
     body = json.loads(record["body"])
     return [f"error body: {e.message}" for e in spec.validator("/components/schemas/Error").iter_errors(body)]
@@ -89,7 +102,7 @@ def check(spec, record):
         problems = [f"Allow header misses {missing}"] if missing else []
         return problems + error_problems(spec, record), None
     operation = item[method]
-    key = operation.get("operationId", f"{method} {template}")
+    key = operation_key(spec, operation)
     responses = operation["responses"]
     declared = responses.get(str(status)) or responses.get(f"{str(status)[0]}XX") or responses.get("default")
     if declared is None:
@@ -131,8 +144,8 @@ def main():
     parser.add_argument("--partial", action="store_true", help="a filtered run: do not require every operation")
     args = parser.parse_args()
     spec = Spec(args.spec)
-    Draft202012Validator.check_schema({"$ref": BASE + "#/components/schemas/Error"})
-    operations = {op.get("operationId") for item in spec.doc["paths"].values() for m, op in item.items() if m in METHODS}
+    validate_spec(spec.doc)  # a valid OpenAPI 3.1 document first (unique operationIds, resolvable refs, …)
+    operations = {operation_key(spec, op) for item in spec.doc["paths"].values() for m, op in item.items() if m in METHODS}
     seen, count, failures = set(), 0, []
     with open(args.responses, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
