@@ -4,6 +4,21 @@
 // only the core's dependencies.
 import PackageDescription
 
+/// The products this package's targets use, named once.
+let core = Target.Dependency.product(name: "CoordsCore", package: "CoordsCore")
+let log = Target.Dependency.product(name: "Logging", package: "swift-log")
+let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
+let hummingbird = Target.Dependency.product(name: "Hummingbird", package: "hummingbird")
+let nio = Target.Dependency.product(name: "NIOCore", package: "swift-nio")
+let nioHTTP1 = Target.Dependency.product(name: "NIOHTTP1", package: "swift-nio")
+let httpClient = Target.Dependency.product(name: "AsyncHTTPClient", package: "async-http-client")
+let relayStack: [Target.Dependency] = [
+    hummingbird, .product(name: "HummingbirdCore", package: "hummingbird"), .product(name: "Prometheus", package: "swift-prometheus"),
+    .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), nio, nioHTTP1,
+    .product(name: "NIOHTTPTypes", package: "swift-nio-extras"), .product(name: "HTTPTypes", package: "swift-http-types"),
+    .product(name: "PostgresNIO", package: "postgres-nio")
+]
+
 let package = Package(
     name: "CoordsApps",
     products: [
@@ -25,60 +40,14 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2")
     ],
     targets: [
-        .target(
-            name: "CoordsRelay",
-            dependencies: [
-                .product(name: "CoordsCore", package: "CoordsCore"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "PostgresNIO", package: "postgres-nio")
-            ]
-        ),
-        .executableTarget(
-            name: "coords-relay",
-            dependencies: [
-                "CoordsRelay",
-                .product(name: "CoordsCore", package: "CoordsCore"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log")
-            ]
-        ),
-        .target(
-            name: "CoordsCLI",
-            dependencies: [
-                .product(name: "CoordsCore", package: "CoordsCore"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log")
-            ]
-        ),
-        .executableTarget(
-            name: "coords",
-            dependencies: ["CoordsCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]
-        ),
-        .testTarget(
-            name: "CoordsCLITests",
-            dependencies: ["CoordsCLI", .product(name: "CoordsCore", package: "CoordsCore")],
-            exclude: ["Vectors"]
-        ),
+        .target(name: "CoordsRelay", dependencies: [core, log] + relayStack),
+        .executableTarget(name: "coords-relay", dependencies: ["CoordsRelay", core, argumentParser, hummingbird, log]),
+        .target(name: "CoordsCLI", dependencies: [core, argumentParser, httpClient, nio, nioHTTP1, log]),
+        .executableTarget(name: "coords", dependencies: ["CoordsCLI", argumentParser]),
+        .testTarget(name: "CoordsCLITests", dependencies: ["CoordsCLI", core], exclude: ["Vectors"]),
         .testTarget(
             name: "CoordsRelayTests",
-            dependencies: [
-                "CoordsRelay", "coords-relay",
-                .product(name: "CoordsCore", package: "CoordsCore"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client")
-            ]
+            dependencies: ["CoordsRelay", "coords-relay", core, .product(name: "HummingbirdTesting", package: "hummingbird"), httpClient]
         )
     ],
     swiftLanguageModes: [.v6]

@@ -16,12 +16,9 @@ let package = Package(
         .executableTarget(
             name: "CoordsFuzz",
             dependencies: [
-                .product(name: "CoordsCore", package: "CoordsCore"),
-                .product(name: "CoordsRelay", package: "CoordsApps"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOEmbedded", package: "swift-nio"),
-                .product(name: "HTTPTypes", package: "swift-http-types")
+                .product(name: "CoordsCore", package: "CoordsCore"), .product(name: "CoordsRelay", package: "CoordsApps"),
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "HTTPTypes", package: "swift-http-types")
             ],
             // libFuzzer supplies main(); the module must not.
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]

@@ -27,14 +27,14 @@ let apps = HandleTable<AppHandle>(kind: 0xA)
 /// Reads the options JSON of coords_app_open* (parsed and validated by
 /// `CoordsApp.Options(json:keychain:)` in the core; its `OptionsError` is code 103 like every
 /// argument error). `keychain` overrides the file keychain.
-private func options(_ json: UnsafePointer<CChar>?, keychain: (any Keychain)?) throws -> CoordsCore.CoordsApp.Options {
+private func options(_ json: CString, keychain: (any Keychain)?) throws -> CoordsCore.CoordsApp.Options {
     let object = json == nil ? JSONObject() : try Argument.json(json, "options_json").objectValue
     guard let object else { throw FFIError.invalid("options_json must be a JSON object") }
     return try CoordsCore.CoordsApp.Options(json: object, keychain: keychain)
 }
 
 private func open(
-    _ directory: UnsafePointer<CChar>?, _ json: UnsafePointer<CChar>?, keychain: (any Keychain)?,
+    _ directory: CString, _ json: CString, keychain: (any Keychain)?,
     _ out: UnsafeMutablePointer<OpaquePointer?>?
 ) throws {
     let out = try Argument.output(out, "app_out")
@@ -46,18 +46,13 @@ private func open(
 }
 
 @_cdecl("coords_app_open")
-public func ffiAppOpen(
-    _ directory: UnsafePointer<CChar>?, _ json: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiAppOpen(_ directory: CString, _ json: CString, _ out: UnsafeMutablePointer<OpaquePointer?>?, _ error: ErrorOut) -> Int32 {
     exported(error) { try open(directory, json, keychain: nil, out) }
 }
 
 @_cdecl("coords_app_open_with_keychain")
 public func ffiAppOpenWithKeychain(
-    _ directory: UnsafePointer<CChar>?, _ json: UnsafePointer<CChar>?,
-    _ callbacks: UnsafePointer<CoordsKeychainCallbacks>?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
+    _ directory: CString, _ json: CString, _ callbacks: UnsafePointer<CoordsKeychainCallbacks>?, _ out: UnsafeMutablePointer<OpaquePointer?>?, _ error: ErrorOut
 ) -> Int32 {
     exported(error) {
         let table = try Argument.required(callbacks, "keychain").pointee
@@ -66,7 +61,7 @@ public func ffiAppOpenWithKeychain(
 }
 
 @_cdecl("coords_app_close")
-public func ffiAppClose(_ handle: OpaquePointer?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiAppClose(_ handle: Handle, _ error: ErrorOut) -> Int32 {
     exported(error) {
         guard handle != nil else { return }
         let app = try apps.remove(handle)
@@ -76,10 +71,7 @@ public func ffiAppClose(_ handle: OpaquePointer?, _ error: UnsafeMutablePointer<
 }
 
 @_cdecl("coords_app_next_update")
-public func ffiAppNextUpdate(
-    _ handle: OpaquePointer?, _ timeoutMilliseconds: Int64, _ messageOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiAppNextUpdate(_ handle: Handle, _ timeoutMilliseconds: Int64, _ messageOut: BufferOut, _ error: ErrorOut) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(messageOut, "message_json_out")
         let app = try apps.get(handle).app
@@ -92,10 +84,7 @@ public func ffiAppNextUpdate(
 }
 
 @_cdecl("coords_app_set_update_callback")
-public func ffiAppSetUpdateCallback(
-    _ handle: OpaquePointer?, _ callback: CoordsUpdateCallback?, _ context: UnsafeMutableRawPointer?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiAppSetUpdateCallback(_ handle: Handle, _ callback: CoordsUpdateCallback?, _ context: UnsafeMutableRawPointer?, _ error: ErrorOut) -> Int32 {
     exported(error) {
         let app = try apps.get(handle)
         app.stopCallback()
@@ -109,10 +98,7 @@ public func ffiAppSetUpdateCallback(
 // MARK: Wallet
 
 @_cdecl("coords_wallet_create_identity")
-public func ffiWalletCreateIdentity(
-    _ handle: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ server: UnsafePointer<CChar>?,
-    _ idOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiWalletCreateIdentity(_ handle: Handle, _ name: CString, _ server: CString, _ idOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(idOut, "id_out", app: handle, error) { app in
         let name = try Argument.string(name, "name")
         let server = try Argument.string(server, "server")
@@ -122,9 +108,7 @@ public func ffiWalletCreateIdentity(
 
 @_cdecl("coords_wallet_import_seed")
 public func ffiWalletImportSeed(
-    _ handle: OpaquePointer?, _ seed: UnsafePointer<UInt8>?, _ name: UnsafePointer<CChar>?,
-    _ server: UnsafePointer<CChar>?, _ idOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
+    _ handle: Handle, _ seed: UnsafePointer<UInt8>?, _ name: CString, _ server: CString, _ idOut: BufferOut, _ error: ErrorOut
 ) -> Int32 {
     returning(idOut, "id_out", app: handle, error) { app in
         let seed = try Argument.identity(seed).seed
@@ -135,10 +119,7 @@ public func ffiWalletImportSeed(
 }
 
 @_cdecl("coords_wallet_set_profile")
-public func ffiWalletSetProfile(
-    _ handle: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ server: UnsafePointer<CChar>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiWalletSetProfile(_ handle: Handle, _ name: CString, _ server: CString, _ error: ErrorOut) -> Int32 {
     withApp(handle, error) { app in
         let name = try Argument.optionalString(name, "name")
         let server = try Argument.optionalString(server, "server")
@@ -147,17 +128,14 @@ public func ffiWalletSetProfile(
 }
 
 @_cdecl("coords_wallet_set_strict_mode")
-public func ffiWalletSetStrictMode(_ handle: OpaquePointer?, _ strict: Bool, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiWalletSetStrictMode(_ handle: Handle, _ strict: Bool, _ error: ErrorOut) -> Int32 {
     withApp(handle, error) { app in
         try blocking { try await app.wallet.setStrictMode(strict) }
     }
 }
 
 @_cdecl("coords_wallet_info")
-public func ffiWalletInfo(
-    _ handle: OpaquePointer?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiWalletInfo(_ handle: Handle, _ jsonOut: BufferOut, _ error: ErrorOut) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(jsonOut, "json_out")
         let wallet = try apps.get(handle).app.wallet
@@ -175,10 +153,7 @@ public func ffiWalletInfo(
 }
 
 @_cdecl("coords_wallet_public_key")
-public func ffiWalletPublicKey(
-    _ handle: OpaquePointer?, _ publicOut: UnsafeMutablePointer<UInt8>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiWalletPublicKey(_ handle: Handle, _ publicOut: UnsafeMutablePointer<UInt8>?, _ error: ErrorOut) -> Int32 {
     exported(error) {
         let out = try Argument.output(publicOut, "public_out")
         Output.copy(try apps.get(handle).app.wallet.publicKey().rawRepresentation, to: out)
@@ -186,18 +161,12 @@ public func ffiWalletPublicKey(
 }
 
 @_cdecl("coords_wallet_friend_link")
-public func ffiWalletFriendLink(
-    _ handle: OpaquePointer?, _ linkOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiWalletFriendLink(_ handle: Handle, _ linkOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(linkOut, "link_out", app: handle, error) { app in try app.wallet.friendLink() }
 }
 
 @_cdecl("coords_wallet_safety_number")
-public func ffiWalletSafetyNumber(
-    _ handle: OpaquePointer?, _ friend: UnsafePointer<UInt8>?, _ textOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiWalletSafetyNumber(_ handle: Handle, _ friend: UnsafePointer<UInt8>?, _ textOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(textOut, "text_out", app: handle, error) { app in
         return try app.wallet.safetyNumber(with: try Argument.publicKey(friend, "friend_public"))
     }
@@ -205,8 +174,7 @@ public func ffiWalletSafetyNumber(
 
 @_cdecl("coords_wallet_sign")
 public func ffiWalletSign(
-    _ handle: OpaquePointer?, _ message: UnsafePointer<UInt8>?, _ length: Int,
-    _ signatureOut: UnsafeMutablePointer<UInt8>?, _ error: UnsafeMutablePointer<CoordsError>?
+    _ handle: Handle, _ message: UnsafePointer<UInt8>?, _ length: Int, _ signatureOut: UnsafeMutablePointer<UInt8>?, _ error: ErrorOut
 ) -> Int32 {
     exported(error) {
         let out = try Argument.output(signatureOut, "sig_out")
@@ -217,10 +185,7 @@ public func ffiWalletSign(
 }
 
 @_cdecl("coords_wallet_export_backup")
-public func ffiWalletExportBackup(
-    _ handle: OpaquePointer?, _ passphrase: UnsafePointer<CChar>?,
-    _ backupOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiWalletExportBackup(_ handle: Handle, _ passphrase: CString, _ backupOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(backupOut, "backup_out", app: handle, error) { app in
         let passphrase = try Argument.string(passphrase, "passphrase")
         return try blocking { try await app.wallet.exportBackup(passphrase: passphrase) }
@@ -229,9 +194,7 @@ public func ffiWalletExportBackup(
 
 @_cdecl("coords_wallet_import_backup")
 public func ffiWalletImportBackup(
-    _ handle: OpaquePointer?, _ backup: UnsafePointer<UInt8>?, _ length: Int,
-    _ passphrase: UnsafePointer<CChar>?, _ idOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
+    _ handle: Handle, _ backup: UnsafePointer<UInt8>?, _ length: Int, _ passphrase: CString, _ idOut: BufferOut, _ error: ErrorOut
 ) -> Int32 {
     returning(idOut, "id_out", app: handle, error) { app in
         let bytes = try Argument.bytes(backup, length, "backup", maximum: Int(COORDS_MAX_BODY_BYTES))
@@ -243,10 +206,7 @@ public func ffiWalletImportBackup(
 // MARK: Friends
 
 @_cdecl("coords_friends_add_link")
-public func ffiFriendsAddLink(
-    _ handle: OpaquePointer?, _ link: UnsafePointer<CChar>?, _ friendOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiFriendsAddLink(_ handle: Handle, _ link: CString, _ friendOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(friendOut, "friend_json_out", app: handle, error) { app in
         let link = try Argument.string(link, "link")
         return Record.friend(try blocking { try await app.friends.add(link: link) })
@@ -254,10 +214,7 @@ public func ffiFriendsAddLink(
 }
 
 @_cdecl("coords_friends_add")
-public func ffiFriendsAdd(
-    _ handle: OpaquePointer?, _ json: UnsafePointer<CChar>?, _ friendOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiFriendsAdd(_ handle: Handle, _ json: CString, _ friendOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(friendOut, "friend_json_out", app: handle, error) { app in
         guard let object = try Argument.json(json, "friend_json").objectValue, let id = object["id"]?.stringValue,
             let server = object["server"]?.stringValue
@@ -276,10 +233,7 @@ public func ffiFriendsAdd(
 }
 
 @_cdecl("coords_friends_update")
-public func ffiFriendsUpdate(
-    _ handle: OpaquePointer?, _ id: UnsafePointer<CChar>?, _ json: UnsafePointer<CChar>?,
-    _ friendOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiFriendsUpdate(_ handle: Handle, _ id: CString, _ json: CString, _ friendOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(friendOut, "friend_json_out", app: handle, error) { app in
         let id = try Argument.string(id, "id")
         guard let changes = try Argument.json(json, "changes_json").objectValue else {
@@ -304,7 +258,7 @@ public func ffiFriendsUpdate(
 }
 
 @_cdecl("coords_friends_remove")
-public func ffiFriendsRemove(_ handle: OpaquePointer?, _ id: UnsafePointer<CChar>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiFriendsRemove(_ handle: Handle, _ id: CString, _ error: ErrorOut) -> Int32 {
     withApp(handle, error) { app in
         let id = try Argument.string(id, "id")
         try blocking { try await app.friends.remove(id: id) }
@@ -312,20 +266,14 @@ public func ffiFriendsRemove(_ handle: OpaquePointer?, _ id: UnsafePointer<CChar
 }
 
 @_cdecl("coords_friends_list")
-public func ffiFriendsList(
-    _ handle: OpaquePointer?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiFriendsList(_ handle: Handle, _ jsonOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(jsonOut, "json_out", app: handle, error) { app in JSONValue.array(try app.friends.list().map(Record.friend)) }
 }
 
 // MARK: Location
 
 @_cdecl("coords_location_prepare_upload")
-public func ffiLocationPrepareUpload(
-    _ handle: OpaquePointer?, _ fix: UnsafePointer<CoordsLocation>?,
-    _ uploadOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiLocationPrepareUpload(_ handle: Handle, _ fix: UnsafePointer<CoordsLocation>?, _ uploadOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(uploadOut, "upload_json_out", app: handle, error) { app in
         let location = try Argument.location(fix, "fix")
         return Record.upload(try blocking { try await app.location.prepareUpload(location) })
@@ -333,27 +281,21 @@ public func ffiLocationPrepareUpload(
 }
 
 @_cdecl("coords_location_prepare_delete")
-public func ffiLocationPrepareDelete(
-    _ handle: OpaquePointer?, _ requestOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiLocationPrepareDelete(_ handle: Handle, _ requestOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(requestOut, "request_json_out", app: handle, error) { app in
         return try blocking { try await app.location.prepareDelete() }.json
     }
 }
 
 @_cdecl("coords_location_mark_upload_succeeded")
-public func ffiLocationMarkUploadSucceeded(_ handle: OpaquePointer?, _ fixTimestamp: UInt64, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiLocationMarkUploadSucceeded(_ handle: Handle, _ fixTimestamp: UInt64, _ error: ErrorOut) -> Int32 {
     withApp(handle, error) { app in
         try blocking { try await app.location.markUploadSucceeded(fixTimestamp: fixTimestamp) }
     }
 }
 
 @_cdecl("coords_location_mark_upload_failed")
-public func ffiLocationMarkUploadFailed(
-    _ handle: OpaquePointer?, _ fixTimestamp: UInt64, _ reason: UnsafePointer<CChar>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiLocationMarkUploadFailed(_ handle: Handle, _ fixTimestamp: UInt64, _ reason: CString, _ error: ErrorOut) -> Int32 {
     withApp(handle, error) { app in
         let reason = try Argument.string(reason, "reason")
         try blocking { await app.location.markUploadFailed(fixTimestamp: fixTimestamp, reason: reason) }
@@ -361,10 +303,7 @@ public func ffiLocationMarkUploadFailed(
 }
 
 @_cdecl("coords_location_prepare_fetches")
-public func ffiLocationPrepareFetches(
-    _ handle: OpaquePointer?, _ requestsOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiLocationPrepareFetches(_ handle: Handle, _ requestsOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(requestsOut, "requests_json_out", app: handle, error) { app in
         return JSONValue.array(try blocking { try await app.location.prepareFetches() }.map(Record.fetch))
     }
@@ -372,21 +311,16 @@ public func ffiLocationPrepareFetches(
 
 @_cdecl("coords_location_process_fetch_response")
 public func ffiLocationProcessFetchResponse(
-    _ handle: OpaquePointer?, _ body: UnsafePointer<UInt8>?, _ length: Int,
-    _ outcomeOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
+    _ handle: Handle, _ body: UnsafePointer<UInt8>?, _ length: Int, _ outcomeOut: BufferOut, _ error: ErrorOut
 ) -> Int32 {
     returning(outcomeOut, "outcome_json_out", app: handle, error) { app in
-        let bytes = try Argument.bytes(body, length, "body", maximum: Int(COORDS_MAX_BODY_BYTES))
+        let bytes = try Argument.body(body, length)
         return Record.outcome(try blocking { try await app.location.processFetchResponse(bytes) })
     }
 }
 
 @_cdecl("coords_location_friend_locations")
-public func ffiLocationFriendLocations(
-    _ handle: OpaquePointer?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiLocationFriendLocations(_ handle: Handle, _ jsonOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(jsonOut, "json_out", app: handle, error) { app in
         JSONValue.array(try app.location.friendLocations().map(Record.friendLocation))
     }
@@ -396,9 +330,7 @@ public func ffiLocationFriendLocations(
 
 @_cdecl("coords_outbox_enqueue")
 public func ffiOutboxEnqueue(
-    _ handle: OpaquePointer?, _ kind: UnsafePointer<CChar>?, _ requestJSON: UnsafePointer<CChar>?,
-    _ reference: UnsafePointer<CChar>?, _ idOut: UnsafeMutablePointer<UInt64>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
+    _ handle: Handle, _ kind: CString, _ requestJSON: CString, _ reference: CString, _ idOut: UnsafeMutablePointer<UInt64>?, _ error: ErrorOut
 ) -> Int32 {
     exported(error) {
         let out = try Argument.output(idOut, "id_out")
@@ -411,27 +343,21 @@ public func ffiOutboxEnqueue(
 }
 
 @_cdecl("coords_outbox_pending")
-public func ffiOutboxPending(
-    _ handle: OpaquePointer?, _ dueOnly: Bool, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiOutboxPending(_ handle: Handle, _ dueOnly: Bool, _ jsonOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(jsonOut, "json_out", app: handle, error) { app in
         JSONValue.array(try (dueOnly ? app.outbox.due() : app.outbox.pending()).map(Record.outboxEntry))
     }
 }
 
 @_cdecl("coords_outbox_mark_delivered")
-public func ffiOutboxMarkDelivered(_ handle: OpaquePointer?, _ id: UInt64, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiOutboxMarkDelivered(_ handle: Handle, _ id: UInt64, _ error: ErrorOut) -> Int32 {
     withApp(handle, error) { app in
         try blocking { try await app.outbox.markDelivered(id: id) }
     }
 }
 
 @_cdecl("coords_outbox_mark_failed")
-public func ffiOutboxMarkFailed(
-    _ handle: OpaquePointer?, _ id: UInt64, _ reason: UnsafePointer<CChar>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiOutboxMarkFailed(_ handle: Handle, _ id: UInt64, _ reason: CString, _ error: ErrorOut) -> Int32 {
     withApp(handle, error) { app in
         let reason = try Argument.string(reason, "reason")
         try blocking { try await app.outbox.markFailed(id: id, error: reason) }
@@ -439,7 +365,7 @@ public func ffiOutboxMarkFailed(
 }
 
 @_cdecl("coords_outbox_remove")
-public func ffiOutboxRemove(_ handle: OpaquePointer?, _ id: UInt64, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiOutboxRemove(_ handle: Handle, _ id: UInt64, _ error: ErrorOut) -> Int32 {
     withApp(handle, error) { app in
         try blocking { try await app.outbox.remove(id: id) }
     }

@@ -10,6 +10,15 @@ import Glibc
 import Musl
 #endif
 
+/// `CoordsError *out_error`: where a fallible export reports its code and message (may be NULL).
+public typealias ErrorOut = UnsafeMutablePointer<CoordsError>?
+/// `CoordsBuffer *out`: a byte or JSON output the caller frees with `coords_buffer_free`.
+public typealias BufferOut = UnsafeMutablePointer<CoordsBuffer>?
+/// `const char *`: a NUL-terminated UTF-8 argument, borrowed for the call.
+public typealias CString = UnsafePointer<CChar>?
+/// An opaque handle (`CoordsApp *`, `CoordsPlaces *`, …) issued by this library.
+public typealias Handle = OpaquePointer?
+
 /// An argument error of the C ABI (codes 100–199).
 struct FFIError: Error {
     let code: Int32
@@ -79,7 +88,7 @@ extension JSONValue: BufferOutput {
 
 /// An export on an app handle: resolves `handle` (``FFIError/handle`` when it is not an open
 /// app), then runs `body` through ``exported(_:_:)``.
-func withApp(_ handle: OpaquePointer?, _ error: UnsafeMutablePointer<CoordsError>?, _ body: (CoordsCore.CoordsApp) throws -> Void) -> Int32 {
+func withApp(_ handle: Handle, _ error: ErrorOut, _ body: (CoordsCore.CoordsApp) throws -> Void) -> Int32 {
     exported(error) { try body(try apps.get(handle).app) }
 }
 
@@ -87,8 +96,7 @@ func withApp(_ handle: OpaquePointer?, _ error: UnsafeMutablePointer<CoordsError
 /// error), resolves `handle`, and writes what `body` returns — in that order, as every export
 /// validates. The caller frees the buffer with `coords_buffer_free`.
 func returning<Result: BufferOutput>(
-    _ output: UnsafeMutablePointer<CoordsBuffer>?, _ name: String, app handle: OpaquePointer?,
-    _ error: UnsafeMutablePointer<CoordsError>?, _ body: (CoordsCore.CoordsApp) throws -> Result
+    _ output: BufferOut, _ name: String, app handle: Handle, _ error: ErrorOut, _ body: (CoordsCore.CoordsApp) throws -> Result
 ) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(output, name)
@@ -109,6 +117,11 @@ enum Argument {
     static func output<T>(_ pointer: UnsafeMutablePointer<T>?, _ name: String) throws -> UnsafeMutablePointer<T> {
         guard let pointer else { throw FFIError.null(name) }
         return pointer
+    }
+
+    /// A relay response body (`body`, `length`), at most `COORDS_MAX_BODY_BYTES`.
+    static func body(_ pointer: UnsafePointer<UInt8>?, _ length: Int) throws -> [UInt8] {
+        try bytes(pointer, length, "body", maximum: Int(COORDS_MAX_BODY_BYTES))
     }
 
     /// A required output buffer, emptied so the host may free it whatever happens next.

@@ -15,10 +15,7 @@ private func writeNearest(
 }
 
 @_cdecl("coords_geocode_nearest")
-public func ffiGeocodeNearest(
-    _ latitude: Double, _ longitude: Double, _ accuracy: Double, _ placeOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiGeocodeNearest(_ latitude: Double, _ longitude: Double, _ accuracy: Double, _ placeOut: BufferOut, _ error: ErrorOut) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(placeOut, "place_json_out")
         try writeNearest(try PlaceIndex.bundled(), latitude, longitude, accuracy, out)
@@ -26,10 +23,7 @@ public func ffiGeocodeNearest(
 }
 
 @_cdecl("coords_places_open")
-public func ffiPlacesOpen(
-    _ path: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiPlacesOpen(_ path: CString, _ out: UnsafeMutablePointer<OpaquePointer?>?, _ error: ErrorOut) -> Int32 {
     exported(error) {
         let handleOut = try Argument.output(out, "places_out")
         handleOut.pointee = nil
@@ -39,10 +33,7 @@ public func ffiPlacesOpen(
 }
 
 @_cdecl("coords_places_nearest")
-public func ffiPlacesNearest(
-    _ handle: OpaquePointer?, _ latitude: Double, _ longitude: Double, _ accuracy: Double,
-    _ placeOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiPlacesNearest(_ handle: Handle, _ latitude: Double, _ longitude: Double, _ accuracy: Double, _ placeOut: BufferOut, _ error: ErrorOut) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(placeOut, "place_json_out")
         try writeNearest(try placeIndexes.get(handle, "places"), latitude, longitude, accuracy, out)
@@ -50,10 +41,7 @@ public func ffiPlacesNearest(
 }
 
 @_cdecl("coords_places_count")
-public func ffiPlacesCount(
-    _ handle: OpaquePointer?, _ countOut: UnsafeMutablePointer<UInt64>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiPlacesCount(_ handle: Handle, _ countOut: UnsafeMutablePointer<UInt64>?, _ error: ErrorOut) -> Int32 {
     exported(error) {
         let out = try Argument.output(countOut, "count_out")
         out.pointee = UInt64(try placeIndexes.get(handle, "places").count)
@@ -61,7 +49,7 @@ public func ffiPlacesCount(
 }
 
 @_cdecl("coords_places_close")
-public func ffiPlacesClose(_ handle: OpaquePointer?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiPlacesClose(_ handle: Handle, _ error: ErrorOut) -> Int32 {
     exported(error) {
         guard handle != nil else { return }
         _ = try placeIndexes.remove(handle, "places")

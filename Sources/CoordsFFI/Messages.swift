@@ -34,8 +34,8 @@ extension Record {
 @_cdecl("coords_envelope_seal")
 public func ffiEnvelopeSeal(
     _ seed: UnsafePointer<UInt8>?, _ recipient: UnsafePointer<UInt8>?, _ payload: UnsafePointer<UInt8>?,
-    _ payloadLength: Int, _ createdAt: UInt64, _ ttl: UInt64, _ envelopeOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
+    _ payloadLength: Int, _ createdAt: UInt64, _ ttl: UInt64, _ envelopeOut: BufferOut,
+    _ error: ErrorOut
 ) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(envelopeOut, "envelope_json_out")
@@ -51,9 +51,7 @@ public func ffiEnvelopeSeal(
 
 @_cdecl("coords_envelope_open")
 public func ffiEnvelopeOpen(
-    _ seed: UnsafePointer<UInt8>?, _ sender: UnsafePointer<UInt8>?, _ envelopeJSON: UnsafePointer<CChar>?,
-    _ now: UInt64, _ payloadOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
+    _ seed: UnsafePointer<UInt8>?, _ sender: UnsafePointer<UInt8>?, _ envelopeJSON: CString, _ now: UInt64, _ payloadOut: BufferOut, _ error: ErrorOut
 ) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(payloadOut, "payload_out")
@@ -67,10 +65,7 @@ public func ffiEnvelopeOpen(
 // MARK: Messages manager
 
 @_cdecl("coords_messages_send")
-public func ffiMessagesSend(
-    _ handle: OpaquePointer?, _ friendID: UnsafePointer<CChar>?, _ text: UnsafePointer<CChar>?,
-    _ sentOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiMessagesSend(_ handle: Handle, _ friendID: CString, _ text: CString, _ sentOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(sentOut, "sent_json_out", app: handle, error) { app in
         let friend = try Argument.string(friendID, "friend_id")
         let body = try Argument.string(text, "text")
@@ -83,7 +78,7 @@ public func ffiMessagesSend(
 }
 
 @_cdecl("coords_messages_mark_sent")
-public func ffiMessagesMarkSent(_ handle: OpaquePointer?, _ messageID: UnsafePointer<CChar>?, _ error: UnsafeMutablePointer<CoordsError>?) -> Int32 {
+public func ffiMessagesMarkSent(_ handle: Handle, _ messageID: CString, _ error: ErrorOut) -> Int32 {
     withApp(handle, error) { app in
         let id = try Argument.string(messageID, "message_id")
         try blocking { try await app.messages.markSent(id: id) }
@@ -91,44 +86,27 @@ public func ffiMessagesMarkSent(_ handle: OpaquePointer?, _ messageID: UnsafePoi
 }
 
 @_cdecl("coords_messages_prepare_fetch")
-public func ffiMessagesPrepareFetch(
-    _ handle: OpaquePointer?, _ requestOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(requestOut, "request_json_out")
-        try Output.write(try apps.get(handle).app.messages.prepareFetch().json, to: out)
-    }
+public func ffiMessagesPrepareFetch(_ handle: Handle, _ requestOut: BufferOut, _ error: ErrorOut) -> Int32 {
+    returning(requestOut, "request_json_out", app: handle, error) { app in try app.messages.prepareFetch().json }
 }
 
 @_cdecl("coords_messages_process_fetch_response")
 public func ffiMessagesProcessFetchResponse(
-    _ handle: OpaquePointer?, _ body: UnsafePointer<UInt8>?, _ length: Int,
-    _ outcomeOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
+    _ handle: Handle, _ body: UnsafePointer<UInt8>?, _ length: Int, _ outcomeOut: BufferOut, _ error: ErrorOut
 ) -> Int32 {
     returning(outcomeOut, "outcome_json_out", app: handle, error) { app in
-        let bytes = try Argument.bytes(body, length, "body", maximum: Int(COORDS_MAX_BODY_BYTES))
+        let bytes = try Argument.body(body, length)
         return Record.messagesOutcome(try blocking { try await app.messages.processFetchResponse(bytes) })
     }
 }
 
 @_cdecl("coords_messages_conversations")
-public func ffiMessagesConversations(
-    _ handle: OpaquePointer?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(jsonOut, "json_out")
-        try Output.write(.array(try apps.get(handle).app.messages.conversations().map(Record.conversation)), to: out)
-    }
+public func ffiMessagesConversations(_ handle: Handle, _ jsonOut: BufferOut, _ error: ErrorOut) -> Int32 {
+    returning(jsonOut, "json_out", app: handle, error) { app in JSONValue.array(try app.messages.conversations().map(Record.conversation)) }
 }
 
 @_cdecl("coords_messages_history")
-public func ffiMessagesHistory(
-    _ handle: OpaquePointer?, _ friendID: UnsafePointer<CChar>?, _ limit: UInt32,
-    _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiMessagesHistory(_ handle: Handle, _ friendID: CString, _ limit: UInt32, _ jsonOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(jsonOut, "json_out", app: handle, error) { app in
         let history = try app.messages.history(with: try Argument.string(friendID, "friend_id"), limit: limit == 0 ? nil : Int(limit))
         return JSONValue.array(history.map(Record.message))
@@ -136,10 +114,7 @@ public func ffiMessagesHistory(
 }
 
 @_cdecl("coords_messages_set_disappearing")
-public func ffiMessagesSetDisappearing(
-    _ handle: OpaquePointer?, _ friendID: UnsafePointer<CChar>?, _ seconds: UInt64,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiMessagesSetDisappearing(_ handle: Handle, _ friendID: CString, _ seconds: UInt64, _ error: ErrorOut) -> Int32 {
     withApp(handle, error) { app in
         let friend = try Argument.string(friendID, "friend_id")
         try blocking { try await app.messages.setDisappearing(friendID: friend, after: seconds == 0 ? nil : seconds) }
@@ -147,10 +122,7 @@ public func ffiMessagesSetDisappearing(
 }
 
 @_cdecl("coords_messages_sweep_expired")
-public func ffiMessagesSweepExpired(
-    _ handle: OpaquePointer?, _ idsOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiMessagesSweepExpired(_ handle: Handle, _ idsOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(idsOut, "ids_json_out", app: handle, error) { app in
         let ids = try blocking { try await app.messages.sweepExpired() }
         return JSONValue.array(ids.map { .string($0) })

@@ -15,10 +15,10 @@ nonisolated(unsafe) let libraryVersion: UnsafeMutablePointer<CChar>? = strdup(Co
 public func ffiABIVersion() -> UInt32 { COORDS_ABI_VERSION }
 
 @_cdecl("coords_version")
-public func ffiVersion() -> UnsafePointer<CChar>? { UnsafePointer(libraryVersion) }
+public func ffiVersion() -> CString { UnsafePointer(libraryVersion) }
 
 @_cdecl("coords_error_free")
-public func ffiErrorFree(_ error: UnsafeMutablePointer<CoordsError>?) {
+public func ffiErrorFree(_ error: ErrorOut) {
     guard let error else { return }
     free(error.pointee.message)
     error.pointee.message = nil
@@ -26,17 +26,14 @@ public func ffiErrorFree(_ error: UnsafeMutablePointer<CoordsError>?) {
 }
 
 @_cdecl("coords_buffer_free")
-public func ffiBufferFree(_ buffer: UnsafeMutablePointer<CoordsBuffer>?) {
+public func ffiBufferFree(_ buffer: BufferOut) {
     guard let buffer else { return }
     free(buffer.pointee.data)
     buffer.pointee = CoordsBuffer(data: nil, len: 0)
 }
 
 @_cdecl("coords_identity_generate")
-public func ffiIdentityGenerate(
-    _ seedOut: UnsafeMutablePointer<UInt8>?, _ publicOut: UnsafeMutablePointer<UInt8>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiIdentityGenerate(_ seedOut: UnsafeMutablePointer<UInt8>?, _ publicOut: UnsafeMutablePointer<UInt8>?, _ error: ErrorOut) -> Int32 {
     exported(error) {
         let seedOut = try Argument.output(seedOut, "seed_out")
         let publicOut = try Argument.output(publicOut, "public_out")
@@ -49,10 +46,7 @@ public func ffiIdentityGenerate(
 }
 
 @_cdecl("coords_identity_public_from_seed")
-public func ffiIdentityPublicFromSeed(
-    _ seed: UnsafePointer<UInt8>?, _ publicOut: UnsafeMutablePointer<UInt8>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiIdentityPublicFromSeed(_ seed: UnsafePointer<UInt8>?, _ publicOut: UnsafeMutablePointer<UInt8>?, _ error: ErrorOut) -> Int32 {
     exported(error) {
         let publicOut = try Argument.output(publicOut, "public_out")
         Output.copy(try Argument.identity(seed).publicKey.rawRepresentation, to: publicOut)
@@ -61,8 +55,7 @@ public func ffiIdentityPublicFromSeed(
 
 @_cdecl("coords_sign")
 public func ffiSign(
-    _ seed: UnsafePointer<UInt8>?, _ message: UnsafePointer<UInt8>?, _ length: Int,
-    _ signatureOut: UnsafeMutablePointer<UInt8>?, _ error: UnsafeMutablePointer<CoordsError>?
+    _ seed: UnsafePointer<UInt8>?, _ message: UnsafePointer<UInt8>?, _ length: Int, _ signatureOut: UnsafeMutablePointer<UInt8>?, _ error: ErrorOut
 ) -> Int32 {
     exported(error) {
         let signatureOut = try Argument.output(signatureOut, "sig_out")
@@ -74,8 +67,7 @@ public func ffiSign(
 
 @_cdecl("coords_verify")
 public func ffiVerify(
-    _ publicKey: UnsafePointer<UInt8>?, _ message: UnsafePointer<UInt8>?, _ length: Int,
-    _ signature: UnsafePointer<UInt8>?, _ error: UnsafeMutablePointer<CoordsError>?
+    _ publicKey: UnsafePointer<UInt8>?, _ message: UnsafePointer<UInt8>?, _ length: Int, _ signature: UnsafePointer<UInt8>?, _ error: ErrorOut
 ) -> Int32 {
     exported(error) {
         let keyBytes = try Argument.fixed(publicKey, 32, "public_key")
@@ -89,8 +81,7 @@ public func ffiVerify(
 
 @_cdecl("coords_blob_seal")
 public func ffiBlobSeal(
-    _ location: UnsafePointer<CoordsLocation>?, _ recipients: UnsafePointer<UInt8>?, _ count: Int,
-    _ blobOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
+    _ location: UnsafePointer<CoordsLocation>?, _ recipients: UnsafePointer<UInt8>?, _ count: Int, _ blobOut: BufferOut, _ error: ErrorOut
 ) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(blobOut, "blob_out")
@@ -114,8 +105,7 @@ public func ffiBlobSeal(
 
 @_cdecl("coords_blob_open")
 public func ffiBlobOpen(
-    _ seed: UnsafePointer<UInt8>?, _ blob: UnsafePointer<UInt8>?, _ length: Int,
-    _ locationOut: UnsafeMutablePointer<CoordsLocation>?, _ error: UnsafeMutablePointer<CoordsError>?
+    _ seed: UnsafePointer<UInt8>?, _ blob: UnsafePointer<UInt8>?, _ length: Int, _ locationOut: UnsafeMutablePointer<CoordsLocation>?, _ error: ErrorOut
 ) -> Int32 {
     exported(error) {
         let out = try Argument.output(locationOut, "location_out")
@@ -128,8 +118,8 @@ public func ffiBlobOpen(
 @_cdecl("coords_prepare_upload")
 public func ffiPrepareUpload(
     _ seed: UnsafePointer<UInt8>?, _ location: UnsafePointer<CoordsLocation>?,
-    _ recipientsJSON: UnsafePointer<CChar>?, _ server: UnsafePointer<CChar>?,
-    _ requestOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
+    _ recipientsJSON: CString, _ server: CString,
+    _ requestOut: BufferOut, _ error: ErrorOut
 ) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(requestOut, "request_json_out")
@@ -151,10 +141,7 @@ public func ffiPrepareUpload(
 }
 
 @_cdecl("coords_prepare_fetch")
-public func ffiPrepareFetch(
-    _ friendsJSON: UnsafePointer<CChar>?, _ requestsOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiPrepareFetch(_ friendsJSON: CString, _ requestsOut: BufferOut, _ error: ErrorOut) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(requestsOut, "requests_json_out")
         guard let friends = try Argument.json(friendsJSON, "friends_json").arrayValue else {
@@ -172,23 +159,19 @@ public func ffiPrepareFetch(
 
 @_cdecl("coords_process_fetch_response")
 public func ffiProcessFetchResponse(
-    _ seed: UnsafePointer<UInt8>?, _ body: UnsafePointer<UInt8>?, _ length: Int,
-    _ resultsOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
+    _ seed: UnsafePointer<UInt8>?, _ body: UnsafePointer<UInt8>?, _ length: Int, _ resultsOut: BufferOut, _ error: ErrorOut
 ) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(resultsOut, "results_json_out")
         let key = try Argument.identity(seed)
-        let bytes = try Argument.bytes(body, length, "body", maximum: Int(COORDS_MAX_BODY_BYTES))
+        let bytes = try Argument.body(body, length)
         let entries = try RelayAPI.processFetchResponse(bytes, reader: X25519PrivateKey(ed25519: key))
         try Output.write(.array(entries.map(Record.fetchEntry)), to: out)
     }
 }
 
 @_cdecl("coords_friend_link_generate")
-public func ffiFriendLinkGenerate(
-    _ publicKey: UnsafePointer<UInt8>?, _ server: UnsafePointer<CChar>?, _ name: UnsafePointer<CChar>?,
-    _ linkOut: UnsafeMutablePointer<CoordsBuffer>?, _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiFriendLinkGenerate(_ publicKey: UnsafePointer<UInt8>?, _ server: CString, _ name: CString, _ linkOut: BufferOut, _ error: ErrorOut) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(linkOut, "link_out")
         let key = try Argument.publicKey(publicKey, "public_key")
@@ -198,10 +181,7 @@ public func ffiFriendLinkGenerate(
 }
 
 @_cdecl("coords_friend_link_parse")
-public func ffiFriendLinkParse(
-    _ link: UnsafePointer<CChar>?, _ jsonOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiFriendLinkParse(_ link: CString, _ jsonOut: BufferOut, _ error: ErrorOut) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(jsonOut, "json_out")
         let parsed = try FriendLink.parse(try Argument.string(link, "link"))
@@ -210,10 +190,7 @@ public func ffiFriendLinkParse(
 }
 
 @_cdecl("coords_safety_number")
-public func ffiSafetyNumber(
-    _ a: UnsafePointer<UInt8>?, _ b: UnsafePointer<UInt8>?, _ textOut: UnsafeMutablePointer<CoordsBuffer>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiSafetyNumber(_ a: UnsafePointer<UInt8>?, _ b: UnsafePointer<UInt8>?, _ textOut: BufferOut, _ error: ErrorOut) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(textOut, "text_out")
         try Output.write(SafetyNumber.compute(try Argument.fixed(a, 32, "public_a"), try Argument.fixed(b, 32, "public_b")), to: out)
@@ -221,10 +198,7 @@ public func ffiSafetyNumber(
 }
 
 @_cdecl("coords_may_reuse_fix")
-public func ffiMayReuseFix(
-    _ fixTimestamp: UInt64, _ now: UInt64, _ reason: UnsafePointer<CChar>?, _ result: UnsafeMutablePointer<Bool>?,
-    _ error: UnsafeMutablePointer<CoordsError>?
-) -> Int32 {
+public func ffiMayReuseFix(_ fixTimestamp: UInt64, _ now: UInt64, _ reason: CString, _ result: UnsafeMutablePointer<Bool>?, _ error: ErrorOut) -> Int32 {
     exported(error) {
         let out = try Argument.output(result, "out")
         let text = try Argument.string(reason, "reason")

@@ -65,13 +65,15 @@ import Testing
     /// with code 0 — `COORDS_OK` at the C ABI, so a host saw a failure as a success.
     @Test func aForeignErrorInAManagerIsReportedAsInternalNeverAsZero() throws {
         struct Foreign: Error {}
-        let channel = Channel.unbounded(of: (Int32, String).self)
-        let reconciler = Reconciler(sender: channel.sender, logger: Logger(label: "test"), manager: "test") { ($0, $1) }
+        let channel = ReconcileChannel<TestReconcileMessage>(capacity: 8, doorbell: Doorbell())
+        let reconciler = Reconciler(channel: channel, manager: "test", logger: Logger(label: "test"))
         reconciler.reportingFailure { throw Foreign() }
         reconciler.reportingFailure { throw WireError.noRecipients }
-        let reported = channel.receiver.drain()
-        #expect(reported.map(\.0) == [InternalError.code, WireError.noRecipients.code])
-        #expect(reported[0].1.contains("Foreign") && InternalError.code != 0)
+        let reported: [(code: Int32, message: String)] = channel.receiver.drain().compactMap {
+            if case .errorOccurred(let code, let message) = $0 { (code, message) } else { nil }
+        }
+        #expect(reported.map(\.code) == [InternalError.code, WireError.noRecipients.code])
+        #expect(reported.first?.message.contains("Foreign") == true && InternalError.code != 0)
         #expect(Foreign().coordsCode == 199 && CancellationError().coordsCode == 199 && WireError.noRecipients.coordsCode == 318)
     }
 }

@@ -86,20 +86,14 @@ import Testing
             for _ in 0..<12 {
                 let junk = try MailboxTests.envelope(from: try Ed25519SigningKey.generate(), now: relay.now, senderKey: false)
                 statuses.append(
-                    try await client.execute(
-                        uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json,
-                        body: MailboxTests.body(junk)
-                    ).status)
+                    try await client.post(junk).status)
             }
             #expect(statuses.filter { $0 == .accepted }.count == 5)
             #expect(statuses.filter { $0 == .tooManyRequests }.count == 7)
             // A friend's signed message still gets in.
             let friend = try MailboxTests.envelope("real", now: relay.now)
             #expect(
-                try await client.execute(
-                    uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json,
-                    body: MailboxTests.body(friend)
-                ).status == .accepted)
+                try await client.post(friend).status == .accepted)
         }
         await s.finish()
     }
@@ -114,20 +108,14 @@ import Testing
             for _ in 0..<6 {  // a fresh claimed senderID each time: that used to reset the limit
                 let junk = try MailboxTests.envelope(from: try Ed25519SigningKey.generate(), now: relay.now, senderKey: false)
                 statuses.append(
-                    try await client.execute(
-                        uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json,
-                        body: MailboxTests.body(junk)
-                    ).status)
+                    try await client.post(junk).status)
             }
             #expect(statuses.filter { $0 == .accepted }.count == 3)
             #expect(statuses.filter { $0 == .tooManyRequests }.count == 3)
             // A verified sender has a budget of its own.
             let signed = try MailboxTests.envelope(from: try Ed25519SigningKey.generate(), now: relay.now)
             #expect(
-                try await client.execute(
-                    uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json,
-                    body: MailboxTests.body(signed)
-                ).status == .accepted)
+                try await client.post(signed).status == .accepted)
         }
     }
 

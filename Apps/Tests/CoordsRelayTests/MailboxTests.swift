@@ -67,12 +67,12 @@ import Testing
         try await relay.app.test(setup) { client in
             let first = try Self.envelope("one", now: relay.now)
             let second = try Self.envelope("two", now: relay.now)
-            let posted = try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: Self.body(first))
+            let posted = try await client.post(first)
             #expect(posted.status == .accepted)
             #expect(posted.json == .object(["accepted": .bool(true), "packetID": .string(first.id)]))
-            #expect(try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: Self.body(second)).status == .accepted)
+            #expect(try await client.post(second).status == .accepted)
             // The same envelope again: 409.
-            let replay = try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: Self.body(first))
+            let replay = try await client.post(first)
             #expect(replay.status == .conflict)
             #expect(replay.errorCode == "duplicate")
 
@@ -107,7 +107,7 @@ import Testing
             #expect(empty.json?.objectValue?["packets"] == .array([]))
             // An acknowledged id can never be posted again (tombstone), even after a restart of the sweep.
             _ = try await relay.service.sweep()
-            let reposted = try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: Self.body(first))
+            let reposted = try await client.post(first)
             #expect(reposted.status == .conflict)
             let metrics = String(decoding: await relay.service.metricsText(), as: UTF8.self)
             #expect(metrics.contains("coords_relay_messages_posted_total 2"))
@@ -122,7 +122,7 @@ import Testing
         let relay = s.relay
         try await relay.app.test(setup) { client in
             let envelope = try Self.envelope(now: relay.now)
-            _ = try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: Self.body(envelope))
+            _ = try await client.post(envelope)
             let path = Self.listPath(Self.bob)
             // Carol signs a read of Bob's mailbox: 401.
             let carol = try await client.execute(uri: path, method: .get, headers: Self.signedHeaders(Self.carol, "GET", path, relay.now))
@@ -162,10 +162,8 @@ import Testing
         let relay = s.relay
         let now = relay.now
         try await relay.app.test(setup) { client in
-            func post(_ body: ByteBuffer) async throws -> TestResponse {
-                try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: body)
-            }
-            func post(_ envelope: Envelope) async throws -> TestResponse { try await post(Self.body(envelope)) }
+            func post(_ body: ByteBuffer) async throws -> TestResponse { try await client.post(body) }
+            func post(_ envelope: Envelope) async throws -> TestResponse { try await client.post(envelope) }
             // 400: schema, sender = recipient, expiry order, already expired, created in the future, TTL too long.
             #expect(try await post(ByteBuffer(string: "{")).status == .badRequest)
             #expect(try await post(RelayHarness.body(.object(["protocolVersion": .integer(UInt64(2))]))).status == .badRequest)
@@ -208,7 +206,7 @@ import Testing
             let long = try Self.envelope("still here", now: relay.now, ttl: 3600)
             for envelope in [short, long] {
                 #expect(
-                    try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: Self.body(envelope)).status
+                    try await client.post(envelope).status
                         == .accepted)
             }
             relay.clock.advance(byMilliseconds: 61_000)
@@ -231,7 +229,7 @@ import Testing
         let relay = RelayHarness(configuration: configuration)
         try await relay.app.test(.router) { client in
             let anonymous = try Self.envelope(now: relay.now, senderKey: false)
-            let refused = try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: Self.body(anonymous))
+            let refused = try await client.post(anonymous)
             #expect(refused.status == .unauthorized)
             #expect(refused.errorCode == "sender_key_required")
             // Default rate: 5/s per sender, burst 30.
@@ -239,7 +237,7 @@ import Testing
             for i in 0..<31 {
                 let envelope = try Self.envelope("\(i)", to: i % 2 == 0 ? Self.bob : Self.carol, now: relay.now)
                 statuses.append(
-                    try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: Self.body(envelope)).status)
+                    try await client.post(envelope).status)
             }
             #expect(statuses.prefix(30).allSatisfy { $0 == .accepted })
             #expect(statuses.last == .tooManyRequests)
@@ -288,7 +286,7 @@ import Testing
         let path = Self.listPath(Self.bob)
         let usedHeaders = Self.signedHeaders(Self.bob, "GET", path, first.now)
         try await first.app.test(.router) { client in
-            let posted = try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: Self.body(envelope))
+            let posted = try await client.post(envelope)
             #expect(posted.status == .accepted)
             #expect(try await client.execute(uri: path, method: .get, headers: usedHeaders).status == .ok)
         }
@@ -304,5 +302,15 @@ import Testing
             #expect(try list.json?.objectValue?["packets"]?.arrayValue?.map { try Envelope(json: $0) } == [envelope])
         }
         await second.store.close()
+    }
+}
+
+extension TestClientProtocol {
+    /// Posts `envelope` to the mailbox (`POST /v1/relay/messages`, JSON).
+    func post(_ envelope: Envelope) async throws -> TestResponse { try await post(MailboxTests.body(envelope)) }
+
+    /// Posts raw bytes to the mailbox.
+    func post(_ body: ByteBuffer) async throws -> TestResponse {
+        try await execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: body)
     }
 }

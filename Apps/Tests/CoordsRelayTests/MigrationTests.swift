@@ -36,7 +36,7 @@ import Testing
             #expect(delete.status == .noContent)
             for envelope in envelopes {
                 #expect(
-                    try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: M.body(envelope)).status == .accepted)
+                    try await client.post(envelope).status == .accepted)
             }
             let ackPath = "/v1/relay/messages/\(envelopes[0].id)/ack"
             #expect(try await client.execute(uri: ackPath, method: .post, headers: M.signedHeaders(M.bob, "POST", ackPath, lmdb.now)).status == .ok)
@@ -79,7 +79,7 @@ import Testing
             #expect(try listedBefore?.arrayValue?.map { try Envelope(json: $0) } == Array(envelopes[1...]))
             // The acknowledged id stays refused.
             #expect(
-                try await client.execute(uri: "/v1/relay/messages", method: .post, headers: RelayHarness.json, body: M.body(envelopes[0])).status == .conflict)
+                try await client.post(envelopes[0]).status == .conflict)
         }
     }
 

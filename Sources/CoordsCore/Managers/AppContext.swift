@@ -68,23 +68,22 @@ final class IdentityHolder: Sendable {
 /// Deferred dispatch: collects a manager's reconcile messages while its write transaction runs
 /// and sends them only after the commit succeeded. A full channel never blocks the manager:
 /// the message is dropped with a warning and the state stays readable through the getters.
-struct Reconciler<Message: Sendable>: Sendable {
+struct Reconciler<Message: ReconcileMessage>: Sendable {
     let sender: Sender<Message>
+    /// The host's side: the manager's `updates`.
+    let updates: Receiver<Message>
     let logger: Logger
     let manager: String
-    /// Builds the manager's `errorOccurred(code:message:)` message.
-    let errorMessage: @Sendable (Int32, String) -> Message
 
-    init(sender: Sender<Message>, logger: Logger, manager: String, errorMessage: @escaping @Sendable (Int32, String) -> Message) {
-        self.sender = sender
-        self.logger = logger
-        self.manager = manager
-        self.errorMessage = errorMessage
+    /// The manager's side of `channel`.
+    init(channel: ReconcileChannel<Message>, manager: String, logger: Logger) {
+        (sender, updates, self.manager, self.logger) = (channel.sender, channel.receiver, manager, logger)
     }
 
-    /// The manager's side of `channel` (from ``UpdateSpine/channel(as:)``).
-    init(channel: ReconcileChannel<Message>, logger: Logger, manager: String, errorMessage: @escaping @Sendable (Int32, String) -> Message) {
-        self.init(sender: channel.sender, logger: logger, manager: manager, errorMessage: errorMessage)
+    /// A manager's reconciler on a new channel of `spine`, whose messages hosts receive as `wrap`
+    /// makes them (``CoordsApp/nextUpdate(timeout:)``).
+    init(_ spine: UpdateSpine, as wrap: @escaping @Sendable (Message) -> AppUpdate, manager: String, logger: Logger) {
+        self.init(channel: spine.channel(as: wrap), manager: manager, logger: logger)
     }
 
     /// Runs a dispatched action; a failure becomes an `errorOccurred` message instead of a throw.
@@ -93,7 +92,7 @@ struct Reconciler<Message: Sendable>: Sendable {
             try action()
         } catch {
             // An error from outside CoordsCore is an internal error (199), never 0 (success at the C ABI).
-            send(errorMessage(error.coordsCode, "\(error)"))
+            send(.errorOccurred(code: error.coordsCode, message: "\(error)"))
         }
     }
 

@@ -115,11 +115,11 @@ public final class CoordsApp: Sendable {
         // this order.
         let spine = UpdateSpine(capacity: capacity)
         self.spine = spine
-        wallet = WalletManager(context: context, channel: spine.channel(as: AppUpdate.wallet))
-        friends = FriendsManager(context: context, channel: spine.channel(as: AppUpdate.friends))
-        location = LocationManager(context: context, channel: spine.channel(as: AppUpdate.location))
-        outbox = OutboxManager(context: context, channel: spine.channel(as: AppUpdate.outbox))
-        messages = MessagesManager(context: context, outbox: outbox, channel: spine.channel(as: AppUpdate.messages))
+        wallet = WalletManager(context: context, spine: spine)
+        friends = FriendsManager(context: context, spine: spine)
+        location = LocationManager(context: context, spine: spine)
+        outbox = OutboxManager(context: context, spine: spine)
+        messages = MessagesManager(context: context, outbox: outbox, spine: spine)
     }
 
     /// Closes the store and ends the update channels (listeners finish after draining).

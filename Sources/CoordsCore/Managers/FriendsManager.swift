@@ -39,7 +39,7 @@ public enum FriendsManagerAction: Sendable {
 }
 
 /// What the friends list tells the host, after the fact.
-public enum FriendsManagerReconcileMessage: Sendable, Equatable {
+public enum FriendsManagerReconcileMessage: Sendable, Equatable, ReconcileMessage {
     case friendAdded(Friend)
     case friendUpdated(Friend)
     case friendRemoved(id: String)
@@ -52,12 +52,11 @@ public actor FriendsManager {
     let context: AppContext
     let reconciler: Reconciler<FriendsManagerReconcileMessage>
     /// Reconcile messages, after the change they describe was committed.
-    public nonisolated let updates: Receiver<FriendsManagerReconcileMessage>
+    public nonisolated var updates: Receiver<FriendsManagerReconcileMessage> { reconciler.updates }
 
-    init(context: AppContext, channel: ReconcileChannel<FriendsManagerReconcileMessage>) {
+    init(context: AppContext, spine: UpdateSpine) {
         self.context = context
-        reconciler = Reconciler(channel: channel, logger: context.logger, manager: "friends") { .errorOccurred(code: $0, message: $1) }
-        updates = channel.receiver
+        reconciler = Reconciler(spine, as: AppUpdate.friends, manager: "friends", logger: context.logger)
     }
 
     /// Performs `action`; a failure is reported as ``FriendsManagerReconcileMessage/errorOccurred(code:message:)``.

@@ -81,7 +81,7 @@ public enum LocationManagerAction: Sendable {
 }
 
 /// What location sharing tells the host, after the fact.
-public enum LocationManagerReconcileMessage: Sendable, Equatable {
+public enum LocationManagerReconcileMessage: Sendable, Equatable, ReconcileMessage {
     case uploadPrepared(fixTimestamp: UInt64, recipientCount: Int)
     case uploadSucceeded(fixTimestamp: UInt64)
     case uploadFailed(fixTimestamp: UInt64, reason: String)
@@ -105,12 +105,11 @@ public actor LocationManager {
     let context: AppContext
     let reconciler: Reconciler<LocationManagerReconcileMessage>
     /// Reconcile messages, after the change they describe was committed.
-    public nonisolated let updates: Receiver<LocationManagerReconcileMessage>
+    public nonisolated var updates: Receiver<LocationManagerReconcileMessage> { reconciler.updates }
 
-    init(context: AppContext, channel: ReconcileChannel<LocationManagerReconcileMessage>) {
+    init(context: AppContext, spine: UpdateSpine) {
         self.context = context
-        reconciler = Reconciler(channel: channel, logger: context.logger, manager: "location") { .errorOccurred(code: $0, message: $1) }
-        updates = channel.receiver
+        reconciler = Reconciler(spine, as: AppUpdate.location, manager: "location", logger: context.logger)
     }
 
     /// Performs `action`; a failure is reported as ``LocationManagerReconcileMessage/errorOccurred(code:message:)``.

@@ -84,7 +84,7 @@ public struct MessagesOutcome: Sendable, Equatable {
 }
 
 /// What the messages manager tells the host, after the fact.
-public enum MessagesManagerReconcileMessage: Sendable, Equatable {
+public enum MessagesManagerReconcileMessage: Sendable, Equatable, ReconcileMessage {
     case messageQueued(MessageRecord)
     case messageSent(id: String)
     case messagesReceived([MessageRecord])
@@ -142,13 +142,12 @@ public actor MessagesManager {
     let reconciler: Reconciler<MessagesManagerReconcileMessage>
     let outbox: OutboxManager
     /// Reconcile messages, after the change they describe was committed.
-    public nonisolated let updates: Receiver<MessagesManagerReconcileMessage>
+    public nonisolated var updates: Receiver<MessagesManagerReconcileMessage> { reconciler.updates }
 
-    init(context: AppContext, outbox: OutboxManager, channel: ReconcileChannel<MessagesManagerReconcileMessage>) {
+    init(context: AppContext, outbox: OutboxManager, spine: UpdateSpine) {
         self.context = context
         self.outbox = outbox
-        reconciler = Reconciler(channel: channel, logger: context.logger, manager: "messages") { .errorOccurred(code: $0, message: $1) }
-        updates = channel.receiver
+        reconciler = Reconciler(spine, as: AppUpdate.messages, manager: "messages", logger: context.logger)
     }
 
     // MARK: Send

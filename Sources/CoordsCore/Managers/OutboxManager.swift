@@ -13,7 +13,7 @@ public enum OutboxManagerAction: Sendable {
 }
 
 /// What the outbox tells the host, after the fact.
-public enum OutboxManagerReconcileMessage: Sendable, Equatable {
+public enum OutboxManagerReconcileMessage: Sendable, Equatable, ReconcileMessage {
     case queued(id: UInt64, kind: String)
     case delivered(id: UInt64, kind: String)
     case retryScheduled(id: UInt64, attempts: UInt32, nextAttemptAt: UInt64)
@@ -36,12 +36,11 @@ public actor OutboxManager {
     let context: AppContext
     let reconciler: Reconciler<OutboxManagerReconcileMessage>
     /// Reconcile messages, after the change they describe was committed.
-    public nonisolated let updates: Receiver<OutboxManagerReconcileMessage>
+    public nonisolated var updates: Receiver<OutboxManagerReconcileMessage> { reconciler.updates }
 
-    init(context: AppContext, channel: ReconcileChannel<OutboxManagerReconcileMessage>) {
+    init(context: AppContext, spine: UpdateSpine) {
         self.context = context
-        reconciler = Reconciler(channel: channel, logger: context.logger, manager: "outbox") { .errorOccurred(code: $0, message: $1) }
-        updates = channel.receiver
+        reconciler = Reconciler(spine, as: AppUpdate.outbox, manager: "outbox", logger: context.logger)
     }
 
     /// Performs `action`; a failure is reported as ``OutboxManagerReconcileMessage/errorOccurred(code:message:)``.

@@ -1,5 +1,12 @@
 import Synchronization
 
+/// A manager's reconcile message. Every manager reports a failed dispatch the same way, so the
+/// ``Reconciler`` builds that message itself (an enum case `errorOccurred(code:message:)`
+/// satisfies the requirement).
+protocol ReconcileMessage: Sendable {
+    static func errorOccurred(code: Int32, message: String) -> Self
+}
+
 /// A manager's update channel (the model is cove's reconcile channel): the manager's
 /// ``Reconciler`` sends reconcile messages after its commits; hosts receive them from the
 /// manager's `updates` or through ``CoordsApp/nextUpdate(timeout:)``.
@@ -7,7 +14,7 @@ final class ReconcileChannel<Message: Sendable>: Sendable {
     let sender: Sender<Message>
     let receiver: Receiver<Message>
 
-    fileprivate init(capacity: Int, doorbell: Doorbell) {
+    init(capacity: Int, doorbell: Doorbell) {
         (sender, receiver) = Channel.make(capacity: capacity, doorbell: doorbell)
     }
 }

@@ -14,7 +14,7 @@ public enum WalletManagerAction: Sendable {
 }
 
 /// What the wallet tells the host, after the fact.
-public enum WalletManagerReconcileMessage: Sendable, Equatable {
+public enum WalletManagerReconcileMessage: Sendable, Equatable, ReconcileMessage {
     case identityCreated(id: String)
     case identityImported(id: String)
     case backupRestored(id: String, friendCount: Int)
@@ -37,12 +37,11 @@ public actor WalletManager {
     let context: AppContext
     let reconciler: Reconciler<WalletManagerReconcileMessage>
     /// Reconcile messages, after the change they describe was committed.
-    public nonisolated let updates: Receiver<WalletManagerReconcileMessage>
+    public nonisolated var updates: Receiver<WalletManagerReconcileMessage> { reconciler.updates }
 
-    init(context: AppContext, channel: ReconcileChannel<WalletManagerReconcileMessage>) {
+    init(context: AppContext, spine: UpdateSpine) {
         self.context = context
-        reconciler = Reconciler(channel: channel, logger: context.logger, manager: "wallet") { .errorOccurred(code: $0, message: $1) }
-        updates = channel.receiver
+        reconciler = Reconciler(spine, as: AppUpdate.wallet, manager: "wallet", logger: context.logger)
     }
 
     /// Performs `action`; a failure is reported as ``WalletManagerReconcileMessage/errorOccurred(code:message:)``.

@@ -400,22 +400,22 @@ struct Trio {
     @Test func messagesOfAnAbortedWriteAreNeverSent() throws {
         struct Abort: Error {}
         let store = try TemporaryStore(schema: AppSchema.current)
-        let (sender, receiver) = Channel.bounded(8, of: String.self)
-        let reconciler = Reconciler(sender: sender, logger: .init(label: "test"), manager: "test") { code, message in "error \(code): \(message)" }
+        let channel = ReconcileChannel<TestReconcileMessage>(capacity: 8, doorbell: Doorbell())
+        let (reconciler, receiver) = (Reconciler(channel: channel, manager: "test", logger: .init(label: "test")), channel.receiver)
         #expect(throws: Abort.self) {
             try reconciler.write(store.db) { tx, messages in
                 try tx.open(Tables.settings).put("k", "v")
-                messages.append("should not be sent")
+                messages.append(.text("should not be sent"))
                 throw Abort()
             }
         }
         #expect(receiver.drain().isEmpty)
         try reconciler.write(store.db) { tx, messages in
             try tx.open(Tables.settings).put("k", "v")
-            messages.append("one")
-            messages.append("two")
+            messages.append(.text("one"))
+            messages.append(.text("two"))
         }
-        #expect(receiver.drain() == ["one", "two"])
+        #expect(receiver.drain() == [.text("one"), .text("two")])
     }
 
     @Test func nextUpdateMergesManagersAndTimesOut() async throws {
@@ -508,4 +508,10 @@ struct Trio {
         #expect(try reopened.wallet.id() == id)
         reopened.close()
     }
+}
+
+/// A reconcile message for testing the ``Reconciler`` alone.
+enum TestReconcileMessage: ReconcileMessage, Equatable {
+    case text(String)
+    case errorOccurred(code: Int32, message: String)
 }
