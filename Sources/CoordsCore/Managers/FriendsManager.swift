@@ -49,15 +49,8 @@ public enum FriendsManagerReconcileMessage: Sendable, Equatable, ReconcileMessag
 /// The friends list: who we share with and fetch from. Each friend's X25519 key is converted
 /// once, when they are added, and kept with them, so sealing never converts keys again.
 public actor FriendsManager {
-    let context: AppContext
-    let reconciler: Reconciler<FriendsManagerReconcileMessage>
     /// Reconcile messages, after the change they describe was committed.
     public nonisolated var updates: Receiver<FriendsManagerReconcileMessage> { reconciler.updates }
-
-    init(context: AppContext, spine: UpdateSpine) {
-        self.context = context
-        reconciler = Reconciler(spine, as: AppUpdate.friends, manager: "friends", logger: context.logger)
-    }
 
     /// Performs `action`; a failure is reported as ``FriendsManagerReconcileMessage/errorOccurred(code:message:)``.
     public func dispatch(_ action: FriendsManagerAction) {
@@ -217,5 +210,15 @@ public actor FriendsManager {
         try tx.open(Tables.friends).entries()
             .filter { $0.value.fetchFrom && $0.value.trust != .blocked }
             .map { RelayAPI.FetchTarget(id: $0.key.base64URL, server: $0.value.server) }
+    }
+
+    // MARK: Wiring
+
+    let context: AppContext
+    let reconciler: Reconciler<FriendsManagerReconcileMessage>
+
+    init(context: AppContext, spine: UpdateSpine) {
+        self.context = context
+        reconciler = Reconciler(spine, as: AppUpdate.friends, manager: "friends", logger: context.logger)
     }
 }

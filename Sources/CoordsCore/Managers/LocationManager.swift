@@ -102,15 +102,8 @@ public actor LocationManager {
     /// How many prepared-but-unacknowledged fixes are remembered.
     static let pendingLimit = 16
 
-    let context: AppContext
-    let reconciler: Reconciler<LocationManagerReconcileMessage>
     /// Reconcile messages, after the change they describe was committed.
     public nonisolated var updates: Receiver<LocationManagerReconcileMessage> { reconciler.updates }
-
-    init(context: AppContext, spine: UpdateSpine) {
-        self.context = context
-        reconciler = Reconciler(spine, as: AppUpdate.location, manager: "location", logger: context.logger)
-    }
 
     /// Performs `action`; a failure is reported as ``LocationManagerReconcileMessage/errorOccurred(code:message:)``.
     public func dispatch(_ action: LocationManagerAction) {
@@ -322,5 +315,15 @@ public actor LocationManager {
             id: id, name: friend.name, location: cached?.location, updated: cached?.updated,
             fetchedAt: cached?.fetchedAt, authenticity: cached?.authenticity, markerColor: MarkerColor(id: id).hex,
             place: cached.flatMap { places.nearest(to: $0.location) })
+    }
+
+    // MARK: Wiring
+
+    let context: AppContext
+    let reconciler: Reconciler<LocationManagerReconcileMessage>
+
+    init(context: AppContext, spine: UpdateSpine) {
+        self.context = context
+        reconciler = Reconciler(spine, as: AppUpdate.location, manager: "location", logger: context.logger)
     }
 }

@@ -138,17 +138,8 @@ public actor MessagesManager {
     /// Envelopes asked for per fetch.
     public static let fetchLimit = 100
 
-    let context: AppContext
-    let reconciler: Reconciler<MessagesManagerReconcileMessage>
-    let outbox: OutboxManager
     /// Reconcile messages, after the change they describe was committed.
     public nonisolated var updates: Receiver<MessagesManagerReconcileMessage> { reconciler.updates }
-
-    init(context: AppContext, outbox: OutboxManager, spine: UpdateSpine) {
-        self.context = context
-        self.outbox = outbox
-        reconciler = Reconciler(spine, as: AppUpdate.messages, manager: "messages", logger: context.logger)
-    }
 
     // MARK: Send
 
@@ -416,5 +407,17 @@ public actor MessagesManager {
     static func disappearance(_ tx: borrowing WriteTransaction, peer: String, storedAt: UInt64) throws -> UInt64? {
         let key = try Ed25519PublicKey(base64URL: peer)
         return try tx.open(Tables.conversations).get(key)?.disappearAfterSeconds.map { storedAt.addingSaturating($0.multipliedSaturating(by: 1000)) }
+    }
+
+    // MARK: Wiring
+
+    let context: AppContext
+    let reconciler: Reconciler<MessagesManagerReconcileMessage>
+    let outbox: OutboxManager
+
+    init(context: AppContext, outbox: OutboxManager, spine: UpdateSpine) {
+        self.context = context
+        self.outbox = outbox
+        reconciler = Reconciler(spine, as: AppUpdate.messages, manager: "messages", logger: context.logger)
     }
 }

@@ -33,15 +33,8 @@ public actor OutboxManager {
     /// The longest retry delay.
     public static let maximumBackoff: UInt64 = 60_000
 
-    let context: AppContext
-    let reconciler: Reconciler<OutboxManagerReconcileMessage>
     /// Reconcile messages, after the change they describe was committed.
     public nonisolated var updates: Receiver<OutboxManagerReconcileMessage> { reconciler.updates }
-
-    init(context: AppContext, spine: UpdateSpine) {
-        self.context = context
-        reconciler = Reconciler(spine, as: AppUpdate.outbox, manager: "outbox", logger: context.logger)
-    }
 
     /// Performs `action`; a failure is reported as ``OutboxManagerReconcileMessage/errorOccurred(code:message:)``.
     public func dispatch(_ action: OutboxManagerAction) {
@@ -152,5 +145,15 @@ public actor OutboxManager {
     public nonisolated func due() throws -> [OutboxEntry] {
         let now = context.clock.now()
         return try pending().filter { $0.item.nextAttemptAt <= now }
+    }
+
+    // MARK: Wiring
+
+    let context: AppContext
+    let reconciler: Reconciler<OutboxManagerReconcileMessage>
+
+    init(context: AppContext, spine: UpdateSpine) {
+        self.context = context
+        reconciler = Reconciler(spine, as: AppUpdate.outbox, manager: "outbox", logger: context.logger)
     }
 }

@@ -34,15 +34,8 @@ public struct Profile: Sendable, Equatable, Codable {
 /// link, safety numbers, signatures). The private key never leaves the core except inside an
 /// encrypted backup.
 public actor WalletManager {
-    let context: AppContext
-    let reconciler: Reconciler<WalletManagerReconcileMessage>
     /// Reconcile messages, after the change they describe was committed.
     public nonisolated var updates: Receiver<WalletManagerReconcileMessage> { reconciler.updates }
-
-    init(context: AppContext, spine: UpdateSpine) {
-        self.context = context
-        reconciler = Reconciler(spine, as: AppUpdate.wallet, manager: "wallet", logger: context.logger)
-    }
 
     /// Performs `action`; a failure is reported as ``WalletManagerReconcileMessage/errorOccurred(code:message:)``.
     public func dispatch(_ action: WalletManagerAction) {
@@ -231,6 +224,16 @@ public actor WalletManager {
             messages.append(.backupRestored(id: id, friendCount: friends.count))
         }
         return id
+    }
+
+    // MARK: Wiring
+
+    let context: AppContext
+    let reconciler: Reconciler<WalletManagerReconcileMessage>
+
+    init(context: AppContext, spine: UpdateSpine) {
+        self.context = context
+        reconciler = Reconciler(spine, as: AppUpdate.wallet, manager: "wallet", logger: context.logger)
     }
 }
 
