@@ -70,6 +70,9 @@ public final class CoordsApp: Sendable {
     public let outbox: OutboxManager
     /// Sealed 1:1 messages through the relay (§7).
     public let messages: MessagesManager
+    /// The live channel's client side (§8): which relays to hold WebSockets to and what their
+    /// frames mean. The host owns the sockets.
+    public let live: LiveSession
     let context: AppContext
     /// Every manager's update channel, in one list.
     private let spine: UpdateSpine
@@ -120,6 +123,7 @@ public final class CoordsApp: Sendable {
         location = LocationManager(context: context, spine: spine)
         outbox = OutboxManager(context: context, spine: spine)
         messages = MessagesManager(context: context, outbox: outbox, spine: spine)
+        live = LiveSession(context: context, location: location, messages: messages)
     }
 
     /// Closes the store and ends the update channels (listeners finish after draining).

@@ -251,7 +251,11 @@ public actor LocationManager {
     public func processFetchResponse(_ body: [UInt8]) throws -> FetchOutcome {
         let identity = try context.identity.get()
         let strict = try context.isStrictMode()
-        let entries = try RelayAPI.processFetchResponse(body, reader: identity.x25519, options: .init(requireSignatures: strict))
+        return try process(try RelayAPI.processFetchResponse(body, reader: identity.x25519, options: .init(requireSignatures: strict)))
+    }
+
+    /// Caches what `entries` (a fetch answer or a live notice, §8.3) bring, in one transaction.
+    func process(_ entries: [RelayAPI.FetchEntry]) throws -> FetchOutcome {
         let now = context.clock.now()
         return try reconciler.write(context.database) { tx, messages in
             let friends = try tx.open(Tables.friends)

@@ -211,20 +211,24 @@ public actor MessagesManager {
         return try signedRequest(method: "GET", path: path, identity: identity)
     }
 
-    private nonisolated func signedRequest(method: String, path: String, identity: Identity) throws -> PreparedRequest {
-        guard let server = try context.database.read({ tx in try tx.open(Tables.settings).get(SettingKey.server) }), !server.isEmpty else {
-            throw WalletManagerError.noServer
-        }
-        // Each request gets a later timestamp than the last one signed (kept in the store, so
-        // also across processes): two requests in the same second never carry the same
-        // signature, which the relay would refuse as a replay.
+    /// The timestamp (Unix seconds) of the next mailbox signature: later than the last one signed
+    /// (kept in the store, so also across processes), so two requests or live proofs in the same
+    /// second never carry the same signature, which the relay would refuse as a replay.
+    nonisolated func nextSignedTimestamp() throws -> UInt64 {
         let now = context.clock.now() / 1000
-        let timestamp = try context.database.write { tx in
+        return try context.database.write { tx in
             let settings = try tx.open(Tables.settings)
             let next = max(now, (try settings.get(SettingKey.mailboxLastSignedTimestamp) ?? 0).addingSaturating(1))
             try settings.put(SettingKey.mailboxLastSignedTimestamp, next)
             return next
         }
+    }
+
+    private nonisolated func signedRequest(method: String, path: String, identity: Identity) throws -> PreparedRequest {
+        guard let server = try context.database.read({ tx in try tx.open(Tables.settings).get(SettingKey.server) }), !server.isEmpty else {
+            throw WalletManagerError.noServer
+        }
+        let timestamp = try nextSignedTimestamp()
         let headers = MailboxAuth.headers(signer: identity.signing, method: method, path: path, timestamp: timestamp)
         return PreparedRequest(
             url: try RelayAPI.endpoint(server: server, path: path), method: method,

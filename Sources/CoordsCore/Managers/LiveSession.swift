@@ -1,0 +1,220 @@
+import Synchronization
+
+/// The client side of the live channel (PROTOCOL.md §8), without I/O: the core says which relays
+/// to connect to, what to send once a connection is open, what an incoming frame means, and
+/// when to reconnect; the host owns the WebSockets.
+///
+/// ```swift
+/// let live = app.live
+/// for connection in try live.connections() {            // one per relay
+///     // open a WebSocket to connection.url; once open:
+///     let opened = try live.opened(server: connection.server)
+///     // send opened.frames as text frames, then perform opened.catchUp (ordinary fetches)
+///     // and opened.mailboxFetch; for each incoming text frame:
+///     let event = try await live.process(server: connection.server, frame: bytes)
+///     // when the socket closes or fails to open:
+///     switch live.closed(server: connection.server, code: closeCode, upgradeStatus: status) { … }
+/// }
+/// ```
+/// Notices go through the same verification, rollback refusal and cache as a fetch, and the
+/// location manager sends its reconcile messages (``LocationManagerReconcileMessage/locationsUpdated(_:)``)
+/// exactly as for a fetch.
+public final class LiveSession: Sendable {
+    /// One relay to hold a live connection to.
+    public struct Connection: Sendable, Equatable {
+        /// The exact server string the friends were grouped under.
+        public var server: String
+        /// `ws://` or `wss://` URL of the relay's live endpoint.
+        public var url: String
+        /// The keys to watch there (friends we fetch from on this relay).
+        public var ids: [String]
+        /// Whether this is the user's own relay, which also carries the mailbox.
+        public var mailbox: Bool
+    }
+
+    /// What to do right after a connection opened.
+    public struct Opened: Sendable, Equatable {
+        /// Text frames to send, in order: subscribes of at most 50 ids, the first with a fresh
+        /// mailbox proof on the user's own relay.
+        public var frames: [String]
+        /// One catch-up fetch of this relay's friends (perform them like ordinary fetches and
+        /// hand the answers to ``LocationManager/processFetchResponse(_:)``).
+        public var catchUp: [RelayAPI.PreparedFetch]
+        /// On the user's own relay, a signed mailbox fetch (handle it like ``MessagesManager/prepareFetch()``'s).
+        public var mailboxFetch: PreparedRequest?
+    }
+
+    /// What an incoming frame meant.
+    public enum Event: Sendable, Equatable {
+        /// The relay confirmed the subscriptions: how many keys it watches for this connection,
+        /// and whether it watches the mailbox. The reconnect backoff starts again from 1 s.
+        case subscribed(ids: Int, mailbox: Bool)
+        /// A position notice was processed as a one-entry fetch answer.
+        case locations(FetchOutcome)
+        /// A watched friend deleted their position (the signature verified); the cached one stays.
+        case deleted(id: String)
+        /// A notice the client refused: a delete whose signature does not verify.
+        case rejected(FetchRejection)
+        /// An envelope is waiting in the mailbox: perform `fetch` (a fresh signed mailbox fetch)
+        /// and process it with ``MessagesManager/processFetchResponse(_:)``.
+        case messageWaiting(id: String, fetch: PreparedRequest)
+        /// A notice for a key or mailbox this connection did not subscribe: ignored.
+        case ignored(id: String)
+    }
+
+    /// What to do after a connection closed or could not be opened.
+    public enum Next: Sendable, Equatable {
+        /// Open it again after this many milliseconds (backoff with jitter, §8.5).
+        case reconnect(afterMilliseconds: UInt64)
+        /// The relay has no live channel (404): poll it as before (§4).
+        case poll
+        /// The host closed it normally (1000): do not reconnect.
+        case stop
+    }
+
+    /// The first reconnect delay.
+    public static let initialBackoff: UInt64 = 1000
+    /// The longest reconnect delay.
+    public static let maximumBackoff: UInt64 = 60_000
+
+    let location: LocationManager
+    let messages: MessagesManager
+    let context: AppContext
+    private let servers = Mutex<[String: ServerState]>([:])
+
+    /// What the session remembers per relay.
+    private struct ServerState {
+        var subscribed = Set<String>()
+        var mailbox = false
+        var failures = 0
+        var polling = false
+    }
+
+    init(context: AppContext, location: LocationManager, messages: MessagesManager) {
+        (self.context, self.location, self.messages) = (context, location, messages)
+    }
+
+    // MARK: Planning
+
+    /// The relays to connect to: friends we fetch from, grouped by their exact server string (as
+    /// fetches are), plus the user's own relay for the mailbox. Relays that answered 404 are left
+    /// out (they are polled).
+    /// - Throws: ``WalletManagerError/noIdentity``, ``WireError/invalidServerURL(_:)``, store errors.
+    public func connections() throws -> [Connection] {
+        _ = try context.identity.get()
+        let (targets, own) = try context.database.read { tx in
+            (try FriendsManager.fetchTargets(in: tx), try tx.open(Tables.settings).get(SettingKey.server) ?? "")
+        }
+        var order: [String] = []
+        var ids: [String: [String]] = [:]
+        if !own.isEmpty {
+            order.append(own)
+            ids[own] = []
+        }
+        var seen = Set<RelayAPI.FetchTarget>()
+        for target in targets where seen.insert(target).inserted {
+            if ids[target.server] == nil { order.append(target.server) }
+            ids[target.server, default: []].append(target.id)
+        }
+        let polling = servers.withLock { state in Set(state.filter { $0.value.polling }.keys) }
+        return try order.filter { !polling.contains($0) }.map { server in
+            Connection(server: server, url: try Self.url(server: server), ids: ids[server] ?? [], mailbox: server == own)
+        }
+    }
+
+    /// The live endpoint of `server`: `https` becomes `wss`, `http` becomes `ws`.
+    /// - Throws: ``WireError/invalidServerURL(_:)``.
+    public static func url(server: String) throws -> String {
+        let http = try RelayAPI.endpoint(server: server, path: LiveFrame.path)
+        return http.lowercased().hasPrefix("https://") ? "wss://" + http.dropFirst(8) : "ws://" + http.dropFirst(7)
+    }
+
+    // MARK: Connection events
+
+    /// A connection to `server` opened: the subscribe frames to send (a fresh mailbox proof on
+    /// the user's own relay) and the catch-up fetches to perform after them (§8.5).
+    /// - Throws: ``WalletManagerError/noIdentity``, ``WireError/invalidServerURL(_:)``, store errors.
+    public func opened(server: String) throws -> Opened {
+        let identity = try context.identity.get()
+        guard let connection = try connections().first(where: { $0.server == server }) else {
+            servers.withLock { $0[server, default: ServerState()].subscribed = [] }
+            return Opened(frames: [], catchUp: [], mailboxFetch: nil)
+        }
+        var frames: [String] = []
+        var proof: LiveFrame.MailboxProof?
+        if connection.mailbox {
+            proof = LiveFrame.MailboxProof(signer: identity.signing, timestamp: try messages.nextSignedTimestamp())
+        }
+        var start = 0
+        repeat {
+            let batch = Array(connection.ids[start..<min(start + LiveFrame.maximumIDsPerFrame, connection.ids.count)])
+            frames.append(LiveFrame.subscribe(ids: batch, mailbox: start == 0 ? proof : nil).text)
+            start += LiveFrame.maximumIDsPerFrame
+        } while start < connection.ids.count
+        servers.withLock { state in
+            state[server, default: ServerState()].subscribed = Set(connection.ids)
+            state[server, default: ServerState()].mailbox = connection.mailbox
+        }
+        let targets = connection.ids.map { RelayAPI.FetchTarget(id: $0, server: server) }
+        return Opened(
+            frames: frames, catchUp: try RelayAPI.prepareFetches(targets),
+            mailboxFetch: connection.mailbox ? try messages.prepareFetch() : nil)
+    }
+
+    /// Processes one text frame received from `server`.
+    /// - Throws: ``WireError/invalidJSON(_:)`` / ``WireError/unexpectedJSON(_:)`` and the
+    ///   other ``LiveFrame/init(parsing:)`` errors for a malformed frame (the host may close the
+    ///   connection with 4400 and reconnect); ``WalletManagerError/noIdentity``; store errors.
+    public func process(server: String, frame bytes: [UInt8]) async throws -> Event {
+        let frame = try LiveFrame(parsing: bytes)
+        let state = servers.withLock { $0[server] } ?? ServerState()
+        switch frame {
+        case .subscribed(let ids, let mailbox):
+            servers.withLock { $0[server, default: ServerState()].failures = 0 }
+            return .subscribed(ids: ids, mailbox: mailbox)
+        case .location(let notice):
+            guard state.subscribed.contains(notice.id) else { return .ignored(id: notice.id) }
+            let identity = try context.identity.get()
+            let entry = RelayAPI.processEntry(
+                id: notice.id, value: notice.fetchEntry, reader: identity.x25519,
+                options: .init(requireSignatures: try context.isStrictMode()))
+            return .locations(try await location.process([entry]))
+        case .deleted(let id, let timestamp, let signature):
+            guard state.subscribed.contains(id) else { return .ignored(id: id) }
+            guard let key = try? Ed25519PublicKey(base64URL: id),
+                key.isValidSignature(signature, for: RelayAPI.deleteSignedMessage(timestamp: timestamp))
+            else {
+                return .rejected(FetchRejection(id: id, error: .tamperedEntry(id: id)))
+            }
+            return .deleted(id: id)
+        case .message(let id):
+            guard state.mailbox else { return .ignored(id: id) }
+            return .messageWaiting(id: id, fetch: try messages.prepareFetch())
+        case .subscribe, .unsubscribe:
+            throw WireError.unexpectedJSON("a relay does not send \"subscribe\" frames")
+        }
+    }
+
+    /// The connection to `server` closed with WebSocket `code`, or could not be opened
+    /// (`upgradeStatus`: the HTTP status the upgrade request got, if any).
+    /// - Returns: ``Next/poll`` for a 404 (the relay has no live channel; it is then left out of
+    ///   ``connections()``), ``Next/stop`` for a normal close (1000), otherwise a reconnect delay:
+    ///   1 s doubled per consecutive failure up to 60 s, drawn between half and all of it.
+    public func closed(server: String, code: Int?, upgradeStatus: Int?) -> Next {
+        if upgradeStatus == 404 {
+            servers.withLock { $0[server, default: ServerState()].polling = true }
+            return .poll
+        }
+        if code == 1000 { return .stop }
+        let failures = servers.withLock { state in
+            state[server, default: ServerState()].subscribed = []
+            state[server, default: ServerState()].mailbox = false
+            state[server, default: ServerState()].failures += 1
+            return state[server, default: ServerState()].failures
+        }
+        let ceiling = Self.initialBackoff << UInt64(min(failures - 1, 6))
+        let delay = min(ceiling, Self.maximumBackoff)
+        let jitter = (try? context.random.bytes(8)).map { bytes in bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } } ?? 0
+        return .reconnect(afterMilliseconds: delay / 2 + jitter % (delay / 2 + 1))
+    }
+}
