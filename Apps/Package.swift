@@ -16,7 +16,7 @@ let relayStack: [Target.Dependency] = [
     hummingbird, .product(name: "HummingbirdCore", package: "hummingbird"), .product(name: "Prometheus", package: "swift-prometheus"),
     .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), nio, nioHTTP1,
     .product(name: "NIOHTTPTypes", package: "swift-nio-extras"), .product(name: "HTTPTypes", package: "swift-http-types"),
-    .product(name: "PostgresNIO", package: "postgres-nio")
+    .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket")
 ]
 
 let package = Package(
@@ -48,7 +48,10 @@ let package = Package(
         .testTarget(name: "CoordsCLITests", dependencies: ["CoordsCLI", core], exclude: ["Vectors"]),
         .testTarget(
             name: "CoordsRelayTests",
-            dependencies: ["CoordsRelay", "coords-relay", core, .product(name: "HummingbirdTesting", package: "hummingbird"), httpClient]
+            dependencies: [
+                "CoordsRelay", "coords-relay", core, .product(name: "HummingbirdTesting", package: "hummingbird"), httpClient,
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket")
+            ]
         )
     ],
     swiftLanguageModes: [.v6]

@@ -58,12 +58,37 @@ public struct RelayConfiguration: Sendable {
     public var maximumSeenSignatures = 1_000_000
     /// HTTP connection limits (idle timeout, deadlines, caps): see ``ConnectionLimits``.
     public var connections = ConnectionLimits()
+    /// The live channel (`GET /v1/relay/live`, PROTOCOL.md §8) and its limits: see ``LiveLimits``.
+    public var live = LiveLimits()
     /// Take the client address from the first `X-Forwarded-For` entry (only behind a trusted proxy).
     public var trustForwardedFor = false
     /// The version `GET /api/version` reports (the reference Android app needs ≥ 2026.1.6).
     public var version = "2026.11.0"
     /// Log level.
     public var logLevel: Logger.Level = .info
+
+    public init() {}
+}
+
+/// The live channel's limits (PROTOCOL.md §8.4). Each live connection is also an HTTP
+/// connection, so ``ConnectionLimits`` apply to it as well.
+public struct LiveLimits: Sendable, Equatable {
+    /// Offer the live channel at all (off: `GET /v1/relay/live` answers 404, like a reference relay).
+    public var enabled = true
+    /// Most keys one connection may watch (close 4413 beyond).
+    public var maximumIDsPerConnection = 1000
+    /// Most live connections from one client address (close 4429 beyond).
+    public var maximumConnectionsPerAddress = 8
+    /// Most live connections in total (close 4429 beyond).
+    public var maximumConnections = 10_000
+    /// Notices waiting for one slow client before it is closed with 4503.
+    public var queueLength = 256
+    /// Seconds between the relay's pings; a client that has not answered one when the next is
+    /// due is closed (1001, "Ping timeout").
+    public var pingIntervalSeconds: UInt64 = 30
+    /// A connection that watches nothing (no key, no mailbox) this many seconds after it opened
+    /// or after its last unsubscribe is closed with 4408.
+    public var idleTimeoutSeconds: UInt64 = 60
 
     public init() {}
 }

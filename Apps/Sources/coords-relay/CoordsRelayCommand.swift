@@ -134,6 +134,20 @@ struct Serve: AsyncParsableCommand {
         help: "Rate-limit by the first X-Forwarded-For address (only behind a trusted proxy) [COORDS_TRUST_FORWARDED_FOR=1].")
     var trustForwardedFor: Bool = Env.flag("COORDS_TRUST_FORWARDED_FOR")
 
+    @Flag(name: .customLong("no-live"), help: "Do not offer the live channel (GET /v1/relay/live answers 404; clients poll) [COORDS_NO_LIVE=1].")
+    var noLive: Bool = Env.flag("COORDS_NO_LIVE")
+
+    @Option(name: .customLong("live-max-connections"), help: "Most live channel connections in total [COORDS_LIVE_MAX_CONNECTIONS].")
+    var liveMaximumConnections: Int = Env.int("COORDS_LIVE_MAX_CONNECTIONS", defaults.live.maximumConnections)
+
+    @Option(
+        name: .customLong("live-connections-per-address"),
+        help: "Most live channel connections from one client address [COORDS_LIVE_CONNECTIONS_PER_ADDRESS].")
+    var liveConnectionsPerAddress: Int = Env.int("COORDS_LIVE_CONNECTIONS_PER_ADDRESS", defaults.live.maximumConnectionsPerAddress)
+
+    @Option(name: .customLong("live-max-ids"), help: "Most keys one live connection may watch [COORDS_LIVE_MAX_IDS].")
+    var liveMaximumIDs: Int = Env.int("COORDS_LIVE_MAX_IDS", defaults.live.maximumIDsPerConnection)
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical [COORDS_LOG_LEVEL].")
     var logLevel: String = environment("COORDS_LOG_LEVEL") ?? defaults.logLevel.rawValue
 
@@ -157,6 +171,9 @@ struct Serve: AsyncParsableCommand {
         guard !(memory && postgresURL != nil) else { throw ValidationError("--memory and --postgres exclude each other") }
         guard maximumBody >= 1024 else { throw ValidationError("--max-body must be at least 1024") }
         guard idleTimeout >= 1, headerTimeout >= 1, bodyTimeout >= 1 else { throw ValidationError("timeouts must be at least 1 second") }
+        guard liveMaximumConnections >= 1, liveConnectionsPerAddress >= 1, liveMaximumIDs >= 1 else {
+            throw ValidationError("live channel caps must be at least 1")
+        }
         guard maximumConnections >= 1, maximumConnectionsPerAddress >= 1, mailboxSizeUnsigned >= 0 else {
             throw ValidationError("connection caps must be at least 1 and --mailbox-size-unsigned at least 0")
         }
@@ -187,6 +204,10 @@ struct Serve: AsyncParsableCommand {
         configuration.maximumMessages = maximumMessages
         configuration.messageRate = messageRate
         configuration.strictMailbox = strictMailbox
+        configuration.live.enabled = !noLive
+        configuration.live.maximumConnections = liveMaximumConnections
+        configuration.live.maximumConnectionsPerAddress = liveConnectionsPerAddress
+        configuration.live.maximumIDsPerConnection = liveMaximumIDs
         configuration.logLevel = Logger.Level(rawValue: logLevel) ?? .info
 
         LoggingSystem.bootstrap((RelayLogFormat(rawValue: logFormat) ?? .text).factory)

@@ -33,7 +33,8 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "cgeo": cgeo,
     "backup": backup,
     "keychain": keychain,
-    "store-codecs": storeCodecs
+    "store-codecs": storeCodecs,
+    "live-frame": liveFrame
 ]
 
 /// A failed property: crash loudly so libFuzzer keeps the input.
@@ -158,6 +159,25 @@ func relayBody(_ body: [UInt8], _ route: @escaping @Sendable (RelayService) -> @
     blocking {
         let reply = await Fixture.service.reply { try await route(Fixture.service)(body) }
         check(reply.status != 500, "relay answered 500 to a request body")
+    }
+}
+
+/// One live-channel frame (§8): the shared parser (a parsed frame must re-encode to itself), then
+/// the relay's handling of it on a fresh live connection, which must never trap and must leave
+/// nothing behind once the connection is gone.
+@Sendable func liveFrame(_ bytes: [UInt8]) {
+    if let frame = try? LiveFrame(parsing: bytes) {
+        check((try? LiveFrame(parsing: Array(frame.text.utf8))) == frame, "a parsed live frame does not re-encode to itself")
+    }
+    blocking {
+        let hub = Fixture.service.live
+        guard let subscriber = try? hub.connect(address: "127.0.0.1") else {
+            check(false, "the fuzz relay refused a live connection")
+            return
+        }
+        _ = await Fixture.service.liveReceive(bytes, from: subscriber)
+        hub.disconnect(subscriber)
+        check(hub.counts.connections == 0 && hub.counts.keys == 0, "a live connection left state behind")
     }
 }
 

@@ -2,6 +2,7 @@ import CoordsCore
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
+import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -58,10 +59,16 @@ final class ConnectionPhase {
         case readingBody
         /// The request is complete; the relay is answering.
         case responding
+        /// Upgraded to a WebSocket (the live channel): no HTTP deadline applies any more; the
+        /// WebSocket's pings and the live idle check take over.
+        case webSocket
     }
 
     var phase = Phase.readingHead
     var timer: Scheduled<Void>?
+    /// Whether the ``RequestPhaseHandler`` is in the pipeline (on an upgradable connection it is
+    /// added only once the first request turned out not to be an upgrade).
+    var phaseHandlerInstalled = false
     /// Whether this relay closed the connection on purpose (so a close is counted once).
     var closedByGuard = false
 
@@ -117,6 +124,12 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
         schedule(context, after: limits.headerTimeoutSeconds, reason: "header_timeout")
     }
 
+    /// The connection became a WebSocket: stop every HTTP deadline for good.
+    func enterWebSocket() {
+        shared.phase = .webSocket
+        shared.cancelTimer()
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard refusal == nil, !shared.closedByGuard else { return }  // a refused connection reads nothing
         if shared.phase == .idle {
@@ -142,17 +155,26 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     private func expire(_ context: ChannelHandlerContext, reason: String) {
-        guard !shared.closedByGuard else { return }
+        guard !shared.closedByGuard, shared.phase != .webSocket else { return }
         metrics.connectionClosed(reason)
         switch shared.phase {
         case .readingHead:
             answerAndClose(
                 context, status: 408, code: "request_timeout",
                 message: "the request head did not arrive within \(limits.headerTimeoutSeconds) s", retryAfter: nil)
-        case .idle, .readingBody, .responding:
+        case .idle, .readingBody, .responding, .webSocket:
             shared.closedByGuard = true
             context.close(promise: nil)
         }
+    }
+
+    /// Answers a request the HTTP decoder refused before any HTTP handler of ours was in the
+    /// pipeline (the first request of an upgradable connection), with the same JSON refusal the
+    /// ``RequestPhaseHandler`` gives later ones.
+    func refuseUndecodable(_ context: ChannelHandlerContext, _ failure: RelayFailure) {
+        guard !shared.closedByGuard else { return }
+        metrics.connectionClosed("malformed_request")
+        answerAndClose(context, status: failure.status, code: failure.code, message: failure.message, retryAfter: nil)
     }
 
     /// Writes a complete JSON error response straight to the socket and closes. Only used when
@@ -197,6 +219,7 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         guardContext = try? context.pipeline.syncOperations.context(handler: guardHandler)
+        shared.phaseHandlerInstalled = true
     }
 
     func handlerRemoved(context: ChannelHandlerContext) { guardContext = nil }
@@ -267,22 +290,67 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
-/// The relay's HTTP/1.1 child channel: Hummingbird's `HTTP1Channel` with the connection guard
-/// in front (caps, idle timeout, header and body deadlines, JSON refusals).
+/// On an upgradable connection, the handler at the end of the pipeline while the first request is
+/// decoded by the upgrade stage: it answers that request's decoder refusals (oversized headers,
+/// unknown methods, garbage) with JSON through the guard. Once the ``RequestPhaseHandler`` is
+/// installed it passes everything on.
+final class UpgradeStageRefusalHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
+
+    private let shared: ConnectionPhase
+    private let guardHandler: ConnectionGuardHandler
+
+    init(shared: ConnectionPhase, guardHandler: ConnectionGuardHandler) {
+        (self.shared, self.guardHandler) = (shared, guardHandler)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) { context.fireChannelRead(data) }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard !shared.phaseHandlerInstalled, let parserError = error as? HTTPParserError,
+            let guardContext = try? context.pipeline.syncOperations.context(handler: guardHandler)
+        else {
+            context.fireErrorCaught(error)
+            return
+        }
+        guardHandler.refuseUndecodable(guardContext, RequestPhaseHandler.failure(for: parserError))
+    }
+}
+
+/// The relay's HTTP/1.1 child channel: Hummingbird's HTTP/1 channel with the connection guard in
+/// front (caps, idle timeout, header and body deadlines, JSON refusals). With the live channel on
+/// (``LiveLimits/enabled``) it is the WebSocket-upgradable variant: `GET /v1/relay/live` with
+/// `Upgrade: websocket` becomes a live connection (PROTOCOL.md §8), the guard's HTTP deadlines
+/// stop and ``RelayService/serveLive(inbound:outbound:address:logger:)`` takes over; any other
+/// request carrying `Upgrade: websocket` is answered 400. With it off, the channel is plain
+/// HTTP/1 and `/v1/relay/live` is a 404 like on a reference relay.
 struct RelayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
-    typealias Value = HTTP1Channel.Value
+    /// One connection, plain or upgradable.
+    enum Value: ServerChildChannelValue {
+        case plain(HTTP1Channel.Value)
+        case upgradable(HTTP1WebSocketUpgradeChannel.Value, HTTP1WebSocketUpgradeChannel)
+
+        var channel: any NIOCore.Channel {
+            switch self {
+            case .plain(let value): value.channel
+            case .upgradable(let value, _): value.channel
+            }
+        }
+    }
 
     let responder: HTTPChannelHandler.Responder
     let limits: ConnectionLimits
     let registry: ConnectionRegistry
     let metrics: RelayMetrics
+    let service: RelayService
     /// Hummingbird's decoder limits (header sizes), applied per connection.
     let decoder = HTTP1Channel.Configuration.DecoderConfiguration(
         maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 32 * 1024,
         maxHeaderFieldCount: 100)
 
     func setup(channel: any NIOCore.Channel, logger: Logger) -> EventLoopFuture<Value> {
-        let address = channel.remoteAddress?.ipAddress ?? "unknown"
+        let remote = channel.remoteAddress?.ipAddress
+        let address = remote ?? "unknown"
         let refusal = registry.open(address: address)
         if refusal == nil {
             metrics.connectionsOpen.set(Int64(registry.count))
@@ -293,25 +361,48 @@ struct RelayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                 metrics.connectionsOpen.set(Int64(registry.count))
             }
         }
-        let limits = limits
-        let metrics = metrics
-        let decoder = decoder
-        let responder = responder
-        return channel.eventLoop.makeCompletedFuture { () -> HTTP1Channel in
+        let (limits, metrics, decoder, responder, service) = (limits, metrics, decoder, responder, service)
+        let live = service.configuration.live
+        return channel.eventLoop.makeCompletedFuture { () -> (HTTP1Channel.Configuration, NIOLoopBound<(ConnectionGuardHandler, ConnectionPhase)>) in
             let shared = ConnectionPhase()
             let guardHandler = ConnectionGuardHandler(shared: shared, limits: limits, metrics: metrics, refusal: refusal)
             try channel.pipeline.syncOperations.addHandler(guardHandler, position: .first)
             let phaseHandler = RequestPhaseHandler(shared: shared, guardHandler: guardHandler, limits: limits, metrics: metrics)
             let box = NIOLoopBound(phaseHandler, eventLoop: channel.eventLoop)
-            return HTTP1Channel(
+            let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [box.value], idleTimeout: nil, httpDecoderConfiguration: decoder)
+            return (http1, NIOLoopBound((guardHandler, shared), eventLoop: channel.eventLoop))
+        }.flatMap { (http1, guardBox) -> EventLoopFuture<Value> in
+            guard live.enabled else {
+                return HTTP1Channel(responder: responder, configuration: http1).setup(channel: channel, logger: logger).map(Value.plain)
+            }
+            let handler = HTTP1WebSocketUpgradeChannel(
                 responder: responder,
                 configuration: .init(
-                    additionalChannelHandlers: [box.value], idleTimeout: nil,
-                    httpDecoderConfiguration: decoder))
-        }.flatMap { http1 in http1.setup(channel: channel, logger: logger) }
+                    http1: http1,
+                    ws: .init(
+                        maxFrameSize: LiveFrame.maximumFrameBytes,
+                        autoPing: .enabled(timePeriod: .seconds(Int64(clamping: live.pingIntervalSeconds))), validateUTF8: true))
+            ) { head, _, _ in
+                guard head.method == .get, head.path == LiveFrame.path else { return .dontUpgrade }
+                guardBox.value.0.enterWebSocket()  // the upgrade decision runs on the connection's event loop
+                let client = clientAddress(
+                    headers: head.headerFields, remoteAddress: remote, trustForwardedFor: service.configuration.trustForwardedFor)
+                return .upgrade([:]) { inbound, outbound, context in
+                    try await service.serveLive(inbound: inbound, outbound: outbound, address: client, logger: context.logger)
+                }
+            }
+            return handler.setup(channel: channel, logger: logger).flatMapThrowing { value in
+                let (guardHandler, shared) = guardBox.value
+                try channel.pipeline.syncOperations.addHandler(UpgradeStageRefusalHandler(shared: shared, guardHandler: guardHandler))
+                return Value.upgradable(value, handler)
+            }
+        }
     }
 
     func handle(value: Value, logger: Logger) async {
-        await handleHTTP(asyncChannel: value, logger: logger)
+        switch value {
+        case .plain(let channel): await handleHTTP(asyncChannel: channel, logger: logger)
+        case .upgradable(let value, let handler): await handler.handle(value: value, logger: logger)
+        }
     }
 }

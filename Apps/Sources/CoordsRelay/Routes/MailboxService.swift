@@ -73,6 +73,7 @@ extension RelayService {
         switch try await store.mailboxPost(entry, limits: mailboxLimits, now: now) {
         case .stored:
             metrics.messagesPosted.increment()
+            live.publish(.message(id: id), mailbox: entry.recipient)
             return .json(.object(["accepted": .bool(true), "packetID": .string(id)]), status: 202)
         case .duplicate:
             throw RelayFailure(409, "duplicate", "an envelope with id \(id) is stored or was already delivered")
@@ -135,15 +136,22 @@ extension RelayService {
             throw RelayFailure(401, "wrong_mailbox", "X-Coords-Key is not the key of this recipient")
         }
         guard let timestamp = UInt64(timestampText) else { throw RelayFailure(401, "invalid_timestamp", "X-Coords-Timestamp must be Unix seconds") }
+        guard let signature = try? Base64.decode(signatureText, field: "X-Coords-Signature"), signature.count == 64 else {
+            throw RelayFailure(401, "invalid_signature", "X-Coords-Signature does not verify for this method, path and timestamp")
+        }
+        try await acceptMailboxSignature(key: key, timestamp: timestamp, signature: signature, method: method, path: pathWithQuery)
+    }
+
+    /// Checks a §7.3 signature (or a §8.2 live proof) by `key` over `method`, `path` and
+    /// `timestamp`: the timestamp within the skew, the signature valid and never used before.
+    func acceptMailboxSignature(key: Ed25519PublicKey, timestamp: UInt64, signature: [UInt8], method: String, path: String) async throws {
         let now = nowSeconds
         let skew = configuration.clockSkewSeconds
         guard timestamp.isWithin(skew, of: now) else {
-            throw RelayFailure(401, "timestamp_out_of_window", "X-Coords-Timestamp is more than \(skew) s from the relay's clock")
+            throw RelayFailure(401, "timestamp_out_of_window", "the signed timestamp is more than \(skew) s from the relay's clock")
         }
-        guard let signature = try? Base64.decode(signatureText, field: "X-Coords-Signature"), signature.count == 64,
-            key.isValidSignature(signature, for: MailboxAuth.signedBytes(method: method, path: pathWithQuery, timestamp: timestamp))
-        else {
-            throw RelayFailure(401, "invalid_signature", "X-Coords-Signature does not verify for this method, path and timestamp")
+        guard signature.count == 64, key.isValidSignature(signature, for: MailboxAuth.signedBytes(method: method, path: path, timestamp: timestamp)) else {
+            throw RelayFailure(401, "invalid_signature", "the signature does not verify for this method, path and timestamp")
         }
         let r = try Bytes32(Array(signature.prefix(32)))  // 64 bytes checked above
         switch try await store.acceptSignature(
@@ -153,7 +161,7 @@ extension RelayService {
         case .accepted:
             break
         case .replayed:
-            throw RelayFailure(401, "replayed_signature", "this request signature was already used; sign each request afresh")
+            throw RelayFailure(401, "replayed_signature", "this signature was already used; sign each request afresh")
         case .full:
             throw RelayFailure(503, "busy", "the relay is remembering too many request signatures; retry in a minute", retryAfter: 60)
         }

@@ -81,6 +81,7 @@ public func buildRouter(service: RelayService) -> Router<RelayRequestContext> {
     router.addRoutes(coords, atPath: "api")
     router.addRoutes(coords, atPath: "")
     router.addRoutes(mailboxRoutes(service: service))
+    router.addRoutes(liveRoutes(service: service))
     router.addRoutes(operatorRoutes(service: service))
     return router
 }
@@ -127,6 +128,21 @@ func mailboxRoutes(service: RelayService) -> RouteCollection<RelayRequestContext
     return routes
 }
 
+/// `GET /v1/relay/live` without a WebSocket upgrade: 426 (the upgrade itself is taken by the
+/// connection's channel before routing, ``RelayHTTPChannel``). Absent when the live channel is
+/// off, so such a relay answers 404 like a reference relay.
+func liveRoutes(service: RelayService) -> RouteCollection<RelayRequestContext> {
+    let routes = RouteCollection(context: RelayRequestContext.self)
+    if service.configuration.live.enabled {
+        routes.get("v1/relay/live") { _, _ in
+            var reply = RelayFailure(426, "upgrade_required", "GET /v1/relay/live is a WebSocket (PROTOCOL.md §8): send Upgrade: websocket").reply
+            reply.headers.append(("Upgrade", "websocket"))
+            return response(reply)
+        }
+    }
+    return routes
+}
+
 /// The operator's endpoints: `GET healthz` and `GET metrics` (Prometheus text).
 func operatorRoutes(service: RelayService) -> RouteCollection<RelayRequestContext> {
     let routes = RouteCollection(context: RelayRequestContext.self)
@@ -152,7 +168,7 @@ private func assemble(service: RelayService, router: Router<RelayRequestContext>
     var app = Application(
         router: router,
         server: HTTPServerBuilder { responder in
-            RelayHTTPChannel(responder: responder, limits: limits, registry: registry, metrics: metrics)
+            RelayHTTPChannel(responder: responder, limits: limits, registry: registry, metrics: metrics, service: service)
         },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "coords-relay"),
         logger: logger)
@@ -266,12 +282,16 @@ func queryItems(_ target: String) -> [String: String] {
 
 /// The client's address: the peer, or the first `X-Forwarded-For` entry behind a trusted proxy.
 func clientAddress(_ request: Request, _ context: RelayRequestContext, _ service: RelayService) -> String {
-    if service.configuration.trustForwardedFor, let forwarded = request.headers[.xForwardedFor],
-        let first = forwarded.split(separator: ",").first
-    {
+    clientAddress(headers: request.headers, remoteAddress: context.remoteAddress, trustForwardedFor: service.configuration.trustForwardedFor)
+}
+
+/// The client's address: the first `X-Forwarded-For` entry when the relay trusts its proxy,
+/// else the peer's address.
+func clientAddress(headers: HTTPFields, remoteAddress: String?, trustForwardedFor: Bool) -> String {
+    if trustForwardedFor, let forwarded = headers[.xForwardedFor], let first = forwarded.split(separator: ",").first {
         return String(first.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
     }
-    return context.remoteAddress ?? "unknown"
+    return remoteAddress ?? "unknown"
 }
 
 extension HTTPField.Name {

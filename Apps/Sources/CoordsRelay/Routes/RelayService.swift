@@ -13,6 +13,8 @@ public final class RelayService: Sendable {
     private let addressLimiter: RateLimiter
     private let keyLimiter: RateLimiter
     let messageLimiter: RateLimiter
+    /// This node's live subscribers (§8); every accepted write is published to it.
+    public let live: LiveHub
 
     public init(configuration: RelayConfiguration, store: any RelayStore, clock: TimeSource = .system, logger: Logger) {
         self.configuration = configuration
@@ -23,6 +25,7 @@ public final class RelayService: Sendable {
         addressLimiter = RateLimiter(rate: configuration.addressRate, burst: configuration.addressBurst)
         keyLimiter = RateLimiter(rate: configuration.keyRate, burst: configuration.keyBurst)
         messageLimiter = RateLimiter(rate: configuration.messageRate, burst: configuration.messageBurst)
+        live = LiveHub(limits: configuration.live)
     }
 
     var nowSeconds: UInt64 { clock.now() / 1000 }
@@ -90,6 +93,9 @@ public final class RelayService: Sendable {
         case .stored:
             metrics.uploads.increment()
             logger.debug("stored upload", metadata: ["key": "\(keyText.prefix(8))", "bytes": "\(blob.count)"])
+            let id = key.base64URL
+            live.publish(
+                .location(.init(id: id, blob: blob, updated: record.updated, timestamp: timestamp, signature: signature)), key: id)
             return .noContent
         case .stale(let current):
             throw RelayFailure(409, "stale_upload", "an upload signed at \(current) is stored; only newer uploads replace it (replays are refused)")
@@ -149,6 +155,8 @@ public final class RelayService: Sendable {
         case .deleted:
             metrics.deletes.increment()
             logger.debug("deleted", metadata: ["key": "\(keyText.prefix(8))"])
+            let id = key.base64URL
+            live.publish(.deleted(id: id, timestamp: timestamp, signature: signature), key: id)
             return .noContent
         case .notFound:
             return .noContent
@@ -183,6 +191,9 @@ public final class RelayService: Sendable {
         if let count = try? await store.count() { metrics.storeEntries.set(Int64(count)) }
         if let count = try? await store.mailboxCount() { metrics.mailboxEntries.set(Int64(count)) }
         if let count = try? await store.seenSignatureCount() { metrics.seenSignatures.set(Int64(count)) }
+        let live = live.counts
+        metrics.liveOpen.set(Int64(live.connections))
+        metrics.liveKeys.set(Int64(live.keys))
         return metrics.exposition() + Array(ProcessMetrics.exposition().utf8)
     }
 

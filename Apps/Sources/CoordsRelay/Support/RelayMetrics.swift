@@ -17,6 +17,9 @@ final class RelayMetrics: Sendable {
     let mailboxEntries: Gauge
     let seenSignatures: Gauge
     let connectionsOpen: Gauge
+    let liveConnections: Counter
+    let liveOpen: Gauge
+    let liveKeys: Gauge
     private static let buckets: [Duration] = [
         .microseconds(250), .milliseconds(1), .milliseconds(2), .milliseconds(5),
         .milliseconds(10), .milliseconds(20), .milliseconds(50), .milliseconds(100),
@@ -50,6 +53,9 @@ final class RelayMetrics: Sendable {
                 "seen_signatures", "entries",
                 "Mailbox request signatures remembered (accepted once)"))
         connectionsOpen = registry.makeGauge(descriptor: Self.name("connections_open", "count", "HTTP connections open now"))
+        liveConnections = registry.makeCounter(descriptor: Self.name("live_connections", "total", "Live channel connections admitted"))
+        liveOpen = registry.makeGauge(descriptor: Self.name("live_open", "count", "Live channel connections open now"))
+        liveKeys = registry.makeGauge(descriptor: Self.name("live_keys", "count", "Keys watched by live connections now"))
         // Rate limits are counted in each process: N relays behind a load balancer allow up to N
         // times these rates in total (docs/RELAY.md, "Scaling").
         registry.makeGauge(

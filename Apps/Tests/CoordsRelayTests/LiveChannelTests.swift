@@ -1,0 +1,247 @@
+import CoordsCore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import HummingbirdWSClient
+import Logging
+import NIOCore
+import NIOWebSocket
+import Synchronization
+import Testing
+
+@testable import CoordsRelay
+
+/// The live channel (PROTOCOL.md §8) over real loopback sockets: a WebSocket client against the
+/// relay's `.live` server.
+@Suite struct LiveChannelTests {
+    /// What one live session saw: the text frames received and the relay's close frame.
+    struct Seen: Sendable {
+        var frames: [LiveFrame] = []
+        var close: WebSocketCloseFrame?
+        var closeCode: Int? { close.map { Int(UInt16(webSocketErrorCode: $0.closeCode)) } }
+    }
+
+    /// Connects to the relay's live endpoint on `port`, sends `frames`, runs `action` once the
+    /// first `subscribed` answer arrived, and collects frames until `done` says so (then closes
+    /// normally) or the relay closes. Fails after 10 s.
+    static func session(
+        port: Int, send frames: [String] = [], binary: Bool = false, actAfter: Int = 1, action: @escaping @Sendable () async throws -> Void = {},
+        then later: [String] = [], until done: @escaping @Sendable ([LiveFrame]) -> Bool = { _ in false }
+    ) async throws -> Seen {
+        let seen = Locked(Seen())
+        let logger = Logger(label: "test.live-client")
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                let close = try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)\(LiveFrame.path)", logger: logger) { inbound, outbound, _ in
+                    if binary { try await outbound.write(.binary(ByteBuffer(bytes: [1, 2, 3]))) }
+                    for frame in frames { try await outbound.write(.text(frame)) }
+                    var answers = 0
+                    for try await message in inbound.messages(maxSize: 1 << 16) {
+                        guard case .text(let text) = message else { continue }
+                        let frame = try LiveFrame(parsing: Array(text.utf8))
+                        let all = seen.withLock { seen in
+                            seen.frames.append(frame)
+                            return seen.frames
+                        }
+                        if case .subscribed = frame {
+                            answers += 1
+                            if answers == actAfter {
+                                try await action()
+                                for frame in later { try await outbound.write(.text(frame)) }
+                            }
+                        }
+                        if done(all) { return }
+                    }
+                }
+                seen.withLock { $0.close = close }
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(10))
+                throw CancellationError()
+            }
+            try await group.next()
+            group.cancelAll()
+        }
+        return seen.withLock { $0 }
+    }
+
+    static func subscribe(_ ids: [String], mailbox: LiveFrame.MailboxProof? = nil) -> String {
+        LiveFrame.subscribe(ids: ids, mailbox: mailbox).text
+    }
+
+    static func configuration(_ change: (inout LiveLimits) -> Void = { _ in }) -> RelayConfiguration {
+        var configuration = RelayHarness.defaultConfiguration()
+        change(&configuration.live)
+        return configuration
+    }
+
+    // MARK: Notices
+
+    @Test func anUploadReachesItsSubscriberWhoOpensAndVerifiesIt() async throws {
+        let relay = RelayHarness(configuration: Self.configuration())
+        let alice = try Ed25519SigningKey.generate()
+        let bob = try Ed25519SigningKey.generate()
+        let id = alice.publicKey.base64URL
+        let location = try Location(latitude: 47.3769, longitude: 8.5417, timestamp: relay.clock.milliseconds)
+        let blob = try LocationBlob.seal(location.wire, for: [alice.publicKey, bob.publicKey])
+        try await relay.test(.live) { client in
+            let port = try #require(client.port)
+            let seen = try await Self.session(
+                port: port, send: [Self.subscribe([id])],
+                action: {
+                    let put = try await client.execute(
+                        uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(alice, blob: blob))
+                    #expect(put.status == .noContent)
+                    let delete = try await client.execute(
+                        uri: "/api/location", method: .delete, headers: RelayHarness.json, body: try relay.deleteBody(alice, timestamp: relay.now + 1))
+                    #expect(delete.status == .noContent)
+                },
+                until: { $0.count == 3 })
+            #expect(seen.frames.first == .subscribed(ids: 1, mailbox: false))
+            guard seen.frames.count == 3, case .location(let notice) = seen.frames[1],
+                case .deleted(let deletedID, let timestamp, let signature) = seen.frames[2]
+            else {
+                Issue.record("expected subscribed, location, deleted; got \(seen.frames)")
+                return
+            }
+            // The notice is a fetch entry: Bob verifies the uploader and opens the blob with the fetch code.
+            let answer = JSONValue.object(JSONObject([(notice.id, notice.fetchEntry)])).serialized()
+            let entries = try RelayAPI.processFetchResponse(answer, reader: try X25519PrivateKey(ed25519: bob), options: .init(requireSignatures: true))
+            #expect(entries.first?.authenticity == .verified && entries.first?.location?.timestamp == location.timestamp)
+            #expect(notice.updated == relay.now)
+            #expect(deletedID == id && alice.publicKey.isValidSignature(signature, for: RelayAPI.deleteSignedMessage(timestamp: timestamp)))
+        }
+    }
+
+    @Test func unsubscribedKeysAndOtherKeysSendNothing() async throws {
+        let relay = RelayHarness(configuration: Self.configuration())
+        let alice = try Ed25519SigningKey.generate()
+        let carol = try Ed25519SigningKey.generate()
+        try await relay.test(.live) { client in
+            let port = try #require(client.port)
+            // Subscribe, unsubscribe, then both upload; a last subscribe's answer is the barrier:
+            // a notice, had one been sent, would stand before it.
+            let seen = try await Self.session(
+                port: port, send: [Self.subscribe([alice.publicKey.base64URL]), LiveFrame.unsubscribe(ids: [alice.publicKey.base64URL]).text],
+                actAfter: 2,
+                action: {
+                    for key in [alice, carol] {
+                        let put = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(key))
+                        #expect(put.status == .noContent)
+                    }
+                },
+                then: [Self.subscribe([])], until: { $0.count >= 3 })
+            #expect(seen.frames == [.subscribed(ids: 1, mailbox: false), .subscribed(ids: 0, mailbox: false), .subscribed(ids: 0, mailbox: false)])
+        }
+    }
+
+    // MARK: Mailbox
+
+    @Test func aMailboxIsWatchedOnlyWithItsKeysFreshSignature() async throws {
+        let relay = RelayHarness(configuration: Self.configuration())
+        let bob = MailboxTests.bob
+        try await relay.test(.live) { client in
+            let port = try #require(client.port)
+            let proof = LiveFrame.MailboxProof(signer: bob, timestamp: relay.now)
+            let envelope = try MailboxTests.envelope(now: relay.now)
+            let seen = try await Self.session(
+                port: port, send: [Self.subscribe([], mailbox: proof)],
+                action: {
+                    let posted = try await client.post(envelope)
+                    #expect(posted.status == .accepted)
+                },
+                until: { $0.count == 2 })
+            #expect(seen.frames == [.subscribed(ids: 0, mailbox: true), .message(id: envelope.id)])
+
+            // The same proof again is a replay; Carol's signature on Bob's key is a forgery; a
+            // proof from ten minutes ago is stale; a §7.3 list signature is not a live proof.
+            let forged = LiveFrame.MailboxProof(
+                key: bob.publicKey, timestamp: relay.now,
+                signature: MailboxTests.carol.signature(for: MailboxAuth.signedBytes(method: "GET", path: LiveFrame.path, timestamp: relay.now)))
+            let stale = LiveFrame.MailboxProof(signer: bob, timestamp: relay.now - 600)
+            let list = LiveFrame.MailboxProof(
+                key: bob.publicKey, timestamp: relay.now + 1,
+                signature: bob.signature(for: MailboxAuth.signedBytes(method: "GET", path: "/v1/relay/messages", timestamp: relay.now + 1)))
+            for refused in [proof, forged, stale, list] {
+                let refusal = try await Self.session(port: port, send: [Self.subscribe([], mailbox: refused)])
+                #expect(refusal.closeCode == 4401 && refusal.frames.isEmpty, "\(refusal)")
+            }
+        }
+    }
+
+    // MARK: Limits
+
+    @Test func refusalsCloseWithTheirCodes() async throws {
+        let relay = RelayHarness(
+            configuration: Self.configuration {
+                $0.maximumIDsPerConnection = 3
+                $0.idleTimeoutSeconds = 1
+            })
+        let ids = try (0..<4).map { _ in try Ed25519SigningKey.generate().publicKey.base64URL }
+        try await relay.test(.live) { client in
+            let port = try #require(client.port)
+            let tooMany = try await Self.session(port: port, send: [Self.subscribe(ids)])
+            #expect(tooMany.closeCode == 4413)
+            let inTwoFrames = try await Self.session(port: port, send: [Self.subscribe(Array(ids.prefix(2))), Self.subscribe(Array(ids.suffix(2)))])
+            #expect(inTwoFrames.frames == [.subscribed(ids: 2, mailbox: false)] && inTwoFrames.closeCode == 4413)
+            let fiftyOne = "{\"type\":\"subscribe\",\"ids\":[" + Array(repeating: "\"\(ids[0])\"", count: 51).joined(separator: ",") + "]}"
+            #expect(try await Self.session(port: port, send: [fiftyOne]).closeCode == 4413)
+            for malformed in [
+                "not json", #"{"type":"location","id":"x"}"#, #"{"type":"subscribe","ids":["short"]}"#, "{\"type\":\"subscribed\",\"ids\":1,\"mailbox\":false}"
+            ] {
+                #expect(try await Self.session(port: port, send: [malformed]).closeCode == 4400, "\(malformed)")
+            }
+            #expect(try await Self.session(port: port, binary: true).closeCode == 4400)
+            let oversized = #"{"type":"subscribe","ids":[],"pad":""# + String(repeating: "x", count: LiveFrame.maximumFrameBytes) + "\"}"
+            #expect(try await Self.session(port: port, send: [oversized]).closeCode == 1009)
+            // Watching nothing: closed at the idle check.
+            let idle = try await Self.session(port: port, send: [Self.subscribe([])])
+            #expect(idle.frames == [.subscribed(ids: 0, mailbox: false)] && idle.closeCode == 4408)
+        }
+    }
+
+    @Test func liveConnectionsPerAddressAreCapped() async throws {
+        let relay = RelayHarness(configuration: Self.configuration { $0.maximumConnectionsPerAddress = 1 })
+        let id = try Ed25519SigningKey.generate().publicKey.base64URL
+        try await relay.test(.live) { client in
+            let port = try #require(client.port)
+            let second = Locked<Seen?>(nil)
+            let first = try await Self.session(
+                port: port, send: [Self.subscribe([id])],
+                action: {
+                    let refused = try await Self.session(port: port, send: [Self.subscribe([id])])
+                    second.withLock { $0 = refused }
+                },
+                until: { _ in true })
+            #expect(first.frames == [.subscribed(ids: 1, mailbox: false)])
+            #expect(second.withLock { $0?.closeCode } == 4429)
+            // Once the first has gone, a new one is admitted.
+            while relay.service.live.counts.connections > 0 { try await Task.sleep(for: .milliseconds(10)) }
+            let third = try await Self.session(port: port, send: [Self.subscribe([id])], until: { !$0.isEmpty })
+            #expect(third.frames == [.subscribed(ids: 1, mailbox: false)])
+        }
+    }
+
+    @Test func aPlainGetIs426AndARelayWithoutTheChannelAnswers404() async throws {
+        let relay = RelayHarness(configuration: Self.configuration())
+        try await relay.test(.live) { client in
+            let plain = try await client.execute(uri: LiveFrame.path, method: .get)
+            #expect(plain.status == .upgradeRequired && plain.errorCode == "upgrade_required")
+        }
+        let off = RelayHarness(configuration: Self.configuration { $0.enabled = false })
+        try await off.test(.live) { client in
+            #expect(try await client.execute(uri: LiveFrame.path, method: .get).status == .notFound)
+            let port = try #require(client.port)
+            // A WebSocket client is refused at the upgrade with the 404 a reference relay gives.
+            await #expect(throws: (any Error).self) { try await Self.session(port: port, send: [Self.subscribe([])]) }
+        }
+    }
+}
+
+/// A value behind a lock, shareable between tasks.
+final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    func withLock<R: Sendable>(_ body: (inout Value) -> R) -> R { mutex.withLock { body(&$0) } }
+}
