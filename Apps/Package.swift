@@ -43,7 +43,11 @@ let package = Package(
     targets: [
         .target(name: "CoordsRelay", dependencies: [core, log] + relayStack),
         .executableTarget(name: "coords-relay", dependencies: ["CoordsRelay", core, argumentParser, hummingbird, log]),
-        .target(name: "CoordsCLI", dependencies: [core, argumentParser, httpClient, nio, nioHTTP1, log]),
+        .target(
+            name: "CoordsCLI",
+            dependencies: [
+                core, argumentParser, httpClient, nio, nioHTTP1, log, .product(name: "HummingbirdWSClient", package: "hummingbird-websocket")
+            ]),
         .executableTarget(name: "coords", dependencies: ["CoordsCLI", argumentParser]),
         .testTarget(name: "CoordsCLITests", dependencies: ["CoordsCLI", core], exclude: ["Vectors"]),
         .testTarget(

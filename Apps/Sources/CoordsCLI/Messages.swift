@@ -95,6 +95,14 @@ struct Chat: AsyncParsableCommand {
         name: .customLong("disappear-after"),
         help: "Delete local copies of this conversation's new messages after this many seconds (0 turns it off).")
     var disappearAfter: UInt64?
+    @Flag(
+        name: .shortAndLong,
+        help: "Stay and show the friend's new messages as they arrive (live channel; polled every 60 s where there is none). Ctrl-C stops.")
+    var follow = false
+
+    func validate() throws {
+        guard !(follow && output.json) else { throw ValidationError("--follow prints lines as messages arrive; it does not combine with --json") }
+    }
 
     func run() async throws {
         try await withSession(global) { session in
@@ -127,7 +135,27 @@ struct Chat: AsyncParsableCommand {
                 let state = message.outgoing ? " [\(message.status.rawValue)]" : ""
                 printLine("\(age(since: message.sentAt, now: now)) ago  \(who): \(message.text)\(state)")
             }
+            if follow { try await Self.follow(target.id, session: session) }
             if unreachable != nil { throw ExitCode(ExitStatus.unavailable) }
+        }
+    }
+
+    /// Shows `friendID`'s messages as they arrive until interrupted: live notices from the own
+    /// relay, and a mailbox sync every 60 s besides (for a relay without the live channel).
+    static func follow(_ friendID: String, session: Session) async throws {
+        let watcher = LiveWatcher(
+            session: session, onLocations: { _ in }, onMessages: { printLive($0, session: session, only: friendID) },
+            onStatus: { printLine($0) })
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await watcher.run() }
+            group.addTask {
+                while true {
+                    try await Task.sleep(for: .seconds(60))
+                    if let outcome = try? await MessageDelivery.sync(session) { printLive(outcome, session: session, only: friendID) }
+                }
+            }
+            try await group.next()
+            try await group.next()
         }
     }
 }

@@ -177,13 +177,18 @@ func report(_ outcome: FetchOutcome, failures: [FetchFailure], session: Session,
 
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Share and fetch every N seconds.",
-        discussion: "Failures back off from 1 s to 60 s; Ctrl-C stops.")
+        abstract: "Share and fetch every N seconds; friends' moves and messages show as they happen.",
+        discussion: """
+            Holds a live connection (PROTOCOL.md §8) to every friend's relay, so a friend's new position \
+            and a new message show within a second; relays without one are polled every round. \
+            --poll only polls. Failures back off from 1 s to 60 s; Ctrl-C stops.
+            """)
     @OptionGroup var global: GlobalOptions
     @Option(help: "Latitude to share (omit both to only fetch).") var lat: Double?
     @Option(help: "Longitude to share.") var lon: Double?
     @Option(help: "Seconds between rounds.") var interval: Int = 60
     @Option(help: "Stop after this many rounds (0: never).") var count: Int = 0
+    @Flag(help: "Only poll every round; no live connection.") var poll = false
 
     func validate() throws {
         guard (lat == nil) == (lon == nil) else { throw ValidationError("give both --lat and --lon, or neither") }
@@ -192,38 +197,81 @@ struct Watch: AsyncParsableCommand {
 
     func run() async throws {
         try await withSession(global) { session in
-            var failures = 0
-            var round = 0
-            while count == 0 || round < count {
-                round += 1
-                var failed = false
-                OutboxDelivery.print(await OutboxDelivery.flush(session), json: false)
-                if let lat, let lon {
-                    do {
-                        let fix = try Location(latitude: lat, longitude: lon, timestamp: nowMilliseconds())
-                        let (message, queued, _) = try await share(fix, session: session)
-                        printLine(message)
-                        failed = failed || queued
-                    } catch {
-                        printLine("Share failed: \(describe(error))")
-                        failed = true
-                    }
+            let (lat, lon, interval, count) = (lat, lon, interval, count)
+            guard !poll else { return try await Self.rounds(session, lat: lat, lon: lon, interval: interval, count: count) }
+            let watcher = LiveWatcher(
+                session: session, onLocations: { printLive($0) }, onMessages: { printLive($0, session: session) },
+                onStatus: { printLine($0) })
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    try await watcher.run()
+                    return false
                 }
-                do {
-                    let (outcome, fetchFailures, _) = try await fetchAll(session: session)
-                    try report(outcome, failures: fetchFailures, session: session, json: false)
-                    failed = failed || !fetchFailures.isEmpty
-                } catch {
-                    printLine("Fetch failed: \(describe(error))")
-                    failed = true
+                group.addTask {
+                    try await Self.rounds(session, lat: lat, lon: lon, interval: interval, count: count)
+                    return true
                 }
-                if count != 0 && round >= count { break }
-                failures = failed ? failures + 1 : 0
-                let delay = failures == 0 ? interval : min(60, 1 << min(failures - 1, 6))
-                if failures > 0 { printLine("Retrying in \(delay) s.") }
-                try await Task.sleep(for: .seconds(delay))
+                // The rounds end the command (after --count rounds); the live connections go with them.
+                while let roundsEnded = try await group.next(), !roundsEnded {}
+                group.cancelAll()
             }
         }
+    }
+
+    /// Shares (with --lat/--lon) and fetches every friend, every `interval` seconds.
+    private static func rounds(_ session: Session, lat: Double?, lon: Double?, interval: Int, count: Int) async throws {
+        var failures = 0
+        var round = 0
+        while count == 0 || round < count {
+            round += 1
+            var failed = false
+            OutboxDelivery.print(await OutboxDelivery.flush(session), json: false)
+            if let lat, let lon {
+                do {
+                    let fix = try Location(latitude: lat, longitude: lon, timestamp: nowMilliseconds())
+                    let (message, queued, _) = try await share(fix, session: session)
+                    printLine(message)
+                    failed = failed || queued
+                } catch {
+                    printLine("Share failed: \(describe(error))")
+                    failed = true
+                }
+            }
+            do {
+                let (outcome, fetchFailures, _) = try await fetchAll(session: session)
+                try report(outcome, failures: fetchFailures, session: session, json: false)
+                failed = failed || !fetchFailures.isEmpty
+            } catch {
+                printLine("Fetch failed: \(describe(error))")
+                failed = true
+            }
+            if count != 0 && round >= count { break }
+            failures = failed ? failures + 1 : 0
+            let delay = failures == 0 ? interval : min(60, 1 << min(failures - 1, 6))
+            if failures > 0 { printLine("Retrying in \(delay) s.") }
+            try await Task.sleep(for: .seconds(delay))
+        }
+    }
+}
+
+/// One line per friend whose position a live notice (or the catch-up fetch) changed, and one per
+/// refused notice.
+func printLive(_ outcome: FetchOutcome) {
+    for friend in outcome.updated {
+        guard let location = friend.location else { continue }
+        let name = friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name
+        let place = friend.place.map { ", " + $0.phrase(accuracyMetres: Double(location.accuracy)) } ?? ""
+        printLine("\(name) is at \(describe(location))\(place) (live)")
+    }
+    for rejection in outcome.rejected { printLine("Refused \(rejection.id.prefix(8))…: \(rejection.error.description)") }
+}
+
+/// One line per message that arrived.
+func printLive(_ outcome: MessagesOutcome, session: Session, only friendID: String? = nil) {
+    let names = Dictionary(((try? session.app.friends.list()) ?? []).map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
+    for message in outcome.received where friendID == nil || message.peer == friendID {
+        let name = names[message.peer].flatMap { $0.isEmpty ? nil : $0 } ?? String(message.peer.prefix(8))
+        printLine("\(name): \(message.text)")
     }
 }
 

@@ -68,8 +68,6 @@ public final class LiveSession: Sendable {
         case reconnect(afterMilliseconds: UInt64)
         /// The relay has no live channel (404): poll it as before (§4).
         case poll
-        /// The host closed it normally (1000): do not reconnect.
-        case stop
     }
 
     /// The first reconnect delay.
@@ -195,17 +193,18 @@ public final class LiveSession: Sendable {
         }
     }
 
-    /// The connection to `server` closed with WebSocket `code`, or could not be opened
-    /// (`upgradeStatus`: the HTTP status the upgrade request got, if any).
+    /// The connection to `server` closed with WebSocket `code` (whatever the relay sent, or nil
+    /// when the connection dropped without a close frame), or could not be opened
+    /// (`upgradeStatus`: the HTTP status the upgrade request got, if any). Call it only for closes
+    /// the host did not ask for: a host that closes a connection itself simply stops.
     /// - Returns: ``Next/poll`` for a 404 (the relay has no live channel; it is then left out of
-    ///   ``connections()``), ``Next/stop`` for a normal close (1000), otherwise a reconnect delay:
-    ///   1 s doubled per consecutive failure up to 60 s, drawn between half and all of it.
+    ///   ``connections()``), otherwise a reconnect delay: 1 s doubled per consecutive failure up
+    ///   to 60 s, drawn between half and all of it.
     public func closed(server: String, code: Int?, upgradeStatus: Int?) -> Next {
         if upgradeStatus == 404 {
             servers.withLock { $0[server, default: ServerState()].polling = true }
             return .poll
         }
-        if code == 1000 { return .stop }
         let failures = servers.withLock { state in
             state[server, default: ServerState()].subscribed = []
             state[server, default: ServerState()].mailbox = false

@@ -100,6 +100,10 @@ extension RelayService {
             group.cancelAll()
             return first
         }
+        if Task.isCancelled {  // the relay is shutting down: clients reconnect (to this node or another)
+            try? await outbound.close(.goingAway, reason: "the relay is shutting down")
+            return
+        }
         switch ending {
         case .close(let close):
             metrics.connectionClosed("live_\(close.code)")

@@ -1,0 +1,120 @@
+"""End to end: the live channel (PROTOCOL.md §8) between two `coords` homes and a real relay.
+
+Bob runs `coords watch` (live by default) with a round interval of an hour, so anything he sees
+within seconds came over the live channel: Alice's new position, her message, her position after
+the relay restarted (reconnect and catch-up). A relay started with --no-live is polled instead.
+`coords chat --follow` shows a message as it arrives.
+"""
+import os
+import queue
+import subprocess
+import threading
+import time
+
+import pytest
+
+from e2e_support import BIN, QUEUED, Relay, coords, data, free_port, passphrase_env
+
+
+class Running:
+    """A long-running `coords` command whose output lines are read as they come."""
+
+    def __init__(self, env, home, *args):
+        self.process = subprocess.Popen([os.path.join(BIN, "coords"), *args, "--home", str(home)], env=env,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+        self.lines, self.seen = queue.Queue(), []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def wait_for(self, text, timeout):
+        """The first line containing `text` within `timeout` seconds, and how long it took."""
+        started = time.time()
+        while time.time() - started < timeout:
+            try:
+                line = self.lines.get(timeout=max(0.01, timeout - (time.time() - started)))
+            except queue.Empty:
+                break
+            self.seen.append(line)
+            if text in line:
+                return line, time.time() - started
+        raise AssertionError(f"no line with {text!r} within {timeout} s; saw:\n" + "\n".join(self.seen))
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def pair(tmp_path):
+    """Alice and Bob, friends both ways, on one relay; Bob's `coords watch` stopped afterwards."""
+    port = free_port()
+    relay = Relay(str(tmp_path / "relay"), port)
+    relay.start()
+    env = passphrase_env()
+    server = relay.url
+    alice, bob = tmp_path / "alice", tmp_path / "bob"
+    coords(env, alice, "init", "--server", server, "--name", "Alice")
+    coords(env, bob, "init", "--server", server, "--name", "Bob")
+    data(env, bob, "add", data(env, alice, "whoami")["link"])
+    data(env, alice, "add", data(env, bob, "whoami")["link"])
+    running = []
+    yield relay, env, alice, bob, running
+    for process in running:
+        process.stop()
+    relay.stop()
+
+
+def test_watch_shows_a_move_and_a_message_within_a_second_and_survives_a_relay_restart(pair):
+    relay, env, alice, bob, running = pair
+    watch = Running(env, bob, "watch", "--interval", "3600")
+    running.append(watch)
+    watch.wait_for("Live: watching 1 friend and your mailbox", timeout=20)
+
+    coords(env, alice, "share", "--lat", "47.3769", "--lon", "8.5417")
+    line, seconds = watch.wait_for("Alice is at 47.37690, 8.54170", timeout=5)
+    assert "(live)" in line and seconds < 2.0, (line, seconds)
+
+    coords(env, alice, "send", "Bob", "on my way")
+    line, seconds = watch.wait_for("Alice: on my way", timeout=5)
+    assert seconds < 2.0, seconds
+
+    # The relay restarts; Alice shares while it is down (queued), then delivers. Bob's watch
+    # reconnects (backoff from 1 s) and sees the new position without a polling round.
+    relay.stop()
+    watch.wait_for("Live connection to", timeout=10)
+    coords(env, alice, "share", "--lat", "47.4", "--lon", "8.6", expect=QUEUED)
+    relay.start()
+    coords(env, alice, "outbox", "flush")
+    watch.wait_for("Alice is at 47.40000, 8.60000", timeout=70)
+
+
+def test_a_relay_without_the_live_channel_is_polled(tmp_path):
+    port = free_port()
+    relay = Relay(str(tmp_path / "relay"), port, args=["--no-live"])
+    relay.start()
+    env = passphrase_env()
+    bob = tmp_path / "bob"
+    coords(env, bob, "init", "--server", relay.url, "--name", "Bob")
+    watch = Running(env, bob, "watch", "--interval", "1", "--count", "2")
+    try:
+        watch.wait_for("has no live channel; polling it.", timeout=20)
+        assert watch.process.wait(timeout=20) == 0  # the rounds still run and end the command
+    finally:
+        watch.stop()
+        relay.stop()
+
+
+def test_chat_follow_shows_a_message_as_it_arrives(pair):
+    relay, env, alice, bob, running = pair
+    chat = Running(env, bob, "chat", "Alice", "--follow")
+    running.append(chat)
+    chat.wait_for("Live: watching 1 friend and your mailbox", timeout=20)
+    coords(env, alice, "send", "Bob", "are you there?")
+    _, seconds = chat.wait_for("Alice: are you there?", timeout=5)
+    assert seconds < 2.0, seconds
+    # --follow prints lines; it refuses --json.
+    assert "--follow" in coords(env, bob, "chat", "Alice", "--follow", "--json", expect=1).stderr
