@@ -73,10 +73,31 @@ run bob send Alice "On my way!"
 run alice chat Bob
 echo "   Alice's first message shows [delivered]: Bob's app sent back a sealed receipt."
 
-say "9. What the relay saw: public keys and ciphertext. Its metrics count requests, not places or words."
+say "9. Live: both keep 'coords watch' open; every move and message shows up within a second."
+"$BIN/coords" watch --interval 3600 --home "$WORK/alice" > "$WORK/alice-watch.txt" 2>&1 &
+ALICE_WATCH=$!
+"$BIN/coords" watch --interval 3600 --home "$WORK/bob" > "$WORK/bob-watch.txt" 2>&1 &
+BOB_WATCH=$!
+for _ in $(seq 1 200); do
+    grep -q "Live: watching" "$WORK/alice-watch.txt" && grep -q "Live: watching" "$WORK/bob-watch.txt" && break
+    sleep 0.05
+done
+run alice share --lat 47.37420 --lon 8.54110 --accuracy 10
+run bob share --lat 52.51950 --lon 13.40160 --accuracy 10
+run alice send Bob "I can see you moving."
+run bob send Alice "Live, no polling."
+sleep 1
+kill -TERM "$ALICE_WATCH" "$BOB_WATCH" 2>/dev/null || true
+wait "$ALICE_WATCH" "$BOB_WATCH" 2>/dev/null || true
+printf '%s  alice$ coords watch   (what it printed while it ran)%s\n' "$DIM" "$RESET"
+grep -E "Live:|\(live\)|^Bob: " "$WORK/alice-watch.txt" | sed 's/^/    /'
+printf '%s  bob$ coords watch%s\n' "$DIM" "$RESET"
+grep -E "Live:|\(live\)|^Alice: " "$WORK/bob-watch.txt" | sed 's/^/    /'
+
+say "10. What the relay saw: public keys and ciphertext. Its metrics count requests, not places or words."
 curl -s "$RELAY/metrics" 2>/dev/null | grep -E '^coords_relay_(uploads|fetches|messages_posted|messages_acknowledged)_total' | sed 's/^/    /' || echo "    (curl not installed)"
 
-say "10. The relay stops; everything it wrote is removed."
+say "11. The relay stops; everything it wrote is removed."
 kill -TERM "$RELAY_PID"
 wait "$RELAY_PID" 2>/dev/null || true
 RELAY_PID=""

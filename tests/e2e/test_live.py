@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from e2e_support import BIN, QUEUED, Relay, coords, data, free_port, passphrase_env
+from e2e_support import BIN, QUEUED, ROOT, Relay, coords, data, free_port, passphrase_env
 
 
 class Running:
@@ -118,3 +118,12 @@ def test_chat_follow_shows_a_message_as_it_arrives(pair):
     assert seconds < 2.0, seconds
     # --follow prints lines; it refuses --json.
     assert "--follow" in coords(env, bob, "chat", "Alice", "--follow", "--json", expect=1).stderr
+
+
+def test_the_demo_shows_both_users_moving_and_chatting_live():
+    result = subprocess.run(["bash", os.path.join(ROOT, "scripts", "demo.sh")], capture_output=True, text=True, timeout=180,
+                            env=dict(os.environ, COORDS_BIN_DIR=BIN))
+    assert result.returncode == 0, result.stdout + result.stderr
+    live = result.stdout.split("9. Live:")[1].split("10. ")[0]
+    for line in ("Bob is at 52.51950, 13.40160", "Bob: Live, no polling.", "Alice is at 47.37420, 8.54110", "Alice: I can see you moving."):
+        assert line in live, live
