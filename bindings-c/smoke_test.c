@@ -469,6 +469,27 @@ static void test_apps(void) {
     base64url(stranger_pub, 32, stranger_id);
     EXPECT(COORDS_ERR_FRIEND_NOT_FOUND, coords_messages_send(bob, stranger_id, "x", &json, &e_));
 
+    /* The live channel (PROTOCOL.md section 8): Bob's relays, the frames to send, a notice, the backoff. */
+    EXPECT(COORDS_OK, coords_live_connections(bob, &json, &e_));
+    CHECK(contains(&json, "\"url\":\"wss://relay.test/v1/relay/live\"") && contains(&json, alice_id) && contains(&json, "\"mailbox\":true"));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_live_opened(bob, "https://relay.test", &json, &e_));
+    CHECK(contains(&json, "\"frames\":[") && contains(&json, "subscribe") && contains(&json, "\"catch_up\":[") && contains(&json, "X-Coords-Signature"));
+    coords_buffer_free(&json);
+    const char *notice = "{\"type\":\"message\",\"id\":\"m1\"}";
+    EXPECT(COORDS_OK, coords_live_process(bob, "https://relay.test", (const uint8_t *)notice, strlen(notice), &json, &e_));
+    CHECK(contains(&json, "\"type\":\"message_waiting\"") && contains(&json, "\"method\":\"GET\""));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_ERR_INVALID_JSON, coords_live_process(bob, "https://relay.test", (const uint8_t *)"{", 1, &json, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_live_process(bob, NULL, (const uint8_t *)notice, strlen(notice), &json, &e_));
+    EXPECT(COORDS_OK, coords_live_closed(bob, "https://relay.test", 1006, 0, &json, &e_));
+    CHECK(contains(&json, "\"action\":\"reconnect\"") && contains(&json, "\"after_ms\":"));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_live_closed(bob, "https://relay.test", 0, 404, &json, &e_));
+    CHECK(contains(&json, "\"action\":\"poll\""));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_ERR_INVALID_HANDLE, coords_live_connections((CoordsApp *)(uintptr_t)0x10, &json, &e_));
+
     /* Signing and backups. */
     uint8_t sig[64];
     EXPECT(COORDS_OK, coords_wallet_sign(alice, (const uint8_t *)"x", 1, sig, &e_));

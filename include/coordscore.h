@@ -526,6 +526,41 @@ int32_t coords_messages_set_disappearing(CoordsApp *app, const char *friend_id, 
 /* Deletes local messages whose timer ran out; writes their ids as a JSON array. */
 int32_t coords_messages_sweep_expired(CoordsApp *app, CoordsBuffer *ids_json_out, CoordsError *out_error);
 
+/* ---- Live channel (PROTOCOL.md section 8; the host owns the WebSockets) ----------------- */
+
+/* The relays to hold a live WebSocket to: [{"server", "url" (ws:// or wss://.../v1/relay/live),
+ * "ids": [friend ids watched there], "mailbox": bool (the user's own relay)}]. Relays that
+ * answered 404 (see coords_live_closed) are left out: poll them. Errors: NO_IDENTITY,
+ * INVALID_SERVER_URL. */
+int32_t coords_live_connections(CoordsApp *app, CoordsBuffer *json_out, CoordsError *out_error);
+
+/* A connection to `server` opened: writes {"frames": [text], "catch_up": [Fetch],
+ * "mailbox_fetch": Request|null}. Send every frame as a WebSocket text frame, in order (the
+ * first carries a fresh mailbox proof on the own relay), then perform the catch-up fetches
+ * (coords_location_process_fetch_response) and the mailbox fetch (coords_messages_...), so
+ * nothing published while disconnected is missed. Errors: NO_IDENTITY, NO_SERVER. */
+int32_t coords_live_opened(CoordsApp *app, const char *server, CoordsBuffer *json_out, CoordsError *out_error);
+
+/* One text frame received from `server` (at most 16,384 bytes). Writes the event:
+ * {"type":"subscribed","ids":n,"mailbox":bool} (resets the reconnect backoff),
+ * {"type":"locations","outcome":Outcome} (processed like a fetch entry: verified, rollback
+ * refused, cached, reconcile messages sent), {"type":"deleted","id"},
+ * {"type":"rejected","id","error"} (a forged delete notice),
+ * {"type":"message_waiting","id","fetch":Request} (perform the signed mailbox fetch) or
+ * {"type":"ignored","id"} (not subscribed on this connection).
+ * Errors: INVALID_JSON, UNEXPECTED_JSON, INVALID_PUBLIC_KEY_ID, TOO_MANY_RECIPIENTS (a malformed
+ * frame: close with 4400 and reconnect), TOO_LARGE, NO_IDENTITY. */
+int32_t coords_live_process(CoordsApp *app, const char *server, const uint8_t *frame, size_t frame_len,
+                            CoordsBuffer *event_json_out, CoordsError *out_error);
+
+/* The connection to `server` closed without the host asking for it (close_code: what the relay
+ * sent, 0 when there was no close frame) or could not be opened (upgrade_status: the HTTP status
+ * of the upgrade request, 0 when none; a plain GET of the URL tells it when the WebSocket
+ * library does not). Writes {"action":"reconnect","after_ms":n} (backoff 1 s doubling to 60 s,
+ * with jitter) or {"action":"poll"} (404: the relay has no live channel; poll it as before). */
+int32_t coords_live_closed(CoordsApp *app, const char *server, int32_t close_code, int32_t upgrade_status,
+                           CoordsBuffer *next_json_out, CoordsError *out_error);
+
 /* ---- Offline geocoding (never touches the network) ------------------------------------ */
 
 /* The nearest named place to (latitude, longitude) in the bundled GeoNames cities15000 set

@@ -93,6 +93,29 @@ enum Record {
         ])
     }
 
+    static func liveConnection(_ c: LiveSession.Connection) -> JSONValue {
+        .object(["server": .string(c.server), "url": .string(c.url), "ids": .array(c.ids.map { .string($0) }), "mailbox": .bool(c.mailbox)])
+    }
+
+    static func liveOpened(_ o: LiveSession.Opened) -> JSONValue {
+        .object([
+            "frames": .array(o.frames.map { .string($0) }), "catch_up": .array(o.catchUp.map(fetch)),
+            "mailbox_fetch": optional(o.mailboxFetch, request),
+        ])
+    }
+
+    static func liveEvent(_ e: LiveSession.Event) -> JSONValue {
+        switch e {
+        case .subscribed(let ids, let mailbox):
+            .object(["type": .string("subscribed"), "ids": .integer(UInt64(clamping: ids)), "mailbox": .bool(mailbox)])
+        case .locations(let o): .object(["type": .string("locations"), "outcome": outcome(o)])
+        case .deleted(let id): .object(["type": .string("deleted"), "id": .string(id)])
+        case .rejected(let r): .object(["type": .string("rejected"), "id": .string(r.id), "error": error(r.error)])
+        case .messageWaiting(let id, let fetch): .object(["type": .string("message_waiting"), "id": .string(id), "fetch": request(fetch)])
+        case .ignored(let id): .object(["type": .string("ignored"), "id": .string(id)])
+        }
+    }
+
     static func update(_ update: AppUpdate) -> JSONValue {
         var o = JSONObject()
         func set(_ manager: String, _ type: String) {

@@ -46,8 +46,10 @@ ERR_NOT_A_RECIPIENT = 313
 ERR_BLOB_TAMPERED = 315
 ERR_TOO_MANY_RECIPIENTS = 317
 ERR_INVALID_JSON = 332
+ERR_UNEXPECTED_JSON = 333
 ERR_INVALID_SERVER_URL = 340
 ERR_INVALID_PUBLIC_KEY_ID = 341
+ERR_TAMPERED_ENTRY = 342
 ERR_STALE_LOCATION = 346
 ERR_INVALID_FRIEND_LINK = 350
 ERR_STORE_ALREADY_OPEN = 401
@@ -225,6 +227,10 @@ _SIGNATURES = [
     ("coords_messages_history", c_int32, [_APP, c_char_p, c_uint32, _BUF, _ERR]),
     ("coords_messages_set_disappearing", c_int32, [_APP, c_char_p, c_uint64, _ERR]),
     ("coords_messages_sweep_expired", c_int32, [_APP, _BUF, _ERR]),
+    ("coords_live_connections", c_int32, [_APP, _BUF, _ERR]),
+    ("coords_live_opened", c_int32, [_APP, c_char_p, _BUF, _ERR]),
+    ("coords_live_process", c_int32, [_APP, c_char_p, _U8, c_size_t, _BUF, _ERR]),
+    ("coords_live_closed", c_int32, [_APP, c_char_p, c_int32, c_int32, _BUF, _ERR]),
     ("coords_geocode_nearest", c_int32, [c_double, c_double, c_double, _BUF, _ERR]),
     ("coords_places_open", c_int32, [c_char_p, POINTER(c_void_p), _ERR]),
     ("coords_places_nearest", c_int32, [c_void_p, c_double, c_double, c_double, _BUF, _ERR]),
@@ -578,6 +584,66 @@ class Sent(_Record):
     def from_json(cls, obj: dict) -> "Sent":
         """A Sent from the library's JSON."""
         return cls(Message.from_json(obj["message"]), Request.from_json(obj["request"]), obj["outbox_id"])
+
+
+@dataclass(frozen=True)
+class LiveConnection(_Record):
+    """A relay to hold a live WebSocket to (PROTOCOL.md §8)."""
+    server: str
+    url: str
+    """ws:// or wss://…/v1/relay/live"""
+    ids: list
+    """Friend ids watched on this relay."""
+    mailbox: bool
+    """Whether this is the user's own relay (it also carries the mailbox)."""
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "LiveConnection":
+        """A LiveConnection from the library's JSON."""
+        return cls(obj["server"], obj["url"], list(obj["ids"]), bool(obj["mailbox"]))
+
+
+@dataclass(frozen=True)
+class LiveOpened(_Record):
+    """What to do when a live connection opened: send `frames` (text), then perform `catch_up`
+    (fetches) and `mailbox_fetch`, so nothing published while disconnected is missed."""
+    frames: list
+    catch_up: list
+    mailbox_fetch: Optional[Request]
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "LiveOpened":
+        """A LiveOpened from the library's JSON."""
+        mailbox = obj["mailbox_fetch"]
+        return cls(list(obj["frames"]), [Request.from_json(x) for x in obj["catch_up"]],
+                   None if mailbox is None else Request.from_json(mailbox))
+
+
+@dataclass(frozen=True)
+class LiveEvent(_Record):
+    """What one live frame meant. `type` is "subscribed" (`ids`, `mailbox`), "locations"
+    (`outcome`: processed like a fetch), "deleted" (`id`), "rejected" (`id`, `error`),
+    "message_waiting" (`id`, `fetch`: perform it and process_messages the answer) or "ignored"."""
+    type: str
+    id: Optional[str] = None
+    ids: Optional[int] = None
+    mailbox: Optional[bool] = None
+    outcome: Optional["FetchOutcome"] = None
+    error: Optional[ErrorInfo] = None
+    fetch: Optional[Request] = None
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "LiveEvent":
+        """A LiveEvent from the library's JSON."""
+        outcome, fetch = obj.get("outcome"), obj.get("fetch")
+        return cls(obj["type"], obj.get("id"), obj.get("ids"), obj.get("mailbox"),
+                   None if outcome is None else FetchOutcome.from_json(outcome), ErrorInfo.from_json(obj.get("error")),
+                   None if fetch is None else Request.from_json(fetch))
+
+    def to_json(self) -> dict:
+        """The library's JSON (only the keys this type carries)."""
+        full = super().to_json()
+        return {key: value for key, value in full.items() if value is not None}
 
 
 @dataclass(frozen=True)
@@ -1125,3 +1191,27 @@ class App:
     def sweep_expired_messages(self) -> list[str]:
         """Deletes messages past their disappearing time; returns their ids."""
         return _json_call(lib.coords_messages_sweep_expired, self.handle)
+
+    # Live channel (PROTOCOL.md §8): this module prepares and processes; you own the WebSockets.
+
+    def live_connections(self) -> list[LiveConnection]:
+        """The relays to hold a live WebSocket to (friends grouped by relay; the own relay also
+        carries the mailbox). Relays that answered 404 are left out: poll them."""
+        return [LiveConnection.from_json(x) for x in _json_call(lib.coords_live_connections, self.handle)]
+
+    def live_opened(self, server: str) -> LiveOpened:
+        """A connection to `server` opened: the frames to send and the catch-up to perform."""
+        return LiveOpened.from_json(_json_call(lib.coords_live_opened, self.handle, server.encode()))
+
+    def live_process(self, server: str, frame: bytes) -> LiveEvent:
+        """One text frame (UTF-8 bytes or str) received from `server`. Raises CoordsError for a
+        malformed frame (close with 4400 and reconnect)."""
+        data = frame.encode() if isinstance(frame, str) else frame
+        return LiveEvent.from_json(_json_call(lib.coords_live_process, self.handle, server.encode(), _bytes(data, "frame"), len(data)))
+
+    def live_closed(self, server: str, close_code: Optional[int] = None, upgrade_status: Optional[int] = None) -> Optional[int]:
+        """The connection to `server` closed (`close_code` the relay sent) or could not be opened
+        (`upgrade_status`: the upgrade's HTTP status). Returns the milliseconds to wait before
+        reconnecting, or None when the relay has no live channel (404): poll it instead."""
+        nxt = _json_call(lib.coords_live_closed, self.handle, server.encode(), close_code or 0, upgrade_status or 0)
+        return nxt["after_ms"] if nxt["action"] == "reconnect" else None

@@ -724,3 +724,45 @@ def test_hostile_disappearing_time_never_traps(tmp_path):
         sent = alice.send_message(friend.id, "still here")
         assert sent.message.disappears_at == 2**64 - 1
         assert [m.text for m in alice.history(friend.id)] == ["still here"]
+
+
+def test_live_channel_prepares_subscribes_and_processes_notices_like_fetch_entries(tmp_path):
+    with cc.App(str(tmp_path / "a"), passphrase="a", **FAST) as alice, cc.App(str(tmp_path / "b"), passphrase="b", **FAST) as bob:
+        alice_id = alice.create_identity("Alice", "https://relay.example")
+        bob_id = bob.create_identity("Bob", "https://relay.example")
+        alice.add_friend(bob_id, "https://relay.example", "Bob")
+        bob.add_friend(alice_id, "https://relay.example", "Alice")
+        [connection] = bob.live_connections()
+        assert connection.url == "wss://relay.example/v1/relay/live" and connection.ids == [alice_id] and connection.mailbox
+        opened = bob.live_opened("https://relay.example")
+        first = json.loads(opened.frames[0])
+        assert first["type"] == "subscribe" and first["ids"] == [alice_id] and first["mailbox"]["key"] == bob_id
+        assert [r.ids for r in opened.catch_up] == [[alice_id]] and opened.mailbox_fetch.method == "GET"
+
+        # Alice's upload, as the relay pushes it: processed like a fetch entry.
+        upload = json.loads(cc.request_body(alice.prepare_upload(cc.Location(47.3769, 8.5417, timestamp_ms=int(time.time() * 1000))).request))
+        notice = {"type": "location", "id": alice_id, "blob": upload["blob"], "updated": upload["timestamp"],
+                  "timestamp": upload["timestamp"], "signature": upload["signature"]}
+        event = bob.live_process("https://relay.example", json.dumps(notice))
+        assert event.type == "locations" and [f.id for f in event.outcome.updated] == [alice_id]
+        assert event.outcome.updated[0].location.latitude == 47.3769
+        # The same notice again changes nothing; a forged one is refused like a forged fetch entry.
+        assert bob.live_process("https://relay.example", json.dumps(notice)).outcome.unchanged == [alice_id]
+        forged = dict(notice, signature=cc.b64url(bytes(64)))
+        assert [r.error.code for r in bob.live_process("https://relay.example", json.dumps(forged)).outcome.rejected] == [cc.ERR_TAMPERED_ENTRY]
+        waiting = bob.live_process("https://relay.example", b'{"type":"message","id":"m1"}')
+        assert waiting.type == "message_waiting" and waiting.fetch.method == "GET"
+        assert bob.live_process("https://other.example", json.dumps(notice)).type == "ignored"
+        assert bob.live_process("https://relay.example", '{"type":"subscribed","ids":1,"mailbox":true}').to_json() == \
+            {"type": "subscribed", "ids": 1, "mailbox": True}
+        with pytest.raises(cc.CoordsException) as caught:
+            bob.live_process("https://relay.example", b"not json")
+        assert caught.value.code == cc.ERR_INVALID_JSON
+        with pytest.raises(cc.CoordsException) as caught:
+            bob.live_process("https://relay.example", b" " * 20_000)
+        assert caught.value.code == cc.ERR_TOO_LARGE
+
+        delay = bob.live_closed("https://relay.example", close_code=1006)
+        assert 500 <= delay <= 1000
+        assert bob.live_closed("https://relay.example", upgrade_status=404) is None
+        assert bob.live_connections() == []  # polled from now on
