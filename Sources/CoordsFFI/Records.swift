@@ -100,7 +100,7 @@ enum Record {
     static func liveOpened(_ o: LiveSession.Opened) -> JSONValue {
         .object([
             "frames": .array(o.frames.map { .string($0) }), "catch_up": .array(o.catchUp.map(fetch)),
-            "mailbox_fetch": optional(o.mailboxFetch, request),
+            "mailbox_fetch": optional(o.mailboxFetch, request)
         ])
     }
 

@@ -162,6 +162,44 @@ import Testing
         }
     }
 
+    /// PROTOCOL.md §8.6: a subscriber on node B hears an upload, a delete and an envelope that
+    /// node A accepted (LISTEN/NOTIFY through the shared database), and through nginx.
+    @Test func liveNoticesFanOutAcrossNodes() async throws {
+        try await Cluster.with { cluster in
+            let alice = try Ed25519SigningKey.generate()
+            let bob = try Ed25519SigningKey.generate()
+            let id = alice.publicKey.base64URL
+            let now = Self.now
+            let envelope = try MailboxTests.envelope(from: alice, to: bob, now: now)
+            for (watch, write) in [(cluster.b.port, cluster.a.port), (cluster.nginx.port, cluster.nginx.port)] {
+                let base = write == cluster.a.port ? now : now + 10
+                let seen = try await LiveChannelTests.session(
+                    port: watch, send: [LiveFrame.subscribe(ids: [id], mailbox: LiveFrame.MailboxProof(signer: bob, timestamp: base)).text],
+                    action: {
+                        let put = try await HTTPProbe.request(
+                            port: write, method: .put, path: "/api/location", headers: Self.json, body: try Self.upload(alice, timestamp: base))
+                        #expect(put.status == .noContent)
+                        let delete = try await HTTPProbe.request(
+                            port: write, method: .delete, path: "/api/location", headers: Self.json, body: try Self.delete(alice, timestamp: base + 1))
+                        #expect(delete.status == .noContent)
+                        if write == cluster.a.port {
+                            let posted = try await HTTPProbe.request(
+                                port: write, method: .post, path: "/v1/relay/messages", headers: Self.json, body: MailboxTests.body(envelope))
+                            #expect(posted.status == .accepted)
+                        }
+                    },
+                    until: { $0.count >= (write == cluster.a.port ? 4 : 3) })
+                #expect(seen.frames.first == .subscribed(ids: 1, mailbox: true), "\(seen)")
+                guard seen.frames.count >= 3, case .location(let notice) = seen.frames[1], case .deleted(let deleted, let timestamp, _) = seen.frames[2] else {
+                    Issue.record("expected subscribed, location, deleted: \(seen.frames)")
+                    continue
+                }
+                #expect(notice.id == id && notice.timestamp == base && deleted == id && timestamp == base + 1)
+                if write == cluster.a.port { #expect(seen.frames.last == .message(id: envelope.id)) }
+            }
+        }
+    }
+
     @Test func racingUploadsFromBothNodesLeaveExactlyTheNewest() async throws {
         try await Cluster.with { cluster in
             let key = try Ed25519SigningKey.generate()

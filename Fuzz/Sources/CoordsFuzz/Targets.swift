@@ -169,6 +169,10 @@ func relayBody(_ body: [UInt8], _ route: @escaping @Sendable (RelayService) -> @
     if let frame = try? LiveFrame(parsing: bytes) {
         check((try? LiveFrame(parsing: Array(frame.text.utf8))) == frame, "a parsed live frame does not re-encode to itself")
     }
+    // The same bytes as another node's NOTIFY payload (§8.6): parsed, and re-encoded to itself.
+    if let (node, announcement) = LiveAnnouncement.parse(String(decoding: bytes, as: UTF8.self)) {
+        check(LiveAnnouncement.parse(announcement.payload(from: node))?.announcement == announcement, "a live announcement does not re-encode to itself")
+    }
     blocking {
         let hub = Fixture.service.live
         guard let subscriber = try? hub.connect(address: "127.0.0.1") else {

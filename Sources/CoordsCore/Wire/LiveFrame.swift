@@ -189,9 +189,9 @@ public enum LiveFrame: Sendable, Equatable {
         return ids
     }
 
-    /// Whether `id` is b64u of exactly 32 bytes (a fetch may name a key that is not a curve point;
-    /// it is then simply never uploaded).
-    static func isKeyShaped(_ id: String) -> Bool {
+    /// Whether `id` is b64u of exactly 32 bytes, as every id of a subscribe frame must be (a
+    /// fetch may name a key that is not a curve point; it is then simply never uploaded).
+    public static func isKeyShaped(_ id: String) -> Bool {
         id.utf8.count == 43 && (try? Base64.decode(id, field: "id"))?.count == 32
     }
 }

@@ -159,6 +159,9 @@ public final class LiveHub: Sendable {
         for subscriber in subscribers { subscriber.send(text) }
     }
 
+    /// Whether any subscriber on this node watches `key`.
+    func isWatched(key: String) -> Bool { state.withLock { $0.byKey[key] != nil } }
+
     /// Live connections open now, and keys watched in total (for /metrics).
     var counts: (connections: Int, keys: Int) { state.withLock { ($0.entries.count, $0.byKey.count) } }
 

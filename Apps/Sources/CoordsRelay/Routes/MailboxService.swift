@@ -74,6 +74,7 @@ extension RelayService {
         case .stored:
             metrics.messagesPosted.increment()
             live.publish(.message(id: id), mailbox: entry.recipient)
+            store.announce(LiveAnnouncement.message(recipient: entry.recipient, id: id).payload(from: nodeID))
             return .json(.object(["accepted": .bool(true), "packetID": .string(id)]), status: 202)
         case .duplicate:
             throw RelayFailure(409, "duplicate", "an envelope with id \(id) is stored or was already delivered")

@@ -174,6 +174,9 @@ private func assemble(service: RelayService, router: Router<RelayRequestContext>
         logger: logger)
     if closingStore { app.addServices(StoreCloser(store: service.store)) }  // first: shut down last
     app.addServices(ExpirySweeper(service: service))
+    if configuration.live.enabled, let announcements = service.store.announcements() {
+        app.addServices(LiveBridge(service: service, announcements: announcements))
+    }
     return app
 }
 

@@ -15,6 +15,8 @@ public final class RelayService: Sendable {
     let messageLimiter: RateLimiter
     /// This node's live subscribers (§8); every accepted write is published to it.
     public let live: LiveHub
+    /// This process's name in live announcements to the other nodes (random, per start).
+    let nodeID: String
 
     public init(configuration: RelayConfiguration, store: any RelayStore, clock: TimeSource = .system, logger: Logger) {
         self.configuration = configuration
@@ -26,6 +28,7 @@ public final class RelayService: Sendable {
         keyLimiter = RateLimiter(rate: configuration.keyRate, burst: configuration.keyBurst)
         messageLimiter = RateLimiter(rate: configuration.messageRate, burst: configuration.messageBurst)
         live = LiveHub(limits: configuration.live)
+        nodeID = Base64.encode((try? SystemRandomSource().bytes(9)) ?? [])
     }
 
     var nowSeconds: UInt64 { clock.now() / 1000 }
@@ -96,6 +99,7 @@ public final class RelayService: Sendable {
             let id = key.base64URL
             live.publish(
                 .location(.init(id: id, blob: blob, updated: record.updated, timestamp: timestamp, signature: signature)), key: id)
+            store.announce(LiveAnnouncement.location(id: id).payload(from: nodeID))
             return .noContent
         case .stale(let current):
             throw RelayFailure(409, "stale_upload", "an upload signed at \(current) is stored; only newer uploads replace it (replays are refused)")
@@ -157,6 +161,7 @@ public final class RelayService: Sendable {
             logger.debug("deleted", metadata: ["key": "\(keyText.prefix(8))"])
             let id = key.base64URL
             live.publish(.deleted(id: id, timestamp: timestamp, signature: signature), key: id)
+            store.announce(LiveAnnouncement.deleted(id: id, timestamp: timestamp, signature: signature).payload(from: nodeID))
             return .noContent
         case .notFound:
             return .noContent

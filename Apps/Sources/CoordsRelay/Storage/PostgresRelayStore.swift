@@ -271,6 +271,8 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     private let uploads: Batcher<(Bytes32, RelayRecord), PutResult>
     /// Concurrent fetches, grouped into one query.
     private let fetches: Batcher<([Bytes32], UInt64), [Bytes32: RelayRecord]>
+    /// Live announcements, sent together (one `pg_notify` query per batch).
+    private let announcer: Batcher<String, Void>
     private let logger: Logger
     /// Longest wait for the database before a request is answered 503.
     let operationTimeout: Duration
@@ -308,6 +310,14 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         // to a sequential scan of the whole table, which costs more than separate queries.
         fetches = Batcher(maximumBatch: 8, maximumWorkers: workers) { batch in
             try await Self.withDeadline(operationTimeout, what: "fetch uploads") { try await Self.fetchBatch(batch, client, logger) }
+        }
+        announcer = Batcher(maximumBatch: 256, maximumWorkers: 1) { batch in
+            try await Self.withDeadline(operationTimeout, what: "announce live notices") {
+                let rows = try await client.query(
+                    "SELECT pg_notify(\(Self.liveChannel), payload) FROM unnest(\(batch)::text[]) AS payload", logger: logger)
+                for try await _ in rows {}
+                return batch.map { _ in () }
+            }
         }
         runner = Task { await client.run() }
         do {
@@ -388,6 +398,54 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     public func close() async {
         runner.cancel()
         _ = await runner.value
+    }
+
+    // MARK: Live fan-out across nodes (PROTOCOL.md §8.6)
+
+    /// The `LISTEN`/`NOTIFY` channel of live announcements.
+    static let liveChannel = "coords_live"
+
+    /// Sends `payload` with `NOTIFY coords_live` (batched with concurrent ones; at most 7,999
+    /// bytes, PostgreSQL's limit — longer payloads are dropped with a warning).
+    public func announce(_ payload: String) {
+        guard payload.utf8.count < 8000 else {
+            logger.warning("live announcement too long; dropped", metadata: ["bytes": "\(payload.utf8.count)"])
+            return
+        }
+        let (announcer, logger) = (announcer, logger)
+        Task {
+            do {
+                try await announcer.submit(payload)
+            } catch {
+                logger.warning("live announcement failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// `LISTEN coords_live` on one connection of the pool, for as long as the stream is read;
+    /// after a lost connection it listens again (announcements in between are lost: clients
+    /// catch up by fetching when they reconnect).
+    public func announcements() -> AsyncStream<String>? {
+        let (client, logger) = (client, logger)
+        return AsyncStream { continuation in
+            let task = Task {
+                while !Task.isCancelled {
+                    do {
+                        try await client.withConnection { connection in
+                            for try await notification in try await connection.listen(Self.liveChannel) {
+                                continuation.yield(notification.payload)
+                            }
+                        }
+                    } catch {
+                        if Task.isCancelled { break }
+                        logger.warning("live LISTEN failed; listening again in 1 s", metadata: ["error": "\(error)"])
+                        try? await Task.sleep(for: .seconds(1))
+                    }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
     }
 
     // MARK: Schema

@@ -51,6 +51,17 @@ public protocol RelayStore: MailboxStore {
     func count() async throws -> Int
     /// Finishes pending writes and releases the store.
     func close() async
+    /// Tells the other relay nodes sharing this store about an accepted write (live channel,
+    /// PROTOCOL.md §8.6). Returns at once; delivery is best effort. No-op for single-node stores.
+    func announce(_ payload: String)
+    /// What the nodes sharing this store announce (this node's own announcements included), or
+    /// nil when the store is not shared (LMDB, memory: the fan-out is in process).
+    func announcements() -> AsyncStream<String>?
+}
+
+extension RelayStore {
+    public func announce(_ payload: String) {}
+    public func announcements() -> AsyncStream<String>? { nil }
 }
 
 /// A deletion marker: the signed time of the delete, and when the relay recorded it.
