@@ -68,11 +68,18 @@ def pair(tmp_path):
     relay.stop()
 
 
+def live(pair, *args):
+    """Bob's `coords ARGS…`, running until the test ends, once its live connection is subscribed."""
+    relay, env, alice, bob, running = pair
+    process = Running(env, bob, *args)
+    running.append(process)
+    process.wait_for("Live: watching 1 friend and your mailbox", timeout=20)
+    return process
+
+
 def test_watch_shows_a_move_and_a_message_within_a_second_and_survives_a_relay_restart(pair):
     relay, env, alice, bob, running = pair
-    watch = Running(env, bob, "watch", "--interval", "3600")
-    running.append(watch)
-    watch.wait_for("Live: watching 1 friend and your mailbox", timeout=20)
+    watch = live(pair, "watch", "--interval", "3600")
 
     coords(env, alice, "share", "--lat", "47.3769", "--lon", "8.5417")
     line, seconds = watch.wait_for("Alice is at 47.37690, 8.54170", timeout=5)
@@ -110,9 +117,7 @@ def test_a_relay_without_the_live_channel_is_polled(tmp_path):
 
 def test_chat_follow_shows_a_message_as_it_arrives(pair):
     relay, env, alice, bob, running = pair
-    chat = Running(env, bob, "chat", "Alice", "--follow")
-    running.append(chat)
-    chat.wait_for("Live: watching 1 friend and your mailbox", timeout=20)
+    chat = live(pair, "chat", "Alice", "--follow")
     coords(env, alice, "send", "Bob", "are you there?")
     _, seconds = chat.wait_for("Alice: are you there?", timeout=5)
     assert seconds < 2.0, seconds

@@ -1,5 +1,6 @@
 """pytest suite for the C ABI through examples/coordscore.py (ctypes)."""
 import base64
+import contextlib
 import ctypes
 import json
 import os
@@ -609,12 +610,19 @@ def test_envelope_round_trip():
     assert caught.value.code == cc.ERR_ENVELOPE_NOT_FOR_ME
 
 
-def test_two_apps_exchange_messages(tmp_path):
+@contextlib.contextmanager
+def friends(tmp_path):
+    """Alice and Bob, apps in `tmp_path`, friends both ways on https://relay.example."""
     with cc.App(str(tmp_path / "a"), passphrase="a", **FAST) as alice, cc.App(str(tmp_path / "b"), passphrase="b", **FAST) as bob:
         alice_id = alice.create_identity("Alice", "https://relay.example")
         bob_id = bob.create_identity("Bob", "https://relay.example")
         alice.add_friend(bob_id, "https://relay.example", "Bob")
         bob.add_friend(alice_id, "https://relay.example", "Alice")
+        yield alice, alice_id, bob, bob_id
+
+
+def test_two_apps_exchange_messages(tmp_path):
+    with friends(tmp_path) as (alice, alice_id, bob, bob_id):
         sent = alice.send_message(bob_id, "on my way")
         assert sent["request"]["url"] == "https://relay.example/v1/relay/messages" and sent["message"]["status"] == "queued"
         alice.mark_message_sent(sent["message"]["id"])
@@ -727,11 +735,7 @@ def test_hostile_disappearing_time_never_traps(tmp_path):
 
 
 def test_live_channel_prepares_subscribes_and_processes_notices_like_fetch_entries(tmp_path):
-    with cc.App(str(tmp_path / "a"), passphrase="a", **FAST) as alice, cc.App(str(tmp_path / "b"), passphrase="b", **FAST) as bob:
-        alice_id = alice.create_identity("Alice", "https://relay.example")
-        bob_id = bob.create_identity("Bob", "https://relay.example")
-        alice.add_friend(bob_id, "https://relay.example", "Bob")
-        bob.add_friend(alice_id, "https://relay.example", "Alice")
+    with friends(tmp_path) as (alice, alice_id, bob, bob_id):
         [connection] = bob.live_connections()
         assert connection.url == "wss://relay.example/v1/relay/live" and connection.ids == [alice_id] and connection.mailbox
         opened = bob.live_opened("https://relay.example")
