@@ -402,7 +402,45 @@ struct RelayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     func handle(value: Value, logger: Logger) async {
         switch value {
         case .plain(let channel): await handleHTTP(asyncChannel: channel, logger: logger)
-        case .upgradable(let value, let handler): await handler.handle(value: value, logger: logger)
+        case .upgradable(let value, let handler):
+            var filtered = logger
+            filtered.handler = UpgradeNoiseFilter(inner: logger.handler)
+            await handler.handle(value: value, logger: filtered)
         }
+    }
+}
+
+/// Hummingbird's WebSocket channel logs a connection that closed before its first request was
+/// decoded — one the guard refused (503), timed out (408) or answered for an undecodable request —
+/// as an error ("Error handling upgrade result"). That is an ordinary refusal the guard already
+/// counted in the metrics: this handler lowers exactly that message to debug and passes
+/// everything else on unchanged.
+struct UpgradeNoiseFilter: LogHandler {
+    var inner: any LogHandler
+
+    var logLevel: Logger.Level {
+        get { inner.logLevel }
+        set { inner.logLevel = newValue }
+    }
+
+    var metadata: Logger.Metadata {
+        get { inner.metadata }
+        set { inner.metadata = newValue }
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { inner[metadataKey: key] }
+        set { inner[metadataKey: key] = newValue }
+    }
+
+    func log(
+        level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt
+    ) {
+        var level = level
+        if level >= .error, message.description == "Error handling upgrade result" {
+            guard inner.logLevel <= .debug else { return }
+            level = .debug
+        }
+        inner.log(level: level, message: message, metadata: metadata, source: source, file: file, function: function, line: line)
     }
 }

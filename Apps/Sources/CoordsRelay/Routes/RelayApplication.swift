@@ -203,6 +203,7 @@ let knownRoutes: [(path: [String], methods: [String])] = {
     routes.append((["v1", "relay", "messages"], ["GET", "POST"]))
     routes.append((["v1", "relay", "messages", ":id", "ack"], ["POST"]))
     routes.append((["v1", "relay", "messages", ":id"], ["DELETE"]))
+    routes.append((["v1", "relay", "live"], ["GET"]))
     routes.append((["healthz"], ["GET"]))
     routes.append((["metrics"], ["GET"]))
     return routes
