@@ -202,7 +202,10 @@ man: tools
 bench-deps: deps
 	@command -v wrk >/dev/null 2>&1 || { echo "bench: installing wrk with apt-get"; \
 		$$( [ "$$(id -u)" -eq 0 ] || echo sudo ) apt-get install -y -qq wrk; }
+	@python3 -c "import websockets" 2>/dev/null || { echo "bench: installing websockets with pip (the live channel benchmark's client)"; \
+		python3 -m pip install -q websockets; }
 	$(SWIFT) build -c release $(APPS) --product coords-relay
+	$(SWIFT) build -c release --product coordscore
 	cd Benchmarks && $(SWIFT) build -c release --product RelayLoadBodies
 	$(MAKE) --no-print-directory geodata-large
 
@@ -218,11 +221,13 @@ geodata-large: .build/geodata/places1000.cgeo
 bench: bench-deps
 	cd Benchmarks && COORDS_BENCH_OUT=$(CURDIR)/Benchmarks/.build/results COORDS_PLACES_1000=$(CURDIR)/.build/geodata/places1000.cgeo $(SWIFT) package benchmark --format jmh --path .build/results --no-progress
 	python3 scripts/bench-relay.py Benchmarks/.build/results/relay.json
+	COORDSCORE_LIB=$(CURDIR)/.build/release/libcoordscore.so python3 scripts/bench-live.py Benchmarks/.build/results/live.json
 	python3 scripts/bench-report.py Benchmarks/.build/results/Current_run.jmh.json Benchmarks/.build/results/relay.json docs/PERFORMANCE.md
 
 bench-quick: bench-deps
 	cd Benchmarks && COORDS_BENCH_QUICK=1 COORDS_BENCH_OUT=$(CURDIR)/Benchmarks/.build/results COORDS_PLACES_1000=$(CURDIR)/.build/geodata/places1000.cgeo $(SWIFT) package benchmark --format jmh --path .build/results --no-progress
 	python3 scripts/bench-relay.py Benchmarks/.build/results/relay.json --quick
+	COORDSCORE_LIB=$(CURDIR)/.build/release/libcoordscore.so python3 scripts/bench-live.py Benchmarks/.build/results/live.json --quick
 	python3 scripts/bench-report.py Benchmarks/.build/results/Current_run.jmh.json Benchmarks/.build/results/relay.json docs/PERFORMANCE.md --quick
 
 clean:

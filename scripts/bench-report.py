@@ -187,6 +187,21 @@ def main():
                 if not ok:
                     misses.append("Relay soak")
 
+    live_path = os.path.join(os.path.dirname(relay_path), "live.json")
+    live = json.load(open(live_path)) if os.path.exists(live_path) else None
+    if live:  # scripts/bench-live.py: the live channel (PROTOCOL.md §8)
+        lat = live["latency"]
+        ok = lat["p99_ms"] < 50 and lat["processed"] == lat["uploads"]
+        table.append([f"Live: upload 204 → subscriber's processed update at {lat['uploads_per_second']}/s, p50 / p99, ms",
+                      f"{lat['p50_ms']:.1f} / {lat['p99_ms']:.1f}", "—", "—", "p99 < 50 ms", "pass" if ok else "MISS"])
+        if not ok:
+            misses.append("Live latency")
+        idle = live["idle"]
+        table.append([f"Live: {idle['subscribers']:,} idle subscribers held, relay RSS per subscriber, KiB",
+                      f"{idle['rss_per_subscriber_kib']:.1f}", "—", "—", "—", "info"])
+        table.append([f"Live: fan-out of one upload to {idle['fanout_subscribers']:,} subscribers, notices/s",
+                      fmt(idle["notices_per_second"]), "—", "—", "—", "info"])
+
     header = ["Metric", "Ours", "Baseline", "Ratio", "Target", "Result"]
     widths = [max(len(str(r[i])) for r in [header] + table) for i in range(6)]
     text = "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header] + table)
@@ -208,7 +223,8 @@ def main():
         "algorithm) on the same data: there the ratio is the speed-up.",
         "The relay rows come from `wrk` against the release `coords-relay` on loopback (`scripts/bench-relay.py`),",
         "the LMDB store fsyncing every commit, PostgreSQL (Debian's, defaults: fsync and synchronous_commit on) on the same",
-        "machine, nginx with deploy/nginx/coords-relay.conf, rate limits off.",
+        "machine, nginx with deploy/nginx/coords-relay.conf, rate limits off. The live rows come from `scripts/bench-live.py`",
+        "(WebSocket clients and the coordscore module against the release relay in memory, on loopback).",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join("---" for _ in header) + "|",
