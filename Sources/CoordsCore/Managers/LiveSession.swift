@@ -208,7 +208,7 @@ public final class LiveSession: Sendable {
         let failures = servers.withLock { state in
             state[server, default: ServerState()].subscribed = []
             state[server, default: ServerState()].mailbox = false
-            state[server, default: ServerState()].failures += 1
+            state[server, default: ServerState()].failures = state[server, default: ServerState()].failures.addingSaturating(1)
             return state[server, default: ServerState()].failures
         }
         let ceiling = Self.initialBackoff << UInt64(min(failures - 1, 6))
