@@ -16,7 +16,8 @@ let relayStack: [Target.Dependency] = [
     hummingbird, .product(name: "HummingbirdCore", package: "hummingbird"), .product(name: "Prometheus", package: "swift-prometheus"),
     .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), nio, nioHTTP1,
     .product(name: "NIOHTTPTypes", package: "swift-nio-extras"), .product(name: "HTTPTypes", package: "swift-http-types"),
-    .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket")
+    .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+    .product(name: "NIOPosix", package: "swift-nio"), httpClient
 ]
 
 let package = Package(

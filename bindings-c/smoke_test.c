@@ -436,6 +436,14 @@ static void test_apps(void) {
     EXPECT(COORDS_OK, coords_messages_prepare_fetch(bob, &json, &e_));
     CHECK(contains(&json, "\"method\":\"GET\"") && contains(&json, "X-Coords-Signature"));
     coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_messages_prepare_push_register(bob, "https://push.example.net/up/AbC", 86400, &json, &e_));
+    CHECK(contains(&json, "\"method\":\"PUT\"") && contains(&json, "/v1/relay/push") && contains(&json, "X-Coords-Signature"));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_ERR_INVALID_PUSH_ENDPOINT, coords_messages_prepare_push_register(bob, "http://push.example.net/up", 0, &json, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_messages_prepare_push_register(bob, NULL, 0, &json, &e_));
+    EXPECT(COORDS_OK, coords_messages_prepare_push_unregister(bob, &json, &e_));
+    CHECK(contains(&json, "\"method\":\"DELETE\"") && contains(&json, "/v1/relay/push"));
+    coords_buffer_free(&json);
     uint8_t stranger_seed[32], stranger_pub[32];
     EXPECT(COORDS_OK, coords_identity_generate(stranger_seed, stranger_pub, &e_));
     const char *payload = "{\"kind\":\"text\",\"id\":\"00000000-0000-4000-8000-000000000001\",\"text\":\"hi\",\"sentAt\":1}";

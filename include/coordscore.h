@@ -141,6 +141,7 @@ extern "C" {
 #define COORDS_ERR_FRIEND_BLOCKED 630     /* no messages to or from a blocked friend */
 #define COORDS_ERR_MESSAGE_TOO_LONG 631
 #define COORDS_ERR_INVALID_MAILBOX_RESPONSE 632
+#define COORDS_ERR_INVALID_PUSH_ENDPOINT 633
 #define COORDS_ERR_WRONG_PASSPHRASE 650   /* the keychain passphrase or host key is wrong */
 #define COORDS_ERR_KEYCHAIN_CORRUPTED 651
 #define COORDS_ERR_KEYCHAIN_IO 652
@@ -502,6 +503,19 @@ int32_t coords_messages_mark_sent(CoordsApp *app, const char *message_id, Coords
 /* A recipient-signed GET of our own mailbox (Request JSON). Sign a fresh one per attempt: the
  * relay accepts each signature once. Errors: NO_IDENTITY, NO_SERVER. */
 int32_t coords_messages_prepare_fetch(CoordsApp *app, CoordsBuffer *request_json_out, CoordsError *out_error);
+
+/* A recipient-signed PUT of our relay's /v1/relay/push (PROTOCOL.md §8.7), Request JSON with a
+ * JSON body: registers `endpoint` (UTF-8; an https:// URL from the phone's UnifiedPush distributor;
+ * http:// only for a loopback host, for tests) so the relay wakes the app when an envelope
+ * arrives. `ttl_seconds` 0 = the relay's default (7 days). Renew at least daily. The relay answers
+ * 200, 400 endpoint_refused, or 404 (no push: keep polling).
+ * Errors: INVALID_PUSH_ENDPOINT, NO_IDENTITY, NO_SERVER, NULL_ARGUMENT. */
+int32_t coords_messages_prepare_push_register(CoordsApp *app, const char *endpoint, uint64_t ttl_seconds,
+                                              CoordsBuffer *request_json_out, CoordsError *out_error);
+
+/* A recipient-signed DELETE of our relay's /v1/relay/push: no more wakes (Request JSON).
+ * Errors: NO_IDENTITY, NO_SERVER. */
+int32_t coords_messages_prepare_push_unregister(CoordsApp *app, CoordsBuffer *request_json_out, CoordsError *out_error);
 
 /* Processes the relay's {"packets": [...]}: verifies, opens, de-duplicates and stores every
  * envelope, then writes {"received": [Message], "delivered": [id], "duplicates": [id],

@@ -90,6 +90,21 @@ public func ffiMessagesPrepareFetch(_ handle: Handle, _ requestOut: BufferOut, _
     returning(requestOut, "request_json_out", app: handle, error) { app in try app.messages.prepareFetch().json }
 }
 
+@_cdecl("coords_messages_prepare_push_register")
+public func ffiMessagesPreparePushRegister(_ handle: Handle, _ endpoint: CString, _ ttlSeconds: UInt64, _ requestOut: BufferOut, _ error: ErrorOut)
+    -> Int32
+{
+    returning(requestOut, "request_json_out", app: handle, error) { app in
+        let endpoint = try Argument.string(endpoint, "endpoint")
+        return try app.messages.preparePushRegistration(endpoint: endpoint, ttlSeconds: ttlSeconds == 0 ? nil : ttlSeconds).json
+    }
+}
+
+@_cdecl("coords_messages_prepare_push_unregister")
+public func ffiMessagesPreparePushUnregister(_ handle: Handle, _ requestOut: BufferOut, _ error: ErrorOut) -> Int32 {
+    returning(requestOut, "request_json_out", app: handle, error) { app in try app.messages.preparePushUnregistration().json }
+}
+
 @_cdecl("coords_messages_process_fetch_response")
 public func ffiMessagesProcessFetchResponse(
     _ handle: Handle, _ body: UnsafePointer<UInt8>?, _ length: Int, _ outcomeOut: BufferOut, _ error: ErrorOut

@@ -68,6 +68,7 @@ ERR_ENVELOPE_TAMPERED = 364
 ERR_FRIEND_BLOCKED = 630
 ERR_MESSAGE_TOO_LONG = 631
 ERR_INVALID_MAILBOX_RESPONSE = 632
+ERR_INVALID_PUSH_ENDPOINT = 633
 ERR_INVALID_COORDINATE = 700
 ERR_DAMAGED_PLACE_DATA = 701
 ERR_UNSUPPORTED_PLACE_DATA = 702
@@ -222,6 +223,8 @@ _SIGNATURES = [
     ("coords_messages_send", c_int32, [_APP, c_char_p, c_char_p, _BUF, _ERR]),
     ("coords_messages_mark_sent", c_int32, [_APP, c_char_p, _ERR]),
     ("coords_messages_prepare_fetch", c_int32, [_APP, _BUF, _ERR]),
+    ("coords_messages_prepare_push_register", c_int32, [_APP, c_char_p, c_uint64, _BUF, _ERR]),
+    ("coords_messages_prepare_push_unregister", c_int32, [_APP, _BUF, _ERR]),
     ("coords_messages_process_fetch_response", c_int32, [_APP, _U8, c_size_t, _BUF, _ERR]),
     ("coords_messages_conversations", c_int32, [_APP, _BUF, _ERR]),
     ("coords_messages_history", c_int32, [_APP, c_char_p, c_uint32, _BUF, _ERR]),
@@ -1170,6 +1173,24 @@ class App:
     def prepare_message_fetch(self) -> Request:
         """A recipient-signed GET of our mailbox (sign a fresh one per attempt)."""
         return Request.from_json(_json_call(lib.coords_messages_prepare_fetch, self.handle))
+
+    def prepare_push_register(self, endpoint: str, ttl_seconds: int | None = None) -> Request:
+        """A signed PUT of our relay's /v1/relay/push (PROTOCOL.md §8.7): the relay wakes the
+        app at `endpoint` (an https:// UnifiedPush URL; http:// only for a loopback host, in
+        tests) when an envelope arrives. `ttl_seconds` None = the relay's default (7 days);
+        renew at least daily. The relay answers 200, 400 endpoint_refused, or 404 (no push).
+
+        Raises CoordsError ERR_INVALID_PUSH_ENDPOINT, ERR_NO_IDENTITY, ERR_NO_SERVER."""
+        ttl = 0 if ttl_seconds is None else ttl_seconds
+        if ttl < 0 or ttl >= 2**64:
+            raise ValueError("ttl_seconds must be 0 … 2**64-1")
+        return Request.from_json(_json_call(lib.coords_messages_prepare_push_register, self.handle, endpoint.encode(), ttl))
+
+    def prepare_push_unregister(self) -> Request:
+        """A signed DELETE of our relay's /v1/relay/push: no more wakes.
+
+        Raises CoordsError ERR_NO_IDENTITY, ERR_NO_SERVER."""
+        return Request.from_json(_json_call(lib.coords_messages_prepare_push_unregister, self.handle))
 
     def process_messages(self, body: bytes) -> MessagesOutcome:
         """Verifies, opens and stores a mailbox response: send the outcome's acks and receipts."""

@@ -140,6 +140,10 @@ def test_each_command_prints_json_that_matches_its_schema_and_the_exit_statuses_
     assert imported["friends"] == 1
     assert check("outbox list", "outbox", home=alice)[0] == {"entries": []}
     assert check("outbox flush", "outbox", "flush", home=alice)[0] == {"delivered": [], "dropped": [], "still_queued": 0}
+    # A public IP literal needs no DNS; it is removed again before any envelope could wake it.
+    pushed, _ = check("push register", "push", "register", "https://1.1.1.1/up/alice", "--ttl", "600", home=alice)
+    assert pushed["endpoint"] == "https://1.1.1.1/up/alice" and pushed["expires_at_ms"] > 1e12
+    assert check("push unregister", "push", "unregister", home=alice)[0] == {"deleted": True}
 
     # Relay two goes down: Bob's fetch reaches only some relays (2), the failure on stderr.
     two.stop()

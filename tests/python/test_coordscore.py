@@ -719,6 +719,16 @@ def test_app_methods_return_typed_records(tmp_path):
         assert [m.text for m in alice.history(friend.id)] == ["hi"]
         assert isinstance(alice.conversations()[0], cc.Conversation)
         assert isinstance(alice.prepare_message_fetch(), cc.Request)
+        push = alice.prepare_push_register("https://push.example.net/up/AbC", ttl_seconds=86400)
+        assert push.method == "PUT" and push.url.endswith("/v1/relay/push")
+        assert json.loads(push.body) == {"endpoint": "https://push.example.net/up/AbC", "ttl": 86400}
+        assert "endpoint" in json.loads(alice.prepare_push_register("https://push.example.net/up/x").body)
+        with pytest.raises(cc.CoordsError) as refused:
+            alice.prepare_push_register("http://push.example.net/up")
+        assert refused.value.code == cc.ERR_INVALID_PUSH_ENDPOINT
+        with pytest.raises(ValueError):
+            alice.prepare_push_register("https://push.example.net/up", ttl_seconds=-1)
+        assert alice.prepare_push_unregister().method == "DELETE"
         assert upload.to_json()["request"]["method"] == "PUT" and upload["fix_timestamp"] == upload.fix_timestamp
 
 

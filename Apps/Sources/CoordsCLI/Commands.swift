@@ -26,7 +26,7 @@ public struct CoordsCommand: AsyncParsableCommand {
         version: CoordsVersion.string,
         subcommands: [
             Init.self, WhoAmI.self, Add.self, Friends.self, Verify.self, Remove.self, Share.self, Fetch.self,
-            Watch.self, Delete.self, Send.self, Inbox.self, Chat.self, Backup.self, Outbox.self
+            Watch.self, Delete.self, Send.self, Inbox.self, Chat.self, Push.self, Backup.self, Outbox.self
         ])
 
     public init() {}

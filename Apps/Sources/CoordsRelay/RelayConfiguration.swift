@@ -60,6 +60,8 @@ public struct RelayConfiguration: Sendable {
     public var connections = ConnectionLimits()
     /// The live channel (`GET /v1/relay/live`, PROTOCOL.md §8) and its limits: see ``LiveLimits``.
     public var live = LiveLimits()
+    /// Push endpoints for sleeping phones (`/v1/relay/push`, PROTOCOL.md §8.7): see ``PushLimits``.
+    public var push = PushLimits()
     /// Take the client address from the first `X-Forwarded-For` entry (only behind a trusted proxy).
     public var trustForwardedFor = false
     /// The version `GET /api/version` reports (the reference Android app needs ≥ 2026.1.6).
@@ -89,6 +91,33 @@ public struct LiveLimits: Sendable, Equatable {
     /// A connection that watches nothing (no key, no mailbox) this many seconds after it opened
     /// or after its last unsubscribe is closed with 4408.
     public var idleTimeoutSeconds: UInt64 = 60
+
+    public init() {}
+}
+
+/// Push endpoints (PROTOCOL.md §8.7): registrations, wakes, retries.
+public struct PushLimits: Sendable, Equatable {
+    /// Offer push registration at all (off: `/v1/relay/push` answers 404, like a reference relay).
+    public var enabled = true
+    /// Accept `http://` endpoints and loopback addresses (tests only: `--push-allow-loopback`).
+    /// Private, link-local and other non-public addresses stay refused.
+    public var allowLoopback = false
+    /// Most registrations stored (507 beyond).
+    public var maximumRegistrations = 100_000
+    /// A registration's lifetime when the request names none, and the bounds of `ttl`, seconds.
+    public var defaultTTLSeconds: UInt64 = 604_800
+    public var minimumTTLSeconds: UInt64 = 60
+    public var maximumTTLSeconds: UInt64 = 2_592_000
+    /// At most one wake per endpoint this often; envelopes in between fold into the next wake.
+    public var coalesceMilliseconds: UInt64 = 5_000
+    /// Waits before the retries of a failed wake (one attempt plus one per entry).
+    public var retryDelaysMilliseconds: [UInt64] = [1_000, 2_000, 4_000, 8_000]
+    /// Longest wait for an endpoint's answer to one attempt.
+    public var timeoutMilliseconds: UInt64 = 10_000
+    /// Consecutive failed wakes (every attempt failed) after which the registration is removed.
+    public var failedWakesBeforeDrop = 3
+    /// Most endpoints being woken at once; wakes beyond it are skipped (counted in the metrics).
+    public var maximumConcurrentWakes = 256
 
     public init() {}
 }

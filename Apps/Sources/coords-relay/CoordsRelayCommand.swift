@@ -148,6 +148,17 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("live-max-ids"), help: "Most keys one live connection may watch [COORDS_LIVE_MAX_IDS].")
     var liveMaximumIDs: Int = Env.int("COORDS_LIVE_MAX_IDS", defaults.live.maximumIDsPerConnection)
 
+    @Flag(name: .customLong("no-push"), help: "Do not offer push registration (/v1/relay/push answers 404) [COORDS_NO_PUSH=1].")
+    var noPush: Bool = Env.flag("COORDS_NO_PUSH")
+
+    @Option(name: .customLong("push-max-registrations"), help: "Most push endpoints registered at once [COORDS_PUSH_MAX_REGISTRATIONS].")
+    var pushMaximumRegistrations: Int = Env.int("COORDS_PUSH_MAX_REGISTRATIONS", defaults.push.maximumRegistrations)
+
+    @Flag(
+        name: .customLong("push-allow-loopback"),
+        help: "TESTS ONLY: accept http:// push endpoints and loopback addresses (private ones stay refused) [COORDS_PUSH_ALLOW_LOOPBACK=1].")
+    var pushAllowLoopback: Bool = Env.flag("COORDS_PUSH_ALLOW_LOOPBACK")
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical [COORDS_LOG_LEVEL].")
     var logLevel: String = environment("COORDS_LOG_LEVEL") ?? defaults.logLevel.rawValue
 
@@ -174,6 +185,7 @@ struct Serve: AsyncParsableCommand {
         guard liveMaximumConnections >= 1, liveConnectionsPerAddress >= 1, liveMaximumIDs >= 1 else {
             throw ValidationError("live channel caps must be at least 1")
         }
+        guard pushMaximumRegistrations >= 0 else { throw ValidationError("--push-max-registrations must be at least 0") }
         guard maximumConnections >= 1, maximumConnectionsPerAddress >= 1, mailboxSizeUnsigned >= 0 else {
             throw ValidationError("connection caps must be at least 1 and --mailbox-size-unsigned at least 0")
         }
@@ -208,6 +220,9 @@ struct Serve: AsyncParsableCommand {
         configuration.live.maximumConnections = liveMaximumConnections
         configuration.live.maximumConnectionsPerAddress = liveConnectionsPerAddress
         configuration.live.maximumIDsPerConnection = liveMaximumIDs
+        configuration.push.enabled = !noPush
+        configuration.push.maximumRegistrations = pushMaximumRegistrations
+        configuration.push.allowLoopback = pushAllowLoopback
         configuration.logLevel = Logger.Level(rawValue: logLevel) ?? .info
 
         LoggingSystem.bootstrap((RelayLogFormat(rawValue: logFormat) ?? .text).factory)

@@ -34,7 +34,8 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "backup": backup,
     "keychain": keychain,
     "store-codecs": storeCodecs,
-    "live-frame": liveFrame
+    "live-frame": liveFrame,
+    "push-endpoint": pushEndpoint
 ]
 
 /// A failed property: crash loudly so libFuzzer keeps the input.
@@ -310,7 +311,7 @@ func cheapenArgon2(_ bytes: inout [UInt8], at offset: Int) {
         let again = try? value.withStoreBytes { try T(storeBytes: $0) }
         check(again == value, "\(T.storeTypeName) round trip")
     }
-    switch selector % 12 {
+    switch selector % 13 {
     case 0: roundTrip(RelayRecord.self)
     case 1: roundTrip(Tombstone.self)
     case 2: roundTrip(MailboxEntry.self)
@@ -322,7 +323,39 @@ func cheapenArgon2(_ bytes: inout [UInt8], at offset: Int) {
     case 8: roundTrip(String.self)
     case 9: roundTrip(Bytes32.self)
     case 10: roundTrip(UInt64.self)
+    case 12: roundTrip(PushRegistration.self)
     default: roundTrip(Int64.self)
+    }
+}
+
+/// A push registration body (§8.7) and the endpoint rule: parsing never traps, a parsed
+/// endpoint keeps its text and a port in range, and an address is classified the same in its
+/// IPv4 and IPv4-mapped IPv6 forms.
+@Sendable func pushEndpoint(_ bytes: [UInt8]) {
+    var limits = PushLimits()
+    limits.allowLoopback = bytes.first.map { $0 & 1 == 1 } ?? false
+    if let (endpoint, ttl) = try? RelayService.parseRegistration(bytes, limits: limits) {
+        check((1...65535).contains(endpoint.port) && !endpoint.host.isEmpty, "a parsed endpoint has a host and a port in range")
+        check((limits.minimumTTLSeconds...limits.maximumTTLSeconds).contains(ttl), "a parsed ttl is in range")
+    }
+    let text = String(decoding: bytes, as: UTF8.self)
+    for insecure in [false, true] {
+        if let endpoint = try? PushEndpoint(parsing: text, allowInsecure: insecure) {
+            check(endpoint.url == text && (endpoint.secure || insecure), "a parsed endpoint is its own text, https unless allowed")
+        }
+    }
+    if bytes.count >= 4, let v4 = IPAddress(bytes: Array(bytes.prefix(4))),
+        let mapped = IPAddress(bytes: [UInt8](repeating: 0, count: 10) + [0xFF, 0xFF] + Array(bytes.prefix(4)))
+    {
+        for loopback in [false, true] {
+            check(
+                EndpointPolicy.isPublic(v4, allowLoopback: loopback) == EndpointPolicy.isPublic(mapped, allowLoopback: loopback),
+                "IPv4 and IPv4-mapped forms are classified alike")
+        }
+    }
+    if bytes.count >= 16, let v6 = IPAddress(bytes: Array(bytes.prefix(16))) {
+        _ = EndpointPolicy.isPublic(v6, allowLoopback: false)
+        _ = v6.description
     }
 }
 

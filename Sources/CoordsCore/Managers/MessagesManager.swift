@@ -103,12 +103,16 @@ public enum MessagesManagerError: CoordsCoreError, Equatable {
     case messageTooLong(bytes: Int, maximum: Int)
     /// The mailbox response is not `{"packets": [...]}`.
     case invalidMailboxResponse(String)
+    /// The push endpoint is not an `https://` URL of at most 1,024 printable ASCII bytes
+    /// (`http://` only for a loopback host, for tests).
+    case invalidPushEndpoint(String)
 
     public var code: Int32 {
         switch self {
         case .friendBlocked: 630
         case .messageTooLong: 631
         case .invalidMailboxResponse: 632
+        case .invalidPushEndpoint: 633
         }
     }
 
@@ -117,6 +121,7 @@ public enum MessagesManagerError: CoordsCoreError, Equatable {
         case .friendBlocked(let id): "friend \(id.prefix(12))… is blocked; unblock them (verify --reset) to exchange messages"
         case .messageTooLong(let bytes, let maximum): "the message is \(bytes) bytes; at most \(maximum) fit in one envelope"
         case .invalidMailboxResponse(let why): "the relay's mailbox response is not valid: \(why)"
+        case .invalidPushEndpoint(let why): "the push endpoint is not usable: \(why)"
         }
     }
 }
@@ -209,6 +214,50 @@ public actor MessagesManager {
         let identity = try context.identity.get()
         let path = "/v1/relay/messages?recipientID=\(PeerID(identity.publicKey).hex)&limit=\(Self.fetchLimit)"
         return try signedRequest(method: "GET", path: path, identity: identity)
+    }
+
+    // MARK: Push (§8.7)
+
+    /// A signed `PUT <own relay>/v1/relay/push` registering `endpoint` (the URL the phone's
+    /// UnifiedPush distributor gave the app) for our mailbox, so the relay wakes the app when an
+    /// envelope arrives. Renew it at least daily and whenever the distributor hands out a new
+    /// endpoint. The relay answers 200 `{"endpoint", "expiresAt"}`, 400 `endpoint_refused` (not
+    /// https, or not a public address), or 404 when it has no push (keep polling).
+    /// - Parameters:
+    ///   - endpoint: an `https://` URL; `http://` is accepted here only for a loopback host
+    ///     (127.0.0.1, [::1], localhost), for tests against a relay run with `--push-allow-loopback`.
+    ///   - ttlSeconds: how long the registration lives (the relay's default, 7 days, when nil).
+    /// - Throws: ``MessagesManagerError/invalidPushEndpoint(_:)``, ``WalletManagerError/noIdentity``,
+    ///   ``WalletManagerError/noServer``.
+    public nonisolated func preparePushRegistration(endpoint: String, ttlSeconds: UInt64? = nil) throws -> PreparedRequest {
+        try Self.checkPushEndpoint(endpoint)
+        var fields: [(String, JSONValue)] = [("endpoint", .string(endpoint))]
+        if let ttlSeconds { fields.append(("ttl", .number(String(ttlSeconds)))) }
+        var request = try signedRequest(method: "PUT", path: "/v1/relay/push", identity: try context.identity.get())
+        request.headers.append(.init(name: "Content-Type", value: "application/json"))
+        request.body = JSONValue.object(JSONObject(fields)).serialized()
+        return request
+    }
+
+    /// A signed `DELETE <own relay>/v1/relay/push`: the relay stops waking this mailbox
+    /// (200 `{"deleted": bool}`).
+    /// - Throws: ``WalletManagerError/noIdentity``, ``WalletManagerError/noServer``.
+    public nonisolated func preparePushUnregistration() throws -> PreparedRequest {
+        try signedRequest(method: "DELETE", path: "/v1/relay/push", identity: try context.identity.get())
+    }
+
+    static func checkPushEndpoint(_ endpoint: String) throws {
+        let bytes = Array(endpoint.utf8)
+        guard !bytes.isEmpty, bytes.count <= 1024, bytes.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw MessagesManagerError.invalidPushEndpoint("it must be 1…1024 printable ASCII bytes without spaces")
+        }
+        let lower = endpoint.lowercased()
+        if lower.hasPrefix("https://"), lower.count > 8 { return }
+        for host in ["http://127.0.0.1", "http://localhost", "http://[::1]"] where lower.hasPrefix(host) {
+            let rest = lower.dropFirst(host.count)
+            if rest.isEmpty || rest.hasPrefix(":") || rest.hasPrefix("/") { return }
+        }
+        throw MessagesManagerError.invalidPushEndpoint("it must be an https:// URL")
     }
 
     /// The timestamp (Unix seconds) of the next mailbox signature: later than the last one signed

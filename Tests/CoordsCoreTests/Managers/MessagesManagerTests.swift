@@ -121,4 +121,32 @@ import Testing
         try p.alice.reopen()
         #expect(try p.alice.app.messages.history(with: p.bobID).map(\.status) == [.sent])
     }
+
+    @Test func pushRegistrationIsASignedPutOfTheEndpoint() async throws {
+        let p = try await Pair()
+        let request = try p.bob.app.messages.preparePushRegistration(endpoint: "https://push.example.net/up/AbC", ttlSeconds: 86_400)
+        #expect(request.method == "PUT" && request.url == "https://relay.test/v1/relay/push")
+        #expect(request.header("Content-Type") == "application/json")
+        let body = try JSONValue.parse(request.body).objectValue
+        #expect(body?["endpoint"]?.stringValue == "https://push.example.net/up/AbC" && body?["ttl"]?.uint64Value == 86_400)
+        // The §7.3 signature by Bob's key over PUT, the path and the timestamp.
+        let keyText = try #require(request.header("X-Coords-Key"))
+        let key = try Ed25519PublicKey(rawRepresentation: try Base64.decode(keyText))
+        #expect(key.base64URL == p.bobID)
+        let timestampText = try #require(request.header("X-Coords-Timestamp"))
+        let timestamp = try #require(UInt64(timestampText))
+        let signatureText = try #require(request.header("X-Coords-Signature"))
+        let signature = try Base64.decode(signatureText)
+        #expect(key.isValidSignature(signature, for: MailboxAuth.signedBytes(method: "PUT", path: "/v1/relay/push", timestamp: timestamp)))
+        #expect(try JSONValue.parse(p.bob.app.messages.preparePushRegistration(endpoint: "http://127.0.0.1:8099/up").body).objectValue?["ttl"] == nil)
+
+        let unregister = try p.bob.app.messages.preparePushUnregistration()
+        #expect(unregister.method == "DELETE" && unregister.url == "https://relay.test/v1/relay/push" && unregister.body.isEmpty)
+        #expect(unregister.header("X-Coords-Signature") != request.header("X-Coords-Signature"))
+
+        for bad in ["", "http://push.example.net/up", "ftp://x", "https://", "https://a b", "http://127.0.0.1.evil.net/", String(repeating: "h", count: 1025)] {
+            let error = #expect(throws: MessagesManagerError.self, "\(bad)") { try p.bob.app.messages.preparePushRegistration(endpoint: bad) }
+            #expect(error?.code == 633)
+        }
+    }
 }

@@ -74,6 +74,7 @@ extension RelayService {
         case .stored:
             metrics.messagesPosted.increment()
             live.publish(.message(id: id), mailbox: entry.recipient)
+            push?.wake(recipient: entry.recipient)
             store.announce(LiveAnnouncement.message(recipient: entry.recipient, id: id).payload(from: nodeID))
             return .json(.object(["accepted": .bool(true), "packetID": .string(id)]), status: 202)
         case .duplicate:
@@ -110,6 +111,16 @@ extension RelayService {
     public func acknowledgeMessage(id rawID: String, method: String, pathWithQuery: String, headers: [String: String]) async throws -> RelayReply {
         guard Envelope.isUUID(rawID) else { throw RelayFailure(400, "invalid_id", "the message id must be a UUID") }
         let id = rawID.lowercased()
+        let recipient = try await authenticateCaller(method: method, pathWithQuery: pathWithQuery, headers: headers)
+        let tombstoneUntil = nowSeconds.addingSaturating(configuration.maximumMessageTTLSeconds).addingSaturating(configuration.clockSkewSeconds)
+        let deleted = try await store.mailboxAck(id: id, recipient: recipient.hex, tombstoneUntil: tombstoneUntil)
+        if deleted { metrics.messagesAcknowledged.increment() }
+        return .json(.object(["deleted": .bool(deleted), "packetID": .string(id)]))
+    }
+
+    /// The mailbox of whoever signed the request (the key in `X-Coords-Key`), after the same
+    /// checks as ``authenticate(recipient:method:pathWithQuery:headers:)``.
+    func authenticateCaller(method: String, pathWithQuery: String, headers: [String: String]) async throws -> PeerID {
         guard let keyText = headers["x-coords-key"], let bytes = try? Base64.decode(keyText, field: "X-Coords-Key"), bytes.count == 32,
             let key = try? Ed25519PublicKey(rawRepresentation: bytes)
         else {
@@ -117,10 +128,7 @@ extension RelayService {
         }
         let recipient = PeerID(key)
         try await authenticate(recipient: recipient, method: method, pathWithQuery: pathWithQuery, headers: headers)
-        let tombstoneUntil = nowSeconds.addingSaturating(configuration.maximumMessageTTLSeconds).addingSaturating(configuration.clockSkewSeconds)
-        let deleted = try await store.mailboxAck(id: id, recipient: recipient.hex, tombstoneUntil: tombstoneUntil)
-        if deleted { metrics.messagesAcknowledged.increment() }
-        return .json(.object(["deleted": .bool(deleted), "packetID": .string(id)]))
+        return recipient
     }
 
     /// Checks the three recipient headers: the key hashes to `recipient`, the timestamp is within
@@ -177,5 +185,8 @@ extension RelayService {
             logger.info("expired messages swept", metadata: ["count": "\(removed)"])
         }
         messageLimiter.prune(now: clock.now())
+        let pushRemoved = try await store.pushSweep(now: now)
+        if pushRemoved > 0 { logger.info("expired push registrations swept", metadata: ["count": "\(pushRemoved)"]) }
+        push?.prune()
     }
 }

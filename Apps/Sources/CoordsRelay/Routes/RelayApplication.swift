@@ -82,6 +82,7 @@ public func buildRouter(service: RelayService) -> Router<RelayRequestContext> {
     router.addRoutes(coords, atPath: "")
     router.addRoutes(mailboxRoutes(service: service))
     router.addRoutes(liveRoutes(service: service))
+    router.addRoutes(pushRoutes(service: service))
     router.addRoutes(operatorRoutes(service: service))
     return router
 }
@@ -143,6 +144,24 @@ func liveRoutes(service: RelayService) -> RouteCollection<RelayRequestContext> {
     return routes
 }
 
+/// §8.7 push registration (recipient-signed). Absent when push is off, so such a relay answers
+/// 404 like a reference relay.
+func pushRoutes(service: RelayService) -> RouteCollection<RelayRequestContext> {
+    let routes = RouteCollection(context: RelayRequestContext.self)
+    guard service.configuration.push.enabled else { return routes }
+    routes.put("v1/relay/push") { request, context in
+        await handle(request, context, service, needsBody: true) { body in
+            var headers: [String: String] = [:]
+            for field in request.headers { headers[field.name.canonicalName] = field.value }
+            return try await service.registerPush(body: body, pathWithQuery: request.head.path ?? request.uri.description, headers: headers)
+        }
+    }
+    routes.delete("v1/relay/push") { request, context in
+        await signed(request, context, service) { path, headers in try await service.unregisterPush(pathWithQuery: path, headers: headers) }
+    }
+    return routes
+}
+
 /// The operator's endpoints: `GET healthz` and `GET metrics` (Prometheus text).
 func operatorRoutes(service: RelayService) -> RouteCollection<RelayRequestContext> {
     let routes = RouteCollection(context: RelayRequestContext.self)
@@ -174,6 +193,7 @@ private func assemble(service: RelayService, router: Router<RelayRequestContext>
         logger: logger)
     if closingStore { app.addServices(StoreCloser(store: service.store)) }  // first: shut down last
     app.addServices(ExpirySweeper(service: service))
+    if let push = service.push { app.addServices(push) }
     if configuration.live.enabled, let announcements = service.store.announcements() {
         app.addServices(LiveBridge(service: service, announcements: announcements))
     }
@@ -204,6 +224,7 @@ let knownRoutes: [(path: [String], methods: [String])] = {
     routes.append((["v1", "relay", "messages", ":id", "ack"], ["POST"]))
     routes.append((["v1", "relay", "messages", ":id"], ["DELETE"]))
     routes.append((["v1", "relay", "live"], ["GET"]))
+    routes.append((["v1", "relay", "push"], ["PUT", "DELETE"]))
     routes.append((["healthz"], ["GET"]))
     routes.append((["metrics"], ["GET"]))
     return routes

@@ -15,6 +15,8 @@ public final class RelayService: Sendable {
     let messageLimiter: RateLimiter
     /// This node's live subscribers (§8); every accepted write is published to it.
     public let live: LiveHub
+    /// Sends push wakes for accepted envelopes (§8.7); nil when push is off.
+    public let push: PushDispatcher?
     /// This process's name in live announcements to the other nodes (random, per start).
     let nodeID: String
 
@@ -28,6 +30,9 @@ public final class RelayService: Sendable {
         keyLimiter = RateLimiter(rate: configuration.keyRate, burst: configuration.keyBurst)
         messageLimiter = RateLimiter(rate: configuration.messageRate, burst: configuration.messageBurst)
         live = LiveHub(limits: configuration.live)
+        push =
+            configuration.push.enabled
+            ? PushDispatcher(limits: configuration.push, store: store, clock: clock, logger: logger, metrics: metrics) : nil
         nodeID = Base64.encode((try? SystemRandomSource().bytes(9)) ?? [])
     }
 
@@ -196,6 +201,7 @@ public final class RelayService: Sendable {
         if let count = try? await store.count() { metrics.storeEntries.set(Int64(count)) }
         if let count = try? await store.mailboxCount() { metrics.mailboxEntries.set(Int64(count)) }
         if let count = try? await store.seenSignatureCount() { metrics.seenSignatures.set(Int64(count)) }
+        if let count = try? await store.pushCount() { metrics.pushRegistrations.set(Int64(count)) }
         let live = live.counts
         metrics.liveOpen.set(Int64(live.connections))
         metrics.liveKeys.set(Int64(live.keys))

@@ -56,15 +56,17 @@ enum RelayTables {
     static let mailboxMeta = TableDefinition<String, UInt64>("mailbox_meta")
     /// Recipient request signatures accepted (`R`, 32 bytes) → kept until (Unix seconds).
     static let seenSignatures = TableDefinition<Bytes32, UInt64>("seen_signatures")
-    /// Version 2 added the mailbox tables, version 3 the seen signatures (created at open;
-    /// nothing to convert).
+    /// Recipient id (64 hex digits) → its push endpoint (§8.7).
+    static let pushEndpoints = TableDefinition<String, PushRegistration>("push_endpoints")
+    /// Version 2 added the mailbox tables, version 3 the seen signatures, version 4 the push
+    /// endpoints (created at open; nothing to convert).
     static let schema = Schema(
-        version: 3,
+        version: 4,
         tables: [
             records.erased, tombstones.erased, mailbox.erased, mailboxIndex.erased,
-            mailboxTombstones.erased, mailboxMeta.erased, seenSignatures.erased
+            mailboxTombstones.erased, mailboxMeta.erased, seenSignatures.erased, pushEndpoints.erased
         ],
-        migrations: [Migration(to: 2) { _ in }, Migration(to: 3) { _ in }])
+        migrations: [Migration(to: 2) { _ in }, Migration(to: 3) { _ in }, Migration(to: 4) { _ in }])
 }
 
 /// `mailbox-entry/1` (the table's type name; the value carries its own version byte):
@@ -107,6 +109,29 @@ extension MailboxEntry: StoreValue {
     }
 }
 
+/// `push-registration/1`: `1 | expiresAt u64 BE | endpoint (UTF-8)`.
+extension PushRegistration: StoreValue {
+    public static var storeTypeName: String { "push-registration/1" }
+
+    public func withStoreBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        var writer = ByteWriter(capacity: 9 + endpoint.utf8.count)
+        writer.write(UInt8(1))
+        writer.write(expiresAt)
+        writer.write(Array(endpoint.utf8))
+        return try writer.bytes.withUnsafeBytes { try body($0) }
+    }
+
+    public init(storeBytes: UnsafeRawBufferPointer) throws {
+        var reader = ByteReader(storeBytes)
+        guard try reader.read(UInt8.self) == 1 else { throw StoreCodecError("not a push-registration/1 value") }
+        let expiresAt = try reader.read(UInt64.self)
+        guard let endpoint = String(validating: reader.readRemaining(), as: UTF8.self) else {
+            throw StoreCodecError("a push endpoint is not UTF-8")
+        }
+        self.init(endpoint: endpoint, expiresAt: expiresAt)
+    }
+}
+
 extension MailboxEntry {
     /// The queue key prefix of a recipient: the 32 bytes its hex id spells (zeros if not hex).
     static func queuePrefix(_ recipient: String) -> [UInt8] {
@@ -132,6 +157,9 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
         case mailboxAck(id: String, recipient: String, tombstoneUntil: UInt64)
         case mailboxSweep(now: UInt64)
         case acceptSignature(Bytes32, until: UInt64, now: UInt64, capacity: Int)
+        case pushRegister(recipient: String, PushRegistration, capacity: Int)
+        case pushRemove(recipient: String, endpoint: String?)
+        case pushSweep(now: UInt64)
     }
 
     private enum Outcome {
@@ -141,6 +169,7 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
         case posted(MailboxPostResult)
         case acked(Bool)
         case signature(SignatureAcceptance)
+        case done(Bool)
     }
 
     private struct Job: Sendable {
@@ -248,6 +277,35 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
 
     public func mailboxCount() async throws -> Int {
         try database.read { tx in try tx.open(RelayTables.mailboxIndex).count() }
+    }
+
+    // MARK: Push endpoints
+
+    public func pushRegister(recipient: String, _ registration: PushRegistration, capacity: Int) async throws -> Bool {
+        guard case .done(let stored) = try await submit(.pushRegister(recipient: recipient, registration, capacity: capacity)) else {
+            throw RelayStoreError(description: "unexpected outcome")
+        }
+        return stored
+    }
+
+    public func pushRegistration(recipient: String, now: UInt64) async throws -> PushRegistration? {
+        try database.read { tx in try tx.open(RelayTables.pushEndpoints).get(recipient) }.flatMap { $0.expiresAt > now ? $0 : nil }
+    }
+
+    public func pushRemove(recipient: String, endpoint: String?) async throws -> Bool {
+        guard case .done(let removed) = try await submit(.pushRemove(recipient: recipient, endpoint: endpoint)) else {
+            throw RelayStoreError(description: "unexpected outcome")
+        }
+        return removed
+    }
+
+    public func pushSweep(now: UInt64) async throws -> Int {
+        guard case .swept(let count) = try await submit(.pushSweep(now: now)) else { throw RelayStoreError(description: "unexpected outcome") }
+        return count
+    }
+
+    public func pushCount() async throws -> Int {
+        try database.read { tx in try tx.open(RelayTables.pushEndpoints).count() }
     }
 
     // MARK: Export (coords-relay migrate)
@@ -373,6 +431,25 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
             if try seen.count() >= capacity { return .signature(.full) }
             try seen.put(r, until)
             return .signature(.accepted)
+        case .pushRegister(let recipient, let registration, let capacity):
+            let endpoints = try tx.open(RelayTables.pushEndpoints)
+            if try !endpoints.contains(recipient), try endpoints.count() >= capacity { return .done(false) }
+            try endpoints.put(recipient, registration)
+            return .done(true)
+        case .pushRemove(let recipient, let endpoint):
+            let endpoints = try tx.open(RelayTables.pushEndpoints)
+            guard let current = try endpoints.get(recipient), endpoint == nil || current.endpoint == endpoint else { return .done(false) }
+            try endpoints.delete(recipient)
+            return .done(true)
+        case .pushSweep(let now):
+            let endpoints = try tx.open(RelayTables.pushEndpoints)
+            var expired: [String] = []
+            try endpoints.forEach { recipient, registration in
+                if registration.expiresAt <= now { expired.append(recipient) }
+                return true
+            }
+            for recipient in expired { try endpoints.delete(recipient) }
+            return .swept(expired.count)
         default:
             return nil
         }
@@ -437,7 +514,7 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
                             }
                             for key in old { try tombstones.delete(key) }
                             return .swept(expired.count)
-                        case .mailboxPost, .mailboxAck, .mailboxSweep, .acceptSignature:
+                        case .mailboxPost, .mailboxAck, .mailboxSweep, .acceptSignature, .pushRegister, .pushRemove, .pushSweep:
                             throw RelayStoreError(description: "mailbox operation not applied")
                         }
                     }

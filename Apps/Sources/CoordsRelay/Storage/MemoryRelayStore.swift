@@ -98,4 +98,32 @@ public actor MemoryRelayStore: RelayStore {
     public func seenSignatureCount() -> Int { seen.count }
 
     public func close() {}
+
+    // MARK: Push endpoints
+
+    private var pushEndpoints: [String: PushRegistration] = [:]
+
+    public func pushRegister(recipient: String, _ registration: PushRegistration, capacity: Int) -> Bool {
+        if pushEndpoints[recipient] == nil, pushEndpoints.count >= capacity { return false }
+        pushEndpoints[recipient] = registration
+        return true
+    }
+
+    public func pushRegistration(recipient: String, now: UInt64) -> PushRegistration? {
+        pushEndpoints[recipient].flatMap { $0.expiresAt > now ? $0 : nil }
+    }
+
+    public func pushRemove(recipient: String, endpoint: String?) -> Bool {
+        guard let current = pushEndpoints[recipient], endpoint == nil || current.endpoint == endpoint else { return false }
+        pushEndpoints[recipient] = nil
+        return true
+    }
+
+    public func pushSweep(now: UInt64) -> Int {
+        let before = pushEndpoints.count
+        pushEndpoints = pushEndpoints.filter { $0.value.expiresAt > now }
+        return before - pushEndpoints.count
+    }
+
+    public func pushCount() -> Int { pushEndpoints.count }
 }

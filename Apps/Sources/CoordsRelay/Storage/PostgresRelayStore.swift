@@ -153,7 +153,7 @@ final class Deadline: Sendable {
 /// applied version); a relay refuses a database whose schema is newer than it knows.
 public final class PostgresRelayStore: RelayStore, Sendable {
     /// The schema version this code writes.
-    public static let schemaVersion = 3
+    public static let schemaVersion = 4
     /// Migrations by version: each runs once, in order, inside the migration transaction.
     static let migrations: [(version: Int, statements: [PostgresQuery])] = [
         (
@@ -259,6 +259,13 @@ public final class PostgresRelayStore: RelayStore, Sendable {
                     RETURN results;
                 END $$
                 """
+            ]
+        ),
+        (
+            4,
+            [
+                "CREATE TABLE push_endpoints (recipient TEXT PRIMARY KEY, endpoint TEXT NOT NULL, expires_at BIGINT NOT NULL)",
+                "CREATE INDEX push_endpoints_expires ON push_endpoints (expires_at)"
             ]
         )
     ]
@@ -724,6 +731,64 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         try await run("count request signatures") { client, logger in
             try await Self.scalar("SELECT count(*) FROM seen_signatures", client, logger)
         }
+    }
+
+    // MARK: Push endpoints
+
+    public func pushRegister(recipient: String, _ registration: PushRegistration, capacity: Int) async throws -> Bool {
+        // One statement: the capacity check and the write cannot interleave with another node's.
+        try await run("register a push endpoint") { client, logger in
+            var stored = false
+            for try await _ in try await client.query(
+                """
+                INSERT INTO push_endpoints (recipient, endpoint, expires_at)
+                SELECT \(recipient), \(registration.endpoint), \(Self.int(registration.expiresAt))
+                WHERE EXISTS (SELECT 1 FROM push_endpoints WHERE recipient = \(recipient))
+                   OR (SELECT count(*) FROM push_endpoints) < \(Int64(clamping: capacity))
+                ON CONFLICT (recipient) DO UPDATE SET endpoint = EXCLUDED.endpoint, expires_at = EXCLUDED.expires_at
+                RETURNING 1
+                """, logger: logger
+            ).decode(Int.self) { stored = true }
+            return stored
+        }
+    }
+
+    public func pushRegistration(recipient: String, now: UInt64) async throws -> PushRegistration? {
+        try await run("read a push endpoint") { client, logger in
+            var found: PushRegistration?
+            for try await (endpoint, expires) in try await client.query(
+                "SELECT endpoint, expires_at FROM push_endpoints WHERE recipient = \(recipient) AND expires_at > \(Self.int(now))", logger: logger
+            ).decode((String, Int64).self) { found = PushRegistration(endpoint: endpoint, expiresAt: UInt64(clamping: expires)) }
+            return found
+        }
+    }
+
+    public func pushRemove(recipient: String, endpoint: String?) async throws -> Bool {
+        try await run("remove a push endpoint") { client, logger in
+            let query: PostgresQuery =
+                if let endpoint {
+                    "DELETE FROM push_endpoints WHERE recipient = \(recipient) AND endpoint = \(endpoint) RETURNING 1"
+                } else {
+                    "DELETE FROM push_endpoints WHERE recipient = \(recipient) RETURNING 1"
+                }
+            var removed = false
+            for try await _ in try await client.query(query, logger: logger).decode(Int.self) { removed = true }
+            return removed
+        }
+    }
+
+    public func pushSweep(now: UInt64) async throws -> Int {
+        try await run("sweep push endpoints") { client, logger in
+            var removed = 0
+            for try await _ in try await client.query("DELETE FROM push_endpoints WHERE expires_at <= \(Self.int(now)) RETURNING 1", logger: logger)
+                .decode(Int.self)
+            { removed += 1 }
+            return removed
+        }
+    }
+
+    public func pushCount() async throws -> Int {
+        try await run("count push endpoints") { client, logger in try await Self.scalar("SELECT count(*) FROM push_endpoints", client, logger) }
     }
 
     // MARK: Prepared statements (parsed and planned once per connection)

@@ -36,7 +36,7 @@ public enum DeleteResult: Sendable, Equatable {
 
 /// Where the relay keeps uploads. ``LMDBRelayStore`` persists them (durable before the 204);
 /// ``MemoryRelayStore`` is for tests. Both apply ``RelayStoreRules`` so they behave the same.
-public protocol RelayStore: MailboxStore {
+public protocol RelayStore: MailboxStore, PushStore {
     /// Stores `record` under `key` unless something at least as new is there.
     func put(key: Bytes32, record: RelayRecord) async throws -> PutResult
     /// The records of `keys` updated at or after `updatedSince` (older ones are expired).
@@ -179,4 +179,35 @@ public enum SignatureAcceptance: Sendable, Equatable {
     case replayed
     /// The store holds `capacity` live signatures: 503, retry later.
     case full
+}
+
+// MARK: Push endpoints (PROTOCOL.md §8.7)
+
+/// A mailbox's push endpoint: the URL the relay POSTs wakes to, and when the registration ends.
+public struct PushRegistration: Sendable, Equatable {
+    /// The endpoint URL exactly as registered.
+    public var endpoint: String
+    /// Unix seconds; the registration is gone from then on (swept with the mailbox).
+    public var expiresAt: UInt64
+
+    public init(endpoint: String, expiresAt: UInt64) {
+        self.endpoint = endpoint
+        self.expiresAt = expiresAt
+    }
+}
+
+/// The push side of a relay store: one registration per mailbox, all stores alike.
+public protocol PushStore: Sendable {
+    /// Stores `registration` for `recipient` (replacing any earlier one). Returns false, storing
+    /// nothing, when the store holds `capacity` registrations and `recipient` has none.
+    func pushRegister(recipient: String, _ registration: PushRegistration, capacity: Int) async throws -> Bool
+    /// `recipient`'s registration if it has not expired at `now`.
+    func pushRegistration(recipient: String, now: UInt64) async throws -> PushRegistration?
+    /// Removes `recipient`'s registration — only if its endpoint is still `endpoint`, when given
+    /// (so dropping a failing endpoint never removes a newer registration). True if one went.
+    func pushRemove(recipient: String, endpoint: String?) async throws -> Bool
+    /// Removes registrations that expired before `now`; returns how many.
+    func pushSweep(now: UInt64) async throws -> Int
+    /// Registrations stored (expired ones included until swept).
+    func pushCount() async throws -> Int
 }

@@ -20,6 +20,8 @@ final class RelayMetrics: Sendable {
     let liveConnections: Counter
     let liveOpen: Gauge
     let liveKeys: Gauge
+    let pushRegistrations: Gauge
+    let pushDropped: Counter
     private static let buckets: [Duration] = [
         .microseconds(250), .milliseconds(1), .milliseconds(2), .milliseconds(5),
         .milliseconds(10), .milliseconds(20), .milliseconds(50), .milliseconds(100),
@@ -56,6 +58,9 @@ final class RelayMetrics: Sendable {
         liveConnections = registry.makeCounter(descriptor: Self.name("live_connections", "total", "Live channel connections admitted"))
         liveOpen = registry.makeGauge(descriptor: Self.name("live_open", "count", "Live channel connections open now"))
         liveKeys = registry.makeGauge(descriptor: Self.name("live_keys", "count", "Keys watched by live connections now"))
+        pushRegistrations = registry.makeGauge(descriptor: Self.name("push_registrations", "count", "Push endpoints registered (expired ones until swept)"))
+        pushDropped = registry.makeCounter(
+            descriptor: Self.name("push_endpoints_dropped", "total", "Push registrations removed because the endpoint failed or was refused"))
         // Rate limits are counted in each process: N relays behind a load balancer allow up to N
         // times these rates in total (docs/RELAY.md, "Scaling").
         registry.makeGauge(
@@ -71,6 +76,12 @@ final class RelayMetrics: Sendable {
             descriptor: Self.name("build", "info", "The relay's version (value 1)"),
             labels: [("version", CoordsVersion.string)]
         ).set(Int64(1))
+    }
+
+    /// Counts a push wake by outcome: `delivered`, `failed` (every attempt), `coalesced` (folded
+    /// into a wake already waiting), `skipped` (too many wakes in flight).
+    func pushWake(_ result: String) {
+        registry.makeCounter(descriptor: Self.name("push_wakes", "total", "Push wakes by outcome"), labels: [("result", result)]).increment()
     }
 
     /// Counts a finished request and its latency.

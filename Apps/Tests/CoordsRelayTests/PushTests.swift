@@ -1,0 +1,309 @@
+import CoordsCore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import Testing
+
+@testable import CoordsRelay
+
+/// Push for sleeping phones (PROTOCOL.md §8.7): the endpoint rule, signed registration, the
+/// store on every backend, and wakes to a real HTTP receiver on loopback.
+@Suite struct PushTests {
+    static let bob = MailboxTests.bob
+
+    // MARK: The endpoint rule
+
+    @Test func endpointsParseStrictly() throws {
+        let ok = try PushEndpoint(parsing: "https://push.example.net/up/AbC?x=1", allowInsecure: false)
+        #expect(ok.host == "push.example.net" && ok.port == 443 && ok.secure)
+        let v6 = try PushEndpoint(parsing: "https://[2606:4700::1111]:8443/x", allowInsecure: false)
+        #expect(v6.host == "2606:4700::1111" && v6.port == 8443)
+        #expect(try PushEndpoint(parsing: "http://127.0.0.1:9/x", allowInsecure: true).port == 9)
+        let refused = [
+            "http://push.example.net/up",  // not https
+            "ftp://push.example.net/", "https://", "https:///path", "https://user@push.example.net/",
+            "https://push.example.net/#frag", "https://push.example.net:0/", "https://push.example.net:65536/",
+            "https://push.example.net:80a/", "https://push example.net/", "https://[::1/", "https://[push]/",
+            "https://push.example.net/\u{7F}", "https://ex%41mple.net/", "https://" + String(repeating: "a", count: 1020),
+            "https://[::1]x/", ""
+        ]
+        for text in refused {
+            #expect(throws: PushEndpointRefusal.self, "\(text)") { try PushEndpoint(parsing: text, allowInsecure: false) }
+        }
+    }
+
+    @Test func onlyPublicUnicastAddressesAreAllowed() throws {
+        let publicOnes = [
+            "1.1.1.1", "8.8.8.8", "100.63.255.255", "100.128.0.1", "172.32.0.1", "192.0.1.1", "223.255.255.255",
+            "2606:4700:4700::1111", "2a00:1450:4001::1", "64:ff9b::808:808", "2002:808:808::1"
+        ]
+        let privateOnes = [
+            "127.0.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1",
+            "0.0.0.0", "0.1.2.3", "224.0.0.1", "239.255.255.250", "240.0.0.1", "255.255.255.255", "192.0.2.1", "198.51.100.7",
+            "203.0.113.9", "198.18.0.1", "192.0.0.8", "192.88.99.1", "::", "::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1",
+            "::ffff:169.254.169.254", "::127.0.0.1", "fe80::1", "fc00::1", "fd12:3456::1", "fec0::1", "ff02::1", "100::1",
+            "64:ff9b::a00:1", "64:ff9b::7f00:1", "64:ff9b:1::1", "2002:a00:1::1", "2002:7f00:1::1", "2001::1", "2001:db8::1",
+            "3fff::1"
+        ]
+        for text in publicOnes {
+            let address = try #require(IPAddress(literal: text))
+            #expect(EndpointPolicy.isPublic(address, allowLoopback: false), "\(text) is public")
+        }
+        for text in privateOnes {
+            let address = try #require(IPAddress(literal: text))
+            #expect(!EndpointPolicy.isPublic(address, allowLoopback: false), "\(text) is not public")
+        }
+        // The test flag opens loopback only.
+        for text in ["127.0.0.1", "127.9.9.9", "::1", "::ffff:127.0.0.1"] {
+            #expect(EndpointPolicy.isPublic(try #require(IPAddress(literal: text)), allowLoopback: true), "\(text)")
+        }
+        for text in ["10.0.0.1", "169.254.169.254", "fe80::1", "64:ff9b::7f00:1"] {
+            #expect(!EndpointPolicy.isPublic(try #require(IPAddress(literal: text)), allowLoopback: true), "\(text)")
+        }
+        // Resolution checks every address a name has: localhost is loopback.
+        #expect(throws: PushEndpointRefusal.self) { try EndpointPolicy.check(host: "localhost", allowLoopback: false) }
+        #expect(try !EndpointPolicy.check(host: "localhost", allowLoopback: true).isEmpty)
+        #expect(throws: PushEndpointRefusal.self) { try EndpointPolicy.check(host: "2130706433", allowLoopback: false) }  // 127.0.0.1 spelt as a number
+        #expect(throws: PushEndpointRefusal.self) { try EndpointPolicy.check(host: "name.invalid", allowLoopback: false) }
+        #expect(try EndpointPolicy.check(host: "1.1.1.1", allowLoopback: false).map(\.description) == ["1.1.1.1"])
+    }
+
+    // MARK: Registration
+
+    static func register(
+        _ client: some TestClientProtocol, _ relay: RelayHarness, endpoint: String, ttl: UInt64? = nil, signer: Ed25519SigningKey = bob,
+        timestamp: UInt64? = nil
+    ) async throws -> TestResponse {
+        var headers = MailboxTests.signedHeaders(signer, "PUT", "/v1/relay/push", timestamp ?? relay.now)
+        headers[.contentType] = "application/json"
+        var fields: [(String, JSONValue)] = [("endpoint", .string(endpoint))]
+        if let ttl { fields.append(("ttl", .number(String(ttl)))) }
+        return try await client.execute(
+            uri: "/v1/relay/push", method: .put, headers: headers, body: ByteBuffer(bytes: JSONValue.object(JSONObject(fields)).serialized()))
+    }
+
+    static func code(_ response: TestResponse) -> String? {
+        (try? JSONValue.parse(Array(response.body.readableBytesView)))?.objectValue?["error"]?.stringValue
+    }
+
+    @Test(arguments: StoreKind.allCases) func registrationIsSignedCheckedAndExpires(kind: StoreKind) async throws {
+        var configuration = RelayHarness.defaultConfiguration()
+        configuration.push.maximumRegistrations = 1
+        let relay = RelayHarness(configuration: configuration, store: try await StoreUnderTest.store(kind))
+        try await relay.test(.router) { client in
+            let unsigned = try await client.execute(
+                uri: "/v1/relay/push", method: .put, headers: RelayHarness.json, body: ByteBuffer(string: #"{"endpoint":"https://1.1.1.1/up"}"#))
+            #expect(unsigned.status == .unauthorized)
+            // Each request gets its own timestamp: the signature covers method, path and time, and is accepted once.
+            for (index, endpoint) in [
+                "http://1.1.1.1/up", "https://127.0.0.1/up", "https://10.0.0.1/up", "https://169.254.169.254/latest/meta-data",
+                "https://[::ffff:192.168.1.1]/up", "https://[fe80::1]/up", "https://localhost/up", "https://name.invalid/up"
+            ].enumerated() {
+                let refused = try await Self.register(client, relay, endpoint: endpoint, timestamp: relay.now + 10 + UInt64(index))
+                #expect(refused.status == .badRequest && Self.code(refused) == "endpoint_refused", "\(endpoint)")
+            }
+            let badTTL = try await Self.register(client, relay, endpoint: "https://1.1.1.1/up", ttl: 59, timestamp: relay.now + 50)
+            #expect(badTTL.status == .badRequest && Self.code(badTTL) == "invalid_ttl")
+
+            let ok = try await Self.register(client, relay, endpoint: "https://1.1.1.1/up/bob", ttl: 60)
+            #expect(ok.status == .ok)
+            let answer = try JSONValue.parse(Array(ok.body.readableBytesView)).objectValue
+            #expect(answer?["endpoint"]?.stringValue == "https://1.1.1.1/up/bob" && answer?["expiresAt"]?.uint64Value == relay.now + 60)
+            let recipient = PeerID(Self.bob.publicKey).hex
+            #expect(try await relay.store.pushRegistration(recipient: recipient, now: relay.now)?.endpoint == "https://1.1.1.1/up/bob")
+            // The same signature again is a replay.
+            let replay = try await Self.register(client, relay, endpoint: "https://1.1.1.1/up/bob", ttl: 60)
+            #expect(replay.status == .unauthorized)
+            // Bob replaces his own registration; a second mailbox does not fit (capacity 1).
+            let replaced = try await Self.register(client, relay, endpoint: "https://1.0.0.1/up/bob2", ttl: 60, timestamp: relay.now + 1)
+            #expect(replaced.status == .ok)
+            let full = try await Self.register(client, relay, endpoint: "https://1.1.1.1/up/carol", signer: MailboxTests.carol)
+            #expect(full.status.code == 507 && Self.code(full) == "push_full")
+
+            // Expiry: after the TTL it is gone for readers and the sweep removes it.
+            relay.clock.advance(byMilliseconds: 61_000)
+            #expect(try await relay.store.pushRegistration(recipient: recipient, now: relay.now) == nil)
+            _ = try await relay.service.sweep()
+            #expect(try await relay.store.pushCount() == 0)
+
+            // DELETE: signed, idempotent.
+            #expect(try await Self.register(client, relay, endpoint: "https://1.1.1.1/up/bob3").status == .ok)
+            for expected in [true, false] {
+                let deleted = try await client.execute(
+                    uri: "/v1/relay/push", method: .delete,
+                    headers: MailboxTests.signedHeaders(Self.bob, "DELETE", "/v1/relay/push", relay.now + (expected ? 2 : 3)))
+                #expect(deleted.status == .ok)
+                #expect(try JSONValue.parse(Array(deleted.body.readableBytesView)).objectValue?["deleted"] == .bool(expected))
+            }
+        }
+    }
+
+    @Test func removingAnOldEndpointKeepsANewerRegistration() async throws {
+        for kind in StoreKind.allCases {
+            let store = try await StoreUnderTest.store(kind)
+            #expect(try await store.pushRegister(recipient: "r1", PushRegistration(endpoint: "https://a/", expiresAt: 100), capacity: 10))
+            #expect(try await store.pushRegister(recipient: "r1", PushRegistration(endpoint: "https://b/", expiresAt: 200), capacity: 10))
+            #expect(try await !store.pushRemove(recipient: "r1", endpoint: "https://a/"), "\(kind)")
+            #expect(try await store.pushRegistration(recipient: "r1", now: 150)?.endpoint == "https://b/")
+            #expect(try await store.pushRegister(recipient: "r2", PushRegistration(endpoint: "https://c/", expiresAt: 120), capacity: 10))
+            #expect(try await store.pushSweep(now: 150) == 1)
+            #expect(try await store.pushCount() == 1)
+            #expect(try await store.pushRemove(recipient: "r1", endpoint: "https://b/"))
+            #expect(try await store.pushCount() == 0)
+            await store.close()
+        }
+    }
+
+    @Test func aRelayWithoutPushAnswers404() async throws {
+        var configuration = RelayHarness.defaultConfiguration()
+        configuration.push.enabled = false
+        let relay = RelayHarness(configuration: configuration)
+        try await relay.test(.router) { client in
+            let response = try await Self.register(client, relay, endpoint: "https://1.1.1.1/up")
+            #expect(response.status == .notFound)
+        }
+    }
+
+    // MARK: Wakes, over real sockets
+
+    static func configuration(_ change: (inout PushLimits) -> Void = { _ in }) -> RelayConfiguration {
+        var configuration = RelayHarness.defaultConfiguration()
+        configuration.messageRate = 0
+        configuration.push.allowLoopback = true
+        configuration.push.coalesceMilliseconds = 300
+        configuration.push.retryDelaysMilliseconds = [20, 20]
+        configuration.push.timeoutMilliseconds = 2_000
+        change(&configuration.push)
+        return configuration
+    }
+
+    /// Posts an envelope for Bob.
+    static func post(_ client: some TestClientProtocol, _ relay: RelayHarness) async throws {
+        let response = try await client.post(try MailboxTests.envelope(now: relay.now))
+        #expect(response.status == .accepted)
+    }
+
+    /// Waits until `condition` holds (at most `seconds`).
+    static func eventually(seconds: Int = 5, _ condition: () async throws -> Bool) async throws -> Bool {
+        for _ in 0..<(seconds * 20) {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return try await condition()
+    }
+
+    @Test func anEnvelopeWakesTheEndpointWithAConstantBodyAndWakesCoalesce() async throws {
+        let receiver = PushReceiver()
+        try await receiver.serve { port in
+            // A window long enough that the next three posts land in it even on a loaded machine.
+            let relay = RelayHarness(configuration: Self.configuration { $0.coalesceMilliseconds = 3_000 })
+            try await relay.test(.live) { client in
+                #expect(try await Self.register(client, relay, endpoint: "http://127.0.0.1:\(port)/up/bob").status == .ok)
+                try await Self.post(client, relay)
+                #expect(try await Self.eventually { receiver.count == 1 })
+                let hit = try #require(receiver.hits.first)
+                #expect(hit.body == PushDispatcher.wakeBody && hit.path == "/up/bob")
+                #expect(hit.headers["content-type"] == "application/json" && hit.headers["urgency"] == "high" && hit.headers["ttl"] == "86400")
+                // Three envelopes in quick succession: folded into one more wake, sent when the
+                // window since the first has passed.
+                for _ in 0..<3 { try await Self.post(client, relay) }
+                #expect(try await Self.eventually(seconds: 10) { receiver.count == 2 })
+                try await Task.sleep(for: .milliseconds(800))
+                #expect(receiver.count == 2)
+                let hits = receiver.hits
+                if hits.count == 2 { #expect(hits[1].arrived - hits[0].arrived >= .milliseconds(2_900)) }
+                #expect(receiver.hits.allSatisfy { $0.body == PushDispatcher.wakeBody })
+            }
+        }
+    }
+
+    @Test func aFailingEndpointIsRetriedThenDroppedAndAGoneOneAtOnce() async throws {
+        let receiver = PushReceiver(status: 500)
+        try await receiver.serve { port in
+            let relay = RelayHarness(configuration: Self.configuration { $0.failedWakesBeforeDrop = 2 })
+            let recipient = PeerID(Self.bob.publicKey).hex
+            try await relay.test(.live) { client in
+                #expect(try await Self.register(client, relay, endpoint: "http://127.0.0.1:\(port)/up/bob").status == .ok)
+                try await Self.post(client, relay)
+                #expect(try await Self.eventually { receiver.count == 3 })  // one attempt + two retries
+                try await Task.sleep(for: .milliseconds(400))
+                #expect(try await relay.store.pushRegistration(recipient: recipient, now: relay.now) != nil)  // one failed wake: kept
+                try await Self.post(client, relay)
+                #expect(try await Self.eventually { receiver.count == 6 })
+                #expect(try await Self.eventually { try await relay.store.pushRegistration(recipient: recipient, now: relay.now) == nil })
+
+                receiver.status.withLock { $0 = 410 }
+                #expect(try await Self.register(client, relay, endpoint: "http://127.0.0.1:\(port)/up/bob2", timestamp: relay.now + 1).status == .ok)
+                try await Self.post(client, relay)
+                #expect(try await Self.eventually { try await relay.store.pushRegistration(recipient: recipient, now: relay.now) == nil })
+                #expect(receiver.count == 7)  // 410: no retry
+            }
+        }
+    }
+
+    @Test func redirectsAreNotFollowed() async throws {
+        let receiver = PushReceiver(status: 307)
+        try await receiver.serve { port in
+            let relay = RelayHarness(configuration: Self.configuration { $0.failedWakesBeforeDrop = 1 })
+            try await relay.test(.live) { client in
+                #expect(try await Self.register(client, relay, endpoint: "http://127.0.0.1:\(port)/up/bob").status == .ok)
+                try await Self.post(client, relay)
+                #expect(try await Self.eventually { receiver.count == 3 })
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(receiver.hits.allSatisfy { $0.path == "/up/bob" })  // the Location target was never asked
+                #expect(receiver.count == 3)
+            }
+        }
+    }
+}
+
+/// A real HTTP server on loopback that records every POST and answers with `status` (a 3xx
+/// carries `Location: /elsewhere`).
+final class PushReceiver: Sendable {
+    struct Hit: Sendable {
+        var path: String
+        var headers: [String: String]
+        var body: String
+        var arrived: ContinuousClock.Instant
+    }
+
+    private let recorded = Locked<[Hit]>([])
+    let status: Locked<Int>
+
+    init(status: Int = 201) { self.status = Locked(status) }
+
+    var hits: [Hit] { recorded.withLock { $0 } }
+    var count: Int { recorded.withLock { $0.count } }
+
+    func serve(_ body: @Sendable (Int) async throws -> Void) async throws {
+        let router = Router()
+        router.post("**") { [self] request, _ -> Response in
+            var request = request
+            let bytes = try await request.collectBody(upTo: 65_536)
+            var headers: [String: String] = [:]
+            for field in request.headers { headers[field.name.canonicalName] = field.value }
+            let hit = Hit(path: request.uri.path, headers: headers, body: String(buffer: bytes), arrived: .now)
+            recorded.withLock { $0.append(hit) }
+            let code = status.withLock { $0 }
+            var fields = HTTPFields()
+            if (300..<400).contains(code) { fields[.location] = "/elsewhere" }
+            return Response(status: .init(code: code), headers: fields)
+        }
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        var logger = Logger(label: "test.push-receiver")
+        logger.logLevel = .critical  // cancelling the server at the end logs errors that mean nothing here
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await app.runService(gracefulShutdownSignals: []) }
+            var iterator = ports.makeAsyncIterator()
+            let port = await iterator.next() ?? 0
+            try await body(port)
+            group.cancelAll()
+        }
+    }
+}
