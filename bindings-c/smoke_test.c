@@ -357,6 +357,31 @@ static void test_apps(void) {
     CHECK(contains(&upload, "\"method\":\"DELETE\""));
     coords_buffer_free(&upload);
 
+    /* Expiring and paused shares (PROTOCOL.md §9.3): a share that ends is resealed without Bob. */
+    uint64_t expiry = 1;
+    EXPECT(COORDS_OK, coords_location_next_share_expiry(alice, &expiry, &e_));
+    CHECK(expiry == 0);
+    EXPECT(COORDS_OK, coords_location_prepare_reseal(alice, false, &upload, &e_));
+    CHECK(upload.len == 4 && memcmp(upload.data, "null", 4) == 0);
+    coords_buffer_free(&upload);
+    uint64_t until = here.timestamp_ms + 3600u * 1000u;
+    EXPECT(COORDS_OK, coords_friends_share(alice, bob_id, until, &json, &e_));
+    CHECK(contains(&json, "\"sharing\":\"until\"") && contains(&json, "\"share_until\":"));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_location_next_share_expiry(alice, &expiry, &e_));
+    CHECK(expiry == until);
+    EXPECT(COORDS_OK, coords_friends_pause(alice, bob_id, &json, &e_));
+    CHECK(contains(&json, "\"sharing\":\"paused\"") && contains(&json, "\"share_with\":false"));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_location_prepare_reseal(alice, false, &upload, &e_));
+    CHECK(contains(&upload, "\"recipient_count\":1") && contains(&upload, "\"method\":\"PUT\""));
+    coords_buffer_free(&upload);
+    EXPECT(COORDS_OK, coords_friends_share(alice, bob_id, 0, &json, &e_));
+    CHECK(contains(&json, "\"sharing\":\"on\"") && contains(&json, "\"share_until\":null"));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_location_next_share_expiry(alice, NULL, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_friends_pause(alice, NULL, &json, &e_));
+
     uint8_t keys[64];
     memcpy(keys + 32, bob_pub, 32);
     CoordsBuffer fetches = {NULL, 0};

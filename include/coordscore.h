@@ -396,7 +396,8 @@ int32_t coords_wallet_import_backup(CoordsApp *app, const uint8_t *backup, size_
 /* ---- Friends ----------------------------------------------------------------------------- */
 
 /* Adds (or refreshes) the friend of a coord:// link; returns the friend as JSON
- * {"id","name","server","share_with","fetch_from","added_at","trust","marker_color"}.
+ * {"id","name","server","share_with","fetch_from","added_at","trust","marker_color","sharing","share_until"}
+ * (sharing: "on", "until", "expired" or "paused"; share_until: ms or null).
  * Errors: INVALID_FRIEND_LINK, INVALID_PUBLIC_KEY_ID, CANNOT_ADD_SELF. */
 int32_t coords_friends_add_link(CoordsApp *app, const char *link, CoordsBuffer *friend_json_out, CoordsError *out_error);
 
@@ -408,8 +409,19 @@ int32_t coords_friends_add(CoordsApp *app, const char *friend_json, CoordsBuffer
 int32_t coords_friends_update(CoordsApp *app, const char *id, const char *changes_json, CoordsBuffer *friend_json_out,
                               CoordsError *out_error);
 
-/* Removes a friend and their cached location. Errors: FRIEND_NOT_FOUND. */
+/* Removes a friend and their cached location (a paused or limited share is remembered, so adding
+ * them again does not widen it; call coords_location_prepare_reseal next). Errors: FRIEND_NOT_FOUND. */
 int32_t coords_friends_remove(CoordsApp *app, const char *id, CoordsError *out_error);
+
+/* Shares with a friend until `until_ms` (ms since the epoch; 0 = no end), resuming a paused share
+ * (PROTOCOL.md §9.3); returns the friend. A time not after now ends the share at once.
+ * Errors: FRIEND_NOT_FOUND, INVALID_PUBLIC_KEY_ID. */
+int32_t coords_friends_share(CoordsApp *app, const char *id, uint64_t until_ms, CoordsBuffer *friend_json_out,
+                             CoordsError *out_error);
+
+/* Pauses sharing with a friend (fetching goes on); returns the friend. Call
+ * coords_location_prepare_reseal next. Errors: FRIEND_NOT_FOUND, INVALID_PUBLIC_KEY_ID. */
+int32_t coords_friends_pause(CoordsApp *app, const char *id, CoordsBuffer *friend_json_out, CoordsError *out_error);
 
 /* Every friend, as a JSON array of friend objects. */
 int32_t coords_friends_list(CoordsApp *app, CoordsBuffer *json_out, CoordsError *out_error);
@@ -422,6 +434,17 @@ int32_t coords_friends_list(CoordsApp *app, CoordsBuffer *json_out, CoordsError 
  * Errors: INVALID_LOCATION, STALE_LOCATION, FIX_IN_FUTURE, NO_IDENTITY, NO_SERVER. */
 int32_t coords_location_prepare_upload(CoordsApp *app, const CoordsLocation *fix, CoordsBuffer *upload_json_out,
                                        CoordsError *out_error);
+
+/* After a share ended (its time passed, pause, remove): the last sealed fix sealed again for the
+ * friends shared with now, with a fresh upload timestamp, as the JSON of
+ * coords_location_prepare_upload — or `null` when nobody who could open the last blob lost their
+ * share. Send it at once and mark it like any upload; if it cannot be sent, retry later with
+ * `force` true (the latest fix, sealed for the friends shared with then). Errors: NO_IDENTITY, NO_SERVER. */
+int32_t coords_location_prepare_reseal(CoordsApp *app, bool force, CoordsBuffer *upload_json_out, CoordsError *out_error);
+
+/* When the next share ends (ms since the epoch; 0 = none ahead): set a timer, then call
+ * coords_location_prepare_reseal. */
+int32_t coords_location_next_share_expiry(CoordsApp *app, uint64_t *until_ms_out, CoordsError *out_error);
 
 /* A signed DELETE request (JSON, as coords_prepare_upload) that removes the user's blob from
  * their relay (a CoordsCore relay extension). Errors: NO_IDENTITY, NO_SERVER. */

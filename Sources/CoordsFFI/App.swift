@@ -265,6 +265,22 @@ public func ffiFriendsRemove(_ handle: Handle, _ id: CString, _ error: ErrorOut)
     }
 }
 
+@_cdecl("coords_friends_share")
+public func ffiFriendsShare(_ handle: Handle, _ id: CString, _ untilMilliseconds: UInt64, _ friendOut: BufferOut, _ error: ErrorOut) -> Int32 {
+    returning(friendOut, "friend_json_out", app: handle, error) { app in
+        let id = try Argument.string(id, "id")
+        return Record.friend(try blocking { try await app.friends.share(id: id, until: untilMilliseconds == 0 ? nil : untilMilliseconds) })
+    }
+}
+
+@_cdecl("coords_friends_pause")
+public func ffiFriendsPause(_ handle: Handle, _ id: CString, _ friendOut: BufferOut, _ error: ErrorOut) -> Int32 {
+    returning(friendOut, "friend_json_out", app: handle, error) { app in
+        let id = try Argument.string(id, "id")
+        return Record.friend(try blocking { try await app.friends.pause(id: id) })
+    }
+}
+
 @_cdecl("coords_friends_list")
 public func ffiFriendsList(_ handle: Handle, _ jsonOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(jsonOut, "json_out", app: handle, error) { app in JSONValue.array(try app.friends.list().map(Record.friend)) }
@@ -277,6 +293,21 @@ public func ffiLocationPrepareUpload(_ handle: Handle, _ fix: UnsafePointer<Coor
     returning(uploadOut, "upload_json_out", app: handle, error) { app in
         let location = try Argument.location(fix, "fix")
         return Record.upload(try blocking { try await app.location.prepareUpload(location) })
+    }
+}
+
+@_cdecl("coords_location_prepare_reseal")
+public func ffiLocationPrepareReseal(_ handle: Handle, _ force: Bool, _ uploadOut: BufferOut, _ error: ErrorOut) -> Int32 {
+    returning(uploadOut, "upload_json_out", app: handle, error) { app in
+        try blocking { try await app.location.prepareReseal(force: force) }.map(Record.upload) ?? .null
+    }
+}
+
+@_cdecl("coords_location_next_share_expiry")
+public func ffiLocationNextShareExpiry(_ handle: Handle, _ untilOut: UnsafeMutablePointer<UInt64>?, _ error: ErrorOut) -> Int32 {
+    exported(error) {
+        let out = try Argument.output(untilOut, "until_ms_out")
+        out.pointee = try apps.get(handle).app.location.nextShareExpiry() ?? 0
     }
 }
 

@@ -46,7 +46,8 @@ enum Record {
         .object([
             "id": .string(f.id), "name": .string(f.name), "server": .string(f.server),
             "share_with": .bool(f.shareWith), "fetch_from": .bool(f.fetchFrom), "added_at": .integer(f.addedAt),
-            "trust": .string(f.trust.rawValue), "marker_color": .string(f.markerColor)
+            "trust": .string(f.trust.rawValue), "marker_color": .string(f.markerColor),
+            "sharing": .string(f.sharing.rawValue), "share_until": optional(f.shareUntil) { .integer($0) }
         ])
     }
 

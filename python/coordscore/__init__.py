@@ -213,6 +213,10 @@ _SIGNATURES = [
     ("coords_location_prepare_fetches", c_int32, [_APP, _BUF, _ERR]),
     ("coords_location_process_fetch_response", c_int32, [_APP, _U8, c_size_t, _BUF, _ERR]),
     ("coords_location_friend_locations", c_int32, [_APP, _BUF, _ERR]),
+    ("coords_friends_share", c_int32, [_APP, c_char_p, c_uint64, _BUF, _ERR]),
+    ("coords_friends_pause", c_int32, [_APP, c_char_p, _BUF, _ERR]),
+    ("coords_location_prepare_reseal", c_int32, [_APP, c_bool, _BUF, _ERR]),
+    ("coords_location_next_share_expiry", c_int32, [_APP, POINTER(c_uint64), _ERR]),
     ("coords_outbox_enqueue", c_int32, [_APP, c_char_p, c_char_p, c_char_p, POINTER(c_uint64), _ERR]),
     ("coords_outbox_pending", c_int32, [_APP, c_bool, _BUF, _ERR]),
     ("coords_outbox_mark_delivered", c_int32, [_APP, c_uint64, _ERR]),
@@ -462,12 +466,16 @@ class Friend(_Record):
     trust: str
     """"unverified", "verified" (compared in person) or "blocked"."""
     marker_color: str
+    sharing: str = "on"
+    """"on", "until" (see share_until), "expired" or "paused" (PROTOCOL.md §9.3), when read."""
+    share_until: Optional[int] = None
+    """When sharing ends (ms since the epoch), or None for no end."""
 
     @classmethod
     def from_json(cls, obj: dict) -> "Friend":
         """A Friend from the library's JSON."""
         return cls(obj["id"], obj["name"], obj["server"], obj["share_with"], obj["fetch_from"], obj["added_at"], obj["trust"],
-                   obj["marker_color"])
+                   obj["marker_color"], obj.get("sharing", "on"), obj.get("share_until"))
 
 
 @dataclass(frozen=True)
@@ -1101,6 +1109,22 @@ class App:
         """Forgets a friend. Raises ManagerError (ERR_FRIEND_NOT_FOUND)."""
         _call(lib.coords_friends_remove, self.handle, id.encode())
 
+    def share_with(self, id: str, until_ms: Optional[int] = None) -> Friend:
+        """Shares with a friend until `until_ms` (ms since the epoch; None: no end), resuming a
+        paused share (PROTOCOL.md §9.3). When a share ends, send what prepare_reseal() returns.
+
+        Raises ManagerError (ERR_FRIEND_NOT_FOUND), ArgumentError for a bad id."""
+        until = 0 if until_ms is None else until_ms
+        if until < 0 or until >= 2**64:
+            raise ValueError("until_ms must be 0 … 2**64-1")
+        return Friend.from_json(_json_call(lib.coords_friends_share, self.handle, id.encode(), until))
+
+    def pause(self, id: str) -> Friend:
+        """Pauses sharing with a friend (fetching goes on); then send prepare_reseal().
+
+        Raises ManagerError (ERR_FRIEND_NOT_FOUND)."""
+        return Friend.from_json(_json_call(lib.coords_friends_pause, self.handle, id.encode()))
+
     def friends(self) -> list[Friend]:
         """Every friend record."""
         return [Friend.from_json(x) for x in _json_call(lib.coords_friends_list, self.handle)]
@@ -1110,6 +1134,21 @@ class App:
         """A signed upload of `fix` for every friend shared with: {"request", "fix_timestamp_ms", …}."""
         c_fix = fix.to_c()
         return Upload.from_json(_json_call(lib.coords_location_prepare_upload, self.handle, byref(c_fix)))
+
+    def prepare_reseal(self, force: bool = False) -> Optional[Upload]:
+        """After a share ended: the last fix sealed again without that friend (send it at once
+        and mark it like any upload), or None when nobody lost their share. `force` reseals
+        anyway (a retry of a reseal that could not be sent).
+
+        Raises ManagerError (ERR_NO_IDENTITY, ERR_NO_SERVER)."""
+        value = _json_call(lib.coords_location_prepare_reseal, self.handle, bool(force))
+        return None if value is None else Upload.from_json(value)
+
+    def next_share_expiry(self) -> Optional[int]:
+        """When the next share ends (ms since the epoch), or None: then call prepare_reseal()."""
+        out = c_uint64()
+        _call(lib.coords_location_next_share_expiry, self.handle, byref(out))
+        return out.value or None
 
     def prepare_delete(self) -> Request:
         """A signed delete of our blob from our relay."""

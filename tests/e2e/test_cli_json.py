@@ -140,6 +140,15 @@ def test_each_command_prints_json_that_matches_its_schema_and_the_exit_statuses_
     assert imported["friends"] == 1
     assert check("outbox list", "outbox", home=alice)[0] == {"entries": []}
     assert check("outbox flush", "outbox", "flush", home=alice)[0] == {"delivered": [], "dropped": [], "still_queued": 0}
+    # Sharing for a while, pausing, resuming (PROTOCOL.md §9.3): each reseals when a share ends.
+    limited, _ = check("share-with", "share-with", "Bob", "--for", "2h", home=alice)
+    assert limited["share_state"] == "until" and limited["share_until_ms"] > 1e12 and limited["resealed"] is False
+    paused, _ = check("pause", "pause", "Bob", home=alice)
+    assert paused["share_state"] == "paused" and paused["resealed"] is True and paused["queued"] is False
+    listed = check("friends", "friends", home=alice)[0]["friends"]
+    assert [(f["name"], f["sharing"], f["share_state"]) for f in listed if f["name"] == "Bob"] == [("Bob", False, "paused")]
+    resumed, _ = check("share-with", "share-with", "Bob", home=alice)
+    assert resumed["share_state"] == "on" and resumed["share_until_ms"] is None
     # A public IP literal needs no DNS; it is removed again before any envelope could wake it.
     pushed, _ = check("push register", "push", "register", "https://1.1.1.1/up/alice", "--ttl", "600", home=alice)
     assert pushed["endpoint"] == "https://1.1.1.1/up/alice" and pushed["expires_at_ms"] > 1e12

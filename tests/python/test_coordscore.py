@@ -780,3 +780,27 @@ def test_live_channel_prepares_subscribes_and_processes_notices_like_fetch_entri
         assert 500 <= delay <= 1000
         assert bob.live_closed("https://relay.example", upgrade_status=404) is None
         assert bob.live_connections() == []  # polled from now on
+
+
+def test_a_share_that_ends_is_resealed_without_that_friend(tmp_path):
+    with friends(tmp_path) as (alice, alice_id, bob, bob_id):
+        now_ms = int(time.time() * 1000)
+        assert alice.prepare_reseal() is None and alice.next_share_expiry() is None
+        until = now_ms + 3_600_000
+        shared = alice.share_with(bob_id, until_ms=until)
+        assert isinstance(shared, cc.Friend) and shared.sharing == "until" and shared.share_until == until
+        assert alice.next_share_expiry() == until
+        upload = alice.prepare_upload(cc.Location(52.52, 13.405, 34.0, 8.0, now_ms))
+        assert upload.recipient_count == 2 and alice.prepare_reseal() is None
+        paused = alice.pause(bob_id)
+        assert paused.sharing == "paused" and not paused.share_with
+        assert [f.sharing for f in alice.friends()] == ["paused"]
+        reseal = alice.prepare_reseal()
+        assert isinstance(reseal, cc.Upload) and reseal.recipient_count == 1 and reseal.fix_timestamp == now_ms
+        assert alice.share_with(bob_id).sharing == "on" and alice.next_share_expiry() is None
+        assert alice.prepare_reseal() is None and alice.prepare_reseal(force=True).recipient_count == 2
+        with pytest.raises(ValueError):
+            alice.share_with(bob_id, until_ms=-1)
+        with pytest.raises(cc.CoordsError) as missing:
+            alice.pause("A" * 43)
+        assert missing.value.code in (cc.ERR_FRIEND_NOT_FOUND, cc.ERR_INVALID_PUBLIC_KEY_ID)

@@ -26,7 +26,7 @@ public struct CoordsCommand: AsyncParsableCommand {
         version: CoordsVersion.string,
         subcommands: [
             Init.self, WhoAmI.self, Add.self, Friends.self, Verify.self, Remove.self, Share.self, Fetch.self,
-            Watch.self, Delete.self, Send.self, Inbox.self, Chat.self, Push.self, Backup.self, Outbox.self
+            Watch.self, Delete.self, ShareWith.self, Pause.self, Send.self, Inbox.self, Chat.self, Push.self, Backup.self, Outbox.self
         ])
 
     public init() {}
@@ -224,7 +224,9 @@ struct Friends: AsyncParsableCommand {
                                 let seen = locations[friend.id]
                                 return .object([
                                     "id": .string(friend.id), "name": .string(friend.name), "server": .string(friend.server),
-                                    "sharing": .bool(friend.shareWith), "fetching": .bool(friend.fetchFrom), "trust": .string(friend.trust.rawValue),
+                                    "sharing": .bool(friend.sharing == .on || friend.sharing == .until), "share_state": .string(friend.sharing.rawValue),
+                                    "share_until_ms": friend.shareUntil.map { .integer($0) } ?? .null,
+                                    "fetching": .bool(friend.fetchFrom), "trust": .string(friend.trust.rawValue),
                                     "verified": .bool(friend.trust == .verified),
                                     "location": seen?.location.map(locationJSON) ?? .null,
                                     "signature": seen?.authenticity.map { .string(signatureWord($0)) } ?? .null
@@ -242,7 +244,7 @@ struct Friends: AsyncParsableCommand {
                 let seen = locations[friend.id]
                 table.add(
                     friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name, friend.server,
-                    friend.shareWith ? "yes" : "no", seen?.location.map(describe) ?? "—",
+                    sharingText(friend, now: now), seen?.location.map(describe) ?? "—",
                     seen?.location.map { age(since: $0.timestamp, now: now) } ?? "—",
                     seen?.authenticity.map(signatureWord) ?? "—",
                     friend.trust == .verified ? "yes" : (friend.trust == .blocked ? "blocked" : "no"))
@@ -307,8 +309,15 @@ struct Remove: AsyncParsableCommand {
         try await withSession(global) { session in
             let found = try findFriend(friend, in: session)
             try await session.app.friends.remove(id: found.id)
-            if output.json { return printJSON(.object(["id": .string(found.id), "name": .string(found.name), "removed": .bool(true)])) }
-            printLine("Removed \(found.name.isEmpty ? found.id : found.name). Your next share will not include them.")
+            let reseal = try await sendReseal(session: session)
+            if output.json {
+                printJSON(
+                    .object(["id": .string(found.id), "name": .string(found.name), "removed": .bool(true), "resealed": .bool(reseal.resealed)]))
+            } else {
+                printLine("Removed \(found.name.isEmpty ? found.id : found.name). Your next share will not include them.")
+                if let message = reseal.message { printLine(message) }
+            }
+            if reseal.queued { throw ExitCode(ExitStatus.queued) }
         }
     }
 }

@@ -37,7 +37,7 @@ enum OutboxDelivery {
                 let isMessage = entry.item.kind == "message" || entry.item.kind == "receipt"
                 if result.isSuccess || (isMessage && result.status == 409) {  // 409: the relay already has that envelope
                     try await session.app.outbox.markDelivered(id: entry.id)
-                    if entry.item.kind == "upload", let fix = entry.item.reference.flatMap(UInt64.init) {
+                    if entry.item.kind == "upload" || entry.item.kind == "reseal", let fix = entry.item.reference.flatMap(UInt64.init) {
                         try? await session.app.location.markUploadSucceeded(fixTimestamp: fix)
                     }
                     if entry.item.kind == "message", let id = entry.item.reference { try? await session.app.messages.markSent(id: id) }
@@ -75,6 +75,8 @@ enum OutboxDelivery {
             }
         case "delete":
             return try await session.app.location.prepareDelete()
+        case "reseal":  // the latest fix, sealed for whoever is shared with now
+            return try await session.app.location.prepareReseal(force: true)?.request
         default:
             return entry.item.request
         }

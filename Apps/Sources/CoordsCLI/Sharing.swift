@@ -226,6 +226,7 @@ struct Watch: AsyncParsableCommand {
             round += 1
             var failed = false
             OutboxDelivery.print(await OutboxDelivery.flush(session), json: false)
+            if let message = (try? await sendReseal(session: session))?.message { printLine("A share ended. " + message) }
             if let lat, let lon {
                 do {
                     let fix = try Location(latitude: lat, longitude: lon, timestamp: nowMilliseconds())
@@ -249,7 +250,21 @@ struct Watch: AsyncParsableCommand {
             failures = failed ? failures + 1 : 0
             let delay = failures == 0 ? interval : min(60, 1 << min(failures - 1, 6))
             if failures > 0 { printLine("Retrying in \(delay) s.") }
-            try await Task.sleep(for: .seconds(delay))
+            try await sleepHandlingShareEnds(seconds: delay, session: session)
+        }
+    }
+
+    /// Sleeps `seconds`, waking when a share ends (PROTOCOL.md §9.3) to seal the last position
+    /// again without that friend at once.
+    private static func sleepHandlingShareEnds(seconds: Int, session: Session) async throws {
+        let deadline = nowMilliseconds().addingSaturating(UInt64(max(seconds, 0)).multipliedSaturating(by: 1000))
+        while case let now = nowMilliseconds(), now < deadline {
+            let expiry = (try? session.app.location.nextShareExpiry()) ?? nil
+            let wake = min(deadline, expiry ?? deadline)
+            try await Task.sleep(for: .milliseconds(Int64(clamping: wake.subtractingSaturating(now))))
+            if let expiry, nowMilliseconds() >= expiry, let message = (try? await sendReseal(session: session))?.message {
+                printLine("A share ended. " + message)
+            }
         }
     }
 }

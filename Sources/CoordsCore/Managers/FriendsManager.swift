@@ -15,8 +15,12 @@ public struct Friend: Sendable, Equatable {
     public var trust: TrustState
     /// The marker colour the apps draw for them (`#RRGGBB`).
     public var markerColor: String
+    /// When sharing with them ends (ms since the epoch; nil: no end), PROTOCOL.md §9.3.
+    public var shareUntil: UInt64?
+    /// Where sharing with them stood when this value was read: see ``SharingState``.
+    public var sharing: SharingState
 
-    init(key: Ed25519PublicKey, record: FriendRecord) {
+    init(key: Ed25519PublicKey, record: FriendRecord, now: UInt64) {
         id = key.base64URL
         publicKey = key
         name = record.name
@@ -26,7 +30,21 @@ public struct Friend: Sendable, Equatable {
         addedAt = record.addedAt
         trust = record.trust
         markerColor = MarkerColor(id: id).hex
+        shareUntil = record.shareUntil
+        sharing = !record.shareWith ? .paused : record.shareUntil.map { now < $0 ? .until : .expired } ?? .on
     }
+}
+
+/// Where sharing with a friend stands (PROTOCOL.md §9.3).
+public enum SharingState: String, Sendable, Equatable {
+    /// Shared, with no end.
+    case on
+    /// Shared until ``Friend/shareUntil``.
+    case until
+    /// The share ended at ``Friend/shareUntil``.
+    case expired
+    /// Paused by the user.
+    case paused
 }
 
 /// What a host can ask the friends list to do.
@@ -107,15 +125,19 @@ public actor FriendsManager {
                 existing.name = name
                 existing.server = server
                 try friends.put(key, existing)
-                let friend = Friend(key: key, record: existing)
+                let friend = Friend(key: key, record: existing, now: now)
                 messages.append(.friendUpdated(friend))
                 return friend
             }
+            // A friend removed while their share was paused or limited comes back the same way.
+            let limits = try tx.open(Tables.shareLimits)
+            let limit = try limits.get(key)
             let record = FriendRecord(
-                name: name, server: server, shareWith: shareWith, fetchFrom: fetchFrom, addedAt: now,
-                x25519PublicKey: Base64.encode(x25519.rawRepresentation))
+                name: name, server: server, shareWith: shareWith && !(limit?.paused ?? false), fetchFrom: fetchFrom, addedAt: now,
+                x25519PublicKey: Base64.encode(x25519.rawRepresentation), shareUntil: limit?.until)
+            try limits.delete(key)
             try friends.put(key, record)
-            let friend = Friend(key: key, record: record)
+            let friend = Friend(key: key, record: record, now: now)
             messages.append(.friendAdded(friend))
             return friend
         }
@@ -131,6 +153,27 @@ public actor FriendsManager {
         }
     }
 
+    /// Shares with a friend until `until` (ms since the epoch; nil: with no end), resuming a
+    /// paused share (PROTOCOL.md §9.3). A time not after now ends the share at once. When a share
+    /// ends — at its time, on ``pause(id:)`` or ``remove(id:)`` — call
+    /// ``LocationManager/prepareReseal()`` and send what it returns, so the last blob the friend
+    /// can open is the last one they were meant to see; ``LocationManager/nextShareExpiry()`` says
+    /// when the next share ends.
+    /// - Throws: ``FriendsManagerError/notFound(id:)``, ``WireError/invalidPublicKeyID(_:)``, store errors.
+    public func share(id: String, until: UInt64?) throws -> Friend {
+        try modify(id: id) { record in
+            record.shareWith = true
+            record.shareUntil = until
+        }
+    }
+
+    /// Pauses sharing with a friend (fetching from them goes on); ``share(id:until:)`` resumes
+    /// it. Follow it with ``LocationManager/prepareReseal()``.
+    /// - Throws: ``FriendsManagerError/notFound(id:)``, ``WireError/invalidPublicKeyID(_:)``, store errors.
+    public func pause(id: String) throws -> Friend {
+        try modify(id: id) { $0.shareWith = false }
+    }
+
     /// Sets a friend's trust (verified after comparing safety numbers; blocked friends are
     /// neither shared with nor fetched).
     /// - Throws: ``FriendsManagerError/notFound(id:)``, store errors.
@@ -140,23 +183,31 @@ public actor FriendsManager {
 
     private func modify(id: String, _ change: (inout FriendRecord) -> Void) throws -> Friend {
         let key = try Ed25519PublicKey(base64URL: id)
+        let now = context.clock.now()
         return try reconciler.write(context.database) { tx, messages in
             let friends = try tx.open(Tables.friends)
             guard var record = try friends.get(key) else { throw FriendsManagerError.notFound(id: id) }
             change(&record)
             try friends.put(key, record)
-            let friend = Friend(key: key, record: record)
+            let friend = Friend(key: key, record: record, now: now)
             messages.append(.friendUpdated(friend))
             return friend
         }
     }
 
-    /// Removes a friend and their cached location. Later uploads are no longer sealed for them.
+    /// Removes a friend and their cached location. Later uploads are no longer sealed for them
+    /// (follow it with ``LocationManager/prepareReseal()``). A paused or limited share is
+    /// remembered, so adding them again does not widen it.
     /// - Throws: ``FriendsManagerError/notFound(id:)``, store errors.
     public func remove(id: String) throws {
         let key = try Ed25519PublicKey(base64URL: id)
         try reconciler.write(context.database) { tx, messages in
-            guard try tx.open(Tables.friends).delete(key) else { throw FriendsManagerError.notFound(id: id) }
+            let friends = try tx.open(Tables.friends)
+            guard let record = try friends.get(key) else { throw FriendsManagerError.notFound(id: id) }
+            if !record.shareWith || record.shareUntil != nil {
+                try tx.open(Tables.shareLimits).put(key, ShareLimit(paused: !record.shareWith, until: record.shareUntil))
+            }
+            try friends.delete(key)
             try tx.open(Tables.locations).delete(key)  // unread: a damaged cache entry must not block the removal
             messages.append(.friendRemoved(id: id))
         }
@@ -167,8 +218,9 @@ public actor FriendsManager {
     /// Every friend, ordered by name, then id.
     /// - Throws: store errors.
     public nonisolated func list() throws -> [Friend] {
-        try context.database.read { tx in
-            try tx.open(Tables.friends).entries().map { Friend(key: $0.key, record: $0.value) }
+        let now = context.clock.now()
+        return try context.database.read { tx in
+            try tx.open(Tables.friends).entries().map { Friend(key: $0.key, record: $0.value, now: now) }
         }.sorted { ($0.name, $0.id) < ($1.name, $1.id) }
     }
 
@@ -176,25 +228,28 @@ public actor FriendsManager {
     /// - Throws: ``WireError/invalidPublicKeyID(_:)``, store errors.
     public nonisolated func friend(id: String) throws -> Friend? {
         let key = try Ed25519PublicKey(base64URL: id)
-        return try context.database.read { tx in try tx.open(Tables.friends).get(key).map { Friend(key: key, record: $0) } }
+        let now = context.clock.now()
+        return try context.database.read { tx in try tx.open(Tables.friends).get(key).map { Friend(key: key, record: $0, now: now) } }
     }
 
-    /// The cached X25519 keys of everyone we share with (not blocked), in key order.
+    /// The cached X25519 keys of everyone we share with now (sharing on and not expired, not
+    /// blocked), in key order.
     /// - Throws: store errors; ``StoreError/decodingFailed(table:type:reason:)`` for a damaged cache entry.
     public nonisolated func shareRecipients() throws -> [X25519PublicKey] {
-        try context.database.read { tx in try Self.shareRecipients(in: tx) }
+        let now = context.clock.now()
+        return try context.database.read { tx in try Self.shareRecipients(in: tx, now: now) }.map(\.key)
     }
 
-    static func shareRecipients(in tx: borrowing ReadTransaction) throws -> [X25519PublicKey] {
-        var keys: [X25519PublicKey] = []
+    static func shareRecipients(in tx: borrowing ReadTransaction, now: UInt64) throws -> [(id: String, key: X25519PublicKey)] {
+        var keys: [(id: String, key: X25519PublicKey)] = []
         try tx.open(Tables.friends).forEach { key, record in
-            guard record.shareWith, record.trust != .blocked else { return true }
+            guard record.isSharing(at: now) else { return true }
             guard let bytes = try? Base64.decode(record.x25519PublicKey), let x = try? X25519PublicKey(rawRepresentation: bytes) else {
                 throw StoreError.decodingFailed(
                     table: Tables.friends.name, type: FriendRecord.storeTypeName,
                     reason: "cached X25519 key of \(key.base64URL.prefix(8))… is damaged")
             }
-            keys.append(x)
+            keys.append((key.base64URL, x))
             return true
         }
         return keys

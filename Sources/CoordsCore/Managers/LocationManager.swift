@@ -144,7 +144,7 @@ public actor LocationManager {
         let (server, friends, state) = try context.database.read { tx in
             (
                 try tx.open(Tables.settings).get(SettingKey.server),
-                try FriendsManager.shareRecipients(in: tx),
+                try FriendsManager.shareRecipients(in: tx, now: now),
                 try tx.open(Tables.uploadState).get(UploadState.key) ?? UploadState()
             )
         }
@@ -152,23 +152,75 @@ public actor LocationManager {
         if let last = state.lastUploadedFix, fix.timestamp <= last {
             throw WireError.staleLocation(timestamp: fix.timestamp, lastUploaded: last)
         }
-        let recipients = [identity.x25519.publicKey] + friends
-        let blob = try LocationBlob.seal(fix.wire, for: recipients, using: context.random)
+        return try seal(wire: fix.wire, fixTimestamp: fix.timestamp, for: friends, identity: identity, server: server, now: now)
+    }
+
+    /// Seals `wire` for the user and `friends`, records it (pending, and as the last sealed fix
+    /// for ``prepareReseal()``) and signs the upload.
+    private func seal(
+        wire: WireLocation, fixTimestamp: UInt64, for friends: [(id: String, key: X25519PublicKey)], identity: Identity, server: String, now: UInt64
+    ) throws -> PreparedUpload {
+        let recipients = [identity.x25519.publicKey] + friends.map(\.key)
+        let blob = try LocationBlob.seal(wire, for: recipients, using: context.random)
         let uploadTimestamp = try reconciler.write(context.database) { tx, messages -> UInt64 in
             let table = try tx.open(Tables.uploadState)
             var state = try table.get(UploadState.key) ?? UploadState()
             let signed = Self.nextSignedTimestamp(&state, now: now)
-            var pending = state.pendingFixes.filter { $0 != fix.timestamp }
-            pending.append(fix.timestamp)
+            var pending = state.pendingFixes.filter { $0 != fixTimestamp }
+            pending.append(fixTimestamp)
             state.pendingFixes = Array(pending.suffix(Self.pendingLimit))
+            state.lastSealedWire = Base64.encode(wire.bytes)
+            state.lastSealedFix = fixTimestamp
+            state.lastSealedFor = friends.map(\.id)
             try table.put(UploadState.key, state)
-            messages.append(.uploadPrepared(fixTimestamp: fix.timestamp, recipientCount: recipients.count))
+            messages.append(.uploadPrepared(fixTimestamp: fixTimestamp, recipientCount: recipients.count))
             return signed
         }
         let request = try RelayAPI.prepareUpload(blob: blob, timestamp: uploadTimestamp, signer: identity.signing, server: server)
         return PreparedUpload(
-            request: request, fixTimestamp: fix.timestamp, uploadTimestamp: uploadTimestamp,
+            request: request, fixTimestamp: fixTimestamp, uploadTimestamp: uploadTimestamp,
             recipientCount: recipients.count, blobByteCount: blob.count)
+    }
+
+    /// After a share ended (its time passed, ``FriendsManager/pause(id:)``,
+    /// ``FriendsManager/remove(id:)``; PROTOCOL.md §9.3): the last sealed fix sealed again for the
+    /// friends shared with now, with a fresh upload timestamp — or nil when everyone who could
+    /// open the last blob may still see it, or nothing was sealed yet. Send it at once and mark
+    /// it like any upload (``markUploadSucceeded(fixTimestamp:)``): the friend whose share ended
+    /// cannot open it, so the last blob they can open is the last one they were meant to see.
+    /// - Parameter force: reseal even when nobody lost their share (a retry of a reseal that
+    ///   could not be sent: the latest fix, sealed for the friends shared with now).
+    /// - Throws: ``WalletManagerError/noIdentity``, ``WalletManagerError/noServer``, store errors.
+    public func prepareReseal(force: Bool = false) throws -> PreparedUpload? {
+        let identity = try context.identity.get()
+        let now = context.clock.now()
+        let (server, friends, state) = try context.database.read { tx in
+            (
+                try tx.open(Tables.settings).get(SettingKey.server),
+                try FriendsManager.shareRecipients(in: tx, now: now),
+                try tx.open(Tables.uploadState).get(UploadState.key) ?? UploadState()
+            )
+        }
+        guard let wireText = state.lastSealedWire, let fixTimestamp = state.lastSealedFix, let sealedFor = state.lastSealedFor else { return nil }
+        let current = Set(friends.map(\.id))
+        guard force || sealedFor.contains(where: { !current.contains($0) }) else { return nil }
+        guard let server, !server.isEmpty else { throw WalletManagerError.noServer }
+        guard let bytes = try? Base64.decode(wireText), let wire = try? WireLocation(bytes: bytes) else {
+            throw StoreError.decodingFailed(table: Tables.uploadState.name, type: UploadState.storeTypeName, reason: "the last sealed fix is damaged")
+        }
+        return try seal(wire: wire, fixTimestamp: fixTimestamp, for: friends, identity: identity, server: server, now: now)
+    }
+
+    /// When the next share ends (ms since the epoch), or nil when no share has an end ahead:
+    /// the host sets a timer for it and then calls ``prepareReseal()``.
+    /// - Throws: store errors.
+    public nonisolated func nextShareExpiry() throws -> UInt64? {
+        let now = context.clock.now()
+        return try context.database.read { tx in
+            try tx.open(Tables.friends).entries().compactMap { _, record in
+                record.isSharing(at: now) ? record.shareUntil : nil
+            }.min()
+        }
     }
 
     /// Records that the relay acknowledged the upload of the fix from `fixTimestamp` (a 2xx):

@@ -177,7 +177,7 @@ public actor WalletManager {
             let friends = try tx.open(Tables.friends).entries().map { key, record in
                 BackupContents.Friend(
                     id: key.base64URL, name: record.name, server: record.server, shareWith: record.shareWith,
-                    fetchFrom: record.fetchFrom, addedAt: record.addedAt, trust: record.trust)
+                    fetchFrom: record.fetchFrom, addedAt: record.addedAt, trust: record.trust, shareUntil: record.shareUntil)
             }
             return BackupContents(
                 name: profile.name, server: profile.server, strictMode: strict, friends: friends,
@@ -210,7 +210,7 @@ public actor WalletManager {
                     FriendRecord(
                         name: friend.name, server: friend.server, shareWith: friend.shareWith,
                         fetchFrom: friend.fetchFrom, addedAt: friend.addedAt,
-                        x25519PublicKey: Base64.encode(x.rawRepresentation), trust: friend.trust)
+                        x25519PublicKey: Base64.encode(x.rawRepresentation), trust: friend.trust, shareUntil: friend.shareUntil)
                 ))
         }
         let id = try install(signing)
@@ -220,7 +220,17 @@ public actor WalletManager {
             if !contents.server.isEmpty { try settings.put(SettingKey.server, contents.server) }
             try settings.put(SettingKey.strictMode, contents.strictMode)
             let table = try tx.open(Tables.friends)
-            for (key, record) in friends { try table.put(key, record) }
+            let limits = try tx.open(Tables.shareLimits)
+            for (key, restored) in friends {
+                // Never widen a share (PROTOCOL.md §9.3): what this device has now, or remembers
+                // of a removed friend, limits what the backup says.
+                var record = restored
+                let current = try table.get(key)
+                let limit = try limits.get(key)
+                if current?.shareWith == false || limit?.paused == true { record.shareWith = false }
+                record.shareUntil = [record.shareUntil, current?.shareUntil, limit?.until].compactMap { $0 }.min()
+                try table.put(key, record)
+            }
             messages.append(.backupRestored(id: id, friendCount: friends.count))
         }
         return id
@@ -241,6 +251,8 @@ public actor WalletManager {
 struct BackupContents: Codable, Sendable {
     struct Friend: Codable, Sendable {
         var id: String, name: String, server: String, shareWith: Bool, fetchFrom: Bool, addedAt: UInt64, trust: TrustState
+        /// When sharing ends (ms); absent in backups made before expiring shares.
+        var shareUntil: UInt64?
     }
     var name: String
     var server: String

@@ -18,24 +18,28 @@ public enum Tables {
     public static let messageIDs = TableDefinition<String, [UInt8]>("message_ids")
     /// Per-friend messaging settings (disappearing messages).
     public static let conversations = TableDefinition<Ed25519PublicKey, ConversationSettings>("conversations")
+    /// How far sharing went with friends who were removed while it was paused or limited
+    /// (PROTOCOL.md §9.3): adding them again never widens it.
+    public static let shareLimits = TableDefinition<Ed25519PublicKey, ShareLimit>("share_limits")
 }
 
 /// The current schema and its migrations.
 public enum AppSchema {
     /// Version 1: friends, location_cache, upload_state, settings, outbox.
     /// Version 2: messages, message_ids, conversations (new tables; nothing to convert).
-    public static let version: UInt32 = 2
+    /// Version 3: share_limits (a new table; friends gain an optional `shareUntil`).
+    public static let version: UInt32 = 3
 
     /// Every table, in creation order.
     public static var tables: [AnyTableDefinition] {
         [
             Tables.friends.erased, Tables.locations.erased, Tables.uploadState.erased, Tables.settings.erased, Tables.outbox.erased,
-            Tables.messages.erased, Tables.messageIDs.erased, Tables.conversations.erased
+            Tables.messages.erased, Tables.messageIDs.erased, Tables.conversations.erased, Tables.shareLimits.erased
         ]
     }
 
     /// The schema ``Database/open(path:options:schema:)`` is given for a data directory.
-    public static var current: Schema { Schema(version: version, tables: tables, migrations: [Migration(to: 2) { _ in }]) }
+    public static var current: Schema { Schema(version: version, tables: tables, migrations: [Migration(to: 2) { _ in }, Migration(to: 3) { _ in }]) }
 }
 
 /// The rows of ``Tables/settings``, each with its type: the table stores text, but every read and
@@ -142,11 +146,21 @@ public struct FriendRecord: StoreJSONValue, Equatable {
     public var x25519PublicKey: String
     /// Trust state (unverified until safety numbers are compared).
     public var trust: TrustState
+    /// When sharing with them ends (ms since the epoch; nil: no end). The end is exclusive: at
+    /// exactly this time the share is over (PROTOCOL.md §9.3).
+    public var shareUntil: UInt64?
+
+    /// Whether uploads at `now` (ms) are sealed for this friend: sharing on, not past its end,
+    /// not blocked.
+    public func isSharing(at now: UInt64) -> Bool {
+        shareWith && trust != .blocked && (shareUntil.map { now < $0 } ?? true)
+    }
 
     public init(
         name: String, server: String, shareWith: Bool = true, fetchFrom: Bool = true, addedAt: UInt64,
-        x25519PublicKey: String, trust: TrustState = .unverified
+        x25519PublicKey: String, trust: TrustState = .unverified, shareUntil: UInt64? = nil
     ) {
+        self.shareUntil = shareUntil
         self.name = name
         self.server = server
         self.shareWith = shareWith
@@ -178,6 +192,20 @@ public struct CachedLocation: StoreJSONValue, Equatable {
     }
 }
 
+/// What is remembered of a removed friend's share (value of ``Tables/shareLimits``).
+public struct ShareLimit: StoreJSONValue, Equatable {
+    public static var storeTypeName: String { "json:ShareLimit/1" }
+    /// Sharing was paused.
+    public var paused: Bool
+    /// Sharing ended (or ends) at this time (ms since the epoch).
+    public var until: UInt64?
+
+    public init(paused: Bool, until: UInt64?) {
+        self.paused = paused
+        self.until = until
+    }
+}
+
 /// Upload bookkeeping (value of ``Tables/uploadState``).
 public struct UploadState: StoreJSONValue, Equatable {
     public static var storeTypeName: String { "json:UploadState/1" }
@@ -193,6 +221,12 @@ public struct UploadState: StoreJSONValue, Equatable {
     /// The last signed upload/delete time (Unix seconds): signatures use strictly increasing
     /// times, because a relay refuses a request that is not newer than what it stored.
     public var lastSignedTimestamp: UInt64?
+    /// The last fix sealed (its 20-byte wire form, base64url) and its timestamp (ms): sealed
+    /// again without a friend whose share ended (``LocationManager/prepareReseal()``).
+    public var lastSealedWire: String?
+    public var lastSealedFix: UInt64?
+    /// The friends (ids) that last blob was sealed for.
+    public var lastSealedFor: [String]?
 
     public init(lastUploadedFix: UInt64? = nil, lastUploadAt: UInt64? = nil, pendingFixes: [UInt64] = []) {
         self.lastUploadedFix = lastUploadedFix

@@ -1,0 +1,149 @@
+import ArgumentParser
+import CoordsCore
+
+/// `coords share-with NAME [--for DURATION | --until TIME]`: share with a friend until a time,
+/// for a while, or with no end (resuming a paused share). PROTOCOL.md §9.3.
+struct ShareWith: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "share-with", abstract: "Share with a friend for a while, until a time, or again after a pause.",
+        discussion: "Without --for or --until the share has no end. When it ends your last position is sealed again without them.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+    @Argument(help: "The friend's name or id.") var friend: String
+    @Option(name: .customLong("for"), help: "How long: 90s, 30m, 2h, 1d, or combined (1h30m).") var duration: String?
+    @Option(help: "Until this time (RFC 3339, e.g. 2026-11-24T18:00:00Z).") var until: String?
+
+    func validate() throws {
+        guard duration == nil || until == nil else { throw ValidationError("give --for or --until, not both") }
+        if let duration, ShareWith.milliseconds(duration) == nil {
+            throw ValidationError("--for must be a duration such as 90s, 30m, 2h, 1d or 1h30m")
+        }
+        if let until, (try? RFC3339.parse(until)) == nil { throw ValidationError("--until must be an RFC 3339 time such as 2026-11-24T18:00:00Z") }
+    }
+
+    func run() async throws {
+        try await withSession(global) { session in
+            let found = try findFriend(friend, in: session)
+            var end: UInt64?
+            if let duration, let length = Self.milliseconds(duration) { end = nowMilliseconds().addingSaturating(length) }
+            if let until { end = try RFC3339.parse(until).multipliedSaturating(by: 1000) }
+            let updated = try await session.app.friends.share(id: found.id, until: end)
+            let reseal = try await sendReseal(session: session)
+            printShare(updated, reseal: reseal, json: output.json)
+            if reseal.queued { throw ExitCode(ExitStatus.queued) }
+        }
+    }
+
+    /// "90s", "30m", "2h", "1d", "1h30m" → milliseconds; nil for anything else (or zero).
+    static func milliseconds(_ text: String) -> UInt64? {
+        var total: UInt64 = 0
+        var number: UInt64?
+        for character in text.lowercased() {
+            if let digit = character.wholeNumberValue, character.isASCII {
+                let (shifted, overflow) = (number ?? 0).multipliedReportingOverflow(by: 10)
+                guard !overflow else { return nil }
+                number = shifted.addingSaturating(UInt64(digit))
+                continue
+            }
+            let unit: UInt64
+            switch character {
+            case "s": unit = 1_000
+            case "m": unit = 60_000
+            case "h": unit = 3_600_000
+            case "d": unit = 86_400_000
+            default: return nil
+            }
+            guard let value = number else { return nil }
+            total = total.addingSaturating(value.multipliedSaturating(by: unit))
+            number = nil
+        }
+        return number == nil && total > 0 ? total : nil
+    }
+}
+
+/// `coords pause NAME`: stop sharing with a friend for now (`coords share-with NAME` resumes).
+struct Pause: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Pause sharing with a friend (your last position is sealed again without them).")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+    @Argument(help: "The friend's name or id.") var friend: String
+
+    func run() async throws {
+        try await withSession(global) { session in
+            let found = try findFriend(friend, in: session)
+            let updated = try await session.app.friends.pause(id: found.id)
+            let reseal = try await sendReseal(session: session)
+            printShare(updated, reseal: reseal, json: output.json)
+            if reseal.queued { throw ExitCode(ExitStatus.queued) }
+        }
+    }
+}
+
+/// What resealing after a share ended did.
+struct ResealReport {
+    /// A reseal was prepared (someone lost their share).
+    var resealed: Bool
+    /// It could not be sent and waits in the outbox.
+    var queued: Bool
+    var message: String?
+}
+
+/// After a share ended: sends the last fix sealed again without that friend (PROTOCOL.md §9.3),
+/// or queues it in the outbox (kind `reseal`) when the relay cannot be reached.
+func sendReseal(session: Session) async throws -> ResealReport {
+    guard let upload = try await session.app.location.prepareReseal() else { return ResealReport(resealed: false, queued: false) }
+    let friends = upload.recipientCount - 1
+    do {
+        let result = try await RelayHTTP.send(upload.request)
+        guard result.isSuccess else {
+            await session.app.location.markUploadFailed(fixTimestamp: upload.fixTimestamp, reason: "relay answered \(result.status)")
+            _ = try await session.app.outbox.enqueue(kind: "reseal", request: upload.request, reference: String(upload.fixTimestamp))
+            return ResealReport(
+                resealed: true, queued: true, message: RelayHTTP.refusal(result, action: "store the resealed position") + "; queued for a retry")
+        }
+        try await session.app.location.markUploadSucceeded(fixTimestamp: upload.fixTimestamp)
+        return ResealReport(
+            resealed: true, queued: false,
+            message: "Your last position is sealed again for \(friends) friend\(friends == 1 ? "" : "s") only.")
+    } catch let failure as NetworkFailure {
+        await session.app.location.markUploadFailed(fixTimestamp: upload.fixTimestamp, reason: failure.description)
+        _ = try await session.app.outbox.enqueue(kind: "reseal", request: upload.request, reference: String(upload.fixTimestamp))
+        return ResealReport(
+            resealed: true, queued: true,
+            message: "The relay is unreachable (\(failure.description)); resealing your last position is queued and the next command retries it.")
+    }
+}
+
+/// "on", "until 18:00 UTC (1 h left)", "expired", "paused".
+func sharingText(_ friend: Friend, now: UInt64) -> String {
+    switch friend.sharing {
+    case .on: return "on"
+    case .paused: return "paused"
+    case .expired: return "expired"
+    case .until:
+        let end = friend.shareUntil ?? now
+        let left = age(since: now, now: end)
+        return "until \(RFC3339.format(end / 1000)) (\(left) left)"
+    }
+}
+
+/// The sharing fields of a friend in JSON.
+func sharingJSON(_ friend: Friend) -> [(String, JSONValue)] {
+    [("share_state", .string(friend.sharing.rawValue)), ("share_until_ms", friend.shareUntil.map { .integer($0) } ?? .null)]
+}
+
+private func printShare(_ friend: Friend, reseal: ResealReport, json: Bool) {
+    let name = friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name
+    if json {
+        printJSON(
+            .object(
+                JSONObject(
+                    [("id", .string(friend.id)), ("name", .string(friend.name))] + sharingJSON(friend) + [
+                        ("resealed", .bool(reseal.resealed)), ("queued", .bool(reseal.queued))
+                    ])))
+    } else {
+        printLine("Sharing with \(name): \(sharingText(friend, now: nowMilliseconds())).")
+        if let message = reseal.message { printLine(message) }
+    }
+}
