@@ -51,6 +51,9 @@ struct Identity: Sendable {
 final class IdentityHolder: Sendable {
     /// The keychain entry holding the 32-byte seed.
     static let keychainName = "identity.ed25519.seed"
+    /// The identity before the last rotation (PROTOCOL.md §9.1), kept until every friend has
+    /// its rotation statement, then wiped.
+    static let previousKeychainName = "identity.previous.ed25519.seed"
     private let current = Mutex<Identity?>(nil)
 
     /// The identity.
@@ -74,6 +77,9 @@ struct Reconciler<Message: ReconcileMessage>: Sendable {
     let updates: Receiver<Message>
     let logger: Logger
     let manager: String
+    /// Messages dropped because the host did not drain `updates` (logged at 1, 10, 100, …, so a
+    /// host that never reads them is told without a line per message).
+    private let dropped = DropCount()
 
     /// The manager's side of `channel`.
     init(channel: ReconcileChannel<Message>, manager: String, logger: Logger) {
@@ -114,9 +120,32 @@ struct Reconciler<Message: ReconcileMessage>: Sendable {
             try sender.trySend(message)
         } catch {
             switch error {
-            case .full: logger.warning("reconcile channel full: dropped a message", metadata: ["manager": "\(manager)"])
+            case .full:
+                let count = dropped.increment()
+                if count.isPowerOfTen {
+                    logger.warning(
+                        "reconcile channel full: dropped messages (drain the manager's updates, or nextUpdate)",
+                        metadata: ["manager": "\(manager)", "dropped": "\(count)"])
+                }
             case .disconnected: logger.debug("nobody listens for reconcile messages", metadata: ["manager": "\(manager)"])
             }
         }
+    }
+}
+
+/// A shared count of dropped reconcile messages.
+final class DropCount: Sendable {
+    private let value = Atomic<UInt64>(0)
+
+    /// Adds one; returns the new count.
+    func increment() -> UInt64 { value.add(1, ordering: .relaxed).newValue }
+}
+
+extension UInt64 {
+    /// 1, 10, 100, … (the counts at which a repeated warning is logged again).
+    var isPowerOfTen: Bool {
+        var n = self
+        while n >= 10, n % 10 == 0 { n /= 10 }
+        return n == 1
     }
 }
