@@ -567,6 +567,21 @@ static void test_apps(void) {
     CoordsApp *broken = NULL;
     EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_app_open_with_keychain(host_dir, "{}", &incomplete, &broken, &e_));
 
+    /* Identity rotation (PROTOCOL.md §9): Alice moves to a new key; a statement per friend is queued. */
+    EXPECT(COORDS_ERR_INVALID_SERVER_URL, coords_wallet_rotate(alice, "not a url", false, &json, &e_));
+    EXPECT(COORDS_OK, coords_wallet_rotate(alice, "https://relay2.test", false, &json, &e_));
+    CHECK(contains(&json, "\"statements\":[{") && contains(&json, "\"kind\":\"rotation\"") && contains(&json, "\"delete_previous\":{"));
+    CHECK(contains(&json, "\"server\":\"https://relay2.test\""));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_wallet_previous_identities(alice, &json, &e_));
+    CHECK(contains(&json, alice_id));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_messages_queue_rotation_statements(alice, &json, &e_));
+    CHECK(contains(&json, "\"kind\":\"rotation\""));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_ERR_NOT_IN_CONFLICT, coords_friends_resolve_conflict(bob, alice_id, bob_id, &json, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_friends_resolve_conflict(bob, alice_id, NULL, &json, &e_));
+
     /* Handles: close, double close, stale and forged handles, NULL. */
     EXPECT(COORDS_OK, coords_app_close(host, &e_));
     EXPECT(COORDS_OK, coords_app_close(bob, &e_));

@@ -101,6 +101,8 @@ extern "C" {
 #define COORDS_ERR_ENVELOPE_NOT_FOR_ME 362
 #define COORDS_ERR_ENVELOPE_EXPIRED 363
 #define COORDS_ERR_ENVELOPE_TAMPERED 364
+#define COORDS_ERR_INVALID_ROTATION 370
+#define COORDS_ERR_RETIRED_KEY 371
 
 /* 400–499 storage */
 #define COORDS_ERR_STORE_OPEN_FAILED 400
@@ -136,6 +138,8 @@ extern "C" {
 #define COORDS_ERR_NO_SERVER 605
 #define COORDS_ERR_FRIEND_NOT_FOUND 610
 #define COORDS_ERR_CANNOT_ADD_SELF 611
+#define COORDS_ERR_NOT_IN_CONFLICT 612
+#define COORDS_ERR_IN_CONFLICT 613
 #define COORDS_ERR_UNKNOWN_UPLOAD 620
 #define COORDS_ERR_FIX_IN_FUTURE 621
 #define COORDS_ERR_FRIEND_BLOCKED 630     /* no messages to or from a blocked friend */
@@ -388,7 +392,26 @@ int32_t coords_wallet_sign(CoordsApp *app, const uint8_t *msg, size_t msg_len, u
 int32_t coords_wallet_export_backup(CoordsApp *app, const char *passphrase, CoordsBuffer *backup_out,
                                     CoordsError *out_error);
 
-/* Restores a backup; returns the id. Errors: WRONG_BACKUP_PASSPHRASE, INVALID_BACKUP,
+/* Rotates the identity (PROTOCOL.md §9.1): a new key (and relay: `server`, NULL = the current
+ * one) bound to the old by a statement both sign; with `revoke` the old key is declared
+ * compromised (§9.2; run it from a restored backup after losing a device). Writes
+ * {"id": new id, "statement": {…}, "statements": [OutboxEntry] (one envelope per friend, from the
+ * old identity, queued in the outbox: send them or let it retry; delivering the last one wipes
+ * the old seed), "upload": Upload|null (the last fix from the new identity), "delete_previous":
+ * Request (removes the old blob, signed by the old key)}.
+ * Errors: NO_IDENTITY, NO_SERVER, INVALID_SERVER_URL, INVALID_ROTATION. */
+int32_t coords_wallet_rotate(CoordsApp *app, const char *server, bool revoke, CoordsBuffer *rotation_json_out,
+                             CoordsError *out_error);
+
+/* The identities this one rotated from (JSON array of ids, oldest first). */
+int32_t coords_wallet_previous_identities(CoordsApp *app, CoordsBuffer *ids_json_out, CoordsError *out_error);
+
+/* Re-queues the pending rotation statement for every friend still waiting for it (after the
+ * envelopes expired, for example): [OutboxEntry]; [] when nothing is pending. */
+int32_t coords_messages_queue_rotation_statements(CoordsApp *app, CoordsBuffer *entries_json_out, CoordsError *out_error);
+
+/* Restores a backup; returns the id. A backup of the identity this one rotated to replaces it
+ * (the later one wins). Errors: WRONG_BACKUP_PASSPHRASE, INVALID_BACKUP,
  * UNSUPPORTED_BACKUP_VERSION, IDENTITY_EXISTS, TOO_LARGE. */
 int32_t coords_wallet_import_backup(CoordsApp *app, const uint8_t *backup, size_t backup_len, const char *passphrase,
                                     CoordsBuffer *id_out, CoordsError *out_error);
@@ -396,8 +419,9 @@ int32_t coords_wallet_import_backup(CoordsApp *app, const uint8_t *backup, size_
 /* ---- Friends ----------------------------------------------------------------------------- */
 
 /* Adds (or refreshes) the friend of a coord:// link; returns the friend as JSON
- * {"id","name","server","share_with","fetch_from","added_at","trust","marker_color","sharing","share_until"}
- * (sharing: "on", "until", "expired" or "paused"; share_until: ms or null).
+ * {"id","name","server","share_with","fetch_from","added_at","trust","marker_color","sharing","share_until","conflict_keys"}
+ * (trust: "unverified", "verified", "blocked" or "conflict"; sharing: "on", "until", "expired" or
+ * "paused"; share_until: ms or null; conflict_keys: the candidate keys while in conflict).
  * Errors: INVALID_FRIEND_LINK, INVALID_PUBLIC_KEY_ID, CANNOT_ADD_SELF. */
 int32_t coords_friends_add_link(CoordsApp *app, const char *link, CoordsBuffer *friend_json_out, CoordsError *out_error);
 
@@ -418,6 +442,13 @@ int32_t coords_friends_remove(CoordsApp *app, const char *id, CoordsError *out_e
  * Errors: FRIEND_NOT_FOUND, INVALID_PUBLIC_KEY_ID. */
 int32_t coords_friends_share(CoordsApp *app, const char *id, uint64_t until_ms, CoordsBuffer *friend_json_out,
                              CoordsError *out_error);
+
+/* Ends a key conflict (trust "conflict": two different rotations of the friend's old key arrived,
+ * PROTOCOL.md §9.2) after comparing safety numbers again: `keep` (one of the friend's
+ * "conflict_keys") becomes their key, verified; the other candidates are refused from then on.
+ * Errors: NOT_IN_CONFLICT, FRIEND_NOT_FOUND, INVALID_PUBLIC_KEY_ID. */
+int32_t coords_friends_resolve_conflict(CoordsApp *app, const char *id, const char *keep, CoordsBuffer *friend_json_out,
+                                        CoordsError *out_error);
 
 /* Pauses sharing with a friend (fetching goes on); returns the friend. Call
  * coords_location_prepare_reseal next. Errors: FRIEND_NOT_FOUND, INVALID_PUBLIC_KEY_ID. */

@@ -192,6 +192,42 @@ public func ffiWalletExportBackup(_ handle: Handle, _ passphrase: CString, _ bac
     }
 }
 
+@_cdecl("coords_wallet_rotate")
+public func ffiWalletRotate(_ handle: Handle, _ server: CString, _ revoke: Bool, _ rotationOut: BufferOut, _ error: ErrorOut) -> Int32 {
+    returning(rotationOut, "rotation_json_out", app: handle, error) { app in
+        let server = try Argument.optionalString(server, "server")
+        let rotation = try blocking { try await app.rotateIdentity(server: server, revoke: revoke) }
+        return JSONValue.object([
+            "id": .string(rotation.id), "statement": rotation.statement.json,
+            "statements": .array(rotation.statements.map(Record.outboxEntry)),
+            "upload": Record.optional(rotation.upload, Record.upload), "delete_previous": rotation.deletePrevious.json
+        ])
+    }
+}
+
+@_cdecl("coords_wallet_previous_identities")
+public func ffiWalletPreviousIdentities(_ handle: Handle, _ idsOut: BufferOut, _ error: ErrorOut) -> Int32 {
+    returning(idsOut, "ids_json_out", app: handle, error) { app in
+        JSONValue.array(try app.wallet.previousIdentities().map { .string($0) })
+    }
+}
+
+@_cdecl("coords_messages_queue_rotation_statements")
+public func ffiMessagesQueueRotationStatements(_ handle: Handle, _ entriesOut: BufferOut, _ error: ErrorOut) -> Int32 {
+    returning(entriesOut, "entries_json_out", app: handle, error) { app in
+        JSONValue.array(try blocking { try await app.messages.queueRotationStatements() }.map(Record.outboxEntry))
+    }
+}
+
+@_cdecl("coords_friends_resolve_conflict")
+public func ffiFriendsResolveConflict(_ handle: Handle, _ id: CString, _ keep: CString, _ friendOut: BufferOut, _ error: ErrorOut) -> Int32 {
+    returning(friendOut, "friend_json_out", app: handle, error) { app in
+        let id = try Argument.string(id, "id")
+        let keep = try Argument.string(keep, "keep")
+        return Record.friend(try blocking { try await app.friends.resolveConflict(id: id, keep: keep) })
+    }
+}
+
 @_cdecl("coords_wallet_import_backup")
 public func ffiWalletImportBackup(
     _ handle: Handle, _ backup: UnsafePointer<UInt8>?, _ length: Int, _ passphrase: CString, _ idOut: BufferOut, _ error: ErrorOut

@@ -16,7 +16,8 @@ extension Record {
             "duplicates": .array(o.duplicates.map { .string($0) }),
             "rejected": .array(
                 o.rejected.map { .object(["id": .string($0.id), "error": .object(["code": .number(String($0.code)), "message": .string($0.reason)])]) }),
-            "acks": .array(o.acks.map(\.json)), "receipts": .array(o.receipts.map(outboxEntry))
+            "acks": .array(o.acks.map(\.json)), "receipts": .array(o.receipts.map(outboxEntry)),
+            "rotated": .array(o.rotated.map { .string($0) }), "conflicts": .array(o.conflicts.map { .string($0) })
         ])
     }
 

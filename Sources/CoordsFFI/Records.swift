@@ -47,7 +47,8 @@ enum Record {
             "id": .string(f.id), "name": .string(f.name), "server": .string(f.server),
             "share_with": .bool(f.shareWith), "fetch_from": .bool(f.fetchFrom), "added_at": .integer(f.addedAt),
             "trust": .string(f.trust.rawValue), "marker_color": .string(f.markerColor),
-            "sharing": .string(f.sharing.rawValue), "share_until": optional(f.shareUntil) { .integer($0) }
+            "sharing": .string(f.sharing.rawValue), "share_until": optional(f.shareUntil) { .integer($0) },
+            "conflict_keys": .array(f.conflictKeys.map { .string($0) })
         ])
     }
 
@@ -147,6 +148,11 @@ enum Record {
             case .strictModeChanged(let strict):
                 set("wallet", "strict_mode_changed")
                 o["strict_mode"] = .bool(strict)
+            case .identityRotated(let from, let to, let revoked):
+                set("wallet", "identity_rotated")
+                o["from"] = .string(from)
+                o["to"] = .string(to)
+                o["revoked"] = .bool(revoked)
             case .errorOccurred(let code, let message):
                 set("wallet", "error_occurred")
                 failure(code, message)
@@ -240,6 +246,15 @@ enum Record {
                 set("messages", "disappearing_changed")
                 o["friend_id"] = .string(friend)
                 o["seconds"] = seconds.map { .integer($0) } ?? .null
+            case .friendRotated(let from, let to, let name):
+                set("messages", "friend_rotated")
+                o["from"] = .string(from)
+                o["to"] = .string(to)
+                o["name"] = .string(name)
+            case .friendConflict(let id, let name):
+                set("messages", "friend_conflict")
+                o["id"] = .string(id)
+                o["name"] = .string(name)
             case .errorOccurred(let code, let message):
                 set("messages", "error_occurred")
                 failure(code, message)

@@ -23,7 +23,7 @@ import os
 import threading
 from ctypes import (CFUNCTYPE, POINTER, Structure, byref, c_bool, c_char_p, c_double, c_float, c_int32, c_int64,
                     c_size_t, c_uint8, c_uint32, c_uint64, c_void_p)
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 __version__ = "1.0.0"
@@ -59,12 +59,17 @@ ERR_NO_IDENTITY = 600
 ERR_IDENTITY_EXISTS = 601
 ERR_WRONG_BACKUP_PASSPHRASE = 603
 ERR_FRIEND_NOT_FOUND = 610
+ERR_CANNOT_ADD_SELF = 611
+ERR_NOT_IN_CONFLICT = 612
+ERR_IN_CONFLICT = 613
 ERR_WRONG_PASSPHRASE = 650
 ERR_INVALID_ENVELOPE = 360
 ERR_ENVELOPE_SIGNATURE = 361
 ERR_ENVELOPE_NOT_FOR_ME = 362
 ERR_ENVELOPE_EXPIRED = 363
 ERR_ENVELOPE_TAMPERED = 364
+ERR_INVALID_ROTATION = 370
+ERR_RETIRED_KEY = 371
 ERR_FRIEND_BLOCKED = 630
 ERR_MESSAGE_TOO_LONG = 631
 ERR_INVALID_MAILBOX_RESPONSE = 632
@@ -214,6 +219,10 @@ _SIGNATURES = [
     ("coords_location_process_fetch_response", c_int32, [_APP, _U8, c_size_t, _BUF, _ERR]),
     ("coords_location_friend_locations", c_int32, [_APP, _BUF, _ERR]),
     ("coords_friends_share", c_int32, [_APP, c_char_p, c_uint64, _BUF, _ERR]),
+    ("coords_friends_resolve_conflict", c_int32, [_APP, c_char_p, c_char_p, _BUF, _ERR]),
+    ("coords_wallet_rotate", c_int32, [_APP, c_char_p, c_bool, _BUF, _ERR]),
+    ("coords_wallet_previous_identities", c_int32, [_APP, _BUF, _ERR]),
+    ("coords_messages_queue_rotation_statements", c_int32, [_APP, _BUF, _ERR]),
     ("coords_friends_pause", c_int32, [_APP, c_char_p, _BUF, _ERR]),
     ("coords_location_prepare_reseal", c_int32, [_APP, c_bool, _BUF, _ERR]),
     ("coords_location_next_share_expiry", c_int32, [_APP, POINTER(c_uint64), _ERR]),
@@ -470,12 +479,14 @@ class Friend(_Record):
     """"on", "until" (see share_until), "expired" or "paused" (PROTOCOL.md §9.3), when read."""
     share_until: Optional[int] = None
     """When sharing ends (ms since the epoch), or None for no end."""
+    conflict_keys: list = field(default_factory=list)
+    """While trust is "conflict" (two different rotations of their old key, §9.2): the candidate keys."""
 
     @classmethod
     def from_json(cls, obj: dict) -> "Friend":
         """A Friend from the library's JSON."""
         return cls(obj["id"], obj["name"], obj["server"], obj["share_with"], obj["fetch_from"], obj["added_at"], obj["trust"],
-                   obj["marker_color"], obj.get("sharing", "on"), obj.get("share_until"))
+                   obj["marker_color"], obj.get("sharing", "on"), obj.get("share_until"), list(obj.get("conflict_keys", [])))
 
 
 @dataclass(frozen=True)
@@ -666,13 +677,18 @@ class MessagesOutcome(_Record):
     rejected: list
     acks: list
     receipts: list
+    rotated: list = field(default_factory=list)
+    """Friends (old ids) whose rotation statement was applied or put them in conflict (PROTOCOL.md §9)."""
+    conflicts: list = field(default_factory=list)
+    """Friends (current ids) a rotation put in conflict: compare safety numbers, then resolve_conflict."""
 
     @classmethod
     def from_json(cls, obj: dict) -> "MessagesOutcome":
         """A MessagesOutcome from the library's JSON."""
         return cls([Message.from_json(x) for x in obj["received"]], list(obj["delivered"]), list(obj["duplicates"]),
                    [Rejection.from_json(x) for x in obj["rejected"]], [Request.from_json(x) for x in obj["acks"]],
-                   [OutboxEntry.from_json(x) for x in obj["receipts"]])
+                   [OutboxEntry.from_json(x) for x in obj["receipts"]], list(obj.get("rotated", [])),
+                   list(obj.get("conflicts", [])))
 
 
 @dataclass(frozen=True)
@@ -1118,6 +1134,33 @@ class App:
         if until < 0 or until >= 2**64:
             raise ValueError("until_ms must be 0 … 2**64-1")
         return Friend.from_json(_json_call(lib.coords_friends_share, self.handle, id.encode(), until))
+
+    def resolve_conflict(self, id: str, keep: str) -> Friend:
+        """Ends a key conflict (PROTOCOL.md §9.2) after comparing safety numbers again: `keep`
+        (one of the friend's conflict_keys) becomes their key, verified.
+
+        Raises ManagerError (ERR_NOT_IN_CONFLICT, ERR_FRIEND_NOT_FOUND)."""
+        return Friend.from_json(_json_call(lib.coords_friends_resolve_conflict, self.handle, id.encode(), keep.encode()))
+
+    def rotate(self, server: Optional[str] = None, revoke: bool = False) -> dict:
+        """Rotates the identity (PROTOCOL.md §9.1): returns {"id", "statement", "statements"
+        (OutboxEntry list: send each), "upload" (Upload or None), "delete_previous" (Request)}.
+        `revoke` declares the old key compromised (§9.2).
+
+        Raises ManagerError (ERR_NO_IDENTITY, ERR_NO_SERVER), WireError (ERR_INVALID_SERVER_URL)."""
+        value = _json_call(lib.coords_wallet_rotate, self.handle, _text(server), bool(revoke))
+        return {"id": value["id"], "statement": value["statement"],
+                "statements": [OutboxEntry.from_json(x) for x in value["statements"]],
+                "upload": None if value["upload"] is None else Upload.from_json(value["upload"]),
+                "delete_previous": Request.from_json(value["delete_previous"])}
+
+    def previous_identities(self) -> list[str]:
+        """The ids this identity rotated from, oldest first."""
+        return list(_json_call(lib.coords_wallet_previous_identities, self.handle))
+
+    def queue_rotation_statements(self) -> list[OutboxEntry]:
+        """Re-queues the pending rotation statement for friends still waiting for it."""
+        return [OutboxEntry.from_json(x) for x in _json_call(lib.coords_messages_queue_rotation_statements, self.handle)]
 
     def pause(self, id: str) -> Friend:
         """Pauses sharing with a friend (fetching goes on); then send prepare_reseal().

@@ -88,6 +88,11 @@ def relays(tmp_path):
         relay.stop()
 
 
+def links_id(link):
+    """The id inside a `coord://HOST/add/ID#NAME` link."""
+    return link.split("/add/", 1)[1].split("#", 1)[0]
+
+
 def test_each_command_prints_json_that_matches_its_schema_and_the_exit_statuses_hold(relays, tmp_path):
     env = passphrase_env()
     one, two = relays("one"), relays("two")
@@ -183,6 +188,11 @@ def test_each_command_prints_json_that_matches_its_schema_and_the_exit_statuses_
     assert deleted == {"server": one.url, "deleted": True, "queued": False}
     check("remove", "remove", "Carol", home=bob)
     check("verify", "verify", "Alice", "--reset", home=bob)
+    # Identity lifecycle (PROTOCOL.md §9): Carol rotates; the restored copy of Alice revokes.
+    rotated, _ = check("rotate", "rotate", home=carol)
+    assert rotated["revoked"] is False and rotated["id"] != rotated["previous_id"] and rotated["statements_queued"] == 0
+    revoked, _ = check("revoke", "revoke", home=tmp_path / "alice2")
+    assert revoked["revoked"] is True and revoked["previous_id"] == links_id(links[alice])
     assert set(checked) == set(SCHEMAS), set(SCHEMAS) - set(checked)
 
 

@@ -804,3 +804,23 @@ def test_a_share_that_ends_is_resealed_without_that_friend(tmp_path):
         with pytest.raises(cc.CoordsError) as missing:
             alice.pause("A" * 43)
         assert missing.value.code in (cc.ERR_FRIEND_NOT_FOUND, cc.ERR_INVALID_PUBLIC_KEY_ID)
+
+
+def test_a_rotation_moves_the_friend_and_a_second_different_one_is_a_conflict(tmp_path):
+    with friends(tmp_path) as (alice, alice_id, bob, bob_id):
+        bob.share_with(alice_id, until_ms=int(time.time() * 1000) + 3_600_000)
+        rotation = alice.rotate(server="https://relay2.example")
+        new_id = rotation["id"]
+        assert new_id != alice_id and alice.previous_identities() == [alice_id]
+        assert rotation["statement"]["old"] == alice_id and rotation["statement"]["new"] == new_id
+        assert [e.kind for e in rotation["statements"]] == ["rotation"] and rotation["delete_previous"].method == "DELETE"
+        packets = json.dumps({"packets": [json.loads(cc.request_body(rotation["statements"][0].request))]}).encode()
+        outcome = bob.process_messages(packets)
+        assert outcome.rotated == [alice_id] and outcome.rejected == []
+        moved = [f for f in bob.friends() if f.id == new_id]
+        assert len(moved) == 1 and moved[0].name == "Alice" and moved[0].server == "https://relay2.example"
+        assert moved[0].sharing == "until" and alice_id not in [f.id for f in bob.friends()]
+        with pytest.raises(cc.CoordsError) as not_in_conflict:
+            bob.resolve_conflict(new_id, new_id)
+        assert not_in_conflict.value.code == cc.ERR_NOT_IN_CONFLICT
+        assert alice.queue_rotation_statements()[0].kind == "rotation"

@@ -26,7 +26,7 @@ public struct CoordsCommand: AsyncParsableCommand {
         version: CoordsVersion.string,
         subcommands: [
             Init.self, WhoAmI.self, Add.self, Friends.self, Verify.self, Remove.self, Share.self, Fetch.self,
-            Watch.self, Delete.self, ShareWith.self, Pause.self, Send.self, Inbox.self, Chat.self, Push.self, Backup.self, Outbox.self
+            Watch.self, Delete.self, ShareWith.self, Pause.self, Rotate.self, Revoke.self, Send.self, Inbox.self, Chat.self, Push.self, Backup.self, Outbox.self
         ])
 
     public init() {}
@@ -224,7 +224,9 @@ struct Friends: AsyncParsableCommand {
                                 let seen = locations[friend.id]
                                 return .object([
                                     "id": .string(friend.id), "name": .string(friend.name), "server": .string(friend.server),
-                                    "sharing": .bool(friend.sharing == .on || friend.sharing == .until), "share_state": .string(friend.sharing.rawValue),
+                                    "sharing": .bool(
+                                        (friend.sharing == .on || friend.sharing == .until) && friend.trust != .blocked && friend.trust != .conflict),
+                                    "share_state": .string(friend.sharing.rawValue),
                                     "share_until_ms": friend.shareUntil.map { .integer($0) } ?? .null,
                                     "fetching": .bool(friend.fetchFrom), "trust": .string(friend.trust.rawValue),
                                     "verified": .bool(friend.trust == .verified),
@@ -247,7 +249,7 @@ struct Friends: AsyncParsableCommand {
                     sharingText(friend, now: now), seen?.location.map(describe) ?? "—",
                     seen?.location.map { age(since: $0.timestamp, now: now) } ?? "—",
                     seen?.authenticity.map(signatureWord) ?? "—",
-                    friend.trust == .verified ? "yes" : (friend.trust == .blocked ? "blocked" : "no"))
+                    friend.trust == .verified ? "yes" : (friend.trust == .blocked || friend.trust == .conflict ? friend.trust.rawValue : "no"))
             }
             printLine(table.render())
         }
@@ -281,10 +283,19 @@ struct Verify: AsyncParsableCommand {
     @Argument(help: "Name or id.") var friend: String
     @Flag(help: "Block instead: stop sharing with and fetching from them.") var block = false
     @Flag(help: "Back to unverified.") var reset = false
+    @Option(help: "In a key conflict: the key (id) you compared and keep.") var key: String?
 
     func run() async throws {
         try await withSession(global) { session in
             let found = try findFriend(friend, in: session)
+            if let key {
+                let kept = try await session.app.friends.resolveConflict(id: found.id, keep: key)
+                _ = try await sendReseal(session: session)
+                if output.json {
+                    return printJSON(.object(["id": .string(kept.id), "name": .string(kept.name), "trust": .string("verified"), "verified": .bool(true)]))
+                }
+                return printLine("\(kept.name.isEmpty ? kept.id : kept.name) is now verified on key \(kept.id.prefix(12))…; sharing resumes.")
+            }
             let trust: TrustState = block ? .blocked : (reset ? .unverified : .verified)
             _ = try await session.app.friends.setTrust(id: found.id, trust)
             if output.json {

@@ -71,6 +71,7 @@ struct Inbox: AsyncParsableCommand {
                 printLine("\(names[message.peer] ?? String(message.peer.prefix(8))) (\(age(since: message.sentAt, now: now)) ago): \(message.text)")
             }
             for rejection in outcome.rejected { printLine("Refused a message (\(rejection.id.prefix(8))…): \(rejection.reason)") }
+            for line in rotationLines(outcome, session: session) { printLine(line) }
             if outcome.received.isEmpty { printLine("No new messages.") }
             if !conversations.isEmpty {
                 var table = TextTable("FRIEND", "MESSAGES", "LAST", "AGE")
@@ -197,6 +198,7 @@ enum MessageDelivery {
         guard result.status == 200 else { throw CLIFailure(RelayHTTP.refusal(result, action: "list your messages")) }
         let outcome = try await session.app.messages.processFetchResponse(result.body)
         for ack in outcome.acks { _ = try? await RelayHTTP.send(ack) }
+        if !outcome.conflicts.isEmpty { _ = try? await sendReseal(session: session) }  // a conflict pauses sharing at once
         for receipt in outcome.receipts {
             // On success markSent removes the receipt's outbox entry; otherwise the outbox retries it.
             _ = await post(receipt.item.request, messageID: receipt.item.reference ?? "", outboxID: receipt.id, session: session)

@@ -288,6 +288,7 @@ func printLive(_ outcome: MessagesOutcome, session: Session, only friendID: Stri
         let name = names[message.peer].flatMap { $0.isEmpty ? nil : $0 } ?? String(message.peer.prefix(8))
         printLine("\(name): \(message.text)")
     }
+    if friendID == nil { for line in rotationLines(outcome, session: session) { printLine(line) } }
 }
 
 struct Delete: AsyncParsableCommand {

@@ -35,7 +35,8 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "keychain": keychain,
     "store-codecs": storeCodecs,
     "live-frame": liveFrame,
-    "push-endpoint": pushEndpoint
+    "push-endpoint": pushEndpoint,
+    "rotation": rotation
 ]
 
 /// A failed property: crash loudly so libFuzzer keeps the input.
@@ -356,6 +357,21 @@ func cheapenArgon2(_ bytes: inout [UInt8], at offset: Int) {
     if bytes.count >= 16, let v6 = IPAddress(bytes: Array(bytes.prefix(16))) {
         _ = EndpointPolicy.isPublic(v6, allowLoopback: false)
         _ = v6.description
+    }
+}
+
+/// A rotation statement (§9.1) in a payload: parsing never traps, a parsed statement re-encodes
+/// to itself, and verification of whatever was parsed never traps either.
+@Sendable func rotation(_ bytes: [UInt8]) {
+    guard let value = try? JSONValue.parse(bytes) else { return }
+    let candidates = [value, value.objectValue?["rotation"]].compactMap { $0 }
+    for candidate in candidates {
+        guard let statement = try? RotationStatement(json: candidate) else { continue }
+        check((try? RotationStatement(json: statement.json)) == statement, "a parsed rotation statement re-encodes to itself")
+        _ = try? statement.verify()
+    }
+    if let payload = try? MessagePayload(json: bytes) {
+        check((try? MessagePayload(json: payload.json)) == payload, "a parsed payload re-encodes to itself")
     }
 }
 

@@ -150,3 +150,39 @@ public final class CoordsApp: Sendable {
         }
     }
 }
+
+// MARK: Identity rotation (PROTOCOL.md §9)
+
+/// What ``CoordsApp/rotateIdentity(server:revoke:)`` prepared: send `statements` (or let the
+/// outbox retry them), `upload`, then `deletePrevious`.
+public struct IdentityRotation: Sendable {
+    /// The signed statement.
+    public var statement: RotationStatement
+    /// The new id (b64u).
+    public var id: String
+    /// One envelope per friend, from the previous identity, queued in the outbox (kind `rotation`).
+    public var statements: [OutboxEntry]
+    /// The last fix, sealed and signed by the new identity (nil when nothing was shared yet).
+    public var upload: PreparedUpload?
+    /// A delete of the previous identity's blob from its relay, signed by the previous key.
+    public var deletePrevious: PreparedRequest
+}
+
+extension CoordsApp {
+    /// Rotates the identity end to end (PROTOCOL.md §9.1): new key (and relay, optionally),
+    /// statements for every friend in the outbox, the new identity's upload, and the delete of
+    /// the old blob. With `revoke` the old key is declared compromised (§9.2): run it from a
+    /// restored backup on a new device after a loss.
+    /// - Throws: ``WalletManagerError/noIdentity``, ``WalletManagerError/noServer``,
+    ///   ``WireError/invalidServerURL(_:)``, keychain and store errors.
+    public func rotateIdentity(server: String? = nil, revoke: Bool = false) async throws -> IdentityRotation {
+        let previousServer = try wallet.profile().server
+        let statement = try await wallet.rotate(server: server, revoke: revoke)
+        let deletePrevious = try wallet.preparePreviousDelete(server: previousServer)
+        let statements = try await messages.queueRotationStatements()
+        try await wallet.finishRotationIfDelivered()
+        let upload = try await location.prepareReseal(force: true)
+        return IdentityRotation(
+            statement: statement, id: statement.new.base64URL, statements: statements, upload: upload, deletePrevious: deletePrevious)
+    }
+}

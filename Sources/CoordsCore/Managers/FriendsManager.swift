@@ -19,6 +19,9 @@ public struct Friend: Sendable, Equatable {
     public var shareUntil: UInt64?
     /// Where sharing with them stood when this value was read: see ``SharingState``.
     public var sharing: SharingState
+    /// In a key conflict (``TrustState/conflict``, PROTOCOL.md §9.2): the candidate keys, the
+    /// current one first; empty otherwise.
+    public var conflictKeys: [String]
 
     init(key: Ed25519PublicKey, record: FriendRecord, now: UInt64) {
         id = key.base64URL
@@ -31,6 +34,7 @@ public struct Friend: Sendable, Equatable {
         trust = record.trust
         markerColor = MarkerColor(id: id).hex
         shareUntil = record.shareUntil
+        conflictKeys = record.conflict?.map(\.key) ?? []
         sharing = !record.shareWith ? .paused : record.shareUntil.map { now < $0 ? .until : .expired } ?? .on
     }
 }
@@ -156,7 +160,7 @@ public actor FriendsManager {
     /// Shares with a friend until `until` (ms since the epoch; nil: with no end), resuming a
     /// paused share (PROTOCOL.md §9.3). A time not after now ends the share at once. When a share
     /// ends — at its time, on ``pause(id:)`` or ``remove(id:)`` — call
-    /// ``LocationManager/prepareReseal()`` and send what it returns, so the last blob the friend
+    /// ``LocationManager/prepareReseal(force:)`` and send what it returns, so the last blob the friend
     /// can open is the last one they were meant to see; ``LocationManager/nextShareExpiry()`` says
     /// when the next share ends.
     /// - Throws: ``FriendsManagerError/notFound(id:)``, ``WireError/invalidPublicKeyID(_:)``, store errors.
@@ -168,7 +172,7 @@ public actor FriendsManager {
     }
 
     /// Pauses sharing with a friend (fetching from them goes on); ``share(id:until:)`` resumes
-    /// it. Follow it with ``LocationManager/prepareReseal()``.
+    /// it. Follow it with ``LocationManager/prepareReseal(force:)``.
     /// - Throws: ``FriendsManagerError/notFound(id:)``, ``WireError/invalidPublicKeyID(_:)``, store errors.
     public func pause(id: String) throws -> Friend {
         try modify(id: id) { $0.shareWith = false }
@@ -177,8 +181,43 @@ public actor FriendsManager {
     /// Sets a friend's trust (verified after comparing safety numbers; blocked friends are
     /// neither shared with nor fetched).
     /// - Throws: ``FriendsManagerError/notFound(id:)``, store errors.
+    /// A friend in a key conflict can only be blocked here (``FriendsManagerError/inConflict(id:)``
+    /// otherwise): ``resolveConflict(id:keep:)`` picks their key.
     public func setTrust(id: String, _ trust: TrustState) throws -> Friend {
-        try modify(id: id) { $0.trust = trust }
+        if trust != .blocked, try friend(id: id)?.trust == .conflict { throw FriendsManagerError.inConflict(id: id) }
+        return try modify(id: id) { $0.trust = trust }
+    }
+
+    /// Ends a key conflict (PROTOCOL.md §9.2) after the user compared safety numbers again:
+    /// `keep` (one of ``Friend/conflictKeys``) becomes the friend's key, verified, and sharing
+    /// resumes as it was; the other candidates are retired as revoked, so nothing they sign is
+    /// accepted. Follow it with ``LocationManager/prepareReseal(force:)``'s upload when sharing.
+    /// - Throws: ``FriendsManagerError/notInConflict(id:)``, ``FriendsManagerError/notFound(id:)``,
+    ///   ``WireError/invalidPublicKeyID(_:)``, store errors.
+    public func resolveConflict(id: String, keep: String) throws -> Friend {
+        let key = try Ed25519PublicKey(base64URL: id)
+        let kept = try Ed25519PublicKey(base64URL: keep)
+        let now = context.clock.now()
+        return try reconciler.write(context.database) { tx, messages in
+            let friends = try tx.open(Tables.friends)
+            guard var record = try friends.get(key) else { throw FriendsManagerError.notFound(id: id) }
+            guard record.trust == .conflict, let candidates = record.conflict, let chosen = candidates.first(where: { $0.key == keep }) else {
+                throw FriendsManagerError.notInConflict(id: id)
+            }
+            record.trust = .verified
+            record.conflict = nil
+            try friends.put(key, record)
+            if kept != key { try Self.move(from: key, to: kept, server: chosen.server, tx) }
+            let retired = try tx.open(Tables.retiredKeys)
+            for candidate in candidates where candidate.key != keep {
+                if let other = try? Ed25519PublicKey(base64URL: candidate.key) { try retired.put(other, RetiredKey(successor: keep, revoked: true)) }
+            }
+            guard let moved = try friends.get(kept) else { throw FriendsManagerError.notFound(id: keep) }
+            let friend = Friend(key: kept, record: moved, now: now)
+            if kept != key { messages.append(.friendRemoved(id: id)) }
+            messages.append(.friendUpdated(friend))
+            return friend
+        }
     }
 
     private func modify(id: String, _ change: (inout FriendRecord) -> Void) throws -> Friend {
@@ -196,7 +235,7 @@ public actor FriendsManager {
     }
 
     /// Removes a friend and their cached location. Later uploads are no longer sealed for them
-    /// (follow it with ``LocationManager/prepareReseal()``). A paused or limited share is
+    /// (follow it with ``LocationManager/prepareReseal(force:)``). A paused or limited share is
     /// remembered, so adding them again does not widen it.
     /// - Throws: ``FriendsManagerError/notFound(id:)``, store errors.
     public func remove(id: String) throws {
@@ -210,6 +249,41 @@ public actor FriendsManager {
             try friends.delete(key)
             try tx.open(Tables.locations).delete(key)  // unread: a damaged cache entry must not block the removal
             messages.append(.friendRemoved(id: id))
+        }
+    }
+
+    /// Moves a friend from `old` to `new` in place (PROTOCOL.md §9.1): record (name, colour,
+    /// sharing, expiry, trust), server, cached location, conversation settings and message
+    /// history; the X25519 key is converted for the new key.
+    static func move(from old: Ed25519PublicKey, to new: Ed25519PublicKey, server: String, _ tx: borrowing WriteTransaction) throws {
+        let friends = try tx.open(Tables.friends)
+        guard var record = try friends.get(old) else { return }
+        guard let x25519 = try? X25519PublicKey(ed25519: new) else { throw WireError.invalidPublicKeyID(new.base64URL) }
+        record.server = server
+        record.x25519PublicKey = Base64.encode(x25519.rawRepresentation)
+        try friends.delete(old)
+        try friends.put(new, record)
+        let locations = try tx.open(Tables.locations)
+        if let cached = try? locations.get(old) { try locations.put(new, cached) }
+        try locations.delete(old)
+        let conversations = try tx.open(Tables.conversations)
+        if let settings = try conversations.get(old) { try conversations.put(new, settings) }
+        try conversations.delete(old)
+        let messages = try tx.open(Tables.messages)
+        let ids = try tx.open(Tables.messageIDs)
+        var history: [([UInt8], MessageRecord)] = []
+        try messages.forEach(prefix: old.rawRepresentation) { key, message in
+            history.append((key, message))
+            return true
+        }
+        let newID = new.base64URL
+        for (key, var message) in history {
+            var moved = new.rawRepresentation
+            moved.append(contentsOf: key.dropFirst(32))
+            message.peer = newID
+            try messages.delete(key)
+            try messages.put(moved, message)
+            try ids.put(message.id, moved)
         }
     }
 

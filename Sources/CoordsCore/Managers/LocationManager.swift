@@ -156,7 +156,7 @@ public actor LocationManager {
     }
 
     /// Seals `wire` for the user and `friends`, records it (pending, and as the last sealed fix
-    /// for ``prepareReseal()``) and signs the upload.
+    /// for ``prepareReseal(force:)``) and signs the upload.
     private func seal(
         wire: WireLocation, fixTimestamp: UInt64, for friends: [(id: String, key: X25519PublicKey)], identity: Identity, server: String, now: UInt64
     ) throws -> PreparedUpload {
@@ -212,7 +212,7 @@ public actor LocationManager {
     }
 
     /// When the next share ends (ms since the epoch), or nil when no share has an end ahead:
-    /// the host sets a timer for it and then calls ``prepareReseal()``.
+    /// the host sets a timer for it and then calls ``prepareReseal(force:)``.
     /// - Throws: store errors.
     public nonisolated func nextShareExpiry() throws -> UInt64? {
         let now = context.clock.now()

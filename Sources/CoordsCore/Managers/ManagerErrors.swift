@@ -42,11 +42,19 @@ public enum FriendsManagerError: CoordsCoreError, Equatable {
     case notFound(id: String)
     /// The link or id is your own.
     case cannotAddSelf
+    /// ``FriendsManager/resolveConflict(id:keep:)`` for a friend not in conflict, or a key that is
+    /// not one of the candidates.
+    case notInConflict(id: String)
+    /// The friend is in a key conflict: pick a key with ``FriendsManager/resolveConflict(id:keep:)``
+    /// (or block or remove them) instead.
+    case inConflict(id: String)
 
     public var code: Int32 {
         switch self {
         case .notFound: 610
         case .cannotAddSelf: 611
+        case .notInConflict: 612
+        case .inConflict: 613
         }
     }
 
@@ -54,6 +62,9 @@ public enum FriendsManagerError: CoordsCoreError, Equatable {
         switch self {
         case .notFound(let id): "no friend with id \(id.prefix(12))…"
         case .cannotAddSelf: "that is your own link; share it with a friend instead"
+        case .notInConflict(let id): "\(id.prefix(12))… is not in a key conflict, or that key is not one of its candidates"
+        case .inConflict(let id):
+            "\(id.prefix(12))… is in a key conflict (two different rotations of their old key): compare safety numbers again and pick a key"
         }
     }
 }

@@ -79,6 +79,11 @@ public struct MessagesOutcome: Sendable, Equatable {
     public var acks: [PreparedRequest] = []
     /// Receipts for the texts received, queued in the outbox (send them now or let it retry).
     public var receipts: [OutboxEntry] = []
+    /// Friends (their old ids) whose rotation statement was applied or found in conflict (§9):
+    /// their records changed, and a share may have ended (call ``LocationManager/prepareReseal(force:)``).
+    public var rotated: [String] = []
+    /// Friends (their current ids) a rotation put in conflict (§9.2): tell the user, once.
+    public var conflicts: [String] = []
 
     public init() {}
 }
@@ -92,6 +97,10 @@ public enum MessagesManagerReconcileMessage: Sendable, Equatable, ReconcileMessa
     case messageRejected(id: String, code: Int32, message: String)
     case messagesExpired(ids: [String])
     case disappearingChanged(friendID: String, seconds: UInt64?)
+    /// A friend rotated their key (PROTOCOL.md §9.1): their record moved from `from` to `to`.
+    case friendRotated(from: String, to: String, name: String)
+    /// Two different rotations of one friend's key arrived (§9.2): sharing with them is paused.
+    case friendConflict(id: String, name: String)
     case errorOccurred(code: Int32, message: String)
 }
 
@@ -302,6 +311,8 @@ public actor MessagesManager {
             let friends = try tx.open(Tables.friends)
             var byPeerID: [String: (key: Ed25519PublicKey, record: FriendRecord)] = [:]
             for (key, record) in try friends.entries() { byPeerID[PeerID(key).hex] = (key, record) }
+            var retiredByPeerID: [String: Ed25519PublicKey] = [:]
+            for (key, _) in try tx.open(Tables.retiredKeys).entries() { retiredByPeerID[PeerID(key).hex] = key }
             let ids = try tx.open(Tables.messageIDs)
             for packet in packets {
                 let rawID = packet.objectValue?["id"]?.stringValue ?? ""
@@ -320,6 +331,22 @@ public actor MessagesManager {
                     outcome.duplicates.append(id)
                     continue
                 }
+                if byPeerID[envelope.senderID.lowercased()] == nil, let retired = retiredByPeerID[envelope.senderID.lowercased()] {
+                    // A key a friend rotated away from: only a second rotation statement counts (a conflict, §9.2).
+                    try ids.put(id, [])
+                    guard let payload = try? MessagePayload(json: try envelope.open(as: identity.signing, from: retired, now: now / 1000)),
+                        payload.kind == "rotation"
+                    else {
+                        reject(WireError.retiredKey(id: "").code, WireError.retiredKey(id: retired.base64URL).description)
+                        continue
+                    }
+                    if let refusal = try Self.processRotation(payload, sender: retired, tx, &messages, &byPeerID, conflicts: &outcome.conflicts) {
+                        reject(refusal.code, refusal.description)
+                    } else {
+                        outcome.rotated.append(retired.base64URL)
+                    }
+                    continue
+                }
                 guard let sender = byPeerID[envelope.senderID.lowercased()] else {
                     reject(FriendsManagerError.notFound(id: "").code, "from \(envelope.senderID.prefix(12))…, who is not a friend")
                     continue
@@ -336,6 +363,17 @@ public actor MessagesManager {
                     continue
                 }
                 let friendID = sender.key.base64URL
+                if payload.kind == "rotation" {
+                    try ids.put(id, [])
+                    if let refusal = try Self.processRotation(payload, sender: sender.key, tx, &messages, &byPeerID, conflicts: &outcome.conflicts) {
+                        reject(refusal.code, refusal.description)
+                    } else {
+                        outcome.rotated.append(friendID)
+                        // Later envelopes from the old key in this same answer are the retired key's.
+                        if byPeerID[PeerID(sender.key).hex] == nil { retiredByPeerID[PeerID(sender.key).hex] = sender.key }
+                    }
+                    continue
+                }
                 if payload.kind == "receipt" {
                     try ids.put(id, [])
                     if let acked = payload.ack?.lowercased(),
@@ -366,6 +404,94 @@ public actor MessagesManager {
             if let entry = try outbox.pending().first(where: { $0.id == outboxID }) { outcome.receipts.append(entry) }
         }
         return outcome
+    }
+
+    // MARK: Rotations (PROTOCOL.md §9)
+
+    /// Applies a friend's rotation statement inside the fetch's transaction; nil when it was
+    /// applied (or was a replay), else why it was refused. The first valid statement for a key
+    /// moves the friend to the new key in place; a different one for a key already rotated puts
+    /// the friend in conflict.
+    static func processRotation(
+        _ payload: MessagePayload, sender: Ed25519PublicKey, _ tx: borrowing WriteTransaction, _ messages: inout [MessagesManagerReconcileMessage],
+        _ byPeerID: inout [String: (key: Ed25519PublicKey, record: FriendRecord)], conflicts: inout [String]
+    ) throws -> WireError? {
+        let statement: RotationStatement
+        do {
+            guard let json = payload.rotation else { throw WireError.invalidRotation("the payload has no rotation statement") }
+            statement = try RotationStatement(json: json)
+            guard statement.old == sender else { throw WireError.invalidRotation("the statement is not for the sender's key") }
+            try statement.verify()
+        } catch let error as WireError {
+            return error
+        }
+        let friends = try tx.open(Tables.friends)
+        let retired = try tx.open(Tables.retiredKeys)
+        let newID = statement.new.base64URL
+        if var known = try retired.get(statement.old) {
+            if known.successor == newID { return nil }  // the same rotation again
+            // A second, different rotation of one key: keep neither silently.
+            guard let current = try? Ed25519PublicKey(base64URL: known.successor), var record = try friends.get(current) else {
+                return WireError.retiredKey(id: statement.old.base64URL)
+            }
+            var candidates = record.conflict ?? [RotationCandidate(key: known.successor, server: record.server)]
+            if !candidates.contains(where: { $0.key == newID }) { candidates.append(RotationCandidate(key: newID, server: statement.server)) }
+            record.conflict = candidates
+            record.trust = .conflict
+            try friends.put(current, record)
+            byPeerID[PeerID(current).hex] = (current, record)
+            if statement.revokes, !known.revoked {
+                known.revoked = true
+                try retired.put(statement.old, known)
+            }
+            messages.append(.friendConflict(id: known.successor, name: record.name))
+            conflicts.append(known.successor)
+            return nil
+        }
+        guard let record = try friends.get(statement.old) else { return WireError.invalidRotation("the statement is for someone who is not a friend") }
+        guard try !friends.contains(statement.new) else { return WireError.invalidRotation("the new key is already another friend") }
+        try FriendsManager.move(from: statement.old, to: statement.new, server: statement.server, tx)
+        try retired.put(statement.old, RetiredKey(successor: newID, revoked: statement.revokes))
+        byPeerID[PeerID(statement.old).hex] = nil
+        if let moved = try friends.get(statement.new) { byPeerID[PeerID(statement.new).hex] = (statement.new, moved) }
+        messages.append(.friendRotated(from: statement.old.base64URL, to: newID, name: record.name))
+        return nil
+    }
+
+    /// Seals the pending rotation statement (PROTOCOL.md §9.1) to every friend still waiting for
+    /// it, from the previous identity (its seed is kept in the keychain until all are delivered),
+    /// and queues each in the outbox (kind `rotation`, reference = the friend's id, which is also
+    /// how ``OutboxManager/markDelivered(id:)`` knows whom it reached).
+    /// - Returns: the outbox entries to send now.
+    /// - Throws: ``WalletManagerError/noIdentity``, keychain and store errors.
+    public func queueRotationStatements() async throws -> [OutboxEntry] {
+        guard let state = try context.database.read({ tx in try tx.open(Tables.rotation).get(RotationState.key) }),
+            let text = state.statement, !state.pending.isEmpty,
+            let seed = try context.keychain.load(name: IdentityHolder.previousKeychainName)
+        else { return [] }
+        let old = try Ed25519SigningKey(seed: seed)
+        let statement = try JSONValue.parse(Array(text.utf8))
+        let now = context.clock.now()
+        var queued: [OutboxEntry] = []
+        for friendID in state.pending {
+            let key = try Ed25519PublicKey(base64URL: friendID)
+            // The friend may be known under their own newer key by now; they are reached at the server on record.
+            guard let friend = try context.database.read({ tx in try tx.open(Tables.friends).get(key) }) else { continue }
+            for entry in try outbox.pending() where entry.item.kind == "rotation" && entry.item.reference == friendID {
+                try await outbox.remove(id: entry.id)
+            }
+            let id = try Envelope.newUUID(using: context.random)
+            let payload = MessagePayload(kind: "rotation", id: id, text: "", sentAt: now, rotation: statement)
+            let envelope = try Envelope.seal(
+                payload.json, id: id, from: old, to: key, createdAt: now / 1000, expiresAt: now / 1000 + Self.envelopeLifetimeSeconds,
+                random: context.random)
+            let request = PreparedRequest(
+                url: try RelayAPI.endpoint(server: friend.server, path: "/v1/relay/messages"), method: "POST",
+                headers: [.init(name: "Content-Type", value: "application/json")], body: envelope.json.serialized())
+            let outboxID = try await outbox.enqueue(kind: "rotation", request: request, reference: friendID)
+            if let entry = try outbox.pending().first(where: { $0.id == outboxID }) { queued.append(entry) }
+        }
+        return queued
     }
 
     // MARK: Conversations

@@ -87,11 +87,21 @@ public actor OutboxManager {
 
     /// Removes a delivered entry.
     /// - Throws: store errors (an unknown id is not an error: delivery may be reported twice).
+    /// A delivered `rotation` entry (PROTOCOL.md §9.1) also takes its friend off the rotation's
+    /// pending list; when nobody is left, the previous identity's seed is wiped from the keychain.
     public func markDelivered(id: UInt64) throws {
-        try reconciler.write(context.database) { tx, messages in
-            guard let item = try tx.open(Tables.outbox).remove(id) else { return }
+        let wipe = try reconciler.write(context.database) { tx, messages -> Bool in
+            guard let item = try tx.open(Tables.outbox).remove(id) else { return false }
             messages.append(.delivered(id: id, kind: item.kind))
+            guard item.kind == "rotation", let friend = item.reference else { return false }
+            let rotation = try tx.open(Tables.rotation)
+            guard var state = try rotation.get(RotationState.key), state.pending.contains(friend) else { return false }
+            state.pending.removeAll { $0 == friend }
+            if state.pending.isEmpty { state.statement = nil }
+            try rotation.put(RotationState.key, state)
+            return state.pending.isEmpty
         }
+        if wipe { try context.keychain.delete(name: IdentityHolder.previousKeychainName) }
     }
 
     /// Records a failed attempt and schedules the next one (1 s → 60 s, plus up to 20 % jitter).

@@ -20,6 +20,8 @@ public enum WalletManagerReconcileMessage: Sendable, Equatable, ReconcileMessage
     case backupRestored(id: String, friendCount: Int)
     case profileChanged(name: String, server: String)
     case strictModeChanged(Bool)
+    /// The identity rotated (PROTOCOL.md §9.1); `revoked`: the old key was declared compromised.
+    case identityRotated(from: String, to: String, revoked: Bool)
     case errorOccurred(code: Int32, message: String)
 }
 
@@ -165,6 +167,87 @@ public actor WalletManager {
         try context.identity.get().signing.signature(for: message)
     }
 
+    // MARK: Rotation (PROTOCOL.md §9)
+
+    /// Rotates the identity: a new Ed25519 key (and, optionally, a new relay) bound to the old one
+    /// by a statement both keys sign. The new key becomes the identity at once; the old seed stays
+    /// in the keychain until every friend has the statement (``MessagesManager/queueRotationStatements()``
+    /// seals it from the old identity; delivered outbox entries tick friends off), then it is
+    /// wiped. ``CoordsApp/rotateIdentity(server:revoke:)`` does the whole sequence.
+    /// - Parameters:
+    ///   - newServer: the new relay (nil: stay on the current one).
+    ///   - revoke: the old key is compromised (a lost device; run it from a restored backup):
+    ///     friends refuse everything it signs from now on (§9.2).
+    /// - Returns: the statement.
+    /// - Throws: ``WalletManagerError/noIdentity``, ``WalletManagerError/noServer``,
+    ///   ``WireError/invalidServerURL(_:)``, ``WireError/invalidRotation(_:)``, keychain and store errors.
+    public func rotate(server newServer: String? = nil, revoke: Bool = false) throws -> RotationStatement {
+        let old = try context.identity.get()
+        let current = try context.database.read { tx in try tx.open(Tables.settings).get(SettingKey.server) }
+        guard let server = newServer ?? current, !server.isEmpty else { throw WalletManagerError.noServer }
+        try Self.validate(server: server)
+        let new = try Ed25519SigningKey.generate(using: context.random)
+        let statement = try RotationStatement.make(old: old.signing, new: new, server: server, at: context.clock.now(), revokes: revoke)
+        let friendIDs = try context.database.read { tx in
+            try tx.open(Tables.friends).entries().filter { $0.value.trust != .blocked }.map { $0.key.base64URL }
+        }
+        // Keychain first (the old seed kept under its own name), then the store: a crash between
+        // the two leaves the new identity loaded and the statement unsent, which a rotate retry
+        // replaces with a fresh one.
+        try context.keychain.save(old.signing.seed, name: IdentityHolder.previousKeychainName)
+        let id = try install(new)
+        try reconciler.write(context.database) { tx, messages in
+            try tx.open(Tables.settings).put(SettingKey.server, server)
+            let rotation = try tx.open(Tables.rotation)
+            var state = try rotation.get(RotationState.key) ?? RotationState()
+            state.previous.append(old.id)
+            state.statement = String(decoding: statement.json.serialized(), as: UTF8.self)
+            state.pending = friendIDs
+            try rotation.put(RotationState.key, state)
+            // The next upload is the new identity's: nothing it signs is older than this.
+            let uploads = try tx.open(Tables.uploadState)
+            var upload = try uploads.get(UploadState.key) ?? UploadState()
+            upload.lastUploadedFix = nil
+            upload.pendingFixes = []
+            try uploads.put(UploadState.key, upload)
+            messages.append(.identityRotated(from: old.id, to: id, revoked: revoke))
+        }
+        return statement
+    }
+
+    /// Wipes the previous identity's seed when no friend waits for its rotation statement any
+    /// more (delivered outbox entries also do this as the last one goes).
+    /// - Throws: keychain and store errors.
+    public func finishRotationIfDelivered() throws {
+        let pending = try context.database.read { tx in try tx.open(Tables.rotation).get(RotationState.key)?.pending ?? [] }
+        if pending.isEmpty { try context.keychain.delete(name: IdentityHolder.previousKeychainName) }
+    }
+
+    /// The identities this one rotated from (b64u ids), oldest first.
+    /// - Throws: store errors.
+    public nonisolated func previousIdentities() throws -> [String] {
+        try context.database.read { tx in try tx.open(Tables.rotation).get(RotationState.key)?.previous ?? [] }
+    }
+
+    /// A signed delete of the previous identity's blob from its relay (§9.1: the old blob goes
+    /// away once the new identity uploads), while the previous seed is still in the keychain.
+    /// - Parameter server: the relay the previous identity published to.
+    /// - Throws: ``WalletManagerError/noIdentity`` when no previous seed is kept, keychain errors.
+    public nonisolated func preparePreviousDelete(server: String) throws -> PreparedRequest {
+        guard let seed = try context.keychain.load(name: IdentityHolder.previousKeychainName) else { throw WalletManagerError.noIdentity }
+        let old = try Ed25519SigningKey(seed: seed)
+        // Later than anything the old key signed: the relay refuses a delete not newer than the upload.
+        let now = context.clock.now()
+        let timestamp = try context.database.write { tx in
+            let table = try tx.open(Tables.uploadState)
+            var state = try table.get(UploadState.key) ?? UploadState()
+            let signed = LocationManager.nextSignedTimestamp(&state, now: now)
+            try table.put(UploadState.key, state)
+            return signed
+        }
+        return try RelayAPI.prepareDelete(timestamp: timestamp, signer: old, server: server)
+    }
+
     // MARK: Backups
 
     /// Exports the identity, profile and friends, encrypted under `passphrase` (see docs/BACKUP.md).
@@ -181,7 +264,7 @@ public actor WalletManager {
             }
             return BackupContents(
                 name: profile.name, server: profile.server, strictMode: strict, friends: friends,
-                exportedAt: context.clock.now())
+                exportedAt: context.clock.now(), previous: try tx.open(Tables.rotation).get(RotationState.key)?.previous)
         }
         return try Backup.seal(
             seed: identity.signing.seed, contents: contents, passphrase: passphrase,
@@ -196,7 +279,8 @@ public actor WalletManager {
     public func importBackup(_ data: [UInt8], passphrase: String) throws -> String {
         let (seed, contents) = try Backup.open(data, passphrase: passphrase)
         let signing = try Ed25519SigningKey(seed: seed)
-        if let existing = try? context.identity.get(), existing.publicKey != signing.publicKey {
+        // A backup of the identity this one rotated to (PROTOCOL.md §9.1) replaces it: the later one wins.
+        if let existing = try? context.identity.get(), existing.publicKey != signing.publicKey, contents.previous?.contains(existing.id) != true {
             throw WalletManagerError.identityExists(id: existing.id)
         }
         var friends: [(Ed25519PublicKey, FriendRecord)] = []
@@ -219,6 +303,12 @@ public actor WalletManager {
             try settings.put(SettingKey.name, contents.name)
             if !contents.server.isEmpty { try settings.put(SettingKey.server, contents.server) }
             try settings.put(SettingKey.strictMode, contents.strictMode)
+            if let previous = contents.previous, !previous.isEmpty {
+                let rotation = try tx.open(Tables.rotation)
+                var state = try rotation.get(RotationState.key) ?? RotationState()
+                state.previous = previous
+                try rotation.put(RotationState.key, state)
+            }
             let table = try tx.open(Tables.friends)
             let limits = try tx.open(Tables.shareLimits)
             for (key, restored) in friends {
@@ -259,6 +349,8 @@ struct BackupContents: Codable, Sendable {
     var strictMode: Bool
     var friends: [Friend]
     var exportedAt: UInt64
+    /// Identities this one rotated from (PROTOCOL.md §9.1), oldest first; absent before rotations.
+    var previous: [String]?
 }
 
 /// The backup file format, version 1 (docs/BACKUP.md).

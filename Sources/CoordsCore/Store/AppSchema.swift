@@ -21,20 +21,28 @@ public enum Tables {
     /// How far sharing went with friends who were removed while it was paused or limited
     /// (PROTOCOL.md §9.3): adding them again never widens it.
     public static let shareLimits = TableDefinition<Ed25519PublicKey, ShareLimit>("share_limits")
+    /// Friends' keys they rotated away from (PROTOCOL.md §9.1) → the successor and whether the
+    /// key was revoked: anything later signed by one is refused.
+    public static let retiredKeys = TableDefinition<Ed25519PublicKey, RetiredKey>("retired_keys")
+    /// The user's own rotations (row ``RotationState/key``): earlier identities, and the
+    /// statement still being delivered to friends.
+    public static let rotation = TableDefinition<String, RotationState>("rotation_state")
 }
 
 /// The current schema and its migrations.
 public enum AppSchema {
     /// Version 1: friends, location_cache, upload_state, settings, outbox.
     /// Version 2: messages, message_ids, conversations (new tables; nothing to convert).
-    /// Version 3: share_limits (a new table; friends gain an optional `shareUntil`).
+    /// Version 3: share_limits, retired_keys, rotation_state (new tables; friends gain optional
+    /// `shareUntil` and `conflictKeys`, trust may be `conflict`).
     public static let version: UInt32 = 3
 
     /// Every table, in creation order.
     public static var tables: [AnyTableDefinition] {
         [
             Tables.friends.erased, Tables.locations.erased, Tables.uploadState.erased, Tables.settings.erased, Tables.outbox.erased,
-            Tables.messages.erased, Tables.messageIDs.erased, Tables.conversations.erased, Tables.shareLimits.erased
+            Tables.messages.erased, Tables.messageIDs.erased, Tables.conversations.erased, Tables.shareLimits.erased,
+            Tables.retiredKeys.erased, Tables.rotation.erased
         ]
     }
 
@@ -126,6 +134,9 @@ extension TableHandle where Key == String, Value == String, Access == ReadWriteA
 /// Trust in a friend's key: compared safety numbers make it verified; blocked friends are ignored.
 public enum TrustState: String, Sendable, Codable, Equatable {
     case unverified, verified, blocked
+    /// Two different rotations of the friend's old key arrived (PROTOCOL.md §9.2): sharing with
+    /// them is paused until the user compares safety numbers again and picks a key.
+    case conflict
 }
 
 /// A friend (value of ``Tables/friends``).
@@ -153,8 +164,10 @@ public struct FriendRecord: StoreJSONValue, Equatable {
     /// Whether uploads at `now` (ms) are sealed for this friend: sharing on, not past its end,
     /// not blocked.
     public func isSharing(at now: UInt64) -> Bool {
-        shareWith && trust != .blocked && (shareUntil.map { now < $0 } ?? true)
+        shareWith && trust != .blocked && trust != .conflict && (shareUntil.map { now < $0 } ?? true)
     }
+    /// In a conflict (§9.2): the candidate keys and their servers, the current one first.
+    public var conflict: [RotationCandidate]?
 
     public init(
         name: String, server: String, shareWith: Bool = true, fetchFrom: Bool = true, addedAt: UInt64,
@@ -206,6 +219,52 @@ public struct ShareLimit: StoreJSONValue, Equatable {
     }
 }
 
+/// One key a friend's old key was rotated to, in a conflict (PROTOCOL.md §9.2).
+public struct RotationCandidate: Codable, Sendable, Equatable {
+    /// The candidate key (b64u).
+    public var key: String
+    /// The relay its statement named.
+    public var server: String
+
+    public init(key: String, server: String) {
+        self.key = key
+        self.server = server
+    }
+}
+
+/// A friend's key they rotated away from (value of ``Tables/retiredKeys``).
+public struct RetiredKey: StoreJSONValue, Equatable {
+    public static var storeTypeName: String { "json:RetiredKey/1" }
+    /// The key the friend moved to (b64u).
+    public var successor: String
+    /// The rotation said the old key is compromised.
+    public var revoked: Bool
+
+    public init(successor: String, revoked: Bool) {
+        self.successor = successor
+        self.revoked = revoked
+    }
+}
+
+/// The user's own rotations (value of ``Tables/rotation``, row ``key``).
+public struct RotationState: StoreJSONValue, Equatable {
+    public static var storeTypeName: String { "json:RotationState/1" }
+    public static let key = "self"
+    /// Identities this one rotated from (b64u), oldest first.
+    public var previous: [String]
+    /// The last rotation statement (its `"rotation"` JSON text), while friends still need it.
+    public var statement: String?
+    /// Friends (ids) whose statement has not been delivered yet; the previous seed stays in the
+    /// keychain until this is empty.
+    public var pending: [String]
+
+    public init(previous: [String] = [], statement: String? = nil, pending: [String] = []) {
+        self.previous = previous
+        self.statement = statement
+        self.pending = pending
+    }
+}
+
 /// Upload bookkeeping (value of ``Tables/uploadState``).
 public struct UploadState: StoreJSONValue, Equatable {
     public static var storeTypeName: String { "json:UploadState/1" }
@@ -222,7 +281,7 @@ public struct UploadState: StoreJSONValue, Equatable {
     /// times, because a relay refuses a request that is not newer than what it stored.
     public var lastSignedTimestamp: UInt64?
     /// The last fix sealed (its 20-byte wire form, base64url) and its timestamp (ms): sealed
-    /// again without a friend whose share ended (``LocationManager/prepareReseal()``).
+    /// again without a friend whose share ended (``LocationManager/prepareReseal(force:)``).
     public var lastSealedWire: String?
     public var lastSealedFix: UInt64?
     /// The friends (ids) that last blob was sealed for.

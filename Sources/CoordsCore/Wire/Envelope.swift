@@ -108,13 +108,16 @@ public struct MessagePayload: Sendable, Equatable {
     public var sentAt: UInt64
     /// For receipts: the id of the message it confirms.
     public var ack: String?
+    /// For `"rotation"` payloads: the statement object (PROTOCOL.md §9.1).
+    public var rotation: JSONValue?
 
-    public init(kind: String, id: String, text: String, sentAt: UInt64, ack: String? = nil) {
+    public init(kind: String, id: String, text: String, sentAt: UInt64, ack: String? = nil, rotation: JSONValue? = nil) {
         self.kind = kind
         self.id = id
         self.text = text
         self.sentAt = sentAt
         self.ack = ack
+        self.rotation = rotation
     }
 
     /// The UTF-8 JSON plaintext, keys in the §7.2 order.
@@ -125,6 +128,7 @@ public struct MessagePayload: Sendable, Equatable {
         object["text"] = .string(text)
         object["sentAt"] = .integer(sentAt)
         if let ack { object["ack"] = .string(ack) }
+        if let rotation { object["rotation"] = rotation }
         return JSONValue.object(object).serialized()
     }
 
@@ -136,7 +140,9 @@ public struct MessagePayload: Sendable, Equatable {
         else {
             throw WireError.invalidEnvelope("the payload is not {\"kind\",\"id\",\"text\",\"sentAt\"} JSON")
         }
-        self.init(kind: kind, id: id, text: object["text"]?.stringValue ?? "", sentAt: sentAt, ack: object["ack"]?.stringValue)
+        self.init(
+            kind: kind, id: id, text: object["text"]?.stringValue ?? "", sentAt: sentAt, ack: object["ack"]?.stringValue,
+            rotation: object["rotation"])
     }
 }
 

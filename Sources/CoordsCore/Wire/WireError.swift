@@ -67,6 +67,10 @@ public enum WireError: CoordsCoreError, Equatable {
     case envelopeExpired(expiresAt: UInt64)
     /// The payload does not open: it or the header was changed, or it was moved from another envelope.
     case envelopeTampered
+    /// A rotation statement (§9.1) is malformed, names the wrong key, or a signature does not verify.
+    case invalidRotation(String)
+    /// Something arrived signed by a key its owner rotated away from (§9.1) or revoked (§9.2).
+    case retiredKey(id: String)
 
     /// The stable numeric code of this error.
     public var code: Int32 {
@@ -100,6 +104,8 @@ public enum WireError: CoordsCoreError, Equatable {
         case .envelopeNotForMe: 362
         case .envelopeExpired: 363
         case .envelopeTampered: 364
+        case .invalidRotation: 370
+        case .retiredKey: 371
         }
     }
 
@@ -138,6 +144,8 @@ public enum WireError: CoordsCoreError, Equatable {
         case .invalidEnvelope(let why): "invalid message envelope: \(why)"
         case .envelopeSignatureInvalid: "the message envelope's signature does not verify with the sender's key (forged or altered)"
         case .envelopeNotForMe: "this message envelope is addressed to someone else"
+        case .invalidRotation(let why): "invalid rotation statement: \(why)"
+        case .retiredKey(let id): "signed by \(id.prefix(8))…, a key its owner rotated away from or revoked: refused"
         case .envelopeExpired(let at): "this message expired at \(RFC3339.format(at)) and is not shown"
         case .envelopeTampered: "the message does not open: its payload or header was altered"
         }

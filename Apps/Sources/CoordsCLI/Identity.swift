@@ -1,0 +1,86 @@
+import ArgumentParser
+import CoordsCore
+
+/// `coords rotate [--server URL]`: move to a new key (and relay); friends follow (PROTOCOL.md §9.1).
+struct Rotate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Move to a new key (and relay, with --server): your friends follow without adding you again.",
+        discussion: "Each friend gets a statement signed by your old and your new key. Statements that cannot be delivered now wait in the outbox.")
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+    @Option(help: "The relay the new identity publishes to (default: the current one).") var server: String?
+
+    func run() async throws { try await rotateIdentity(global: global, json: output.json, server: server, revoke: false) }
+}
+
+/// `coords revoke [--server URL]`: after losing a device, from a restored backup.
+struct Revoke: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "After losing a device: rotate and declare the old key compromised (run it from your restored backup).",
+        discussion: """
+            Friends refuse anything signed by the old key from now on. If the thief rotates too, friends see two \
+            different rotations and ask to compare safety numbers again instead of following either.
+            """)
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var output: OutputOptions
+    @Option(help: "The relay the new identity publishes to (default: the current one).") var server: String?
+
+    func run() async throws { try await rotateIdentity(global: global, json: output.json, server: server, revoke: true) }
+}
+
+/// The shared path of `rotate` and `revoke`: rotate, send the statements, the new identity's
+/// upload and the delete of the old blob; queue what cannot be sent (exit 75).
+private func rotateIdentity(global: GlobalOptions, json: Bool, server: String?, revoke: Bool) async throws {
+    try await withSession(global) { session in
+        let previous = try session.app.wallet.id()
+        let rotation = try await session.app.rotateIdentity(server: server, revoke: revoke)
+        session.writePublicProfile()
+        let report = await OutboxDelivery.flush(session)  // the statements (and anything else waiting)
+        var uploaded = false
+        if let upload = rotation.upload {
+            if let result = try? await RelayHTTP.send(upload.request), result.isSuccess {
+                try await session.app.location.markUploadSucceeded(fixTimestamp: upload.fixTimestamp)
+                uploaded = true
+            } else {
+                _ = try await session.app.outbox.enqueue(kind: "reseal", request: upload.request, reference: String(upload.fixTimestamp))
+            }
+        }
+        let deleted = ((try? await RelayHTTP.send(rotation.deletePrevious))?.isSuccess) ?? false
+        let pending = try session.app.outbox.pending().filter { $0.item.kind == "rotation" }.count
+        let delivered = rotation.statements.count - pending
+        if json {
+            printJSON(
+                .object([
+                    "id": .string(rotation.id), "previous_id": .string(previous), "server": .string(rotation.statement.server),
+                    "revoked": .bool(revoke), "statements_delivered": .integer(UInt64(max(delivered, 0))),
+                    "statements_queued": .integer(UInt64(pending)), "uploaded": .bool(uploaded), "previous_deleted": .bool(deleted)
+                ]))
+        } else {
+            OutboxDelivery.print(report, json: false)
+            printLine(
+                "\(revoke ? "Revoked" : "Rotated"): your id is now \(rotation.id.prefix(12))… (was \(previous.prefix(12))…), on \(rotation.statement.server).")
+            printLine(
+                "\(delivered) of \(rotation.statements.count) friend\(rotation.statements.count == 1 ? "" : "s") got the statement"
+                    + (pending > 0 ? "; \(pending) wait in the outbox (the next command retries them)." : "."))
+            if revoke { printLine("Friends refuse anything signed by the old key from now on.") }
+        }
+        if pending > 0 || (rotation.upload != nil && !uploaded) { throw ExitCode(ExitStatus.queued) }
+    }
+}
+
+/// One line per friend a rotation put in conflict (PROTOCOL.md §9.2), one per friend who moved.
+func rotationLines(_ outcome: MessagesOutcome, session: Session) -> [String] {
+    var lines: [String] = []
+    let friends = (try? session.app.friends.list()) ?? []
+    for id in outcome.conflicts {
+        guard let friend = friends.first(where: { $0.id == id }) else { continue }
+        let name = friend.name.isEmpty ? String(id.prefix(8)) : friend.name
+        let keys = friend.conflictKeys.map { String($0.prefix(8)) + "…" }.joined(separator: " or ")
+        lines.append(
+            "\(name): conflict — two different key rotations arrived (\(keys)); sharing with \(name) is paused. Compare safety numbers again, then coords verify \(name) --key ID."
+        )
+    }
+    let moved = outcome.rotated.count - outcome.conflicts.count
+    if moved > 0 { lines.append("\(moved) friend\(moved == 1 ? "" : "s") moved to a new key (signed by the old and the new key); coords friends lists them.") }
+    return lines
+}
