@@ -23,7 +23,7 @@ def test_a_share_for_one_second_ends_and_bob_cannot_open_the_next_blob(tmp_path)
         data(env, bob, "add", data(env, alice, "whoami")["link"])
         data(env, alice, "add", data(env, bob, "whoami")["link"])
 
-        shared = data(env, alice, "share-with", "Bob", "--for", "3s")
+        shared = data(env, alice, "share-with", "Bob", "--for", "1s")
         assert shared["share_state"] == "until"
         assert data(env, alice, "share", "--lat", "47.3769", "--lon", "8.5417")["recipient_count"] == 2
         seen = data(env, bob, "fetch")

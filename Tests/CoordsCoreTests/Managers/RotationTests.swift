@@ -85,6 +85,20 @@ import Testing
         #expect(again.rejected.isEmpty && again.rotated == [c.aliceID])
         #expect(try c.bob.app.friends.friend(id: rotation.id)?.trust == .verified)
 
+        // A blob the old key signs after the rotation (a live notice, or an answer that still
+        // names it) is not Bob's friend's any more: ignored, nothing cached changes.
+        let oldBlob = try LocationBlob.seal(
+            try fix(1, 1, at: c.clock.milliseconds).wire, for: [c.aliceSeed.publicKey, try Ed25519PublicKey(base64URL: c.bobID)])
+        let stamped = try RelayAPI.prepareUpload(blob: oldBlob, timestamp: c.clock.milliseconds / 1000 + 5, signer: c.aliceSeed, server: "https://relay.test")
+        let oldUpload = try #require(try JSONValue.parse(stamped.body).objectValue)
+        let entry = JSONValue.object([
+            "blob": oldUpload["blob"] ?? .null, "updated": .integer(c.clock.milliseconds / 1000), "timestamp": oldUpload["timestamp"] ?? .null,
+            "signature": oldUpload["signature"] ?? .null
+        ])
+        let stale = try await c.bob.app.location.processFetchResponse(JSONValue.object([c.aliceID: entry]).serialized())
+        #expect(stale.updated.isEmpty && stale.ignored == [c.aliceID])
+        #expect(try c.bob.app.location.friendLocations().first { $0.id == rotation.id }?.location?.latitude == 47.3769)
+
         // Alice's new identity uploads; Bob opens it and verifies the uploader.
         let (status, _) = c.relay.handle(upload.request)
         #expect(status == 204)
