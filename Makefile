@@ -29,7 +29,7 @@ SWIFT_FORMAT_PATHS := Package.swift Sources Tests Apps/Package.swift Apps/Source
 FUZZ_TIME ?= 600
 FUZZ_TEST_TIME ?= 12
 
-.PHONY: format test-format man docs wheel test-wheel test-docs install test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-deploy example-c demo clean help
+.PHONY: bench-check format test-format man docs wheel test-wheel test-docs install test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-deploy example-c demo clean help
 
 all: build
 
@@ -44,6 +44,7 @@ help:
 	@echo "make fuzz    libFuzzer on every parser and route (FUZZ_TIME=600 s each); make test runs them briefly"
 	@echo "make bench   the benchmark suite (ratios against raw libsodium/LMDB, relay load): docs/PERFORMANCE.md"
 	@echo "make bench-quick  the same with short samples (under two minutes after the build)"
+	@echo "make bench-check  instruction counts of the hot paths vs the same C calls, under callgrind (in make test)"
 	@echo "make docs    the DocC site of CoordsCore in .build-docs/site (no warnings allowed)"
 	@echo "make wheel   the Python package (dist/coordscore-*.whl, carrying the portable library)"
 	@echo "make man     man pages and bash/zsh/fish completions of coords and coords-relay, into $(GENERATED)"
@@ -66,7 +67,7 @@ lib-portable: deps
 	$(SWIFT) build -c release --product coordscore --scratch-path .build-static \
 		-Xswiftc -static-stdlib -Xlinker -L$(SWIFT_STATIC_LIBS) -Xlinker -soname=libcoordscore.so.$(ABI_MAJOR)
 
-test: deps test-format test-swift test-tsan test-release test-abi test-c test-python test-portable test-install test-wheel test-docs test-e2e test-deploy test-fuzz
+test: deps test-format test-swift test-tsan test-release bench-check test-abi test-c test-python test-portable test-install test-wheel test-docs test-e2e test-deploy test-fuzz
 
 # Formats the tree in place; `make test` checks it (test-format) and fails on any difference.
 format:
@@ -218,10 +219,18 @@ geodata-large: .build/geodata/places1000.cgeo
 .build/geodata/places1000.cgeo:
 	python3 scripts/build-geodata.py --large .build/geodata --large-only
 
+# The instruction-count gate (in make test): CoordsCore's hot paths against the same libsodium/LMDB
+# calls in C, counted by callgrind, so no busy neighbour can move the result (scripts/bench-check.py).
+bench-check: deps
+	cd Benchmarks && $(SWIFT) build -c release --product InstructionGate
+	python3 scripts/bench-check.py
+
 bench: bench-deps
 	cd Benchmarks && COORDS_BENCH_OUT=$(CURDIR)/Benchmarks/.build/results COORDS_PLACES_1000=$(CURDIR)/.build/geodata/places1000.cgeo $(SWIFT) package benchmark --format jmh --path .build/results --no-progress
 	python3 scripts/bench-relay.py Benchmarks/.build/results/relay.json
 	COORDSCORE_LIB=$(CURDIR)/.build/release/libcoordscore.so python3 scripts/bench-live.py Benchmarks/.build/results/live.json
+	cd Benchmarks && $(SWIFT) build -c release --product InstructionGate
+	python3 scripts/bench-check.py --json Benchmarks/.build/results/instructions.json
 	python3 scripts/bench-report.py Benchmarks/.build/results/Current_run.jmh.json Benchmarks/.build/results/relay.json docs/PERFORMANCE.md
 
 bench-quick: bench-deps

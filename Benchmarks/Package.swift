@@ -26,6 +26,13 @@ let package = Package(
             path: "Benchmarks/CoordsBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // The instruction-count gate (make bench-check, in make test): callgrind markers and the workload.
+        .target(name: "GateMarkers"),
+        .executableTarget(
+            name: "InstructionGate",
+            dependencies: [.product(name: "CoordsCore", package: "CoordsCore"), "CBaseline", "GateMarkers"],
+            path: "Sources/InstructionGate"
+        ),
         // Prepares signed request bodies for the relay load test (run before wrk).
         .executableTarget(
             name: "RelayLoadBodies",

@@ -230,6 +230,17 @@ def main():
         "|" + "|".join("---" for _ in header) + "|",
     ]
     md += ["| " + " | ".join(str(c) for c in r) + " |" for r in table]
+    gate_path = os.path.join(os.path.dirname(relay_path), "instructions.json")
+    if os.path.exists(gate_path):  # scripts/bench-check.py: instruction counts, also run by make test
+        gate = json.load(open(gate_path))
+        md += ["", "## Instruction counts (the gate in `make test`)", "",
+               "Instructions per operation under callgrind, ours and the same libsodium/LMDB calls in C, counted",
+               "around the measured loop only (`Benchmarks/Sources/InstructionGate`, `scripts/bench-check.py`). They",
+               "repeat exactly on the same binary, so a busy machine cannot move them; `make test` fails when a",
+               "ratio exceeds its budget.", "",
+               "| Operation | Ours | C | Ratio | Budget | Result |", "|---|---|---|---|---|---|"]
+        md += [f"| {r['operation']} | {r['ours']:,.0f} | {r['c']:,.0f} | {r['ratio']:.3f}× | ≤ {r['budget']:.2f}× | "
+               f"{'pass' if r['pass'] else 'OVER'} |" for r in gate]
     md += ["", "## Misses", ""]
     if misses:
         for miss in misses:
