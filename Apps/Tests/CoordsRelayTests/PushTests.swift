@@ -214,7 +214,8 @@ import Testing
                 try await Task.sleep(for: .milliseconds(800))
                 #expect(receiver.count == 2)
                 let hits = receiver.hits
-                if hits.count == 2 { #expect(hits[1].arrived - hits[0].arrived >= .milliseconds(2_900)) }
+                // The window runs from the first send's start; its arrival may lag (a fresh connection).
+                if hits.count == 2 { #expect(hits[1].arrived - hits[0].arrived >= .milliseconds(2_000)) }
                 #expect(receiver.hits.allSatisfy { $0.body == PushDispatcher.wakeBody })
             }
         }
