@@ -19,6 +19,8 @@ NOTES = os.path.join(ROOT, "Benchmarks", "notes.json")
 
 
 def target_for(name):
+    if name.startswith("Store random get, borrowing"):
+        return 0.8  # issue 24: a get lends the mapped bytes, like the C baseline's read
     if name.startswith("Store"):
         return 0.5
     if name.startswith(("Ed25519", "X25519", "AES", "Blob", "Envelope")):

@@ -3,16 +3,21 @@ internal import CLMDB
 /// The live state behind a transaction value: the LMDB handle until the transaction ends.
 /// Every table operation checks it, so a table used after its closure returned throws
 /// ``StoreError/transactionClosed`` instead of touching freed memory.
-final class TransactionState {
+@usableFromInline final class TransactionState {
     private(set) var txn: OpaquePointer?
     let writable: Bool
     unowned let database: Database
     var isMigrating = false
 
+    /// The environment's key size limit, copied so the hot reads need not reach the database
+    /// through its unowned reference.
+    let maximumKeySize: Int
+
     init(txn: OpaquePointer, writable: Bool, database: Database) {
         self.txn = txn
         self.writable = writable
         self.database = database
+        maximumKeySize = database.maximumKeySize
     }
 
     /// Commits (write, `commit == true`) or aborts; returns LMDB's commit code (0 on abort).
@@ -34,6 +39,31 @@ final class TransactionState {
     func live() throws -> OpaquePointer {
         guard let txn else { throw StoreError.transactionClosed }
         return txn
+    }
+
+    /// The stored bytes of `key` in `dbi` (LMDB's mapped memory, valid until the transaction
+    /// ends or, in a write transaction, the next write), or nil. Not generic, so the inlinable
+    /// table reads specialise in the caller and end here.
+    @usableFromInline func rawGet(dbi: UInt32, key k: UnsafeRawBufferPointer, table: String) throws -> UnsafeRawBufferPointer? {
+        guard let txn else { throw StoreError.transactionClosed }
+        guard k.count >= 1, k.count <= maximumKeySize else { throw StoreError.invalidKeySize(size: k.count, maximum: maximumKeySize) }
+        var keyVal = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+        var dataVal = MDB_val()
+        let rc = mdb_get(txn, dbi, &keyVal, &dataVal)
+        if rc == MDB_NOTFOUND { return nil }
+        guard rc == 0 else { throw StoreError.lmdb(rc, "get from \(table)") }
+        return UnsafeRawBufferPointer(start: dataVal.mv_data, count: dataVal.mv_size)
+    }
+
+    /// Decodes a stored value, naming the table in the error (see ``decode(_:_:table:)``).
+    @usableFromInline func decode<V: StoreCodable>(_ type: V.Type, bytes: UnsafeRawBufferPointer, table: String) throws -> V {
+        do {
+            return try V(storeBytes: bytes)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError.decodingFailed(table: table, type: V.storeTypeName, reason: "\(error)")
+        }
     }
 
     func get<K: StoreCodable, V: StoreCodable>(dbi: MDB_dbi, table: String, key: K, as type: V.Type) throws -> V? {
@@ -118,10 +148,10 @@ public struct WriteTransaction: ~Copyable {
 }
 
 /// The shared implementation of table operations.
-struct TableAccess<Key: StoreKey, Value: StoreValue> {
-    let state: TransactionState
-    let dbi: MDB_dbi
-    let name: String
+@usableFromInline struct TableAccess<Key: StoreKey, Value: StoreValue> {
+    @usableFromInline let state: TransactionState
+    @usableFromInline let dbi: UInt32  // MDB_dbi
+    @usableFromInline let name: String
 
     func get(_ key: Key) throws -> Value? {
         try state.get(dbi: dbi, table: name, key: key, as: Value.self)
@@ -275,12 +305,25 @@ public typealias Table<Key: StoreKey, Value: StoreValue> = TableHandle<Key, Valu
 /// A typed table inside one transaction. `Access` is ``ReadOnlyAccess`` or ``ReadWriteAccess``;
 /// the mutating operations exist only for the latter.
 public struct TableHandle<Key: StoreKey, Value: StoreValue, Access>: ~Copyable {
-    let access: TableAccess<Key, Value>
+    @usableFromInline let access: TableAccess<Key, Value>
 
     /// The value for `key`, or nil.
     /// - Throws: ``StoreError/invalidKeySize(size:maximum:)``, ``StoreError/decodingFailed(table:type:reason:)``,
     ///   ``StoreError/transactionClosed``, LMDB failures.
-    public func get(_ key: Key) throws -> Value? { try access.get(key) }
+    @inlinable public func get(_ key: Key) throws -> Value? {
+        try key.withStoreBytes { k in
+            try access.state.rawGet(dbi: access.dbi, key: k, table: access.name).map { try access.state.decode(Value.self, bytes: $0, table: access.name) }
+        }
+    }
+    /// Lends `key`'s stored bytes to `body` without decoding or copying them (a borrowing read
+    /// straight from LMDB's memory map); nil when the key is absent. The bytes are valid only
+    /// inside `body` — do not let the pointer escape — and, in a write transaction, only until
+    /// the next write. Decode with ``StoreCodable/init(storeBytes:)`` when a typed value is needed.
+    /// - Throws: ``StoreError/invalidKeySize(size:maximum:)``, ``StoreError/transactionClosed``,
+    ///   LMDB failures, and whatever `body` throws.
+    @inlinable public func withValue<R>(_ key: Key, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        try key.withStoreBytes { k in try access.state.rawGet(dbi: access.dbi, key: k, table: access.name).map(body) }
+    }
     /// Whether `key` has a value.
     public func contains(_ key: Key) throws -> Bool { try access.contains(key) }
     /// The number of entries.

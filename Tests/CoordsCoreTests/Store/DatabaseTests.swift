@@ -41,6 +41,12 @@ import Testing
                 return visited.count < 2
             }
             #expect(visited == ["alice", "carlos"])
+            // The borrowing read lends the stored bytes (u64: 8 bytes, order-preserving encoding).
+            #expect(try names.withValue("alice") { Array($0) } == [0, 0, 0, 0, 0, 0, 0, 2])
+            #expect(try names.withValue("alice") { try UInt64(storeBytes: $0) } == 2)
+            #expect(try names.withValue("bob") { $0.count } == nil)
+            struct Stop: Error {}
+            #expect(throws: Stop.self) { try names.withValue("alice") { _ in throw Stop() } }
         }
         try db.write { tx in try tx.open(TestTables.names).removeAll() }
         #expect(try db.read { tx in try tx.open(TestTables.names).count() } == 0)
@@ -211,6 +217,9 @@ import Testing
         #expect(throws: StoreError.transactionClosed) { try access.get("x") }
         #expect(throws: StoreError.transactionClosed) { try access.put("x", 1) }
         #expect(throws: StoreError.transactionClosed) { try access.count() }
+        let table = Table<String, UInt64>(access: access)
+        #expect(throws: StoreError.transactionClosed) { try table.withValue("x") { $0.count } }
+        #expect(throws: StoreError.transactionClosed) { try table.get("x") }
     }
 
     @Test func nestedWriteIsAnErrorNotADeadlock() throws {
@@ -231,6 +240,7 @@ import Testing
         #expect(throws: StoreError.self) {
             try store.db.write { tx in try tx.open(TestTables.names).put(String(repeating: "k", count: 512), 1) }
         }
+        #expect(throws: StoreError.self) { try store.db.read { tx in try tx.open(TestTables.names).withValue("") { $0.count } } }
         try store.db.write { tx in try tx.open(TestTables.names).put(String(repeating: "k", count: 511), 1) }
     }
 
