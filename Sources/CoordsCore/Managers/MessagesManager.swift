@@ -472,10 +472,25 @@ public actor MessagesManager {
         let old = try Ed25519SigningKey(seed: seed)
         let statement = try JSONValue.parse(Array(text.utf8))
         let now = context.clock.now()
+        // Friends removed (or who rotated themselves) since no longer wait: the seed must not be kept for them.
+        let present = try context.database.read { tx in
+            let friends = try tx.open(Tables.friends)
+            return try state.pending.filter { id in try (try? Ed25519PublicKey(base64URL: id)).map { try friends.contains($0) } ?? false }
+        }
+        if present.count < state.pending.count {
+            let remaining = try context.database.write { tx -> Int in
+                let rotation = try tx.open(Tables.rotation)
+                guard var current = try rotation.get(RotationState.key) else { return 0 }
+                current.pending = current.pending.filter { present.contains($0) }
+                if current.pending.isEmpty { current.statement = nil }
+                try rotation.put(RotationState.key, current)
+                return current.pending.count
+            }
+            if remaining == 0 { try context.keychain.delete(name: IdentityHolder.previousKeychainName) }
+        }
         var queued: [OutboxEntry] = []
-        for friendID in state.pending {
+        for friendID in present {
             let key = try Ed25519PublicKey(base64URL: friendID)
-            // The friend may be known under their own newer key by now; they are reached at the server on record.
             guard let friend = try context.database.read({ tx in try tx.open(Tables.friends).get(key) }) else { continue }
             for entry in try outbox.pending() where entry.item.kind == "rotation" && entry.item.reference == friendID {
                 try await outbox.remove(id: entry.id)

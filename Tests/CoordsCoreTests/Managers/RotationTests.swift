@@ -196,6 +196,16 @@ import Testing
         #expect(try await c.alice.app.messages.queueRotationStatements().isEmpty)
     }
 
+    @Test func aFriendRemovedBeforeTheStatementReachedThemNoLongerHoldsTheOldSeed() async throws {
+        let c = try await Circle()
+        let rotation = try await c.alice.app.rotateIdentity()
+        try await c.alice.app.friends.remove(id: c.carolID)
+        try await c.alice.app.outbox.markDelivered(id: try #require(rotation.statements.first { $0.item.reference == c.bobID }).id)
+        _ = try c.alice.app.wallet.preparePreviousDelete(server: "https://relay.test")  // Carol still listed as waiting
+        #expect(try await c.alice.app.messages.queueRotationStatements().isEmpty)  // she is gone: nobody waits
+        #expect(throws: WalletManagerError.noIdentity) { try c.alice.app.wallet.preparePreviousDelete(server: "https://relay.test") }
+    }
+
     @Test func backupsMadeBeforeAndAfterARotationBothRestoreAndTheLaterWins() async throws {
         let c = try await Circle()
         let before = try await c.alice.app.wallet.exportBackup(passphrase: "words")
