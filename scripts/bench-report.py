@@ -7,6 +7,7 @@ process, same run); the ratio is ours ÷ raw in operations per second (1.0 = no 
 Usage: bench-report.py <jmh.json> <relay.json> <PERFORMANCE.md> [--quick]
 """
 import datetime
+import glob
 import json
 import os
 import platform
@@ -16,6 +17,10 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTES = os.path.join(ROOT, "Benchmarks", "notes.json")
+
+
+# A paired ratio whose interquartile range exceeds this share of its median is reported as noisy.
+MAX_SPREAD = 0.10
 
 
 def target_for(name):
@@ -94,6 +99,14 @@ def main():
     rows = load_rows(jmh)
     table = []  # metric, ours, baseline, ratio, target, result
     misses = []
+    noisy_rows = []
+
+    # Paired, interleaved ratios (Support.swift `paired`): the ratio column when present.
+    paired = {}
+    for path in glob.glob(os.path.join(os.path.dirname(jmh), "paired-*.json")):
+        with open(path) as f:
+            entry = json.load(f)
+        paired[entry["name"]] = entry
 
     labels = sorted(rows, key=order)
     for label in labels:
@@ -101,12 +114,23 @@ def main():
         ours, raw = pair.get("ours"), pair.get("raw")
         target = target_for(label)
         if ours and raw:
-            ratio = ours["ops_per_s"] / raw["ops_per_s"]
+            measured = paired.get(label)
+            if measured:
+                ratio = measured["median"]
+                spread = (measured["p75"] - measured["p25"]) / ratio if ratio else float("inf")
+                noisy = spread > MAX_SPREAD
+                shown = f"{ratio:.2f}× ±{100 * spread / 2:.0f} %"
+            else:
+                ratio = ours["ops_per_s"] / raw["ops_per_s"]
+                noisy, shown = False, (f"{ratio:.2f}×" if ratio < 10 else f"{ratio:,.0f}×")
             ok = target is None or ratio >= target
-            table.append([f"{label} (ops/s)", fmt(ours["ops_per_s"]), fmt(raw["ops_per_s"]), f"{ratio:.2f}×" if ratio < 10 else f"{ratio:,.0f}×",
-                          f"≥ {target}×" if target else "—", "pass" if ok else ("MISS" if target else "info")])
-            if not ok:
+            result = "noisy" if noisy and target else ("pass" if ok else ("MISS" if target else "info"))
+            table.append([f"{label} (ops/s)", fmt(ours["ops_per_s"]), fmt(raw["ops_per_s"]), shown,
+                          f"≥ {target}×" if target else "—", result])
+            if result == "MISS":
                 misses.append(label)
+            if result == "noisy":
+                noisy_rows.append(label)
         elif ours:
             table.append([f"{label} (ops/s)", fmt(ours["ops_per_s"]), "—", "—", "—", "info"])
     for label in labels:
@@ -221,6 +245,9 @@ def main():
         "Each `[ours]` row runs through CoordsCore's API; its baseline performs the same libsodium or LMDB",
         "calls directly from C (`Benchmarks/Sources/CBaseline`), in the same process and run. Ratio = ours ÷ baseline in",
         "operations per second (1.00× = no overhead); rates come from the median wall-clock time of each sample.",
+        "Where a ratio shows ±, it is paired: short batches of ours and the baseline interleaved (A B B A …) in one",
+        "process, the median of the per-pair ratios and half their interquartile range; a busy machine slows both",
+        f"sides of a pair alike. A row whose spread exceeds {int(MAX_SPREAD * 100)} % says `noisy` instead of passing or failing.",
         "The geocoding rows compare the k-d index with a scan that scores every place (the reference core's",
         "algorithm) on the same data: there the ratio is the speed-up.",
         "The relay rows come from `wrk` against the release `coords-relay` on loopback (`scripts/bench-relay.py`),",
@@ -244,6 +271,9 @@ def main():
         md += [f"| {r['operation']} | {r['ours']:,.0f} | {r['c']:,.0f} | {r['ratio']:.3f}× | ≤ {r['budget']:.2f}× | "
                f"{'pass' if r['pass'] else 'OVER'} |" for r in gate]
     md += ["", "## Misses", ""]
+    if noisy_rows:
+        md.append("Too noisy to judge in this run (rerun on a quieter machine): " + ", ".join(noisy_rows) + ".")
+        md.append("")
     if misses:
         for miss in misses:
             note = next((v for k, v in notes.items() if miss.startswith(k)), None)

@@ -28,6 +28,10 @@ import Testing
             let url = server.url(database: location.database)
             let a = try await RelayNode.start(["--postgres", url, "--postgres-pool-size", "4"] + extra)
             let b = try await RelayNode.start(["--postgres", url, "--postgres-pool-size", "4"] + extra)
+            // Both nodes hear each other before a test writes (a notification sent earlier is lost by design).
+            if !extra.contains("--no-live") {
+                for node in [a, b] { _ = await node.process.waitForOutput("live fan-out listening") }
+            }
             let nginx = try await NginxProxy.start(upstreams: [a.port, b.port])
             return Cluster(a: a, b: b, nginx: nginx)
         }

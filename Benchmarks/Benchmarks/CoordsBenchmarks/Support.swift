@@ -20,6 +20,7 @@ func configuration(heavy: Bool = false) -> Benchmark.Configuration {
 
 /// Registers a pair of rows: our API and the raw C sequence, `ops` operations per iteration.
 /// The report divides by `ops` (encoded as `×N` in the name) and pairs `[ours]` with `[raw]`.
+/// A third row, `[paired]`, measures the ratio itself (see ``paired(_:ops:heavy:ours:raw:)``).
 func pair(
     _ name: String, ops: Int, heavy: Bool = false,
     ours: @escaping @Sendable () throws -> Void, raw: @escaping @Sendable () throws -> Void
@@ -29,6 +30,50 @@ func pair(
     }
     Benchmark("\(name) ×\(ops) [raw]", configuration: configuration(heavy: heavy)) { benchmark in
         for _ in 0..<ops { try raw() }
+    }
+    paired(name, ops: ops, heavy: heavy, ours: ours, raw: raw)
+}
+
+/// The ratio ours ÷ raw measured so a busy machine slows both alike: short batches of each
+/// (`ops` operations), interleaved A B B A … in one process, one ratio per adjacent pair of
+/// batches; the report uses their median and their spread (interquartile range ÷ median), and a
+/// row whose spread is too wide says so instead of passing or failing. Written to
+/// `paired-<name>.json` in $COORDS_BENCH_OUT.
+func paired(
+    _ name: String, ops: Int, heavy: Bool = false,
+    ours: @escaping @Sendable () throws -> Void, raw: @escaping @Sendable () throws -> Void
+) {
+    let rounds = quick ? 9 : (heavy ? 15 : 31)
+    let configuration = Benchmark.Configuration(metrics: [.wallClock, .throughput], warmupIterations: 0, maxDuration: .seconds(120), maxIterations: 1)
+    Benchmark("\(name) ×\(ops) [paired]", configuration: configuration) { _ in
+        func batch(_ body: () throws -> Void) rethrows -> Double {
+            let start = monotonicSeconds()
+            for _ in 0..<ops { try body() }
+            return monotonicSeconds() - start
+        }
+        _ = try batch(ours)  // warm-up of both sides
+        _ = try batch(raw)
+        var ratios: [Double] = []
+        for round in 0..<rounds {
+            // A B then B A: neither side always runs first, so a trend in the machine's speed cancels.
+            let o: Double
+            let r: Double
+            if round % 2 == 0 {
+                o = try batch(ours)
+                r = try batch(raw)
+            } else {
+                r = try batch(raw)
+                o = try batch(ours)
+            }
+            if o > 0 { ratios.append(r / o) }  // ops/s ours ÷ ops/s raw = time raw ÷ time ours
+        }
+        ratios.sort()
+        guard !ratios.isEmpty else { return }
+        func quantile(_ q: Double) -> Double { ratios[min(ratios.count - 1, Int((Double(ratios.count - 1) * q).rounded()))] }
+        let safe = name.map { $0.isLetter || $0.isNumber ? $0 : "-" }
+        writeSideResult(
+            "paired-\(String(safe)).json",
+            ["name": name, "median": quantile(0.5), "p25": quantile(0.25), "p75": quantile(0.75), "pairs": ratios.count])
     }
 }
 

@@ -439,7 +439,10 @@ public final class PostgresRelayStore: RelayStore, Sendable {
                 while !Task.isCancelled {
                     do {
                         try await client.withConnection { connection in
-                            for try await notification in try await connection.listen(Self.liveChannel) {
+                            let notifications = try await connection.listen(Self.liveChannel)
+                            // From here on nothing another node announces is missed (tests wait for this line).
+                            logger.info("live fan-out listening", metadata: ["channel": "\(Self.liveChannel)"])
+                            for try await notification in notifications {
                                 continuation.yield(notification.payload)
                             }
                         }
