@@ -27,7 +27,7 @@ import Testing
     /// normally) or the relay closes. Fails after 10 s.
     static func session(
         port: Int, send frames: [String] = [], binary: Bool = false, actAfter: Int = 1, action: @escaping @Sendable () async throws -> Void = {},
-        then later: [String] = [], until done: @escaping @Sendable ([LiveFrame]) -> Bool = { _ in false }
+        then later: [String] = [], until done: @escaping @Sendable ([LiveFrame]) -> Bool = { _ in false }, timeout: Duration = .seconds(10)
     ) async throws -> Seen {
         let seen = Locked(Seen())
         let logger = Logger(label: "test.live-client")
@@ -57,7 +57,7 @@ import Testing
                 seen.withLock { $0.close = close }
             }
             group.addTask {
-                try await Task.sleep(for: .seconds(10))
+                try await Task.sleep(for: timeout)
                 throw CancellationError()
             }
             try await group.next()

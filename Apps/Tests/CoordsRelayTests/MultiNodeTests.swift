@@ -192,7 +192,8 @@ import Testing
                             #expect(posted.status == .accepted)
                         }
                     },
-                    until: { $0.count >= (write == cluster.a.port ? 4 : 3) })
+                    until: { $0.count >= (write == cluster.a.port ? 4 : 3) },
+                    timeout: .seconds(40))  // the whole suite runs in parallel with other PostgreSQL-heavy suites
                 #expect(seen.frames.first == .subscribed(ids: 1, mailbox: true), "\(seen)")
                 guard seen.frames.count >= 3, case .location(let notice) = seen.frames[1], case .deleted(let deleted, let timestamp, _) = seen.frames[2] else {
                     Issue.record("expected subscribed, location, deleted: \(seen.frames)")
