@@ -824,3 +824,24 @@ def test_a_rotation_moves_the_friend_and_a_second_different_one_is_a_conflict(tm
             bob.resolve_conflict(new_id, new_id)
         assert not_in_conflict.value.code == cc.ERR_NOT_IN_CONFLICT
         assert alice.queue_rotation_statements()[0].kind == "rotation"
+
+
+def test_uploads_follow_friend_changes_made_by_another_process(tmp_path):
+    """An upload keeps the friends it seals for between calls (per change stamp of the friends
+    table); a change written by another process on the same directory must still count at once."""
+    import subprocess
+    import sys
+    with friends(tmp_path) as (alice, alice_id, bob, bob_id):
+        start = now_ms()
+        assert alice.prepare_upload(cc.Location(52.52, 13.405, timestamp_ms=start)).recipient_count == 2
+        script = f"""
+import coordscore as cc
+with cc.App({str(tmp_path / "a")!r}, passphrase="a", keychain_cost="minimum", backup_cost="minimum", durability="no_sync") as app:
+    app.pause({bob_id!r})
+"""
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(cc.__file__))] + sys.path))
+        subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=60)
+        assert alice.prepare_upload(cc.Location(52.52, 13.405, timestamp_ms=start + 1)).recipient_count == 1
+        script = script.replace(f"app.pause({bob_id!r})", f"app.share_with({bob_id!r})")
+        subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=60)
+        assert alice.prepare_upload(cc.Location(52.52, 13.405, timestamp_ms=start + 2)).recipient_count == 2

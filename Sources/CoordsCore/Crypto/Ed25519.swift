@@ -1,4 +1,5 @@
 internal import CSodium
+import Synchronization
 
 /// An Ed25519 public key: 32 bytes that decode to a valid point.
 ///
@@ -19,12 +20,21 @@ public struct Ed25519PublicKey: Hashable, Sendable {
     ///   32; ``CryptoError/invalidPublicKey`` when the bytes are not a canonical point of the
     ///   main subgroup (libsodium `crypto_core_ed25519_is_valid_point`), which also refuses the
     ///   small-order points no real key pair produces; ``CryptoError/libraryInitializationFailed``.
+    ///
+    /// The point check costs a scalar multiplication (about as much as a signature
+    /// verification), and the same few keys come back all the time (every friend row read from
+    /// the store, every id in a fetch answer), so keys that passed it are remembered
+    /// (``ValidKeyMemo``, bounded): a key seen before costs one hash lookup.
     public init(rawRepresentation: [UInt8]) throws {
         guard rawRepresentation.count == Self.byteCount else {
             throw CryptoError.invalidKeyLength(what: "Ed25519 public key", expected: Self.byteCount, actual: rawRepresentation.count)
         }
-        try Sodium.ensureInitialized()
-        guard crypto_core_ed25519_is_valid_point(rawRepresentation) == 1 else { throw CryptoError.invalidPublicKey }
+        let memoKey = ValidKeyMemo.Key(rawRepresentation)
+        if !ValidKeyMemo.shared.contains(memoKey) {
+            try Sodium.ensureInitialized()
+            guard crypto_core_ed25519_is_valid_point(rawRepresentation) == 1 else { throw CryptoError.invalidPublicKey }
+            ValidKeyMemo.shared.insert(memoKey)
+        }
         self.rawRepresentation = rawRepresentation
     }
 
@@ -127,4 +137,48 @@ public struct Ed25519SigningKey: Sendable {
         }
         return sig
     }
+}
+
+/// The Ed25519 public keys that passed `crypto_core_ed25519_is_valid_point` lately (a pure
+/// function of the 32 bytes, so remembering a pass is exact). Bounded: at ``capacity`` keys it
+/// starts over, so a stream of fresh keys (a relay's uploaders, hostile ids) costs at most
+/// ``capacity`` × 32 bytes and never grows. Only passes are remembered; a refused key is checked
+/// again every time.
+final class ValidKeyMemo: Sendable {
+    /// 32 key bytes as four words: hashing and comparing them is cheaper than an array's.
+    struct Key: Hashable {
+        let a: UInt64
+        let b: UInt64
+        let c: UInt64
+        let d: UInt64
+
+        /// The first 32 bytes of `bytes` (callers pass exactly 32; fewer give the zero key).
+        init(_ bytes: [UInt8]) {
+            (a, b, c, d) = bytes.withUnsafeBytes { raw in
+                guard raw.count >= 32 else { return (0, 0, 0, 0) }
+                return (
+                    raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                    raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)
+                )
+            }
+        }
+    }
+
+    /// How many keys are remembered before the memo starts over.
+    static let capacity = 4096
+    static let shared = ValidKeyMemo()
+
+    private let keys = Mutex<Set<Key>>([])
+
+    func contains(_ key: Key) -> Bool { keys.withLock { $0.contains(key) } }
+
+    func insert(_ key: Key) {
+        keys.withLock { keys in
+            if keys.count >= Self.capacity { keys.removeAll(keepingCapacity: true) }
+            keys.insert(key)
+        }
+    }
+
+    /// How many keys are remembered now (tests).
+    var count: Int { keys.withLock { $0.count } }
 }

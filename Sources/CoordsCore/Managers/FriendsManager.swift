@@ -315,18 +315,36 @@ public actor FriendsManager {
     }
 
     static func shareRecipients(in tx: borrowing ReadTransaction, now: UInt64) throws -> [(id: String, key: X25519PublicKey)] {
-        var keys: [(id: String, key: X25519PublicKey)] = []
+        try shareCandidates(in: tx).filter { $0.isSharing(at: now) }.map { ($0.id, $0.key) }
+    }
+
+    /// A friend uploads may be sealed for, with what decides it over time: the friends table
+    /// reduced to what sealing needs (``LocationManager`` keeps these per change stamp).
+    struct ShareCandidate: Sendable {
+        let id: String
+        let key: X25519PublicKey
+        /// The share's end (ms, exclusive), if it has one.
+        let until: UInt64?
+
+        func isSharing(at now: UInt64) -> Bool { until.map { now < $0 } ?? true }
+    }
+
+    /// Every friend whose record shares (``FriendRecord/isSharing(at:)`` apart from the time):
+    /// sharing on, not blocked, not in a conflict.
+    /// - Throws: ``StoreError/decodingFailed(table:type:reason:)`` for a damaged cached X25519 key, store errors.
+    static func shareCandidates(in tx: borrowing ReadTransaction) throws -> [ShareCandidate] {
+        var candidates: [ShareCandidate] = []
         try tx.open(Tables.friends).forEach { key, record in
-            guard record.isSharing(at: now) else { return true }
+            guard record.shareWith, record.trust != .blocked, record.trust != .conflict else { return true }
             guard let bytes = try? Base64.decode(record.x25519PublicKey), let x = try? X25519PublicKey(rawRepresentation: bytes) else {
                 throw StoreError.decodingFailed(
                     table: Tables.friends.name, type: FriendRecord.storeTypeName,
                     reason: "cached X25519 key of \(key.base64URL.prefix(8))… is damaged")
             }
-            keys.append((key.base64URL, x))
+            candidates.append(ShareCandidate(id: key.base64URL, key: x, until: record.shareUntil))
             return true
         }
-        return keys
+        return candidates
     }
 
     /// Everyone we fetch from (not blocked), as (id, server) pairs.

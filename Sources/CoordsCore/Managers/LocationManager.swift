@@ -144,7 +144,7 @@ public actor LocationManager {
         let (server, friends, state) = try context.database.read { tx in
             (
                 try tx.open(Tables.settings).get(SettingKey.server),
-                try FriendsManager.shareRecipients(in: tx, now: now),
+                try shareRecipients(in: tx, now: now),
                 try tx.open(Tables.uploadState).get(UploadState.key) ?? UploadState()
             )
         }
@@ -153,6 +153,21 @@ public actor LocationManager {
             throw WireError.staleLocation(timestamp: fix.timestamp, lastUploaded: last)
         }
         return try seal(wire: fix.wire, fixTimestamp: fix.timestamp, for: friends, identity: identity, server: server, now: now)
+    }
+
+    /// The friends shared with at `now`. The friends table reduced to what sealing needs is kept
+    /// between uploads and read again only when the table's change stamp moved (any change, by
+    /// any manager or process), so an upload does not decode every friend record.
+    private func shareRecipients(in tx: borrowing ReadTransaction, now: UInt64) throws -> [(id: String, key: X25519PublicKey)] {
+        let stamp = try tx.changeStamp(of: Tables.friends)
+        let candidates: [FriendsManager.ShareCandidate]
+        if let view = shareView, view.stamp == stamp {
+            candidates = view.candidates
+        } else {
+            candidates = try FriendsManager.shareCandidates(in: tx)
+            shareView = (stamp, candidates)
+        }
+        return candidates.filter { $0.isSharing(at: now) }.map { ($0.id, $0.key) }
     }
 
     /// Seals `wire` for the user and `friends`, records it (pending, and as the last sealed fix
@@ -197,7 +212,7 @@ public actor LocationManager {
         let (server, friends, state) = try context.database.read { tx in
             (
                 try tx.open(Tables.settings).get(SettingKey.server),
-                try FriendsManager.shareRecipients(in: tx, now: now),
+                try shareRecipients(in: tx, now: now),
                 try tx.open(Tables.uploadState).get(UploadState.key) ?? UploadState()
             )
         }
@@ -377,6 +392,8 @@ public actor LocationManager {
 
     let context: AppContext
     let reconciler: Reconciler<LocationManagerReconcileMessage>
+    /// The share candidates as of a change stamp of the friends table (``shareRecipients(in:now:)``).
+    private var shareView: (stamp: UInt64, candidates: [FriendsManager.ShareCandidate])?
 
     init(context: AppContext, spine: UpdateSpine) {
         self.context = context

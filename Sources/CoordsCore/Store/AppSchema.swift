@@ -1,7 +1,7 @@
 /// The tables of a CoordsCore data directory. See docs/STORE.md for how to add one.
 public enum Tables {
-    /// Friends by public key.
-    public static let friends = TableDefinition<Ed25519PublicKey, FriendRecord>("friends")
+    /// Friends by public key. Stamped: uploads keep what sealing needs per change stamp.
+    public static let friends = TableDefinition<Ed25519PublicKey, FriendRecord>("friends", stamped: true)
     /// The last location opened for each friend.
     public static let locations = TableDefinition<Ed25519PublicKey, CachedLocation>("location_cache")
     /// Upload bookkeeping, one row per identity (key ``UploadState/key``).

@@ -403,6 +403,9 @@ public final class Database: @unchecked Sendable {
         }
     }
 
+    /// The metadata table's handle (nil before the schema was opened).
+    var metadataDBI: MDB_dbi? { tables[Self.metadataTable]?.dbi }
+
     /// Records a table's new types (used by migrations through ``WriteTransaction/redefine(_:)``).
     func recordSignature(of definition: AnyTableDefinition, in state: TransactionState) throws {
         guard let meta = tables[Self.metadataTable]?.dbi else { throw StoreError.unknownTable(Self.metadataTable) }

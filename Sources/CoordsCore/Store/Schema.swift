@@ -5,9 +5,18 @@
 public struct TableDefinition<Key: StoreKey, Value: StoreValue>: Sendable, Hashable {
     /// The table's name in the file (LMDB named database). Names starting with `__` are reserved.
     public let name: String
+    /// Whether writes to the table advance its change stamp (``ReadTransaction/changeStamp(of:)``).
+    public let stamped: Bool
 
     /// Creates a definition.
-    public init(_ name: String) { self.name = name }
+    /// - Parameter stamped: every write transaction that changes the table (put, insert,
+    ///   remove, delete, removeAll) also advances a counter kept in the store's metadata, so a
+    ///   reader can keep something derived from the table and know, with one small read, whether
+    ///   it is still current — across processes too, since the counter lives in the file.
+    public init(_ name: String, stamped: Bool = false) {
+        self.name = name
+        self.stamped = stamped
+    }
 
     /// The type-erased form used in a ``Schema``.
     public var erased: AnyTableDefinition {

@@ -8,6 +8,8 @@ internal import CLMDB
     let writable: Bool
     unowned let database: Database
     var isMigrating = false
+    /// The stamped tables this write transaction already advanced (once per transaction is enough).
+    private var advancedStamps: [String] = []
 
     /// The environment's key size limit, copied so the hot reads need not reach the database
     /// through its unowned reference.
@@ -39,6 +41,23 @@ internal import CLMDB
     func live() throws -> OpaquePointer {
         guard let txn else { throw StoreError.transactionClosed }
         return txn
+    }
+
+    /// The metadata key of `table`'s change stamp.
+    static func stampKey(_ table: String) -> String { "stamp:" + table }
+
+    /// `table`'s change stamp: 0 until its first change.
+    func changeStamp(of table: String) throws -> UInt64 {
+        guard let meta = database.metadataDBI else { throw StoreError.unknownTable(Database.metadataTable) }
+        return try get(dbi: meta, table: Database.metadataTable, key: Self.stampKey(table), as: UInt64.self) ?? 0
+    }
+
+    /// Advances `table`'s change stamp, once per write transaction (an abort takes it back).
+    func advanceStamp(of table: String) throws {
+        guard !advancedStamps.contains(table) else { return }
+        guard let meta = database.metadataDBI else { throw StoreError.unknownTable(Database.metadataTable) }
+        try put(dbi: meta, key: Self.stampKey(table), value: try changeStamp(of: table) &+ 1)  // wraps, never traps
+        advancedStamps.append(table)
     }
 
     /// The stored bytes of `key` in `dbi` (LMDB's mapped memory, valid until the transaction
@@ -109,7 +128,7 @@ extension TransactionState {
     /// The typed access to `definition`'s table in this (still live) transaction.
     func access<K, V>(_ definition: TableDefinition<K, V>) throws -> TableAccess<K, V> {
         _ = try live()
-        return TableAccess(state: self, dbi: try database.handle(for: definition.erased, in: self), name: definition.name)
+        return TableAccess(state: self, dbi: try database.handle(for: definition.erased, in: self), name: definition.name, stamped: definition.stamped)
     }
 }
 
@@ -123,6 +142,16 @@ public struct ReadTransaction: ~Copyable {
     ///   ``StoreError/transactionClosed``.
     public func open<K, V>(_ definition: TableDefinition<K, V>) throws -> ReadOnlyTable<K, V> {
         ReadOnlyTable(access: try state.access(definition))
+    }
+
+    /// The change stamp of a ``TableDefinition/stamped`` table: a counter that every write
+    /// transaction changing the table advances (0 before the first change). Equal stamps mean
+    /// the table did not change in between. One small read of the store's metadata.
+    /// - Throws: ``StoreError/transactionClosed``, ``StoreError/decodingFailed(table:type:reason:)``
+    ///   for a damaged counter, LMDB failures.
+    public func changeStamp<K, V>(of definition: TableDefinition<K, V>) throws -> UInt64 {
+        _ = try state.live()
+        return try state.changeStamp(of: definition.name)
     }
 }
 
@@ -152,6 +181,8 @@ public struct WriteTransaction: ~Copyable {
     @usableFromInline let state: TransactionState
     @usableFromInline let dbi: UInt32  // MDB_dbi
     @usableFromInline let name: String
+    /// Whether changes advance the table's stamp (``TableDefinition/stamped``).
+    let stamped: Bool
 
     func get(_ key: Key) throws -> Value? {
         try state.get(dbi: dbi, table: name, key: key, as: Value.self)
@@ -179,6 +210,7 @@ public struct WriteTransaction: ~Copyable {
 
     func put(_ key: Key, _ value: Value) throws {
         try state.put(dbi: dbi, key: key, value: value)
+        if stamped { try state.advanceStamp(of: name) }
     }
 
     func remove(_ key: Key) throws -> Value? {
@@ -195,6 +227,7 @@ public struct WriteTransaction: ~Copyable {
             let previous = try state.decode(Value.self, dataVal, table: name)
             rc = state.database.injectedFault(.delete) ?? mdb_del(txn, dbi, &keyVal, nil)
             guard rc == 0 else { throw StoreError.lmdb(rc, "remove from \(name)") }
+            if stamped { try state.advanceStamp(of: name) }
             return previous
         }
     }
@@ -207,6 +240,7 @@ public struct WriteTransaction: ~Copyable {
             let rc = state.database.injectedFault(.delete) ?? mdb_del(txn, dbi, &keyVal, nil)
             if rc == MDB_NOTFOUND { return false }
             guard rc == 0 else { throw StoreError.lmdb(rc, "delete from \(name)") }
+            if stamped { try state.advanceStamp(of: name) }
             return true
         }
     }
@@ -214,6 +248,7 @@ public struct WriteTransaction: ~Copyable {
     func removeAll() throws {
         let rc = mdb_drop(try state.live(), dbi, 0)
         guard rc == 0 else { throw StoreError.lmdb(rc, "clear \(name)") }
+        if stamped { try state.advanceStamp(of: name) }
     }
 
     /// Walks keys in order. `from` is inclusive, `to` exclusive, both optional; `prefix`, when

@@ -105,24 +105,43 @@ public enum JSONValue: Sendable, Equatable {
     }
 
     static func writeString(_ s: String, to out: inout [UInt8]) {
-        let hex = Array("0123456789abcdef".utf8)
         out.append(UInt8(ascii: "\""))
-        for byte in s.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0a: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0d: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20:
-                out.append(contentsOf: [
-                    UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                    hex[Int(byte >> 4)], hex[Int(byte & 0xf)]
-                ])
-            default: out.append(byte)
+        // Runs of bytes that need no escape (all of a base64 blob) are appended whole.
+        let done: Void? = s.utf8.withContiguousStorageIfAvailable { bytes in
+            var run = 0
+            for index in bytes.indices where needsEscape(bytes[index]) {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run..<index]))
+                appendEscaped(bytes[index], to: &out)
+                run = index + 1
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run...]))
+        }
+        if done == nil {
+            for byte in s.utf8 {
+                if needsEscape(byte) { appendEscaped(byte, to: &out) } else { out.append(byte) }
             }
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    @inline(__always) static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+    }
+
+    /// The escape of a quote, a backslash or a control character.
+    static func appendEscaped(_ byte: UInt8, to out: inout [UInt8]) {
+        switch byte {
+        case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+        case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+        case 0x0a: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+        case 0x0d: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+        case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+        default:
+            let hex = Array("0123456789abcdef".utf8)
+            out.append(contentsOf: [
+                UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xf)]
+            ])
+        }
     }
 }
 

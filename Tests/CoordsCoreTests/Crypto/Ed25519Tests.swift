@@ -61,6 +61,29 @@ import Testing
         #expect(try Ed25519PublicKey(rawRepresentation: valid.rawRepresentation) == valid)
     }
 
+    @Test func validKeysAreRememberedAndInvalidOnesCheckedEveryTime() throws {
+        var notOnCurve = [UInt8](repeating: 0, count: 32)
+        notOnCurve[0] = 2
+        for _ in 0..<3 {  // a refusal is never remembered
+            #expect(throws: CryptoError.invalidPublicKey) { try Ed25519PublicKey(rawRepresentation: notOnCurve) }
+        }
+        #expect(!ValidKeyMemo.shared.contains(ValidKeyMemo.Key(notOnCurve)))
+        let valid = try Ed25519SigningKey.generate().publicKey.rawRepresentation
+        #expect(try Ed25519PublicKey(rawRepresentation: valid).rawRepresentation == valid)
+        #expect(ValidKeyMemo.shared.contains(ValidKeyMemo.Key(valid)))
+        #expect(try Ed25519PublicKey(rawRepresentation: valid).rawRepresentation == valid)  // from the memo
+        // Bounded: at capacity it starts over instead of growing.
+        let memo = ValidKeyMemo()
+        for index in 0..<(ValidKeyMemo.capacity + 10) {
+            var bytes = [UInt8](repeating: 0, count: 32)
+            withUnsafeBytes(of: UInt64(index).littleEndian) { for (i, byte) in $0.enumerated() { bytes[i] = byte } }
+            memo.insert(ValidKeyMemo.Key(bytes))
+            #expect(memo.count <= ValidKeyMemo.capacity)
+        }
+        #expect(memo.count == 10)
+        #expect(ValidKeyMemo.Key([1, 2, 3]) == ValidKeyMemo.Key([]))  // short input never reads past the end
+    }
+
     @Test func seedOfWrongLengthIsAnError() {
         for count in [0, 16, 31, 33, 64] {
             #expect(throws: CryptoError.invalidKeyLength(what: "Ed25519 seed", expected: 32, actual: count)) {

@@ -35,6 +35,40 @@ import Testing
         #expect(try await t.alice.app.location.prepareUpload(try fix(1, 1, at: end)).recipientCount == 1)
     }
 
+    /// An upload keeps the friends it seals for between calls and reads them again when the
+    /// friends table's change stamp moves: every kind of change must count at once.
+    @Test func theFriendsAnUploadSealsForFollowEveryChange() async throws {
+        let t = try await Trio()
+        let alice = t.alice.app
+        var at = t.alice.clock.milliseconds - 1_000
+        func recipients() async throws -> Int {
+            at += 1
+            return try await alice.location.prepareUpload(try fix(1, 1, at: at)).recipientCount
+        }
+        #expect(try await recipients() == 1)
+        try await t.befriend(t.alice, t.bob)
+        #expect(try await recipients() == 2)
+        try await t.befriend(t.alice, t.carol)
+        #expect(try await recipients() == 3)
+        let bobID = try t.bob.app.wallet.id()
+        let carolID = try t.carol.app.wallet.id()
+        _ = try await alice.friends.setTrust(id: bobID, .blocked)
+        #expect(try await recipients() == 2)
+        _ = try await alice.friends.setTrust(id: bobID, .verified)
+        #expect(try await recipients() == 3)
+        _ = try await alice.friends.update(id: carolID, shareWith: false)
+        #expect(try await recipients() == 2)
+        _ = try await alice.friends.share(id: carolID, until: nil)
+        _ = try await alice.friends.pause(id: bobID)
+        #expect(try await recipients() == 2)
+        try await alice.friends.remove(id: carolID)
+        #expect(try await recipients() == 1)
+        _ = try await alice.friends.share(id: bobID, until: t.alice.clock.milliseconds + 10)
+        #expect(try await recipients() == 2)
+        t.alice.clock.advance(byMilliseconds: 10)  // the share's end needs no change to count
+        #expect(try await recipients() == 1)
+    }
+
     @Test func anEndedShareIsResealedWithoutThatFriendAndTheyCannotOpenIt() async throws {
         let t = try await Trio()
         try await t.befriend(t.alice, t.bob)

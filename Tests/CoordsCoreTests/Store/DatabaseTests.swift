@@ -52,6 +52,50 @@ import Testing
         #expect(try db.read { tx in try tx.open(TestTables.names).count() } == 0)
     }
 
+    @Test func stampedTablesAdvanceTheirStampOncePerChangingTransaction() throws {
+        let stamped = TableDefinition<String, UInt64>("stamped", stamped: true)
+        let schema = Schema(version: 1, tables: [stamped.erased, TestTables.names.erased])
+        let store = try TemporaryStore(schema: schema)
+        let db = store.db
+        func stamp() throws -> UInt64 { try db.read { tx in try tx.changeStamp(of: stamped) } }
+        #expect(try stamp() == 0)
+        try db.write { tx in
+            let table = try tx.open(stamped)
+            try table.put("a", 1)
+            try table.put("b", 2)
+            #expect(try table.insert("c", 3) == nil)
+        }
+        #expect(try stamp() == 1)  // one transaction, one step
+        try db.write { tx in try tx.open(TestTables.names).put("x", 1) }  // another table: no step
+        try db.read { tx in _ = try tx.open(stamped).get("a") }
+        #expect(try stamp() == 1)
+        #expect(try db.write { tx in try tx.open(stamped).delete("missing") } == false)
+        #expect(try stamp() == 1)  // nothing changed
+        #expect(try db.write { tx in try tx.open(stamped).remove("missing") } == nil)
+        #expect(try stamp() == 1)
+        try db.write { tx in _ = try tx.open(stamped).remove("a") }
+        #expect(try stamp() == 2)
+        try db.write { tx in _ = try tx.open(stamped).delete("b") }
+        #expect(try stamp() == 3)
+        try db.write { tx in try tx.open(stamped).removeAll() }
+        #expect(try stamp() == 4)
+        struct Abort: Error {}
+        #expect(throws: Abort.self) {
+            try db.write { tx in
+                try tx.open(stamped).put("d", 4)
+                throw Abort()
+            }
+        }
+        #expect(try stamp() == 4)  // an aborted change takes its step back
+        // Unstamped tables have no counter of their own.
+        #expect(try db.read { tx in try tx.changeStamp(of: TestTables.names) } == 0)
+        // The counter lives in the file: another opening sees it.
+        db.close()
+        let again = try Database.open(path: store.directory.path, schema: schema)
+        defer { again.close() }
+        #expect(try again.read { tx in try tx.changeStamp(of: stamped) } == 4)
+    }
+
     @Test func backupIsAConsistentPrivateCopyWhileWritesGoOn() throws {
         let store = try TemporaryStore(schema: TestTables.schema)
         try store.db.write { tx in
@@ -213,7 +257,7 @@ import Testing
         var leaked: TransactionState?
         try store.db.write { tx in leaked = tx.state }
         let state = try #require(leaked)
-        let access = TableAccess<String, UInt64>(state: state, dbi: 0, name: "names")
+        let access = TableAccess<String, UInt64>(state: state, dbi: 0, name: "names", stamped: true)
         #expect(throws: StoreError.transactionClosed) { try access.get("x") }
         #expect(throws: StoreError.transactionClosed) { try access.put("x", 1) }
         #expect(throws: StoreError.transactionClosed) { try access.count() }

@@ -1,0 +1,295 @@
+// The gate's operations: setups that return both sides of one measured operation (main.swift
+// runs them). Outside main.swift, so the globals here are lazy and not main-actor isolated: the
+// workload runs on a detached task while the main thread waits (see main.swift).
+import CBaseline
+import CoordsCore
+import Dispatch
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One gated operation: how many iterations the measured loop runs, the budget (most
+/// instructions ours may spend per baseline instruction), and a setup returning both sides.
+struct Operation: Sendable {
+    let name: String
+    let iterations: Int
+    let budget: Double
+    let setup: @Sendable () async throws -> (ours: () async throws -> Void, c: () throws -> Void)
+}
+
+func fail(_ message: String) -> Never {
+    let line = Array("InstructionGate: \(message)\n".utf8)
+    _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    exit(2)
+}
+
+/// Fixed inputs (a xorshift stream from a constant seed), so every run counts exactly the same
+/// instructions: Ed25519 verification, for one, takes a data-dependent path.
+nonisolated(unsafe) var stream: UInt64 = 0x9E37_79B9_7F4A_7C15
+func randomBytes(_ count: Int) -> [UInt8] {
+    (0..<count).map { _ in
+        stream ^= stream << 13
+        stream ^= stream >> 7
+        stream ^= stream << 17
+        return UInt8(truncatingIfNeeded: stream)
+    }
+}
+
+/// The fixed stream as a random source, for the managers (identity, ephemeral keys, nonces).
+struct FixedRandom: RandomSource {
+    func fill(_ buffer: UnsafeMutableRawBufferPointer) throws {
+        for (index, byte) in randomBytes(buffer.count).enumerated() { buffer[index] = byte }
+    }
+}
+
+/// A signing key from the fixed stream.
+func fixedKey() throws -> Ed25519SigningKey { try Ed25519SigningKey(seed: SecretBytes(copying: randomBytes(32))) }
+
+/// Defeats dead-code elimination of results.
+@inline(never) func keep<T>(_ value: T) { withExtendedLifetime(value) {} }
+
+struct Identity {
+    let key: Ed25519SigningKey
+    let x25519: X25519PrivateKey
+    let rawSecretKey: [UInt8]
+    let rawX25519Scalar: [UInt8]
+
+    init() throws {
+        key = try fixedKey()
+        x25519 = try X25519PrivateKey(ed25519: key)
+        rawSecretKey = key.seed.copyBytes() + key.publicKey.rawRepresentation
+        rawX25519Scalar = x25519.rawRepresentation.copyBytes()
+    }
+}
+
+let location = WireLocation(latitudeE6: 47_376_900, longitudeE6: 8_541_700, altitude: 408, accuracy: 12, timestamp: 1_763_805_600_000)
+
+func blobSeal(_ n: Int, converting: Bool) -> Operation {
+    Operation(name: "blob-seal-\(n)-\(converting ? "converting" : "cached")", iterations: n >= 64 ? 2 : 10, budget: 1.05) {
+        let edKeys = try (0..<n).map { _ in try fixedKey().publicKey }
+        let xKeys = try edKeys.map { try X25519PublicKey(ed25519: $0) }
+        let raw = converting ? edKeys.flatMap(\.rawRepresentation) : xKeys.flatMap(\.rawRepresentation)
+        let size = LocationBlob.byteCount(forEntryCount: LocationBlob.paddedEntryCount(forRecipientCount: n))
+        let plaintext = location.bytes
+        var out = [UInt8](repeating: 0, count: size)
+        return (
+            ours: { keep(converting ? try LocationBlob.seal(location, for: edKeys) : try LocationBlob.seal(location, for: xKeys)) },
+            c: { keep(cb_blob_seal(plaintext, raw, n, converting ? 1 : 0, &out)) }
+        )
+    }
+}
+
+let operations: [Operation] = [
+    Operation(name: "ed25519-sign", iterations: 20, budget: 1.10) {
+        let alice = try Identity()
+        let message = randomBytes(64)
+        var out = [UInt8](repeating: 0, count: 64)
+        return (ours: { keep(alice.key.signature(for: message)) }, c: { cb_sign(alice.rawSecretKey, message, 64, &out) })
+    },
+    Operation(name: "ed25519-verify", iterations: 20, budget: 1.10) {
+        let alice = try Identity()
+        let message = randomBytes(64)
+        let signature = alice.key.signature(for: message)
+        let raw = alice.key.publicKey.rawRepresentation
+        return (
+            ours: { keep(alice.key.publicKey.isValidSignature(signature, for: message)) }, c: { keep(cb_verify(raw, message, 64, signature)) }
+        )
+    },
+    Operation(name: "x25519", iterations: 20, budget: 1.10) {
+        let alice = try Identity()
+        let bob = try X25519PublicKey(ed25519: try fixedKey().publicKey)
+        let rawBob = bob.rawRepresentation
+        var out = [UInt8](repeating: 0, count: 32)
+        return (ours: { keep(try alice.x25519.sharedSecret(with: bob)) }, c: { keep(cb_scalarmult(&out, alice.rawX25519Scalar, rawBob)) })
+    },
+    blobSeal(1, converting: false), blobSeal(8, converting: false), blobSeal(64, converting: false),
+    blobSeal(1, converting: true), blobSeal(8, converting: true), blobSeal(64, converting: true),
+    Operation(name: "blob-open-8", iterations: 20, budget: 1.05) {
+        let reader = try Identity()
+        let others = try (0..<7).map { _ in try fixedKey().publicKey }
+        let blob = try LocationBlob.seal(location, for: others + [reader.key.publicKey])  // own entry last
+        var out = [UInt8](repeating: 0, count: 20)
+        return (
+            ours: { keep(try LocationBlob.open(blob, with: reader.x25519)) },
+            c: { keep(cb_blob_open(reader.rawX25519Scalar, blob, blob.count, &out)) }
+        )
+    },
+    Operation(name: "envelope-seal-1k", iterations: 10, budget: 1.10) {
+        let (alice, bob) = (try Identity(), try Identity())
+        let payload = randomBytes(1024)
+        let created: UInt64 = 1_795_341_600
+        let id = "3f2a6c1e-8b7d-4e5f-9a0b-1c2d3e4f5a60"
+        var b64 = [CChar](repeating: 0, count: 2048)
+        var signature = [CChar](repeating: 0, count: 89)
+        let bobRaw = bob.key.publicKey.rawRepresentation
+        return (
+            ours: { keep(try Envelope.seal(payload, id: id, from: alice.key, to: bob.key.publicKey, createdAt: created, expiresAt: created + 86_400)) },
+            c: { keep(cb_envelope_seal(alice.rawSecretKey, bobRaw, id, payload, payload.count, &b64, b64.count, &signature)) }
+        )
+    },
+    Operation(name: "envelope-open-1k", iterations: 10, budget: 1.10) {
+        let (alice, bob) = (try Identity(), try Identity())
+        let created: UInt64 = 1_795_341_600
+        let id = "3f2a6c1e-8b7d-4e5f-9a0b-1c2d3e4f5a60"
+        let envelope = try Envelope.seal(randomBytes(1024), id: id, from: alice.key, to: bob.key.publicKey, createdAt: created, expiresAt: created + 86_400)
+        let aliceRaw = alice.key.publicKey.rawRepresentation
+        var out = [UInt8](repeating: 0, count: 2048)
+        return (
+            ours: { keep(try envelope.open(as: bob.key, from: alice.key.publicKey, now: created + 60)) },
+            c: { keep(cb_envelope_open(bob.rawSecretKey, aliceRaw, id, envelope.sealedPayloadBase64, envelope.signatureBase64, &out, out.count)) }
+        )
+    },
+    Operation(name: "store-put-one-transaction", iterations: 200, budget: 2.5) {
+        let (db, raw) = try stores()
+        let keys = try (0..<2_000).map { _ in try Bytes32(randomBytes(32)) }
+        let rawKeys = keys.flatMap(\.bytes)
+        let value = randomBytes(200)
+        let next = Counter()
+        let rawNext = Counter()
+        return (
+            ours: { try db.write { tx in try tx.open(storeTable).put(keys[next.take() % keys.count], value) } },
+            c: {
+                let i = rawNext.take() % keys.count
+                keep(rawKeys.withUnsafeBufferPointer { cb_lmdb_put_per_txn(raw, $0.baseAddress.map { $0 + i * 32 }, 1, value, value.count) })
+            }
+        )
+    },
+    storeGet(borrowing: true), storeGet(borrowing: false),
+    prepareUpload(friends: 8), prepareUpload(friends: 64), processFetch()
+]
+
+// MARK: Manager paths (issue 24: at least 0.8× of the crypto they contain)
+
+/// An app on a scratch store (no fsync, so the count is the code, not the disk) with a fixed
+/// clock and the fixed random stream, an identity, and `friends` friends shared with.
+func gateApp(friends: Int) async throws -> (app: CoordsApp, me: Identity, friendKeys: [Ed25519SigningKey]) {
+    var options = CoordsApp.Options(keychain: .custom(MemoryKeychain()))
+    options.store.durability = .noSync
+    options.random = FixedRandom()
+    options.clock = TimeSource { 1_763_805_600_000 + 3_600_000 }
+    let app = try CoordsApp.open(directory: scratchDirectory(), options: options)
+    let me = try Identity()
+    _ = try await app.wallet.importSeed(me.key.seed, name: "Gate", server: "https://relay.example")
+    var keys: [Ed25519SigningKey] = []
+    for index in 0..<friends {
+        let key = try fixedKey()
+        keys.append(key)
+        _ = try await app.friends.add(id: key.publicKey.base64URL, server: "https://relay.example", name: "friend \(index)")
+    }
+    return (app, me, keys)
+}
+
+/// `LocationManager.prepareUpload` for `friends` friends (read the recipients, seal, record,
+/// sign the upload) against the bare blob seal for `friends + 1` cached keys in C.
+func prepareUpload(friends: Int) -> Operation {
+    Operation(name: "prepare-upload-\(friends)", iterations: friends >= 64 ? 2 : 10, budget: 1.25) {
+        let (app, me, friendKeys) = try await gateApp(friends: friends)
+        let raw = try ([me.x25519.publicKey] + friendKeys.map { try X25519PublicKey(ed25519: $0.publicKey) }).flatMap(\.rawRepresentation)
+        let size = LocationBlob.byteCount(forEntryCount: LocationBlob.paddedEntryCount(forRecipientCount: friends + 1))
+        let plaintext = location.bytes
+        var out = [UInt8](repeating: 0, count: size)
+        let next = Counter()
+        return (
+            ours: {
+                let fix = try Location(latitude: 47.3769, longitude: 8.5417, timestamp: 1_763_805_600_000 + UInt64(next.take()))
+                keep(try await app.location.prepareUpload(fix))
+            },
+            c: { keep(cb_blob_seal(plaintext, raw, friends + 1, 0, &out)) }
+        )
+    }
+}
+
+/// `LocationManager.processFetchResponse` of 50 signed entries from 50 friends (parse, verify,
+/// open, refuse rollbacks, cache in one transaction) against 50 × (Ed25519 verify + blob open) in C.
+func processFetch() -> Operation {
+    Operation(name: "process-fetch-50", iterations: 2, budget: 1.25) {
+        let (app, me, friendKeys) = try await gateApp(friends: 50)
+        var response = JSONObject()
+        var raw: [(key: [UInt8], message: [UInt8], signature: [UInt8], blob: [UInt8])] = []
+        for (index, friend) in friendKeys.enumerated() {
+            let fix = try Location(latitude: 1, longitude: 2, timestamp: 5 + UInt64(index)).wire
+            let blob = try LocationBlob.seal(fix, for: [friend.publicKey, me.key.publicKey], using: FixedRandom())
+            let timestamp: UInt64 = 1_763_805_600
+            let message = RelayAPI.uploadSignedMessage(blob: blob, timestamp: timestamp)
+            let signature = friend.signature(for: message)
+            raw.append((friend.publicKey.rawRepresentation, message, signature, blob))
+            response[friend.publicKey.base64URL] = .object([
+                "blob": .string(Base64.encode(blob)), "updated": .integer(timestamp),
+                "signature": .string(Base64.encode(signature)), "timestamp": .integer(timestamp)
+            ])
+        }
+        let bytes = JSONValue.object(response).serialized()
+        var out = [UInt8](repeating: 0, count: 20)
+        return (
+            ours: { keep(try await app.location.processFetchResponse(bytes)) },
+            c: {
+                for entry in raw {
+                    keep(cb_verify(entry.key, entry.message, entry.message.count, entry.signature))
+                    keep(cb_blob_open(me.rawX25519Scalar, entry.blob, entry.blob.count, &out))
+                }
+            }
+        )
+    }
+}
+
+/// 1,000 random gets of 200-byte values in one read transaction: typed (a fresh [UInt8] each) or
+/// borrowing (``TableHandle/withValue(_:_:)``: the mapped bytes, no copy), against LMDB in C
+/// copying each value into a buffer.
+func storeGet(borrowing: Bool) -> Operation {
+    Operation(name: borrowing ? "store-get-1000-borrowing" : "store-get-1000", iterations: 1, budget: borrowing ? 1.3 : 1.9) {
+        let (db, raw) = try stores()
+        let keys = try (0..<1_000).map { _ in try Bytes32(randomBytes(32)) }
+        let rawKeys = keys.flatMap(\.bytes)
+        let value = randomBytes(200)
+        try db.write { tx in
+            let table = try tx.open(storeTable)
+            for key in keys { try table.put(key, value) }
+        }
+        keep(cb_lmdb_put_one_txn(raw, rawKeys, keys.count, value, value.count))
+        return (
+            ours: {
+                keep(
+                    try db.read { tx in
+                        let table = try tx.open(storeTable)
+                        var total = 0
+                        if borrowing {
+                            for key in keys { total += try table.withValue(key) { $0.count } ?? 0 }
+                        } else {
+                            for key in keys { total += try table.get(key)?.count ?? 0 }
+                        }
+                        return total
+                    })
+            },
+            c: { keep(cb_lmdb_get(raw, rawKeys, keys.count)) }
+        )
+    }
+}
+
+// MARK: Support
+
+let storeTable = TableDefinition<Bytes32, [UInt8]>("gate")
+
+final class Counter: @unchecked Sendable {
+    private var value = 0
+    func take() -> Int {
+        value += 1
+        return value
+    }
+}
+
+func scratchDirectory() -> String {
+    var template = Array("/tmp/coords-gate-XXXXXX".utf8CString)
+    return template.withUnsafeMutableBufferPointer { buffer in
+        guard let base = buffer.baseAddress, let made = mkdtemp(base) else { fail("cannot make a scratch directory") }
+        return String(cString: made)
+    }
+}
+
+func stores() throws -> (Database, OpaquePointer) {
+    var options = Database.Options()
+    options.durability = .noSync
+    let db = try Database.open(path: scratchDirectory(), options: options, schema: Schema(version: 1, tables: [storeTable.erased]))
+    guard let raw = cb_lmdb_open(scratchDirectory(), 1) else { fail("cannot open the raw LMDB store") }
+    return (db, raw)
+}
