@@ -3,7 +3,8 @@
 
 Runs every operation of Benchmarks/Sources/InstructionGate twice under
 `valgrind --tool=callgrind` — through CoordsCore and through the same libsodium/LMDB calls in C —
-and counts the instructions of the measured loop only (callgrind client requests around it).
+and counts the instructions of the measured loop only (callgrind client requests around it; the
+dump's `totals`, which sums every thread — the manager paths run on libdispatch workers).
 Instruction counts repeat exactly on the same binary, so unlike wall-clock ratios they cannot be
 moved by a busy machine: ours ÷ C above an operation's budget fails the run.
 

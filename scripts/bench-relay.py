@@ -7,11 +7,13 @@ Rows: uploads/s (durable LMDB vs memory, durable PostgreSQL vs LMDB), fetches of
 latency at peak and at about 80 % of peak, peak RSS of the relay, two nodes vs one, and (full run)
 RSS over a mixed soak. PostgreSQL is Debian's, started in a temporary directory
 (scripts/pg-test-server.sh) with its defaults (fsync and synchronous_commit on).
-Usage: bench-relay.py <out.json> [--quick]
+Growth (`growth`): one durable LMDB relay filled to 10k, 100k and 1M keys, measured at each size.
+Usage: bench-relay.py <out.json> [--quick] [--growth-only]
 """
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -22,6 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RELAY = os.path.join(ROOT, "Apps", ".build", "release", "coords-relay")
 BODIES = os.path.join(ROOT, "Benchmarks", ".build", "release", "RelayLoadBodies")
 LUA = os.path.join(ROOT, "Benchmarks", "relay.lua")
+PRELOAD_LUA = os.path.join(ROOT, "Benchmarks", "relay-preload.lua")
 QUICK = "--quick" in sys.argv
 DURATION = 3 if QUICK else 10
 SOAK = 0 if QUICK else 300
@@ -129,6 +132,7 @@ class Relay:
             args += ["--postgres", url, "--postgres-pool-size", str(pool), "--trust-forwarded-for"]
         else:
             args += ["--data-dir", os.path.join(self.dir, "data")]
+        self.args = args
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for_port(self.port)
 
@@ -145,6 +149,33 @@ class Relay:
         self.process.wait(timeout=30)
         shutil.rmtree(self.dir, ignore_errors=True)
         return peak
+
+    def restart(self):
+        """Stops the relay (SIGTERM) and starts it again on the same store; returns the seconds
+        from the new process's start to its first answer."""
+        self.process.terminate()
+        self.process.wait(timeout=60)
+        start = time.time()
+        self.process = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                    s.sendall(b"GET /api/version HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
+                    if s.recv(64).startswith(b"HTTP/1.1 200"):
+                        return time.time() - start
+            except OSError:
+                pass
+            if self.process.poll() is not None or time.time() - start > 120:
+                raise RuntimeError("the relay did not come back after a restart")
+            time.sleep(0.005)
+
+    def data_bytes(self):
+        """Bytes the store's files occupy on disk (LMDB's data file is sparse)."""
+        total = 0
+        for root, _, files in os.walk(os.path.join(self.dir, "data")):
+            for name in files:
+                total += os.stat(os.path.join(root, name)).st_blocks * 512
+        return total
 
 
 def wrk(port, bodies, method, duration, delay_ms=0, connections=CONNECTIONS, first=0):
@@ -199,9 +230,73 @@ def paced(port, bodies, method, peak, count):
     return result
 
 
+def send_once(port, bodies, work):
+    """PUTs every body of `bodies` once (Benchmarks/relay-preload.lua) and returns wrk's report."""
+    marker = os.path.join(work, "sent-")
+    for name in os.listdir(work):
+        if name.startswith("sent-"):
+            os.unlink(os.path.join(work, name))
+    run = subprocess.Popen(["wrk", f"-t{THREADS}", f"-c{CONNECTIONS}", "-d3600s", "--timeout", "5s", "-s", PRELOAD_LUA,
+                            f"http://127.0.0.1:{port}", "--", bodies, "PUT", "/api/location", str(THREADS), marker],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    started = time.time()
+    while sum(name.startswith("sent-") for name in os.listdir(work)) < THREADS:
+        if run.poll() is not None or time.time() - started > 1800:
+            run.kill()
+            raise RuntimeError("filling the relay did not finish")
+        time.sleep(0.05)
+    run.send_signal(signal.SIGINT)
+    out, _ = run.communicate(timeout=60)
+    return out
+
+
+def growth(work):
+    """How the durable LMDB relay's cost grows with stored keys (10k, 100k, 1M; quick: 10k,
+    100k). One relay is filled in chunks of 100,000 seeded keys (RelayLoadBodies seeded: a
+    bounded generator, each body sent once), and at each size: uploads/s as updates of stored
+    keys (the size stays put while measuring), fetches of 50 stored ids/s, their p99, the
+    relay's RSS, the store's bytes on disk and the time from a restart to the first answer."""
+    sizes = [10_000, 100_000] if QUICK else [10_000, 100_000, 1_000_000]
+    relay = Relay("lmdb")
+    loaded, rows = 0, []
+    uploads = os.path.join(work, "uploads.txt")
+    fetches = os.path.join(work, "fetches.txt")
+    for size in sizes:
+        started = time.time()
+        while loaded < size:
+            chunk = min(100_000, size - loaded)
+            subprocess.run([BODIES, "seeded", str(loaded), str(chunk), str(10 ** 12), "280", work], check=True)
+            out = send_once(relay.port, uploads, work)
+            sent = json.loads([l for l in out.splitlines() if l.startswith("{")][-1])
+            if sent["non2xx"] or sent["socket_errors"]:
+                raise RuntimeError(f"filling the relay: {sent['non2xx']} refusals, {sent['socket_errors']} socket errors")
+            loaded += chunk
+            print(f"growth: {loaded:,} keys stored", flush=True)
+        fill_s = time.time() - started
+        # Updates of stored keys, key i % size, each later body of a key one second newer.
+        subprocess.run([BODIES, "seeded", "0", str(60_000 if QUICK else 200_000), str(size), "285", work], check=True)
+        subprocess.run([BODIES, "fetches", str(size), "2000", work], check=True)
+        up = wrk(relay.port, uploads, "PUT", DURATION)
+        fetch = wrk(relay.port, fetches, "POST", DURATION)
+        row = {"keys": size, "uploads": up, "fetches": fetch, "rss_kib": relay.rss_kib(), "disk_bytes": relay.data_bytes(),
+               "fill_s": fill_s, "restart_s": relay.restart()}
+        rows.append(row)
+        print(f"growth {size:,} keys: {up['rate']:.0f} uploads/s (p99 {up['p99_us'] / 1000:.1f} ms, non-2xx {up['non2xx']}), "
+              f"{fetch['rate']:.0f} fetches/s (p99 {fetch['p99_us'] / 1000:.1f} ms), RSS {row['rss_kib'] / 1024:.0f} MiB, "
+              f"disk {row['disk_bytes'] / 1048576:.0f} MiB, restart {row['restart_s'] * 1000:.0f} ms", flush=True)
+    relay.stop()
+    return rows
+
+
 def main():
     out_path = sys.argv[1]
     work = tempfile.mkdtemp(prefix="coords-bench-bodies-")
+    if "--growth-only" in sys.argv:  # the growth table alone (for working on it)
+        results = {"duration_s": DURATION, "growth": growth(work)}
+        shutil.rmtree(work, ignore_errors=True)
+        with open(out_path, "w") as f:
+            json.dump(results, f, indent=1)
+        return
     count = 250_000 if QUICK else 600_000
 
     def make_bodies():
@@ -248,6 +343,7 @@ def main():
     postgres.stop()
     print(f"behind nginx: one node {single['uploads']['rate']:.0f} uploads/s, {single['fetches']['rate']:.0f} fetches/s; "
           f"two nodes {double['uploads']['rate']:.0f} uploads/s, {double['fetches']['rate']:.0f} fetches/s", flush=True)
+    results["growth"] = growth(work)
     if SOAK:
         uploads, fetches = make_bodies()
         relay = Relay("lmdb")

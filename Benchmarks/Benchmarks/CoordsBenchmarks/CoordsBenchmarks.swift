@@ -12,6 +12,7 @@ let benchmarks: @Sendable () -> Void = {
     blobBenchmarks()
     storeBenchmarks()
     managerBenchmarks()
+    clientGrowthBenchmark()
     geocodingBenchmarks()
     envelopeBenchmarks()
 }
@@ -118,13 +119,16 @@ func storeBenchmarks() {
     let keys = (0..<count).compactMap { _ in try? Bytes32(randomBytes(32)) }
     let rawKeys = keys.flatMap(\.bytes)
     let value = randomBytes(200)
-    let shuffled = keys.shuffled()
-    let rawShuffled = shuffled.flatMap(\.bytes)
+    let rawShuffled = keys.shuffled().flatMap(\.bytes)
+    // Each side walks its own list of keys in memory order: C a contiguous buffer, ours keys
+    // made one after another in that order (the same keys' buffers made in insertion order would
+    // add a cache miss per key that the C side does not pay).
+    let shuffled = stride(from: 0, to: rawShuffled.count, by: 32).compactMap { try? Bytes32(Array(rawShuffled[$0..<($0 + 32)])) }
     let storeConfiguration = Benchmark.Configuration(
         metrics: [.wallClock, .throughput], warmupIterations: 0,
         maxDuration: .seconds(quick ? 1 : 6), maxIterations: quick ? 2 : 8)
 
-    func ourDatabase(_ path: String, durability: Database.Durability) -> Database? {
+    @Sendable func ourDatabase(_ path: String, durability: Database.Durability) -> Database? {
         var options = Database.Options()
         options.mapSize = 1 << 32
         options.durability = durability
@@ -233,6 +237,72 @@ func storeBenchmarks() {
         blackHole(cb_lmdb_get(db, rawShuffled, count))
         benchmark.stopMeasurement()
     }
+
+    // Paired, interleaved ratios of the same operations on two stores filled alike: a batch is
+    // 10 read transactions of 1,000 random gets, or 500 single-put transactions without fsync.
+    let perRead = 1_000
+    @Sendable func filledStores() throws -> (ours: Database, raw: SendableHandle, close: () -> Void) {
+        let (oursPath, rawPath) = (temporaryDirectory("ours"), temporaryDirectory("raw"))
+        guard let db = ourDatabase(oursPath, durability: .noSync), let raw = cb_lmdb_open(rawPath, 1) else {
+            throw BenchmarkSetupError("cannot open the paired stores")
+        }
+        try db.write { tx in
+            let table = try tx.open(benchTable)
+            for key in keys { try table.put(key, value) }
+        }
+        _ = cb_lmdb_put_one_txn(raw, rawKeys, count, value, value.count)
+        let handle = SendableHandle(pointer: raw)
+        return (
+            db, handle,
+            {
+                db.close()
+                cb_lmdb_close(handle.pointer)
+                removeDirectory(oursPath)
+                removeDirectory(rawPath)
+            }
+        )
+    }
+    for borrowing in [false, true] {
+        pairedWithSetup(borrowing ? "Store random get, borrowing" : "Store random get", ops: 10, heavy: true) {
+            let (db, raw, close) = try filledStores()
+            let (next, rawNext) = (Cursor(), Cursor())
+            return (
+                ours: {
+                    let start = next.advance(by: perRead, wrappingAt: count)
+                    blackHole(
+                        try db.read { tx in
+                            let table = try tx.open(benchTable)
+                            var total = 0
+                            for key in shuffled[start..<(start + perRead)] {
+                                total += borrowing ? try table.withValue(key) { $0.count } ?? 0 : try table.get(key)?.count ?? 0
+                            }
+                            return total
+                        })
+                },
+                raw: {
+                    let start = rawNext.advance(by: perRead, wrappingAt: count)
+                    blackHole(rawShuffled.withUnsafeBufferPointer { cb_lmdb_get(raw.pointer, $0.baseAddress.map { $0 + start * 32 }, perRead) })
+                },
+                close: close
+            )
+        }
+    }
+    pairedWithSetup("Store insert one transaction each, no-sync", ops: 500, heavy: true) {
+        let (db, raw, close) = try filledStores()
+        let (next, rawNext) = (Cursor(), Cursor())
+        return (
+            ours: {
+                let index = next.advance(by: 1, wrappingAt: count)
+                try db.write { tx in try tx.open(benchTable).put(shuffled[index], value) }
+            },
+            raw: {
+                let index = rawNext.advance(by: 1, wrappingAt: count)
+                blackHole(
+                    rawShuffled.withUnsafeBufferPointer { cb_lmdb_put_per_txn(raw.pointer, $0.baseAddress.map { $0 + index * 32 }, 1, value, value.count) })
+            },
+            close: close
+        )
+    }
 }
 
 // MARK: Managers, end to end (store reads and writes included)
@@ -240,47 +310,217 @@ func storeBenchmarks() {
 func managerBenchmarks() {
     for friends in [8, 64] {
         Benchmark("Manager prepare upload \(friends) friends ×20 [ours]", configuration: configuration(heavy: true)) { benchmark in
-            let path = temporaryDirectory("app")
-            defer { removeTree(path) }
-            guard let app = try? openApp(path) else { return }
-            defer { app.close() }
-            _ = try await app.wallet.createIdentity(name: "Bench", server: "https://relay.example")
-            for _ in 0..<friends {
-                _ = try await app.friends.add(id: Ed25519SigningKey.generate().publicKey.base64URL, server: "https://relay.example", name: "f")
-            }
-            var timestamp = UInt64(1_763_805_600_000)
+            let setup = try await ManagerSetup(friends: friends)
+            defer { setup.close() }
             benchmark.startMeasurement()
-            for _ in 0..<20 {
-                timestamp += 1
-                blackHole(try await app.location.prepareUpload(try Location(latitude: 47.3769, longitude: 8.5417, timestamp: timestamp)))
-            }
+            for _ in 0..<20 { try await setup.prepareUpload() }
             benchmark.stopMeasurement()
+        }
+        // The floor: the blob seal inside, for the user and every friend, keys cached.
+        Benchmark("Manager prepare upload \(friends) friends ×20 [raw]", configuration: configuration(heavy: true)) { benchmark in
+            let floor = try SealFloor(friends: friends)
+            benchmark.startMeasurement()
+            for _ in 0..<20 { floor.seal() }
+            benchmark.stopMeasurement()
+        }
+        pairedAsync("Manager prepare upload \(friends) friends", ops: friends >= 64 ? 2 : 10) {
+            let setup = try await ManagerSetup(friends: friends)
+            let floor = try SealFloor(friends: friends)
+            return (ours: { try await setup.prepareUpload() }, raw: { floor.seal() }, close: { setup.close() })
         }
     }
 
     Benchmark("Manager process fetch response of 50 ×10 [ours]", configuration: configuration(heavy: true)) { benchmark in
-        let path = temporaryDirectory("app")
-        defer { removeTree(path) }
-        guard let app = try? openApp(path) else { return }
-        defer { app.close() }
-        _ = try await app.wallet.createIdentity(name: "Bench", server: "https://relay.example")
-        let me = try app.wallet.publicKey()
-        var response = JSONObject()
-        for i in 0..<50 {
-            let friend = try Ed25519SigningKey.generate()
-            _ = try await app.friends.add(id: friend.publicKey.base64URL, server: "https://relay.example", name: "f\(i)")
-            let blob = try LocationBlob.seal(try Location(latitude: 1, longitude: 2, timestamp: 5).wire, for: [friend.publicKey, me])
-            let body = RelayAPI.uploadBody(blob: blob, timestamp: 1_763_805_600, signer: friend).objectValue
-            response[friend.publicKey.base64URL] = .object([
-                "blob": body?["blob"] ?? .null, "updated": .integer(UInt64(1_763_805_600)),
-                "signature": body?["signature"] ?? .null, "timestamp": .integer(UInt64(1_763_805_600))
-            ])
-        }
-        let bytes = JSONValue.object(response).serialized()
+        let setup = try await ManagerSetup(friends: 50)
+        defer { setup.close() }
+        let response = try FetchResponse(setup)
         benchmark.startMeasurement()
-        for _ in 0..<10 { blackHole(try await app.location.processFetchResponse(bytes)) }
+        for _ in 0..<10 { blackHole(try await setup.app.location.processFetchResponse(response.body)) }
         benchmark.stopMeasurement()
     }
+    // The floor: 50 Ed25519 verifications and blob opens in C.
+    Benchmark("Manager process fetch response of 50 ×10 [raw]", configuration: configuration(heavy: true)) { benchmark in
+        let setup = try await ManagerSetup(friends: 50)
+        defer { setup.close() }
+        let response = try FetchResponse(setup)
+        benchmark.startMeasurement()
+        for _ in 0..<10 { response.floor() }
+        benchmark.stopMeasurement()
+    }
+    pairedAsync("Manager process fetch response of 50", ops: 2) {
+        let setup = try await ManagerSetup(friends: 50)
+        let response = try FetchResponse(setup)
+        return (ours: { blackHole(try await setup.app.location.processFetchResponse(response.body)) }, raw: { response.floor() }, close: { setup.close() })
+    }
+}
+
+/// An app on a scratch store (no fsync) with an identity whose keys the C floor knows, and
+/// `friends` friends shared with.
+struct ManagerSetup: Sendable {
+    let app: CoordsApp
+    let path: String
+    let me: Identity
+    let friends: [Ed25519SigningKey]
+    private let clock = Cursor()
+
+    init(friends count: Int) async throws {
+        path = temporaryDirectory("app")
+        app = try openApp(path)
+        me = try Identity()
+        _ = try await app.wallet.importSeed(me.key.seed, name: "Bench", server: "https://relay.example")
+        var friends: [Ed25519SigningKey] = []
+        for index in 0..<count {
+            let friend = try Ed25519SigningKey.generate()
+            friends.append(friend)
+            _ = try await app.friends.add(id: friend.publicKey.base64URL, server: "https://relay.example", name: "f\(index)")
+        }
+        self.friends = friends
+    }
+
+    /// One upload of a fresh fix (each newer than the last).
+    func prepareUpload() async throws {
+        let timestamp = UInt64(1_763_805_600_000) + UInt64(clock.advance(by: 1, wrappingAt: Int.max))
+        blackHole(try await app.location.prepareUpload(try Location(latitude: 47.3769, longitude: 8.5417, timestamp: timestamp)))
+    }
+
+    func close() {
+        app.close()
+        removeTree(path)
+    }
+}
+
+/// `cb_blob_seal` for the user and `friends` friends with cached X25519 keys.
+struct SealFloor: @unchecked Sendable {
+    let raw: [UInt8]
+    let count: Int
+    let plaintext = WireLocation(latitudeE6: 47_376_900, longitudeE6: 8_541_700, altitude: 0, accuracy: 0, timestamp: 1_763_805_600_000).bytes
+    let out: UnsafeMutableBufferPointer<UInt8>
+
+    init(friends: Int) throws {
+        count = friends + 1
+        raw = try (0..<count).flatMap { _ in try X25519PublicKey(ed25519: try Ed25519SigningKey.generate().publicKey).rawRepresentation }
+        out = .allocate(capacity: LocationBlob.byteCount(forEntryCount: LocationBlob.paddedEntryCount(forRecipientCount: count)))
+    }
+
+    func seal() { blackHole(cb_blob_seal(plaintext, raw, count, 0, out.baseAddress)) }
+}
+
+/// A relay's answer with a signed blob from each friend of `setup`, and the C floor of processing it.
+struct FetchResponse: @unchecked Sendable {
+    let body: [UInt8]
+    let entries: [(key: [UInt8], message: [UInt8], signature: [UInt8], blob: [UInt8])]
+    let scalar: [UInt8]
+    let out = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 20)
+
+    init(_ setup: ManagerSetup) throws {
+        var response = JSONObject()
+        var entries: [(key: [UInt8], message: [UInt8], signature: [UInt8], blob: [UInt8])] = []
+        for (index, friend) in setup.friends.enumerated() {
+            let blob = try LocationBlob.seal(
+                try Location(latitude: 1, longitude: 2, timestamp: 5 + UInt64(index)).wire, for: [friend.publicKey, setup.me.key.publicKey])
+            let timestamp: UInt64 = 1_763_805_600
+            let message = RelayAPI.uploadSignedMessage(blob: blob, timestamp: timestamp)
+            let signature = friend.signature(for: message)
+            entries.append((friend.publicKey.rawRepresentation, message, signature, blob))
+            response[friend.publicKey.base64URL] = .object([
+                "blob": .string(Base64.encode(blob)), "updated": .integer(timestamp),
+                "signature": .string(Base64.encode(signature)), "timestamp": .integer(timestamp)
+            ])
+        }
+        body = JSONValue.object(response).serialized()
+        self.entries = entries
+        scalar = setup.me.rawX25519Scalar
+    }
+
+    /// 50 × (`crypto_sign_verify_detached` + the blob open) in C.
+    func floor() {
+        for entry in entries {
+            blackHole(cb_verify(entry.key, entry.message, entry.message.count, entry.signature))
+            blackHole(cb_blob_open(scalar, entry.blob, entry.blob.count, out.baseAddress))
+        }
+    }
+}
+
+// MARK: How the client's cost grows with its friends
+
+/// One app with 10, 100 and 1,000 friends (grown in place): the median prepare upload, how many
+/// fetch requests and how long preparing them takes, processing every friend's answer (the
+/// relay answers at most 50 ids per request), the store's size on disk and the process's RSS.
+/// Written to growth-client.json for the report's table.
+func clientGrowthBenchmark() {
+    let sizes = quick ? [10, 100] : [10, 100, 1_000]
+    Benchmark("Growth client friends", configuration: pairedConfiguration()) { _ in
+        let setup = try await ManagerSetup(friends: 0)
+        defer { setup.close() }
+        var friends: [Ed25519SigningKey] = []
+        var rows: [String: Any] = [:]
+        func median(_ runs: Int, _ body: () async throws -> Void) async rethrows -> Double {
+            var times: [Double] = []
+            for _ in 0..<runs {
+                let start = monotonicSeconds()
+                try await body()
+                times.append(monotonicSeconds() - start)
+            }
+            return times.sorted()[runs / 2]
+        }
+        for size in sizes {
+            while friends.count < size {
+                let friend = try Ed25519SigningKey.generate()
+                _ = try await setup.app.friends.add(id: friend.publicKey.base64URL, server: "https://relay.example", name: "f\(friends.count)")
+                friends.append(friend)
+            }
+            let upload = try await median(quick ? 5 : 21) { try await setup.prepareUpload() }
+            var requests = 0
+            let fetches = try await median(quick ? 5 : 21) { requests = try await setup.app.location.prepareFetches().count }
+            // The relay's answers: one per request of 50 ids, each entry signed by its friend.
+            var answers: [[UInt8]] = []
+            for start in stride(from: 0, to: friends.count, by: 50) {
+                var response = JSONObject()
+                for (offset, friend) in friends[start..<min(start + 50, friends.count)].enumerated() {
+                    let timestamp = UInt64(1_763_805_600 + answers.count * 50 + offset)
+                    let wire = try Location(latitude: 1, longitude: 2, timestamp: timestamp * 1000).wire
+                    let blob = try LocationBlob.seal(wire, for: [friend.publicKey, setup.me.key.publicKey])
+                    let signature = friend.signature(for: RelayAPI.uploadSignedMessage(blob: blob, timestamp: timestamp))
+                    response[friend.publicKey.base64URL] = .object([
+                        "blob": .string(Base64.encode(blob)), "updated": .integer(timestamp),
+                        "signature": .string(Base64.encode(signature)), "timestamp": .integer(timestamp)
+                    ])
+                }
+                answers.append(JSONValue.object(response).serialized())
+            }
+            // The first pass caches every location; later passes see the same answers (unchanged).
+            let first = monotonicSeconds()
+            for answer in answers { blackHole(try await setup.app.location.processFetchResponse(answer)) }
+            let process = monotonicSeconds() - first
+            rows["\(size)"] = [
+                "friends": size, "prepare_upload_ms": upload * 1000, "fetch_requests": requests, "prepare_fetches_ms": fetches * 1000,
+                "process_all_ms": process * 1000, "store_kib": directorySizeKiB(setup.path + "/store"), "rss_kib": residentKiB()
+            ]
+        }
+        writeSideResult("growth-client.json", rows)
+    }
+}
+
+/// The resident set of this process (VmRSS), KiB.
+func residentKiB() -> Int {
+    guard let file = fopen("/proc/self/status", "r") else { return 0 }
+    defer { fclose(file) }
+    var line = [CChar](repeating: 0, count: 256)
+    while fgets(&line, Int32(line.count), file) != nil {
+        let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        if text.hasPrefix("VmRSS:") { return Int(text.split(separator: " ").dropFirst().first ?? "") ?? 0 }
+    }
+    return 0
+}
+
+/// Blocks in use by the regular files directly in `path`, KiB (LMDB's file is sparse).
+func directorySizeKiB(_ path: String) -> Int {
+    var total = 0
+    for file in ["data.mdb", "lock.mdb"] {
+        var info = stat()
+        if stat(path + "/" + file, &info) == 0 { total += Int(info.st_blocks) / 2 }
+    }
+    return total
 }
 
 func openApp(_ path: String) throws -> CoordsApp {

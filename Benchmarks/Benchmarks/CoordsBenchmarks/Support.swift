@@ -43,38 +43,92 @@ func paired(
     _ name: String, ops: Int, heavy: Bool = false,
     ours: @escaping @Sendable () throws -> Void, raw: @escaping @Sendable () throws -> Void
 ) {
-    let rounds = quick ? 9 : (heavy ? 15 : 31)
-    let configuration = Benchmark.Configuration(metrics: [.wallClock, .throughput], warmupIterations: 0, maxDuration: .seconds(120), maxIterations: 1)
-    Benchmark("\(name) ×\(ops) [paired]", configuration: configuration) { _ in
+    pairedWithSetup(name, ops: ops, heavy: heavy) { (ours, raw, {}) }
+}
+
+/// ``paired(_:ops:heavy:ours:raw:)`` for sides that need a setup (a filled store, an app with
+/// friends): `make` runs once inside the benchmark, then both sides run as above, then `close`.
+func pairedWithSetup(
+    _ name: String, ops: Int, heavy: Bool = false,
+    make: @escaping @Sendable () throws -> (ours: () throws -> Void, raw: () throws -> Void, close: () -> Void)
+) {
+    Benchmark("\(name) ×\(ops) [paired]", configuration: pairedConfiguration()) { _ in
+        let (ours, raw, close) = try make()
+        defer { close() }
         func batch(_ body: () throws -> Void) rethrows -> Double {
             let start = monotonicSeconds()
             for _ in 0..<ops { try body() }
             return monotonicSeconds() - start
         }
-        _ = try batch(ours)  // warm-up of both sides
-        _ = try batch(raw)
-        var ratios: [Double] = []
-        for round in 0..<rounds {
-            // A B then B A: neither side always runs first, so a trend in the machine's speed cancels.
-            let o: Double
-            let r: Double
-            if round % 2 == 0 {
-                o = try batch(ours)
-                r = try batch(raw)
-            } else {
-                r = try batch(raw)
-                o = try batch(ours)
-            }
-            if o > 0 { ratios.append(r / o) }  // ops/s ours ÷ ops/s raw = time raw ÷ time ours
-        }
-        ratios.sort()
-        guard !ratios.isEmpty else { return }
-        func quantile(_ q: Double) -> Double { ratios[min(ratios.count - 1, Int((Double(ratios.count - 1) * q).rounded()))] }
-        let safe = name.map { $0.isLetter || $0.isNumber ? $0 : "-" }
-        writeSideResult(
-            "paired-\(String(safe)).json",
-            ["name": name, "median": quantile(0.5), "p25": quantile(0.25), "p75": quantile(0.75), "pairs": ratios.count])
+        writePaired(name, try await interleavedRatios(rounds: pairedRounds(heavy: heavy), ours: { try batch(ours) }, raw: { try batch(raw) }))
     }
+}
+
+/// The paired ratio of an async path of ours (a manager call: an actor hop per operation)
+/// against a synchronous C floor.
+func pairedAsync(
+    _ name: String, ops: Int,
+    make: @escaping @Sendable () async throws -> (ours: () async throws -> Void, raw: () throws -> Void, close: () -> Void)
+) {
+    Benchmark("\(name) ×\(ops) [paired]", configuration: pairedConfiguration()) { _ in
+        let (ours, raw, close) = try await make()
+        defer { close() }
+        let ratios = try await interleavedRatios(
+            rounds: pairedRounds(heavy: true),
+            ours: {
+                let start = monotonicSeconds()
+                for _ in 0..<ops { try await ours() }
+                return monotonicSeconds() - start
+            },
+            raw: {
+                let start = monotonicSeconds()
+                for _ in 0..<ops { try raw() }
+                return monotonicSeconds() - start
+            })
+        writePaired(name, ratios)
+    }
+}
+
+func pairedConfiguration() -> Benchmark.Configuration {
+    Benchmark.Configuration(metrics: [.wallClock, .throughput], warmupIterations: 0, maxDuration: .seconds(120), maxIterations: 1)
+}
+
+func pairedRounds(heavy: Bool) -> Int { quick ? 9 : (heavy ? 15 : 31) }
+
+/// After one warm-up batch of each side, `rounds` pairs A B then B A (neither side always runs
+/// first, so a trend in the machine's speed cancels); one ratio (time raw ÷ time ours, i.e.
+/// ops/s ours ÷ ops/s raw) per pair, sorted.
+func interleavedRatios(rounds: Int, ours: () async throws -> Double, raw: () async throws -> Double) async rethrows -> [Double] {
+    _ = try await ours()
+    _ = try await raw()
+    var ratios: [Double] = []
+    for round in 0..<rounds {
+        let o: Double
+        let r: Double
+        if round % 2 == 0 {
+            o = try await ours()
+            r = try await raw()
+        } else {
+            r = try await raw()
+            o = try await ours()
+        }
+        if o > 0 { ratios.append(r / o) }
+    }
+    return ratios.sorted()
+}
+
+/// Writes the median and quartiles of sorted `ratios` for scripts/bench-report.py.
+func writePaired(_ name: String, _ ratios: [Double]) {
+    guard !ratios.isEmpty else { return }
+    func quantile(_ q: Double) -> Double { ratios[min(ratios.count - 1, Int((Double(ratios.count - 1) * q).rounded()))] }
+    let safe = name.map { $0.isLetter || $0.isNumber ? $0 : "-" }
+    writeSideResult(
+        "paired-\(String(safe)).json", ["name": name, "median": quantile(0.5), "p25": quantile(0.25), "p75": quantile(0.75), "pairs": ratios.count])
+}
+
+/// A C handle shared with benchmark closures (each benchmark uses it from one task at a time).
+struct SendableHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
 }
 
 func randomBytes(_ count: Int) -> [UInt8] { (try? SystemRandomSource().bytes(count)) ?? [] }
@@ -134,4 +188,21 @@ func writeSideResult(_ name: String, _ object: [String: Any]) {
     guard let file = fopen(directory + "/" + name, "w") else { return }
     fputs(text, file)
     fclose(file)
+}
+
+/// A position in a key list that batches walk through (one benchmark task uses it at a time).
+final class Cursor: @unchecked Sendable {
+    private var value = 0
+    /// The current position; then moves `step` on, back to 0 when the next step would pass `end`.
+    func advance(by step: Int, wrappingAt end: Int) -> Int {
+        if value + step > end { value = 0 }
+        defer { value += step }
+        return value
+    }
+}
+
+/// A benchmark whose setup failed: the run stops with this message instead of measuring nothing.
+struct BenchmarkSetupError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

@@ -4,6 +4,15 @@
 // Upload timestamps are set 280 s ahead, so the bodies stay within the relay's ±300 s window
 // for about ten minutes after generation (long enough for the soak run).
 // Usage: RelayLoadBodies <count> <output directory>
+//
+// The growth runs (scripts/bench-relay.py) need keys they can come back to, so a bounded
+// generator can fill a relay in chunks and later update or fetch the same keys:
+//   RelayLoadBodies seeded <first> <count> <modulo> <ahead s> <dir>
+//       uploads.txt: body i (0 ≤ i < count) uploads for key (first + i) mod modulo at
+//       now + ahead + (first + i) / modulo seconds (so a key's later bodies are newer)
+//   RelayLoadBodies fetches <keys> <count> <dir>
+//       fetches.txt: count bodies of 50 ids drawn from keys 0 ..< keys
+// Key n's seed is n (8 bytes, little-endian) followed by a constant.
 import CoordsCore
 
 #if canImport(Glibc)
@@ -17,7 +26,61 @@ func fail(_ message: String) -> Never {
     exit(1)
 }
 
+/// Key `index` of the seeded runs.
+func seededKey(_ index: Int) throws -> Ed25519SigningKey {
+    var seed = [UInt8](repeating: 0xC5, count: 32)
+    withUnsafeBytes(of: UInt64(index).littleEndian) { for (offset, byte) in $0.enumerated() { seed[offset] = byte } }
+    return try Ed25519SigningKey(seed: SecretBytes(copying: seed))
+}
+
+/// Writes `body` and a newline to `file`.
+func emit(_ body: String, _ file: UnsafeMutablePointer<FILE>) { fputs(body + "\n", file) }
+
+func openFile(_ directory: String, _ name: String) -> UnsafeMutablePointer<FILE> {
+    guard let file = fopen(directory + "/" + name, "w") else { fail("cannot write \(directory)/\(name)") }
+    return file
+}
+
+func nowSeconds() -> Int {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return now.tv_sec
+}
+
 let arguments = CommandLine.arguments
+if arguments.count == 7, arguments[1] == "seeded", let first = Int(arguments[2]), let count = Int(arguments[3]),
+    let modulo = Int(arguments[4]), let ahead = Int(arguments[5]), first >= 0, count > 0, modulo > 0, ahead >= 0, ahead < 300
+{
+    let file = openFile(arguments[6], "uploads.txt")
+    let base = nowSeconds() + ahead
+    do {
+        for i in 0..<count {
+            let index = (first + i) % modulo
+            let timestamp = UInt64(base + (first + i) / modulo)
+            let key = try seededKey(index)
+            let wire = try Location(latitude: 47.3769, longitude: 8.5417, accuracy: 10, timestamp: timestamp * 1000).wire
+            emit(RelayAPI.uploadBody(blob: try LocationBlob.seal(wire, for: [key.publicKey]), timestamp: timestamp, signer: key).serializedString, file)
+        }
+    } catch {
+        fail("error: \(error)")
+    }
+    fclose(file)
+    exit(0)
+}
+if arguments.count == 5, arguments[1] == "fetches", let keys = Int(arguments[2]), let count = Int(arguments[3]), keys >= 50, count > 0 {
+    let file = openFile(arguments[4], "fetches.txt")
+    var generator = SystemRandomNumberGenerator()
+    do {
+        for _ in 0..<count {
+            let ids = try (0..<50).map { _ in JSONValue.string(try seededKey(Int.random(in: 0..<keys, using: &generator)).publicKey.base64URL) }
+            emit(JSONValue.object(["ids": .array(ids)]).serializedString, file)
+        }
+    } catch {
+        fail("error: \(error)")
+    }
+    fclose(file)
+    exit(0)
+}
 guard arguments.count == 3, let count = Int(arguments[1]), count >= 50 else {
     fail("usage: RelayLoadBodies <count ≥ 50> <output directory>")
 }
