@@ -226,6 +226,9 @@ bench-check: deps
 	python3 scripts/bench-check.py
 
 bench: bench-deps
+	@# The previous full run stays next to this one: the report says whether the two agree.
+	rm -rf Benchmarks/.build/results-previous
+	if [ -f Benchmarks/.build/results/Current_run.jmh.json ]; then mv Benchmarks/.build/results Benchmarks/.build/results-previous; fi
 	cd Benchmarks && COORDS_BENCH_OUT=$(CURDIR)/Benchmarks/.build/results COORDS_PLACES_1000=$(CURDIR)/.build/geodata/places1000.cgeo $(SWIFT) package benchmark --format jmh --path .build/results --no-progress
 	python3 scripts/bench-relay.py Benchmarks/.build/results/relay.json
 	COORDSCORE_LIB=$(CURDIR)/.build/release/libcoordscore.so python3 scripts/bench-live.py Benchmarks/.build/results/live.json
@@ -234,10 +237,10 @@ bench: bench-deps
 	python3 scripts/bench-report.py Benchmarks/.build/results/Current_run.jmh.json Benchmarks/.build/results/relay.json docs/PERFORMANCE.md
 
 bench-quick: bench-deps
-	cd Benchmarks && COORDS_BENCH_QUICK=1 COORDS_BENCH_OUT=$(CURDIR)/Benchmarks/.build/results COORDS_PLACES_1000=$(CURDIR)/.build/geodata/places1000.cgeo $(SWIFT) package benchmark --format jmh --path .build/results --no-progress
-	python3 scripts/bench-relay.py Benchmarks/.build/results/relay.json --quick
-	COORDSCORE_LIB=$(CURDIR)/.build/release/libcoordscore.so python3 scripts/bench-live.py Benchmarks/.build/results/live.json --quick
-	python3 scripts/bench-report.py Benchmarks/.build/results/Current_run.jmh.json Benchmarks/.build/results/relay.json docs/PERFORMANCE.md --quick
+	cd Benchmarks && COORDS_BENCH_QUICK=1 COORDS_BENCH_OUT=$(CURDIR)/Benchmarks/.build/results-quick COORDS_PLACES_1000=$(CURDIR)/.build/geodata/places1000.cgeo $(SWIFT) package benchmark --format jmh --path .build/results-quick --no-progress
+	python3 scripts/bench-relay.py Benchmarks/.build/results-quick/relay.json --quick
+	COORDSCORE_LIB=$(CURDIR)/.build/release/libcoordscore.so python3 scripts/bench-live.py Benchmarks/.build/results-quick/live.json --quick
+	python3 scripts/bench-report.py Benchmarks/.build/results-quick/Current_run.jmh.json Benchmarks/.build/results-quick/relay.json docs/PERFORMANCE.md --quick
 
 clean:
 	rm -rf .build .build-* .build_* Benchmarks/.build Fuzz/.build Apps/.build dist

@@ -16,12 +16,14 @@ let package = Package(
             cSettings: [.unsafeFlags(["-O2"])],
             linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("lmdb")]
         ),
+        // What the suite and the gate both build (identities, a signed fetch answer and its C floor).
+        .target(name: "BenchSupport", dependencies: [.product(name: "CoordsCore", package: "CoordsCore"), "CBaseline"]),
         .executableTarget(
             name: "CoordsBenchmarks",
             dependencies: [
                 .product(name: "CoordsCore", package: "CoordsCore"),
                 .product(name: "Benchmark", package: "benchmark"),
-                "CBaseline"
+                "CBaseline", "BenchSupport"
             ],
             path: "Benchmarks/CoordsBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
@@ -30,7 +32,7 @@ let package = Package(
         .target(name: "GateMarkers"),
         .executableTarget(
             name: "InstructionGate",
-            dependencies: [.product(name: "CoordsCore", package: "CoordsCore"), "CBaseline", "GateMarkers"],
+            dependencies: [.product(name: "CoordsCore", package: "CoordsCore"), "CBaseline", "GateMarkers", "BenchSupport"],
             path: "Sources/InstructionGate"
         ),
         // Prepares signed request bodies for the relay load test (run before wrk).

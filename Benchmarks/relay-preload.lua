@@ -7,13 +7,11 @@
 -- <marker prefix><i> at its next response and stops. wrk itself runs until its
 -- duration ends, so the caller waits for every thread's marker and then sends SIGINT (wrk
 -- stops and reports).
-local bodies, counter, stride, done_sending, done_at, marker, marked = {}, 0, 1, false, nil, nil, false
-local next_id = 0
+-- setup() (numbers the threads) and done() (the JSON summary) are relay.lua's; everything
+-- else is defined below and replaces relay.lua's.
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "relay.lua")
 
-function setup(thread)
-    thread:set("thread_id", next_id)
-    next_id = next_id + 1
-end
+local bodies, counter, stride, done_sending, done_at, marker, marked = {}, 0, 1, false, nil, nil, false
 
 function init(args)
     for line in io.lines(args[1]) do bodies[#bodies + 1] = line end
@@ -50,12 +48,4 @@ function response(status, headers, body)
         end
         wrk.thread:stop()
     end
-end
-
-function done(summary, latency, requests)
-    local e = summary.errors
-    io.write(string.format(
-        '{"requests":%d,"duration_us":%d,"non2xx":%d,"socket_errors":%d,"p50_us":%d,"p99_us":%d,"max_us":%d}\n',
-        summary.requests, summary.duration, e.status, e.connect + e.read + e.write + e.timeout,
-        latency:percentile(50), latency:percentile(99), latency.max))
 end

@@ -104,6 +104,26 @@ def bend(sizes, costs, unit):
     return None
 
 
+def agreement_section(results_dir):
+    """Does this run agree with the previous `make bench` (kept in <results>-previous)?"""
+    previous = results_dir.rstrip("/") + "-previous"
+    if not os.path.exists(os.path.join(previous, "Current_run.jmh.json")):
+        return []
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "bench-compare.py"), previous, results_dir],
+                         capture_output=True, text=True)
+    lines = out.stdout.splitlines()
+    disagree = [l for l in lines if l.rstrip().endswith("DISAGREE")]
+    md = ["", "## Agreement with the previous run", "",
+          "`scripts/bench-compare.py` against the previous `make bench` on this machine (kept in",
+          "`Benchmarks/.build/results-previous`): two ratios agree when they differ by at most the larger half",
+          "interquartile range of the two paired runs plus 2 % (10 % for a row without pairs).", ""]
+    md.append(lines[-1].replace("bench-compare: ", "").capitalize() + "." if lines else "The comparison did not run.")
+    if disagree:
+        md += ["", "Rows that disagree (previous, this run, difference, allowed):", ""]
+        md += ["- " + " ".join(l.split()) for l in disagree]
+    return md
+
+
 def growth_section(results_dir, relay):
     """The "How cost grows" tables: the client with 10/100/1,000 friends (growth-client.json,
     from the Swift suite) and the relay with 10k/100k/1M keys (relay.json "growth")."""
@@ -334,6 +354,7 @@ def main():
         md += [f"| {r['operation']} | {r['ours']:,.0f} | {r['c']:,.0f} | {r['ratio']:.3f}× | ≤ {r['budget']:.2f}× | "
                f"{'pass' if r['pass'] else 'OVER'} |" for r in gate]
     md += growth_section(os.path.dirname(jmh), relay or {})
+    md += agreement_section(os.path.dirname(jmh))
     md += ["", "## Misses", ""]
     if noisy_rows:
         md.append("Too noisy to judge in this run (rerun on a quieter machine): " + ", ".join(noisy_rows) + ".")

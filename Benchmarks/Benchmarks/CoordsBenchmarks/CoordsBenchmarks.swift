@@ -1,3 +1,4 @@
+import BenchSupport
 import Benchmark
 import CBaseline
 import CoordsCore
@@ -239,7 +240,9 @@ func storeBenchmarks() {
     }
 
     // Paired, interleaved ratios of the same operations on two stores filled alike: a batch is
-    // 10 read transactions of 1,000 random gets, or 500 single-put transactions without fsync.
+    // every key once in random order, 1,000 gets per read transaction (each batch does the same
+    // work, and it is long enough that a timer tick cannot dominate it), or 500 single-put
+    // transactions without fsync.
     let perRead = 1_000
     @Sendable func filledStores() throws -> (ours: Database, raw: SendableHandle, close: () -> Void) {
         let (oursPath, rawPath) = (temporaryDirectory("ours"), temporaryDirectory("raw"))
@@ -251,6 +254,13 @@ func storeBenchmarks() {
             for key in keys { try table.put(key, value) }
         }
         _ = cb_lmdb_put_one_txn(raw, rawKeys, count, value, value.count)
+        // Every page touched once on both sides first: the mapped files' first-touch faults
+        // would otherwise land in whichever batch reaches a page first.
+        try db.read { tx in
+            let table = try tx.open(benchTable)
+            for key in shuffled { blackHole(try table.withValue(key) { $0.count }) }
+        }
+        blackHole(cb_lmdb_get(raw, rawShuffled, count))
         let handle = SendableHandle(pointer: raw)
         return (
             db, handle,
@@ -263,7 +273,7 @@ func storeBenchmarks() {
         )
     }
     for borrowing in [false, true] {
-        pairedWithSetup(borrowing ? "Store random get, borrowing" : "Store random get", ops: 10, heavy: true) {
+        pairedWithSetup(borrowing ? "Store random get, borrowing" : "Store random get", ops: count / perRead) {
             let (db, raw, close) = try filledStores()
             let (next, rawNext) = (Cursor(), Cursor())
             return (
@@ -286,6 +296,38 @@ func storeBenchmarks() {
                 close: close
             )
         }
+    }
+    // One durable transaction inserting the next 5,000 keys (empty stores at the start).
+    pairedWithSetup("Store insert one transaction", ops: 1, heavy: true) {
+        let (oursPath, rawPath) = (temporaryDirectory("ours"), temporaryDirectory("raw"))
+        guard let db = ourDatabase(oursPath, durability: .durable), let raw = cb_lmdb_open(rawPath, 0) else {
+            throw BenchmarkSetupError("cannot open the paired stores")
+        }
+        let handle = SendableHandle(pointer: raw)
+        let perTransaction = 5_000
+        let (next, rawNext) = (Cursor(), Cursor())
+        return (
+            ours: {
+                let start = next.advance(by: perTransaction, wrappingAt: count)
+                try db.write { tx in
+                    let table = try tx.open(benchTable)
+                    for key in shuffled[start..<(start + perTransaction)] { try table.put(key, value) }
+                }
+            },
+            raw: {
+                let start = rawNext.advance(by: perTransaction, wrappingAt: count)
+                blackHole(
+                    rawShuffled.withUnsafeBufferPointer {
+                        cb_lmdb_put_one_txn(handle.pointer, $0.baseAddress.map { $0 + start * 32 }, perTransaction, value, value.count)
+                    })
+            },
+            close: {
+                db.close()
+                cb_lmdb_close(handle.pointer)
+                removeDirectory(oursPath)
+                removeDirectory(rawPath)
+            }
+        )
     }
     pairedWithSetup("Store insert one transaction each, no-sync", ops: 500, heavy: true) {
         let (db, raw, close) = try filledStores()
@@ -333,7 +375,7 @@ func managerBenchmarks() {
     Benchmark("Manager process fetch response of 50 ×10 [ours]", configuration: configuration(heavy: true)) { benchmark in
         let setup = try await ManagerSetup(friends: 50)
         defer { setup.close() }
-        let response = try FetchResponse(setup)
+        let response = try SignedFetchAnswer(friends: setup.friends, reader: setup.me, firstFix: 5)
         benchmark.startMeasurement()
         for _ in 0..<10 { blackHole(try await setup.app.location.processFetchResponse(response.body)) }
         benchmark.stopMeasurement()
@@ -342,15 +384,18 @@ func managerBenchmarks() {
     Benchmark("Manager process fetch response of 50 ×10 [raw]", configuration: configuration(heavy: true)) { benchmark in
         let setup = try await ManagerSetup(friends: 50)
         defer { setup.close() }
-        let response = try FetchResponse(setup)
+        let response = try SignedFetchAnswer(friends: setup.friends, reader: setup.me, firstFix: 5)
         benchmark.startMeasurement()
-        for _ in 0..<10 { response.floor() }
+        for _ in 0..<10 { blackHole(response.floor()) }
         benchmark.stopMeasurement()
     }
     pairedAsync("Manager process fetch response of 50", ops: 2) {
         let setup = try await ManagerSetup(friends: 50)
-        let response = try FetchResponse(setup)
-        return (ours: { blackHole(try await setup.app.location.processFetchResponse(response.body)) }, raw: { response.floor() }, close: { setup.close() })
+        let response = try SignedFetchAnswer(friends: setup.friends, reader: setup.me, firstFix: 5)
+        return (
+            ours: { blackHole(try await setup.app.location.processFetchResponse(response.body)) }, raw: { blackHole(response.floor()) },
+            close: { setup.close() }
+        )
     }
 }
 
@@ -405,42 +450,6 @@ struct SealFloor: @unchecked Sendable {
     func seal() { blackHole(cb_blob_seal(plaintext, raw, count, 0, out.baseAddress)) }
 }
 
-/// A relay's answer with a signed blob from each friend of `setup`, and the C floor of processing it.
-struct FetchResponse: @unchecked Sendable {
-    let body: [UInt8]
-    let entries: [(key: [UInt8], message: [UInt8], signature: [UInt8], blob: [UInt8])]
-    let scalar: [UInt8]
-    let out = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 20)
-
-    init(_ setup: ManagerSetup) throws {
-        var response = JSONObject()
-        var entries: [(key: [UInt8], message: [UInt8], signature: [UInt8], blob: [UInt8])] = []
-        for (index, friend) in setup.friends.enumerated() {
-            let blob = try LocationBlob.seal(
-                try Location(latitude: 1, longitude: 2, timestamp: 5 + UInt64(index)).wire, for: [friend.publicKey, setup.me.key.publicKey])
-            let timestamp: UInt64 = 1_763_805_600
-            let message = RelayAPI.uploadSignedMessage(blob: blob, timestamp: timestamp)
-            let signature = friend.signature(for: message)
-            entries.append((friend.publicKey.rawRepresentation, message, signature, blob))
-            response[friend.publicKey.base64URL] = .object([
-                "blob": .string(Base64.encode(blob)), "updated": .integer(timestamp),
-                "signature": .string(Base64.encode(signature)), "timestamp": .integer(timestamp)
-            ])
-        }
-        body = JSONValue.object(response).serialized()
-        self.entries = entries
-        scalar = setup.me.rawX25519Scalar
-    }
-
-    /// 50 × (`crypto_sign_verify_detached` + the blob open) in C.
-    func floor() {
-        for entry in entries {
-            blackHole(cb_verify(entry.key, entry.message, entry.message.count, entry.signature))
-            blackHole(cb_blob_open(scalar, entry.blob, entry.blob.count, out.baseAddress))
-        }
-    }
-}
-
 // MARK: How the client's cost grows with its friends
 
 /// One app with 10, 100 and 1,000 friends (grown in place): the median prepare upload, how many
@@ -475,18 +484,8 @@ func clientGrowthBenchmark() {
             // The relay's answers: one per request of 50 ids, each entry signed by its friend.
             var answers: [[UInt8]] = []
             for start in stride(from: 0, to: friends.count, by: 50) {
-                var response = JSONObject()
-                for (offset, friend) in friends[start..<min(start + 50, friends.count)].enumerated() {
-                    let timestamp = UInt64(1_763_805_600 + answers.count * 50 + offset)
-                    let wire = try Location(latitude: 1, longitude: 2, timestamp: timestamp * 1000).wire
-                    let blob = try LocationBlob.seal(wire, for: [friend.publicKey, setup.me.key.publicKey])
-                    let signature = friend.signature(for: RelayAPI.uploadSignedMessage(blob: blob, timestamp: timestamp))
-                    response[friend.publicKey.base64URL] = .object([
-                        "blob": .string(Base64.encode(blob)), "updated": .integer(timestamp),
-                        "signature": .string(Base64.encode(signature)), "timestamp": .integer(timestamp)
-                    ])
-                }
-                answers.append(JSONValue.object(response).serialized())
+                let batch = friends[start..<min(start + 50, friends.count)]
+                answers.append(try SignedFetchAnswer(friends: batch, reader: setup.me, firstFix: 1_763_805_600_000 + UInt64(start)).body)
             }
             // The first pass caches every location; later passes see the same answers (unchanged).
             let first = monotonicSeconds()

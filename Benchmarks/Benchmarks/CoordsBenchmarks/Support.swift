@@ -1,3 +1,4 @@
+import BenchSupport
 import Benchmark
 import CBaseline
 import CoordsCore
@@ -147,20 +148,9 @@ func removeDirectory(_ path: String) {
     rmdir(path)
 }
 
-/// Test identities and their raw forms for the C baselines.
-struct Identity {
-    let key: Ed25519SigningKey
-    let x25519: X25519PrivateKey
-    /// libsodium's 64-byte secret key (seed ‖ public key).
-    let rawSecretKey: [UInt8]
-    let rawX25519Scalar: [UInt8]
-
-    init() throws {
-        key = try Ed25519SigningKey.generate()
-        x25519 = try X25519PrivateKey(ed25519: key)
-        rawSecretKey = key.seed.copyBytes() + key.publicKey.rawRepresentation
-        rawX25519Scalar = x25519.rawRepresentation.copyBytes()
-    }
+extension Identity {
+    /// A fresh identity.
+    init() throws { try self.init(key: Ed25519SigningKey.generate()) }
 }
 
 /// Seconds on the monotonic clock.
@@ -185,7 +175,14 @@ func writeSideResult(_ name: String, _ object: [String: Any]) {
         }
     }
     let text = render(object) + "\n"
-    guard let file = fopen(directory + "/" + name, "w") else { return }
+    // package-benchmark empties its --path directory before a run and makes it again only when it
+    // writes its own results at the end: without this, every side result was silently lost.
+    _ = mkdir(directory, 0o755)
+    guard let file = fopen(directory + "/" + name, "w") else {
+        var complaint = "CoordsBenchmarks: cannot write \(directory)/\(name)\n"
+        complaint.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+        return
+    }
     fputs(text, file)
     fclose(file)
 }

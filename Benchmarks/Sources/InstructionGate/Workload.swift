@@ -1,6 +1,7 @@
 // The gate's operations: setups that return both sides of one measured operation (main.swift
 // runs them). Outside main.swift, so the globals here are lazy and not main-actor isolated: the
 // workload runs on a detached task while the main thread waits (see main.swift).
+import BenchSupport
 import CBaseline
 import CoordsCore
 import Dispatch
@@ -49,18 +50,9 @@ func fixedKey() throws -> Ed25519SigningKey { try Ed25519SigningKey(seed: Secret
 /// Defeats dead-code elimination of results.
 @inline(never) func keep<T>(_ value: T) { withExtendedLifetime(value) {} }
 
-struct Identity {
-    let key: Ed25519SigningKey
-    let x25519: X25519PrivateKey
-    let rawSecretKey: [UInt8]
-    let rawX25519Scalar: [UInt8]
-
-    init() throws {
-        key = try fixedKey()
-        x25519 = try X25519PrivateKey(ed25519: key)
-        rawSecretKey = key.seed.copyBytes() + key.publicKey.rawRepresentation
-        rawX25519Scalar = x25519.rawRepresentation.copyBytes()
-    }
+extension Identity {
+    /// An identity from the fixed stream.
+    init() throws { try self.init(key: fixedKey()) }
 }
 
 let location = WireLocation(latitudeE6: 47_376_900, longitudeE6: 8_541_700, altitude: 408, accuracy: 12, timestamp: 1_763_805_600_000)
@@ -205,31 +197,8 @@ func prepareUpload(friends: Int) -> Operation {
 func processFetch() -> Operation {
     Operation(name: "process-fetch-50", iterations: 2, budget: 1.25) {
         let (app, me, friendKeys) = try await gateApp(friends: 50)
-        var response = JSONObject()
-        var raw: [(key: [UInt8], message: [UInt8], signature: [UInt8], blob: [UInt8])] = []
-        for (index, friend) in friendKeys.enumerated() {
-            let fix = try Location(latitude: 1, longitude: 2, timestamp: 5 + UInt64(index)).wire
-            let blob = try LocationBlob.seal(fix, for: [friend.publicKey, me.key.publicKey], using: FixedRandom())
-            let timestamp: UInt64 = 1_763_805_600
-            let message = RelayAPI.uploadSignedMessage(blob: blob, timestamp: timestamp)
-            let signature = friend.signature(for: message)
-            raw.append((friend.publicKey.rawRepresentation, message, signature, blob))
-            response[friend.publicKey.base64URL] = .object([
-                "blob": .string(Base64.encode(blob)), "updated": .integer(timestamp),
-                "signature": .string(Base64.encode(signature)), "timestamp": .integer(timestamp)
-            ])
-        }
-        let bytes = JSONValue.object(response).serialized()
-        var out = [UInt8](repeating: 0, count: 20)
-        return (
-            ours: { keep(try await app.location.processFetchResponse(bytes)) },
-            c: {
-                for entry in raw {
-                    keep(cb_verify(entry.key, entry.message, entry.message.count, entry.signature))
-                    keep(cb_blob_open(me.rawX25519Scalar, entry.blob, entry.blob.count, &out))
-                }
-            }
-        )
+        let answer = try SignedFetchAnswer(friends: friendKeys, reader: me, firstFix: 5, random: FixedRandom())
+        return (ours: { keep(try await app.location.processFetchResponse(answer.body)) }, c: { keep(answer.floor()) })
     }
 }
 
