@@ -7,30 +7,26 @@
 -- <marker prefix><i> at its next response and stops. wrk itself runs until its
 -- duration ends, so the caller waits for every thread's marker and then sends SIGINT (wrk
 -- stops and reports).
--- setup() (numbers the threads) and done() (the JSON summary) are relay.lua's; everything
--- else is defined below and replaces relay.lua's.
+-- setup() (numbers the threads), init() (reads the bodies) and done() (the JSON summary) are
+-- relay.lua's; request(), delay() and response() below replace or add to them.
 dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "relay.lua")
 
-local bodies, counter, stride, done_sending, done_at, marker, marked = {}, 0, 1, false, nil, nil, false
+local done_sending, done_at, marker, marked = false, nil, nil, false
 
+local relay_init = init
 function init(args)
-    for line in io.lines(args[1]) do bodies[#bodies + 1] = line end
-    wrk.method = args[2]
-    wrk.path = args[3]
-    wrk.headers["Content-Type"] = "application/json"
-    stride = tonumber(args[4]) or 1
+    relay_init(args)  -- bodies, method, path, stride; its delay argument is our marker (not a number: 0)
     marker = args[5]
-    counter = thread_id
 end
 
 function request()
-    if counter >= #bodies then
+    if state.counter >= #state.bodies then
         if not done_sending then done_at = os.time() end
         done_sending = true
         return wrk.format("GET", "/api/version", {}, nil)
     end
-    local body = bodies[counter + 1]
-    counter = counter + stride
+    local body = state.bodies[state.counter + 1]
+    state.counter = state.counter + state.stride
     return wrk.format(nil, nil, nil, body)
 end
 

@@ -3,7 +3,8 @@
 -- Thread i sends bodies first+i, first+i+T, first+i+2T, … (T threads), so no body is sent twice
 -- within a run; a caller running wrk again against the same relay passes a later `first`.
 -- `delay` paces each connection (wrk measures latency from send to response, without it).
-local bodies, counter, stride, pause = {}, 0, 1, 0
+-- The bodies and the position in them are one global table, so relay-preload.lua can reuse init.
+state = {bodies = {}, counter = 0, stride = 1, pause = 0}
 local next_id, threads = 0, {}
 
 function setup(thread)
@@ -13,23 +14,23 @@ function setup(thread)
 end
 
 function init(args)
-    for line in io.lines(args[1]) do bodies[#bodies + 1] = line end
+    for line in io.lines(args[1]) do state.bodies[#state.bodies + 1] = line end
     wrk.method = args[2]
     wrk.path = args[3]
     wrk.headers["Content-Type"] = "application/json"
-    stride = tonumber(args[4]) or 1
-    pause = math.floor((tonumber(args[5]) or 0) + 0.5)
-    counter = (tonumber(args[6]) or 0) + thread_id
+    state.stride = tonumber(args[4]) or 1
+    state.pause = math.floor((tonumber(args[5]) or 0) + 0.5)
+    state.counter = (tonumber(args[6]) or 0) + thread_id
 end
 
 function request()
-    local body = bodies[(counter % #bodies) + 1]
-    counter = counter + stride
+    local body = state.bodies[(state.counter % #state.bodies) + 1]
+    state.counter = state.counter + state.stride
     return wrk.format(nil, nil, nil, body)
 end
 
 function delay()
-    return pause
+    return state.pause
 end
 
 function done(summary, latency, requests)
