@@ -345,6 +345,7 @@ final class RawSocket: @unchecked Sendable {
                 data += chunk[0..<n]
                 continue
             }
+            if n < 0 && errno == EINTR { continue }  // a signal, not the end
             if n == 0 || errno == ECONNRESET { closedByPeer = true }
             break
         }

@@ -27,7 +27,8 @@ import Testing
     /// normally) or the relay closes. Fails after 10 s.
     static func session(
         port: Int, send frames: [String] = [], binary: Bool = false, actAfter: Int = 1, action: @escaping @Sendable () async throws -> Void = {},
-        then later: [String] = [], until done: @escaping @Sendable ([LiveFrame]) -> Bool = { _ in false }, timeout: Duration = .seconds(10)
+        then later: [String] = [], until done: @escaping @Sendable ([LiveFrame]) -> Bool = { _ in false }, timeout: Duration = .seconds(10),
+        onFrame react: @escaping @Sendable (LiveFrame) async throws -> Void = { _ in }
     ) async throws -> Seen {
         let seen = Locked(Seen())
         let logger = Logger(label: "test.live-client")
@@ -51,6 +52,7 @@ import Testing
                                 for frame in later { try await outbound.write(.text(frame)) }
                             }
                         }
+                        try await react(frame)
                         if done(all) { return }
                     }
                 }

@@ -183,6 +183,14 @@ import Testing
                         let put = try await HTTPProbe.request(
                             port: write, method: .put, path: "/api/location", headers: Self.json, body: try Self.upload(alice, timestamp: base))
                         #expect(put.status == .noContent)
+                    },
+                    until: { $0.count >= (write == cluster.a.port ? 4 : 3) },
+                    timeout: .seconds(40),  // the whole suite runs in parallel with other PostgreSQL-heavy suites
+                    onFrame: { frame in
+                        // The delete only after the location arrived: a node relaying another's upload reads the
+                        // record when the announcement comes, and a delete committed before that read leaves
+                        // nothing to relay (PROTOCOL.md §8.6) — the notice would be lost by design, not by a bug.
+                        guard case .location = frame else { return }
                         let delete = try await HTTPProbe.request(
                             port: write, method: .delete, path: "/api/location", headers: Self.json, body: try Self.delete(alice, timestamp: base + 1))
                         #expect(delete.status == .noContent)
@@ -191,9 +199,7 @@ import Testing
                                 port: write, method: .post, path: "/v1/relay/messages", headers: Self.json, body: MailboxTests.body(envelope))
                             #expect(posted.status == .accepted)
                         }
-                    },
-                    until: { $0.count >= (write == cluster.a.port ? 4 : 3) },
-                    timeout: .seconds(40))  // the whole suite runs in parallel with other PostgreSQL-heavy suites
+                    })
                 #expect(seen.frames.first == .subscribed(ids: 1, mailbox: true), "\(seen)")
                 guard seen.frames.count >= 3, case .location(let notice) = seen.frames[1], case .deleted(let deleted, let timestamp, _) = seen.frames[2] else {
                     Issue.record("expected subscribed, location, deleted: \(seen.frames)")

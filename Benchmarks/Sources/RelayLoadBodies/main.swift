@@ -49,7 +49,8 @@ func nowSeconds() -> Int {
 
 let arguments = CommandLine.arguments
 if arguments.count == 7, arguments[1] == "seeded", let first = Int(arguments[2]), let count = Int(arguments[3]),
-    let modulo = Int(arguments[4]), let ahead = Int(arguments[5]), first >= 0, count > 0, modulo > 0, ahead >= 0, ahead < 300
+    let modulo = Int(arguments[4]), let ahead = Int(arguments[5]),
+    (0...1 << 40).contains(first), (1...1 << 30).contains(count), modulo > 0, (0..<300).contains(ahead)  // first + i cannot overflow
 {
     let file = openFile(arguments[6], "uploads.txt")
     let base = nowSeconds() + ahead
@@ -67,7 +68,9 @@ if arguments.count == 7, arguments[1] == "seeded", let first = Int(arguments[2])
     fclose(file)
     exit(0)
 }
-if arguments.count == 5, arguments[1] == "fetches", let keys = Int(arguments[2]), let count = Int(arguments[3]), keys >= 50, count > 0 {
+if arguments.count == 5, arguments[1] == "fetches", let keys = Int(arguments[2]), let count = Int(arguments[3]), keys >= 50,
+    (1...1 << 30).contains(count)
+{
     let file = openFile(arguments[4], "fetches.txt")
     var generator = SystemRandomNumberGenerator()
     do {
