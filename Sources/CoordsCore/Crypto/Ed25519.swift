@@ -24,7 +24,7 @@ public struct Ed25519PublicKey: Hashable, Sendable {
     /// The point check costs a scalar multiplication (about as much as a signature
     /// verification), and the same few keys come back all the time (every friend row read from
     /// the store, every id in a fetch answer), so keys that passed it are remembered
-    /// (``ValidKeyMemo``, bounded): a key seen before costs one hash lookup.
+    /// (a bounded memo): a key seen before costs one hash lookup.
     public init(rawRepresentation: [UInt8]) throws {
         guard rawRepresentation.count == Self.byteCount else {
             throw CryptoError.invalidKeyLength(what: "Ed25519 public key", expected: Self.byteCount, actual: rawRepresentation.count)

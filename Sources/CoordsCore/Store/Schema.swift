@@ -9,10 +9,12 @@ public struct TableDefinition<Key: StoreKey, Value: StoreValue>: Sendable, Hasha
     public let stamped: Bool
 
     /// Creates a definition.
-    /// - Parameter stamped: every write transaction that changes the table (put, insert,
-    ///   remove, delete, removeAll) also advances a counter kept in the store's metadata, so a
-    ///   reader can keep something derived from the table and know, with one small read, whether
-    ///   it is still current — across processes too, since the counter lives in the file.
+    /// - Parameters:
+    ///   - name: the table's name in the file; names starting with `__` are reserved.
+    ///   - stamped: every write transaction that changes the table (put, insert,
+    ///     remove, delete, removeAll) also advances a counter kept in the store's metadata, so a
+    ///     reader can keep something derived from the table and know, with one small read, whether
+    ///     it is still current — across processes too, since the counter lives in the file.
     public init(_ name: String, stamped: Bool = false) {
         self.name = name
         self.stamped = stamped
