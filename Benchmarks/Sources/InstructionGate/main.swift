@@ -37,10 +37,16 @@ case "run":
     Task.detached {
         do {
             let (ours, c) = try await operation.setup()
-            if side == "ours" {
-                try await ours()  // warm-up: first-use costs (caches, lazy tables) stay out of the count
+            // Each side warms up once first: first-use costs (caches, lazy tables) stay out of the count.
+            if side == "ours", case .sync(let run) = ours {
+                try run()
                 gate_begin()
-                for _ in 0..<operation.iterations { try await ours() }
+                for _ in 0..<operation.iterations { try run() }
+                gate_end()
+            } else if side == "ours", case .async(let run) = ours {
+                try await run()
+                gate_begin()
+                for _ in 0..<operation.iterations { try await run() }
                 gate_end()
             } else {
                 try c()

@@ -47,6 +47,12 @@ import Testing
         }
     }
 
+    /// The sizes are literals (no call into libsodium per seal); they must be libsodium's.
+    @Test func sizeConstantsAreLibsodiums() {
+        #expect(AES256GCM.sizesMatchLibsodium)
+        #expect(AES256GCM.maximumPlaintextByteCount == 68_719_476_704)
+    }
+
     @Test func argumentErrorsNeverTrap() throws {
         let key = try SecretBytes(randomCount: 32)
         let nonce = [UInt8](repeating: 0, count: 12)
