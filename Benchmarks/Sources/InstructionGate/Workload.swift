@@ -214,7 +214,7 @@ func gateApp(friends: Int) async throws -> (app: CoordsApp, me: Identity, friend
 /// `LocationManager.prepareUpload` for `friends` friends (read the recipients, seal, record,
 /// sign the upload) against the bare blob seal for `friends + 1` cached keys in C.
 func prepareUpload(friends: Int) -> Operation {
-    Operation(name: "prepare-upload-\(friends)", iterations: friends >= 64 ? 2 : 10, budget: 1.25) {
+    Operation(name: "prepare-upload-\(friends)", iterations: friends >= 64 ? 2 : 10, budget: 1.20) {
         let (app, me, friendKeys) = try await gateApp(friends: friends)
         let raw = try ([me.x25519.publicKey] + friendKeys.map { try X25519PublicKey(ed25519: $0.publicKey) }).flatMap(\.rawRepresentation)
         let size = LocationBlob.byteCount(forEntryCount: LocationBlob.paddedEntryCount(forRecipientCount: friends + 1))
@@ -234,7 +234,7 @@ func prepareUpload(friends: Int) -> Operation {
 /// `LocationManager.processFetchResponse` of 50 signed entries from 50 friends (parse, verify,
 /// open, refuse rollbacks, cache in one transaction) against 50 × (Ed25519 verify + blob open) in C.
 func processFetch() -> Operation {
-    Operation(name: "process-fetch-50", iterations: 2, budget: 1.25) {
+    Operation(name: "process-fetch-50", iterations: 2, budget: 1.20) {
         let (app, me, friendKeys) = try await gateApp(friends: 50)
         let answer = try SignedFetchAnswer(friends: friendKeys, reader: me, firstFix: 5, random: FixedRandom())
         return (ours: .async { keep(try await app.location.processFetchResponse(answer.body)) }, c: { keep(answer.floor()) })

@@ -171,6 +171,71 @@ extension StoreJSONValue {
     }
 }
 
+/// A stored JSON record read field by field, for the records whose codec is written by hand:
+/// the rows every upload or fetch reads, where Foundation's `Codable` cost several times the
+/// parse (``UploadState``, ``FriendRecord``, ``CachedLocation``). They read and write the JSON
+/// that `Codable` does (keys sorted, absent optionals left out), so rows written either way read
+/// the same. Absent and `null` fields read as nil, like `decodeIfPresent`; a field of the wrong
+/// type is a ``StoreCodecError``, never a default.
+struct StoredJSONReader {
+    let object: JSONObject
+    let typeName: String
+
+    init(_ bytes: UnsafeRawBufferPointer, typeName: String) throws {
+        guard let object = (try? JSONValue.parse(bytes))?.objectValue else {
+            throw StoreCodecError("invalid JSON for \(typeName): not a JSON object")
+        }
+        self.init(object, typeName: typeName)
+    }
+
+    init(_ object: JSONObject, typeName: String) {
+        self.object = object
+        self.typeName = typeName
+    }
+
+    func failure(_ reason: String) -> StoreCodecError { StoreCodecError("invalid JSON for \(typeName): \(reason)") }
+
+    /// The field converted by `convert`, nil when absent or null; an error when `convert` refuses it.
+    func optional<T>(_ name: String, _ what: String, _ convert: (JSONValue) throws -> T?) throws -> T? {
+        guard let value = object[name], value != .null else { return nil }
+        guard let converted = try convert(value) else { throw failure("\(name) is not \(what)") }
+        return converted
+    }
+
+    /// The field converted by `convert`; an error when it is absent, null or refused.
+    func required<T>(_ name: String, _ what: String, _ convert: (JSONValue) throws -> T?) throws -> T {
+        guard let value = try optional(name, what, convert) else { throw failure("\(name) is missing") }
+        return value
+    }
+
+    /// An array whose every element `convert` accepts.
+    func array<T>(_ value: JSONValue, _ convert: (JSONValue) throws -> T?) throws -> [T]? {
+        guard let items = value.arrayValue else { return nil }
+        var out: [T] = []
+        out.reserveCapacity(items.count)
+        for item in items {
+            guard let converted = try convert(item) else { return nil }
+            out.append(converted)
+        }
+        return out
+    }
+
+    /// A nested object, read with the same rules.
+    func nested(_ value: JSONValue) -> StoredJSONReader? { value.objectValue.map { StoredJSONReader($0, typeName: typeName) } }
+}
+
+extension JSONValue {
+    /// A finite floating-point number as JSON (Swift's shortest round-trip form); NaN and the
+    /// infinities have no JSON form and are an encoding error.
+    static func finite(_ value: Double, field: String, type: String) throws -> JSONValue {
+        guard value.isFinite else { throw StoreError.encodingFailed(type: type, reason: "\(field) is \(value), which JSON cannot hold") }
+        return .number(String(value))
+    }
+
+    /// A JSON number as a `Double` or `Float` (what `Codable` accepts: any JSON number).
+    var finiteDouble: Double? { if case .number(let text) = self { Double(text).flatMap { $0.isFinite ? $0 : nil } } else { nil } }
+}
+
 /// Lexicographic byte comparison (LMDB's default key order).
 @inline(__always)
 func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {

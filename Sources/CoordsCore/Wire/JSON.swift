@@ -358,6 +358,14 @@ struct JSONParser {
         while true {
             guard let c = current else { throw fail("unterminated string") }
             if c == UInt8(ascii: "\"") {
+                if out.isEmpty {
+                    // No escape in it (every escape adds a byte to `out`): validated straight
+                    // from the input, with no copy first. Most strings take this path.
+                    let run = UnsafeRawBufferPointer(rebasing: bytes[runStart..<index])
+                    index += 1
+                    guard let string = String(validating: run, as: UTF8.self) else { throw fail("string is not valid UTF-8") }
+                    return string
+                }
                 out.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[runStart..<index]))
                 index += 1
                 break

@@ -1,0 +1,105 @@
+import Foundation
+import Testing
+
+@testable import CoordsCore
+
+/// The hand-written store codecs (UploadState, FriendRecord, CachedLocation: on the core's JSON,
+/// not Codable) read what Codable wrote and write what Codable reads, and refuse a damaged row.
+@Suite struct HandWrittenCodecTests {
+    static func upload() -> UploadState {
+        var state = UploadState(lastUploadedFix: 1_763_805_600_000, lastUploadAt: 1_763_805_601_234, pendingFixes: [1, 2, UInt64.max])
+        state.lastSignedTimestamp = 1_763_805_601
+        state.lastSealedWire = "AAECAwQFBgcICQoLDA0ODxAREhM"
+        state.lastSealedFix = 1_763_805_600_500
+        state.lastSealedFor = ["friend-a", "friend-b \"quoted\" \\ ü"]
+        return state
+    }
+
+    static func friend() -> FriendRecord {
+        var record = FriendRecord(
+            name: "Zoë \"Z\" 🌍", server: "https://relay.example/coords", shareWith: false, fetchFrom: true, addedAt: 1_763_805_600_000,
+            x25519PublicKey: "x25519-b64u", trust: .conflict, shareUntil: 1_763_809_200_000)
+        record.conflict = [RotationCandidate(key: "a", server: "https://a"), RotationCandidate(key: "b", server: "https://b")]
+        return record
+    }
+
+    static func cached() throws -> CachedLocation {
+        let fix = try Location(latitude: -33.868_82, longitude: 151.209_296, altitude: -12.5, accuracy: 7.3, timestamp: 1_763_805_600_123)
+        return CachedLocation(location: fix, updated: 1_763_805_601, fetchedAt: 1_763_805_602_000, authenticity: .verified)
+    }
+
+    /// Ours round-trips, Codable reads ours, ours reads Codable's.
+    func agreesWithCodable<T: StoreJSONValue & Equatable>(_ value: T) throws {
+        let ours = try value.withStoreBytes { Array($0) }
+        #expect(try ours.withUnsafeBytes { try T(storeBytes: $0) } == value)
+        #expect(try JSONDecoder().decode(T.self, from: Data(ours)) == value)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let theirs = Array(try encoder.encode(value))
+        #expect(try theirs.withUnsafeBytes { try T(storeBytes: $0) } == value)
+    }
+
+    @Test func uploadStateAgreesWithCodable() throws {
+        try agreesWithCodable(UploadState())
+        try agreesWithCodable(Self.upload())
+    }
+
+    @Test func friendRecordAgreesWithCodable() throws {
+        try agreesWithCodable(FriendRecord(name: "", server: "s", addedAt: 0, x25519PublicKey: "k"))
+        try agreesWithCodable(Self.friend())
+    }
+
+    @Test func cachedLocationAgreesWithCodable() throws {
+        try agreesWithCodable(try Self.cached())
+        try agreesWithCodable(
+            CachedLocation(
+                location: Location(unvalidatedLatitude: 1e-7, longitude: -180, altitude: 32767, accuracy: 0, timestamp: 0), updated: nil,
+                fetchedAt: 0, authenticity: .unverified))
+    }
+
+    @Test func absentAndNullOptionalsAreNil() throws {
+        let state = try Array(#"{"pendingFixes":[],"lastUploadedFix":null,"unknown":{"x":1}}"#.utf8).withUnsafeBytes { try UploadState(storeBytes: $0) }
+        #expect(state == UploadState())
+    }
+
+    @Test func unencodableValuesAreErrors() throws {
+        var record = try Self.cached()
+        record.location.altitude = .nan
+        #expect(throws: StoreError.self) { try record.withStoreBytes { _ in } }
+    }
+
+    @Test(arguments: [
+        "", "null", "[]", "{}", #"{"pendingFixes":"1"}"#, #"{"pendingFixes":[-1]}"#, #"{"pendingFixes":[1.5]}"#,
+        #"{"pendingFixes":[],"lastUploadedFix":"7"}"#, #"{"pendingFixes":[],"lastSignedTimestamp":-3}"#,
+        #"{"pendingFixes":[],"lastSealedWire":5}"#, #"{"pendingFixes":[],"lastSealedFor":"a"}"#,
+        #"{"pendingFixes":[],"lastSealedFor":[1]}"#, #"{"pendingFixes":[18446744073709551616]}"#, #"{"pendingFixes":["#
+    ])
+    func damagedUploadStatesAreErrors(_ text: String) {
+        #expect(throws: StoreCodecError.self) { try Array(text.utf8).withUnsafeBytes { try UploadState(storeBytes: $0) } }
+    }
+
+    static let friendBase = #""addedAt":1,"fetchFrom":true,"name":"n","server":"s","shareWith":true,"x25519PublicKey":"k""#
+
+    @Test(arguments: [
+        "{\(friendBase)}", "{\(friendBase),\"trust\":\"trusted\"}", "{\(friendBase),\"trust\":1}",
+        #"{"addedAt":1,"fetchFrom":true,"name":"n","server":"s","shareWith":"yes","x25519PublicKey":"k","trust":"verified"}"#,
+        "{\(friendBase),\"trust\":\"verified\",\"conflict\":[{\"key\":\"a\"}]}", "{\(friendBase),\"trust\":\"verified\",\"conflict\":[1]}",
+        "{\(friendBase),\"trust\":\"verified\",\"shareUntil\":-1}"
+    ])
+    func damagedFriendRecordsAreErrors(_ text: String) {
+        #expect(throws: StoreCodecError.self) { try Array(text.utf8).withUnsafeBytes { try FriendRecord(storeBytes: $0) } }
+    }
+
+    static let fixBase = #""altitude":0,"latitude":1,"longitude":2,"timestamp":3"#
+
+    @Test(arguments: [
+        #"{"authenticity":"verified","fetchedAt":1}"#, "{\"authenticity\":\"verified\",\"fetchedAt\":1,\"location\":{\(fixBase)}}",
+        "{\"authenticity\":\"verified\",\"fetchedAt\":1,\"location\":{\(fixBase),\"accuracy\":1e300}}",
+        "{\"authenticity\":\"forged\",\"fetchedAt\":1,\"location\":{\(fixBase),\"accuracy\":1}}",
+        "{\"authenticity\":\"verified\",\"fetchedAt\":1,\"location\":{\(fixBase),\"accuracy\":\"1\"}}",
+        "{\"authenticity\":\"verified\",\"fetchedAt\":1,\"location\":[1]}"
+    ])
+    func damagedCachedLocationsAreErrors(_ text: String) {
+        #expect(throws: StoreCodecError.self) { try Array(text.utf8).withUnsafeBytes { try CachedLocation(storeBytes: $0) } }
+    }
+}
