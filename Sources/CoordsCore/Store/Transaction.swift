@@ -255,15 +255,25 @@ public struct WriteTransaction: ~Copyable {
     /// given, limits the walk to keys whose bytes start with its encoding. `body` returns
     /// `false` to stop.
     func forEach(from: Key?, to: Key?, prefix: Key?, reverse: Bool, _ body: (Key, Value) throws -> Bool) throws {
+        try forEachRaw(from: from, to: to, prefix: prefix, reverse: reverse) { keyVal, dataVal in
+            try body(try state.decode(Key.self, keyVal, table: name), try state.decode(Value.self, dataVal, table: name))
+        }
+    }
+
+    /// The cursor walk behind every iteration: `body` gets each entry's key and value as LMDB
+    /// hands them (valid only during the call).
+    func forEachRaw(from: Key?, to: Key?, prefix: Key?, reverse: Bool, _ body: (MDB_val, MDB_val) throws -> Bool) throws {
         let txn = try state.live()
         var cursor: OpaquePointer?
         var rc = mdb_cursor_open(txn, dbi, &cursor)
         guard rc == 0, let cursor else { throw StoreError.lmdb(rc, "open cursor on \(name)") }
         defer { mdb_cursor_close(cursor) }
 
-        let lower: [UInt8]? = try (prefix ?? from).map { try $0.withStoreBytes { Array($0) } }
-        let upper: [UInt8]? = try to.map { try $0.withStoreBytes { Array($0) } }
-        let prefixBytes: [UInt8]? = try prefix.map { try $0.withStoreBytes { Array($0) } }
+        // An empty bound or prefix is no bound (LMDB refuses an empty key to position at).
+        func bytes(_ key: Key?) throws -> [UInt8]? { try key.map { try $0.withStoreBytes { Array($0) } }.flatMap { $0.isEmpty ? nil : $0 } }
+        let prefixBytes = try bytes(prefix)
+        let lower = try prefixBytes ?? bytes(from)
+        let upper = try bytes(to)
         var keyVal = MDB_val()
         var dataVal = MDB_val()
 
@@ -279,9 +289,10 @@ public struct WriteTransaction: ~Copyable {
         } else if let upper {
             rc = position(upper, MDB_SET_RANGE)
             rc = rc == MDB_NOTFOUND ? position(nil, MDB_LAST) : (rc == 0 ? position(nil, MDB_PREV) : rc)
-        } else if let prefixBytes {
-            // Last key with the prefix: position after the prefix range, then step back.
-            rc = position(Self.successor(of: prefixBytes), MDB_SET_RANGE)
+        } else if let prefixBytes, let after = Self.successor(of: prefixBytes) {
+            // Last key with the prefix: position after the prefix range, then step back (a
+            // prefix of 0xff bytes only has no successor: its range runs to the last key).
+            rc = position(after, MDB_SET_RANGE)
             rc = rc == MDB_NOTFOUND ? position(nil, MDB_LAST) : (rc == 0 ? position(nil, MDB_PREV) : rc)
         } else {
             rc = position(nil, MDB_LAST)
@@ -294,10 +305,8 @@ public struct WriteTransaction: ~Copyable {
                 else { return }
             }
             if !reverse, let upper, upper.withUnsafeBytes({ compareBytes(keyBytes, $0) }) >= 0 { return }
-            if reverse, let lower, prefix == nil, lower.withUnsafeBytes({ compareBytes(keyBytes, $0) }) < 0 { return }
-            let key = try state.decode(Key.self, keyVal, table: name)
-            let value = try state.decode(Value.self, dataVal, table: name)
-            guard try body(key, value) else { return }
+            if reverse, let lower, prefixBytes == nil, lower.withUnsafeBytes({ compareBytes(keyBytes, $0) }) < 0 { return }
+            guard try body(keyVal, dataVal) else { return }
             rc = mdb_cursor_get(cursor, &keyVal, &dataVal, reverse ? MDB_PREV : MDB_NEXT)
         }
         guard rc == MDB_NOTFOUND else { throw StoreError.lmdb(rc, "iterate \(name)") }
@@ -375,6 +384,16 @@ public struct TableHandle<Key: StoreKey, Value: StoreValue, Access>: ~Copyable {
     /// Calls `body` for each entry whose key's bytes start with `prefix`'s.
     public func forEach(prefix: Key, reverse: Bool = false, _ body: (Key, Value) throws -> Bool) throws {
         try access.forEach(from: nil, to: nil, prefix: prefix, reverse: reverse, body)
+    }
+    /// Lends the stored bytes of each value whose key's bytes start with `prefix`'s to `body`, in
+    /// key order (or reverse), without decoding or copying them (the borrowing counterpart of
+    /// ``forEach(prefix:reverse:_:)``, for scans that need a few bytes of each value); return
+    /// `false` to stop. The bytes are valid only inside `body`.
+    /// - Throws: ``StoreError/transactionClosed``, LMDB failures, and whatever `body` throws.
+    public func forEachValue(prefix: Key, reverse: Bool = false, _ body: (UnsafeRawBufferPointer) throws -> Bool) throws {
+        try access.forEachRaw(from: nil, to: nil, prefix: prefix, reverse: reverse) { _, value in
+            try body(UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))
+        }
     }
     /// The entries with `from ≤ key < to`, in order, at most `limit`.
     public func entries(from: Key? = nil, to: Key? = nil, reverse: Bool = false, limit: Int? = nil) throws -> [(key: Key, value: Value)] {

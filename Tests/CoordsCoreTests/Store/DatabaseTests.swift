@@ -5,6 +5,18 @@ import Testing
 @testable import CoordsCore
 
 @Suite struct DatabaseTests {
+    /// A prefix of 0xff bytes has no successor key: a reverse walk starts at the last key.
+    @Test func reversePrefixOfFFBytes() throws {
+        let store = try TemporaryStore(schema: TestTables.schema)
+        let top = try Bytes32([UInt8](repeating: 0xff, count: 32))
+        try store.db.write { tx in
+            let blobs = try tx.open(TestTables.blobs)
+            try blobs.put(try Bytes32([UInt8](repeating: 0x01, count: 32)), [1])
+            try blobs.put(top, [2])
+        }
+        #expect(try store.db.read { tx in try tx.open(TestTables.blobs).entries(prefix: top, reverse: true).map(\.value) } == [[2]])
+    }
+
     @Test func tableOperations() throws {
         let store = try TemporaryStore(schema: TestTables.schema)
         let db = store.db
@@ -30,6 +42,26 @@ import Testing
             #expect(try names.entries(prefix: "car").map(\.key) == ["carlos", "carol"])
             #expect(try names.entries(prefix: "car", reverse: true).map(\.key) == ["carol", "carlos"])
             #expect(try names.entries(prefix: "z").isEmpty)
+            // The borrowing walk lends the stored bytes (UInt64 big-endian) in the same order, and stops when told.
+            var lent: [[UInt8]] = []
+            try names.forEachValue(prefix: "car", reverse: true) { bytes in
+                lent.append(Array(bytes))
+                return true
+            }
+            #expect(try lent == names.entries(prefix: "car", reverse: true).map { value in try value.value.withStoreBytes { Array($0) } })
+            // An empty prefix is every entry (LMDB refuses to position at an empty key).
+            #expect(try names.entries(prefix: "").map(\.key) == ["alice", "carlos", "carol"])
+            #expect(try names.entries(prefix: "", reverse: true).map(\.key) == ["carol", "carlos", "alice"])
+            var visits = 0
+            try names.forEachValue(prefix: "") { _ in
+                visits += 1
+                return false
+            }
+            #expect(visits == 1)
+            try names.forEachValue(prefix: "z") { _ in
+                Issue.record("no value starts with z")
+                return true
+            }
             #expect(try names.entries(from: "b", to: "carol").map(\.key) == ["carlos"])
             #expect(try names.entries(reverse: true).map(\.key) == ["carol", "carlos", "alice"])
             #expect(try names.entries(from: "alice", to: "carol", reverse: true).map(\.key) == ["carlos", "alice"])

@@ -93,10 +93,7 @@ extension MailboxEntry: StoreValue {
 
     public init(storeBytes: UnsafeRawBufferPointer) throws {
         var reader = ByteReader(storeBytes)
-        let version = try reader.read(UInt8.self)
-        guard version == 1 || version == 2 else { throw StoreCodecError("not a mailbox-entry value (version \(version))") }
-        let flags = version == 2 ? try reader.read(UInt8.self) : 0
-        let expiresAt = try reader.read(UInt64.self)
+        let (flags, expiresAt) = try Self.readHeader(&reader)
         let idLength = Int(try reader.read(UInt8.self))
         // Strict UTF-8: a lossy decode would turn a damaged value into a different one silently.
         guard let id = String(validating: try reader.read(count: idLength), as: UTF8.self),
@@ -104,8 +101,30 @@ extension MailboxEntry: StoreValue {
         else {
             throw StoreCodecError("mailbox entry id or recipient is not UTF-8")
         }
-        guard flags & ~1 == 0 else { throw StoreCodecError("unknown mailbox entry flags \(flags)") }
         self.init(id: id, recipient: recipient, expiresAt: expiresAt, envelope: reader.readRemaining(), authenticated: flags & 1 == 1)
+    }
+
+    /// What a quota check needs of a stored entry — whether its sender was checked, and when it
+    /// expires — read from the first bytes alone (posting scans the recipient's whole queue, so
+    /// decoding every envelope made a post cost grow with the queue).
+    /// - Throws: ``StoreError/decodingFailed(table:type:reason:)`` for a damaged entry, as a full decode would.
+    static func quotaFields(storeBytes: UnsafeRawBufferPointer) throws -> (authenticated: Bool, expiresAt: UInt64) {
+        var reader = ByteReader(storeBytes)
+        do {
+            let (flags, expiresAt) = try readHeader(&reader)
+            return (flags & 1 == 1, expiresAt)
+        } catch {
+            throw StoreError.decodingFailed(table: RelayTables.mailbox.name, type: storeTypeName, reason: "\(error)")
+        }
+    }
+
+    /// Version, flags (version 2) and expiry.
+    private static func readHeader(_ reader: inout ByteReader) throws -> (flags: UInt8, expiresAt: UInt64) {
+        let version = try reader.read(UInt8.self)
+        guard version == 1 || version == 2 else { throw StoreCodecError("not a mailbox-entry value (version \(version))") }
+        let flags = version == 2 ? try reader.read(UInt8.self) : 0
+        guard flags & ~1 == 0 else { throw StoreCodecError("unknown mailbox entry flags \(flags)") }
+        return (flags, try reader.read(UInt64.self))
     }
 }
 
@@ -370,7 +389,8 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
             // Both quotas together bound this scan.
             let quota = limits.quota(for: entry)
             var waiting = 0
-            try queue.forEach(prefix: prefix) { _, stored in
+            try queue.forEachValue(prefix: prefix) { bytes in
+                let stored = try MailboxEntry.quotaFields(storeBytes: bytes)
                 if stored.expiresAt > now, stored.authenticated == entry.authenticated { waiting += 1 }
                 return waiting < quota
             }
