@@ -3,6 +3,8 @@
 -- Thread i sends bodies first+i, first+i+T, first+i+2T, … (T threads), so no body is sent twice
 -- within a run; a caller running wrk again against the same relay passes a later `first`.
 -- `delay` paces each connection (wrk measures latency from send to response, without it).
+-- A line that does not start with `{` is a whole request (the mailbox runs), tab-separated:
+-- METHOD, path, X-Coords-Key, X-Coords-Timestamp, X-Coords-Signature, body (empty fields left out).
 -- The bodies and the position in them are one global table, so relay-preload.lua can reuse init.
 state = {bodies = {}, counter = 0, stride = 1, pause = 0}
 local next_id, threads = 0, {}
@@ -23,10 +25,31 @@ function init(args)
     state.counter = (tonumber(args[6]) or 0) + thread_id
 end
 
+-- The request for one line of the bodies file.
+function state.format(line)
+    if line:sub(1, 1) == "{" then return wrk.format(nil, nil, nil, line) end
+    local method, path, key, timestamp, signature, body = line:match("^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$")
+    local headers = {["Content-Type"] = "application/json"}  -- wrk.format adds only Host to a table given
+    if key ~= "" then
+        headers["X-Coords-Key"], headers["X-Coords-Timestamp"], headers["X-Coords-Signature"] = key, timestamp, signature
+    end
+    return wrk.format(method, path, headers, body ~= "" and body or nil)
+end
+
+-- wrk calls request() once on thread 0 before the run, to check the script
+-- (script_verify_request): that call must not use up a body (nor start a clock).
+local checked = false
+function state.verifying()
+    if checked then return false end
+    checked = true
+    return thread_id == 0
+end
+
 function request()
+    if state.verifying() then return wrk.format("GET", "/api/version", {}, nil) end
     local body = state.bodies[(state.counter % #state.bodies) + 1]
     state.counter = state.counter + state.stride
-    return wrk.format(nil, nil, nil, body)
+    return state.format(body)
 end
 
 function delay()

@@ -8,7 +8,8 @@ latency at peak and at about 80 % of peak, peak RSS of the relay, two nodes vs o
 RSS over a mixed soak. PostgreSQL is Debian's, started in a temporary directory
 (scripts/pg-test-server.sh) with its defaults (fsync and synchronous_commit on).
 Growth (`growth`): one durable LMDB relay filled to 10k, 100k and 1M keys, measured at each size.
-Usage: bench-relay.py <out.json> [--quick] [--growth-only]
+Mailbox (`mailbox`): one durable LMDB relay holding 10k and 100k waiting envelopes: posts, lists, acks.
+Usage: bench-relay.py <out.json> [--quick] [--growth-only | --mailbox-only]
 """
 import json
 import os
@@ -121,7 +122,7 @@ def wait_for_port(port):
 
 
 class Relay:
-    def __init__(self, store, url=None, pool=16):
+    def __init__(self, store, url=None, pool=16, extra=()):
         self.store = store
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="coords-bench-relay-")
@@ -132,8 +133,8 @@ class Relay:
             args += ["--postgres", url, "--postgres-pool-size", str(pool), "--trust-forwarded-for"]
         else:
             args += ["--data-dir", os.path.join(self.dir, "data")]
-        self.args = args
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.args = args + list(extra)
+        self.process = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for_port(self.port)
 
     def rss_kib(self, field="VmRSS"):
@@ -231,7 +232,8 @@ def paced(port, bodies, method, peak, count):
 
 
 def send_once(port, bodies, work):
-    """PUTs every body of `bodies` once (Benchmarks/relay-preload.lua) and returns wrk's report."""
+    """Sends every line of `bodies` once (Benchmarks/relay-preload.lua) and returns wrk's report
+    with `seconds` (first request to last answer, from the threads' markers) and `rate`."""
     marker = os.path.join(work, "sent-")
     for name in os.listdir(work):
         if name.startswith("sent-"):
@@ -243,11 +245,24 @@ def send_once(port, bodies, work):
     while sum(name.startswith("sent-") for name in os.listdir(work)) < THREADS:
         if run.poll() is not None or time.time() - started > 1800:
             run.kill()
-            raise RuntimeError("filling the relay did not finish")
+            raise RuntimeError("sending the bodies once did not finish")
         time.sleep(0.05)
     run.send_signal(signal.SIGINT)
     out, _ = run.communicate(timeout=60)
-    return out
+    report = json.loads([l for l in out.splitlines() if l.startswith("{")][-1])
+    marks = []
+    for i in range(THREADS):
+        with open(f"{marker}{i}") as f:
+            first, last, sent, complete = f.read().split()
+            if complete != "complete":
+                raise RuntimeError(f"sending {bodies}: thread {i} lost answers (a connection failed); wrk said {out.strip()}")
+            marks.append((float(first), float(last), int(sent)))
+    report["seconds"] = max(m[1] for m in marks) - min(m[0] for m in marks)
+    report["sent"] = sum(m[2] for m in marks)
+    report["rate"] = report["sent"] / max(report["seconds"], 1e-6)
+    if report["non2xx"] or report["socket_errors"]:
+        raise RuntimeError(f"sending {bodies}: {report['non2xx']} refusals, {report['socket_errors']} socket errors")
+    return report
 
 
 def growth(work):
@@ -266,10 +281,7 @@ def growth(work):
         while loaded < size:
             chunk = min(100_000, size - loaded)
             subprocess.run([BODIES, "seeded", str(loaded), str(chunk), str(10 ** 12), "280", work], check=True)
-            out = send_once(relay.port, uploads, work)
-            sent = json.loads([l for l in out.splitlines() if l.startswith("{")][-1])
-            if sent["non2xx"] or sent["socket_errors"]:
-                raise RuntimeError(f"filling the relay: {sent['non2xx']} refusals, {sent['socket_errors']} socket errors")
+            send_once(relay.port, uploads, work)
             loaded += chunk
             print(f"growth: {loaded:,} keys stored", flush=True)
         fill_s = time.time() - started
@@ -288,11 +300,59 @@ def growth(work):
     return rows
 
 
+def mailbox(work):
+    """How the durable LMDB relay's mailbox (§7.3) grows with waiting envelopes (10k, 100k;
+    quick: 10k). 1,000 mailboxes; envelopes are sealed and signed by RelayLoadBodies (16
+    senders, about 600 bytes each) and every request is sent exactly once (relay-preload.lua),
+    timed from the first request to the last answer. At each size: POST of 10,000 new envelopes
+    (size +10 % at 100k), 20,000 recipient-signed GETs of 50 (each with a fresh signature, as the
+    relay accepts one once) of random mailboxes, and the acks of the 10,000 just posted (back to
+    the size); the relay's RSS and the store's bytes on disk."""
+    sizes = [10_000] if QUICK else [10_000, 100_000]
+    mailboxes, step, lists = 1_000, 10_000, 20_000
+    relay = Relay("lmdb", extra=["--message-rate", "0", "--mailbox-size", "1000"])
+    envelopes = os.path.join(work, "envelopes.txt")
+    next_index, rows = 0, []
+
+    def post(count):
+        nonlocal next_index
+        first = next_index
+        subprocess.run([BODIES, "envelopes", str(first), str(count), str(mailboxes), work], check=True)
+        next_index += count
+        return first, send_once(relay.port, envelopes, work)
+
+    for size in sizes:
+        started = time.time()
+        while next_index < size:
+            post(min(50_000, size - next_index))
+        fill_s = time.time() - started
+        first, posted = post(step)
+        subprocess.run([BODIES, "lists", str(mailboxes), str(lists), work], check=True)
+        listed = send_once(relay.port, os.path.join(work, "lists.txt"), work)
+        subprocess.run([BODIES, "acks", str(first), str(step), str(mailboxes), work], check=True)
+        acked = send_once(relay.port, os.path.join(work, "acks.txt"), work)
+        row = {"waiting": size, "mailboxes": mailboxes, "posts": posted, "lists": listed, "acks": acked,
+               "rss_kib": relay.rss_kib(), "disk_bytes": relay.data_bytes(), "fill_s": fill_s}
+        rows.append(row)
+        print(f"mailbox {size:,} waiting: {posted['rate']:.0f} posts/s (p99 {posted['p99_us'] / 1000:.1f} ms), "
+              f"{listed['rate']:.0f} lists of 50/s (p99 {listed['p99_us'] / 1000:.1f} ms), "
+              f"{acked['rate']:.0f} acks/s (p99 {acked['p99_us'] / 1000:.1f} ms), RSS {row['rss_kib'] / 1024:.0f} MiB, "
+              f"disk {row['disk_bytes'] / 1048576:.0f} MiB", flush=True)
+    relay.stop()
+    return rows
+
+
 def main():
     out_path = sys.argv[1]
     work = tempfile.mkdtemp(prefix="coords-bench-bodies-")
-    if "--growth-only" in sys.argv:  # the growth table alone (for working on it)
-        results = {"duration_s": DURATION, "growth": growth(work)}
+    if "--growth-only" in sys.argv:  # the growth tables alone (for working on them)
+        results = {"duration_s": DURATION, "growth": growth(work), "mailbox": mailbox(work)}
+        shutil.rmtree(work, ignore_errors=True)
+        with open(out_path, "w") as f:
+            json.dump(results, f, indent=1)
+        return
+    if "--mailbox-only" in sys.argv:
+        results = {"duration_s": DURATION, "mailbox": mailbox(work)}
         shutil.rmtree(work, ignore_errors=True)
         with open(out_path, "w") as f:
             json.dump(results, f, indent=1)
@@ -344,6 +404,7 @@ def main():
     print(f"behind nginx: one node {single['uploads']['rate']:.0f} uploads/s, {single['fetches']['rate']:.0f} fetches/s; "
           f"two nodes {double['uploads']['rate']:.0f} uploads/s, {double['fetches']['rate']:.0f} fetches/s", flush=True)
     results["growth"] = growth(work)
+    results["mailbox"] = mailbox(work)
     if SOAK:
         uploads, fetches = make_bodies()
         relay = Relay("lmdb")

@@ -172,6 +172,27 @@ def growth_section(results_dir, relay):
                f"{fetch_change:.2f}×; disk grows {last['disk_bytes'] / max(first['disk_bytes'], 1):.0f}× for "
                f"{last['keys'] / first['keys']:.0f}× the keys. Responses other than 2xx in these runs: {refused}. " +
                notes.get("_growth_relay", "")]
+    mailbox = relay.get("mailbox")
+    if mailbox:
+        md += ["", "### Mailbox with 10k and 100k waiting envelopes", "",
+               "One release relay on the durable LMDB store with 1,000 mailboxes, filled with sealed, signed envelopes",
+               "(`RelayLoadBodies envelopes`, 16 senders). At each size, every request sent exactly once by",
+               "`Benchmarks/relay-preload.lua` and timed from the first request to the last answer: 10,000 new envelopes",
+               "posted, 20,000 recipient-signed lists (`GET …&limit=50`, a fresh signature each) of random mailboxes, then",
+               "the 10,000 new envelopes acknowledged (back to the size).", "",
+               "| Waiting | per mailbox | Posts/s | p99, ms | Lists/s | p99, ms | envelopes per list | Acks/s | p99, ms | RSS, MiB | On disk, MiB | bytes per envelope |",
+               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in mailbox:
+            per = r["waiting"] // r["mailboxes"]
+            md.append(f"| {r['waiting']:,} | {per:,} | {fmt(r['posts']['rate'])} | {r['posts']['p99_us'] / 1000:.1f} | "
+                      f"{fmt(r['lists']['rate'])} | {r['lists']['p99_us'] / 1000:.1f} | {min(50, per + 10)} | "
+                      f"{fmt(r['acks']['rate'])} | {r['acks']['p99_us'] / 1000:.1f} | {r['rss_kib'] / 1024:.0f} | "
+                      f"{r['disk_bytes'] / 1048576:.0f} | {r['disk_bytes'] / r['waiting']:.0f} |")
+        first, last = mailbox[0], mailbox[-1]
+        changes = ", ".join(f"{what} {last[what]['rate'] / first[what]['rate']:.2f}×" for what in ("posts", "lists", "acks"))
+        md += ["", f"From {first['waiting']:,} to {last['waiting']:,} waiting envelopes: {changes}; disk grows "
+               f"{last['disk_bytes'] / max(first['disk_bytes'], 1):.1f}× for {last['waiting'] / first['waiting']:.0f}× the envelopes. " +
+               notes.get("_growth_mailbox", "")]
     return md
 
 

@@ -1,4 +1,4 @@
-// Writes signed request bodies for the relay load test, one JSON document per line:
+// Writes signed request bodies for the relay load test, one per line:
 //   uploads.txt  one upload per fresh key (no two bodies collide, so every PUT is a real store)
 //   fetches.txt  {"ids": [50 of those keys]}
 // Upload timestamps are set 280 s ahead, so the bodies stay within the relay's ±300 s window
@@ -13,6 +13,21 @@
 //   RelayLoadBodies fetches <keys> <count> <dir>
 //       fetches.txt: count bodies of 50 ids drawn from keys 0 ..< keys
 // Key n's seed is n (8 bytes, little-endian) followed by a constant.
+//
+// The mailbox growth runs (§7.3) write whole requests, one a line, as tab-separated
+// `METHOD  path  X-Coords-Key  X-Coords-Timestamp  X-Coords-Signature  body` (empty fields
+// are left out of the request; Benchmarks/relay.lua reads both kinds of line):
+//   RelayLoadBodies envelopes <first> <count> <recipients> <dir>
+//       envelopes.txt: POST /v1/relay/messages of envelope i (first ≤ i < first + count), id
+//       envelopeID(i), to mailbox i mod recipients, from one of 16 senders, valid for 23 hours
+//   RelayLoadBodies lists <recipients> <count> <dir>
+//       lists.txt: count recipient-signed GET /v1/relay/messages?recipientID=…&limit=50, every
+//       mailbox 0 ..< recipients once per round in random order (round r signed r seconds ago,
+//       so no signature repeats: the relay accepts one once); count / recipients < 240
+//   RelayLoadBodies acks <first> <count> <recipients> <dir>
+//       acks.txt: the recipient-signed POST /v1/relay/messages/<id>/ack of envelopes first ..< first + count
+// Mailbox n's key is seeded key 2^41 + n, sender s's key 2^42 + s. Signed headers carry the time
+// of generation: send them within five minutes.
 import CoordsCore
 
 #if canImport(Glibc)
@@ -84,21 +99,89 @@ if arguments.count == 5, arguments[1] == "fetches", let keys = Int(arguments[2])
     fclose(file)
     exit(0)
 }
+/// The id of mailbox benchmark envelope `index`: a lowercase UUID v4 of fixed shape.
+func envelopeID(_ index: Int) -> String {
+    let digits = String(UInt64(index), radix: 16)
+    return "c0a15000-0000-4000-8000-" + String(repeating: "0", count: max(0, 12 - digits.count)) + digits
+}
+
+/// A request line: method, path, the three §7.3 headers (or nothing) and a body, tab-separated.
+/// The signed time is `age` seconds before the generator started: Ed25519 signatures are
+/// deterministic, so two requests for one path signed at the same second would carry the same
+/// (once-only) signature.
+let startedAt = nowSeconds()
+func requestLine(_ method: String, _ path: String, signer: Ed25519SigningKey? = nil, age: Int = 0, body: String = "") -> String {
+    guard let signer else { return "\(method)\t\(path)\t\t\t\t\(body)" }
+    let headers = MailboxAuth.headers(signer: signer, method: method, path: path, timestamp: UInt64(startedAt - age))
+    let fields = ["X-Coords-Key", "X-Coords-Timestamp", "X-Coords-Signature"].map { headers[$0] ?? "" }
+    return ([method, path] + fields + [body]).joined(separator: "\t")
+}
+
+/// Writes `count` lines made by `line(i)` for i in first ..< first + count to `dir/name`.
+func writeLines(_ dir: String, _ name: String, first: Int, count: Int, _ line: (Int) throws -> String) -> Never {
+    let file = openFile(dir, name)
+    do {
+        for i in first..<(first + count) { emit(try line(i), file) }
+    } catch {
+        fail("error: \(error)")
+    }
+    fclose(file)
+    exit(0)
+}
+
+/// Keeps the keys of the mailboxes and senders, which every line needs again.
+final class MailboxKeys {
+    private var keys: [Int: Ed25519SigningKey] = [:]
+    func recipient(_ n: Int) throws -> Ed25519SigningKey { try key(1 << 41 + n) }
+    func sender(_ n: Int) throws -> Ed25519SigningKey { try key(1 << 42 + n % 16) }
+    private func key(_ index: Int) throws -> Ed25519SigningKey {
+        if let key = keys[index] { return key }
+        let key = try seededKey(index)
+        keys[index] = key
+        return key
+    }
+}
+
+let mailboxKeys = MailboxKeys()
+if arguments.count == 6, arguments[1] == "envelopes" || arguments[1] == "acks", let first = Int(arguments[2]),
+    let count = Int(arguments[3]), let recipients = Int(arguments[4]), (0...1 << 40).contains(first), (1...1 << 30).contains(count),
+    (1...1 << 20).contains(recipients)
+{
+    if arguments[1] == "acks" {
+        writeLines(arguments[5], "acks.txt", first: first, count: count) { i in
+            requestLine("POST", "/v1/relay/messages/\(envelopeID(i))/ack", signer: try mailboxKeys.recipient(i % recipients))
+        }
+    }
+    let created = UInt64(nowSeconds())
+    writeLines(arguments[5], "envelopes.txt", first: first, count: count) { i in
+        let id = envelopeID(i)
+        let payload = MessagePayload(kind: "text", id: id, text: "benchmark message \(i)", sentAt: created * 1000).json
+        let envelope = try Envelope.seal(
+            payload, id: id, from: try mailboxKeys.sender(i), to: try mailboxKeys.recipient(i % recipients).publicKey, createdAt: created,
+            expiresAt: created + 23 * 3600)
+        return requestLine("POST", "/v1/relay/messages", body: envelope.json.serializedString)
+    }
+}
+if arguments.count == 5, arguments[1] == "lists", let recipients = Int(arguments[2]), let count = Int(arguments[3]),
+    (1...1 << 20).contains(recipients), (1...1 << 30).contains(count), count / recipients < 240  // signed times stay in the ±300 s window
+{
+    // Every mailbox once per round, in a fresh random order each round; round r signs r seconds
+    // in the past, so no two lines share a signature.
+    var generator = SystemRandomNumberGenerator()
+    var order: [Int] = []
+    writeLines(arguments[4], "lists.txt", first: 0, count: count) { i in
+        if i % recipients == 0 { order = (0..<recipients).shuffled(using: &generator) }
+        let key = try mailboxKeys.recipient(order[i % recipients])
+        return requestLine("GET", "/v1/relay/messages?recipientID=\(PeerID(key.publicKey).hex)&limit=50", signer: key, age: i / recipients)
+    }
+}
 guard arguments.count == 3, let count = Int(arguments[1]), count >= 50 else {
     fail("usage: RelayLoadBodies <count ≥ 50> <output directory>")
 }
 let directory = arguments[2]
-var now = timespec()
-clock_gettime(CLOCK_REALTIME, &now)
-let timestamp = UInt64(now.tv_sec) + 280
-
-func open(_ name: String) -> UnsafeMutablePointer<FILE> {
-    guard let file = fopen(directory + "/" + name, "w") else { fail("cannot write \(directory)/\(name)") }
-    return file
-}
-
-let uploads = open("uploads.txt")
-let fetches = open("fetches.txt")
+let timestamp = UInt64(nowSeconds() + 280)
+let uploads = openFile(directory, "uploads.txt")
+let fetches = openFile(directory, "fetches.txt")
 var ids: [String] = []
 ids.reserveCapacity(count)
 do {
