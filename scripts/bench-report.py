@@ -124,6 +124,16 @@ def agreement_section(results_dir):
     return md
 
 
+def table_head(*columns):
+    """A Markdown table's header and separator lines."""
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+
+
+def rate_cells(run):
+    """`rate | p99 in ms` of one wrk run."""
+    return f"{fmt(run['rate'])} | {run['p99_us'] / 1000:.1f}"
+
+
 def growth_section(results_dir, relay):
     """The "How cost grows" tables: the client with 10/100/1,000 friends (growth-client.json,
     from the Swift suite) and the relay with 10k/100k/1M keys (relay.json "growth")."""
@@ -158,12 +168,11 @@ def growth_section(results_dir, relay):
                "generator: `RelayLoadBodies seeded`, each body sent once by `Benchmarks/relay-preload.lua`), measured at",
                "each size with `wrk` on the same two cores: uploads are updates of stored keys (so the size holds while",
                "measuring), fetches ask for 50 stored ids. Restart: SIGTERM, start again, time to the first answer.", "",
-               "| Keys | Uploads/s | p99, ms | Fetches of 50/s | p99, ms | RSS, MiB | On disk, MiB | bytes per key | Restart to first answer, ms |",
-               "|---|---|---|---|---|---|---|---|---|"]
+               *table_head("Keys", "Uploads/s", "p99, ms", "Fetches of 50/s", "p99, ms", "RSS, MiB", "On disk, MiB", "bytes per key",
+                           "Restart to first answer, ms")]
         for r in growth:
-            md.append(f"| {r['keys']:,} | {fmt(r['uploads']['rate'])} | {r['uploads']['p99_us'] / 1000:.1f} | {fmt(r['fetches']['rate'])} | "
-                      f"{r['fetches']['p99_us'] / 1000:.1f} | {r['rss_kib'] / 1024:.0f} | {r['disk_bytes'] / 1048576:.0f} | "
-                      f"{r['disk_bytes'] / r['keys']:.0f} | {r['restart_s'] * 1000:.0f} |")
+            md.append(f"| {r['keys']:,} | {rate_cells(r['uploads'])} | {rate_cells(r['fetches'])} | {r['rss_kib'] / 1024:.0f} | "
+                      f"{r['disk_bytes'] / 1048576:.0f} | {r['disk_bytes'] / r['keys']:.0f} | {r['restart_s'] * 1000:.0f} |")
         first, last = growth[0], growth[-1]
         up_change = last["uploads"]["rate"] / first["uploads"]["rate"]
         fetch_change = last["fetches"]["rate"] / first["fetches"]["rate"]
@@ -178,16 +187,16 @@ def growth_section(results_dir, relay):
                "One release relay on the durable LMDB store with 1,000 mailboxes, filled with sealed, signed envelopes",
                "(`RelayLoadBodies envelopes`, 16 senders). At each size, every request sent exactly once by",
                "`Benchmarks/relay-preload.lua` and timed from the first request to the last answer: 10,000 new envelopes",
-               "posted, 20,000 recipient-signed lists (`GET …&limit=50`, a fresh signature each) of random mailboxes, then",
-               "the 10,000 new envelopes acknowledged (back to the size).", "",
-               "| Waiting | per mailbox | Posts/s | p99, ms | Lists/s | p99, ms | envelopes per list | Acks/s | p99, ms | RSS, MiB | On disk, MiB | bytes per envelope |",
-               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+               "posted, 20,000 recipient-signed lists (`GET …&limit=50`, a fresh signature each; every mailbox once a round, in",
+               "random order), then the 10,000 new envelopes acknowledged (back to the size). \"per mailbox\" is before the",
+               "10,000 are posted; lists see 10 more.", "",
+               *table_head("Waiting", "per mailbox", "Posts/s", "p99, ms", "Lists/s", "p99, ms", "envelopes per list", "Acks/s", "p99, ms",
+                           "RSS, MiB", "On disk, MiB", "bytes per envelope")]
         for r in mailbox:
             per = r["waiting"] // r["mailboxes"]
-            md.append(f"| {r['waiting']:,} | {per:,} | {fmt(r['posts']['rate'])} | {r['posts']['p99_us'] / 1000:.1f} | "
-                      f"{fmt(r['lists']['rate'])} | {r['lists']['p99_us'] / 1000:.1f} | {min(50, per + 10)} | "
-                      f"{fmt(r['acks']['rate'])} | {r['acks']['p99_us'] / 1000:.1f} | {r['rss_kib'] / 1024:.0f} | "
-                      f"{r['disk_bytes'] / 1048576:.0f} | {r['disk_bytes'] / r['waiting']:.0f} |")
+            md.append(f"| {r['waiting']:,} | {per:,} | {rate_cells(r['posts'])} | {rate_cells(r['lists'])} | {min(50, per + 10)} | "
+                      f"{rate_cells(r['acks'])} | {r['rss_kib'] / 1024:.0f} | {r['disk_bytes'] / 1048576:.0f} | "
+                      f"{r['disk_bytes'] / r['waiting']:,.0f} |")
         first, last = mailbox[0], mailbox[-1]
         changes = ", ".join(f"{what} {last[what]['rate'] / first[what]['rate']:.2f}×" for what in ("posts", "lists", "acks"))
         md += ["", f"From {first['waiting']:,} to {last['waiting']:,} waiting envelopes: {changes}; disk grows "
