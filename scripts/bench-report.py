@@ -232,7 +232,7 @@ def main():
                 ratio = measured["median"]
                 spread = (measured["p75"] - measured["p25"]) / ratio if ratio else float("inf")
                 noisy = spread > MAX_SPREAD
-                shown = f"{ratio:.2f}× ±{100 * spread / 2:.0f} %"
+                shown = (f"{ratio:.2f}×" if ratio < 10 else f"{ratio:,.0f}×") + f" ±{100 * spread / 2:.0f} %"
             else:
                 ratio = ours["ops_per_s"] / raw["ops_per_s"]
                 noisy, shown = False, (f"{ratio:.2f}×" if ratio < 10 else f"{ratio:,.0f}×")

@@ -94,7 +94,22 @@ func pairedConfiguration() -> Benchmark.Configuration {
     Benchmark.Configuration(metrics: [.wallClock, .throughput], warmupIterations: 0, maxDuration: .seconds(120), maxIterations: 1)
 }
 
-func pairedRounds(heavy: Bool) -> Int { quick ? 9 : (heavy ? 15 : 31) }
+/// Pairs per ratio row: enough that the median and quartiles of a noisy machine repeat between
+/// runs (15 and 31 left two rows of a run outside the spread of the next).
+func pairedRounds(heavy: Bool) -> Int { quick ? 9 : (heavy ? 31 : 61) }
+
+/// A fixed-seed generator (SplitMix64), so inputs repeat from run to run.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
 
 /// After one warm-up batch of each side, `rounds` pairs A B then B A (neither side always runs
 /// first, so a trend in the machine's speed cancels); one ratio (time raw ÷ time ours, i.e.
