@@ -290,11 +290,14 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     ///   - location: where the database is.
     ///   - poolSize: most connections this node keeps open.
     ///   - operationTimeout: how long a request may wait for the database before it gets 503.
+    ///   - migrationTimeout: how long the start may wait for the schema migration. It is longer
+    ///     than a request's wait: it waits behind other nodes migrating at the same moment (one
+    ///     advisory lock), and its DDL commits are fsynced one by one on a server that may be busy.
     /// - Throws: ``RelayStoreError`` with one clear sentence: unreachable, refused credentials,
     ///   a schema newer than this relay, or a failed migration.
     public init(
         location: PostgresLocation, poolSize: Int = 16, operationTimeout: Duration = .seconds(5),
-        logger: Logger = Logger(label: "coords.relay.postgres")
+        migrationTimeout: Duration = .seconds(120), logger: Logger = Logger(label: "coords.relay.postgres")
     ) async throws {
         var configuration = PostgresClient.Configuration(
             host: location.host, port: location.port, username: location.username,
@@ -329,7 +332,7 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         runner = Task { await client.run() }
         do {
             try await Self.checkConnection(location, timeout: operationTimeout, logger: logger)
-            try await migrate()
+            try await migrate(within: max(migrationTimeout, operationTimeout))
         } catch {
             runner.cancel()
             throw error
@@ -460,8 +463,8 @@ public final class PostgresRelayStore: RelayStore, Sendable {
 
     // MARK: Schema
 
-    private func migrate() async throws {
-        try await run("migrate the schema") { client, logger in
+    private func migrate(within timeout: Duration) async throws {
+        try await run("migrate the schema", within: timeout) { client, logger in
             try await client.withTransaction(logger: logger) { connection in
                 try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
                 try await connection.query(
@@ -838,12 +841,14 @@ public final class PostgresRelayStore: RelayStore, Sendable {
 
     // MARK: Helpers
 
-    /// Runs `body` against the database within ``operationTimeout``; a connection failure or
+    /// Runs `body` against the database within `timeout` (default ``operationTimeout``); a connection failure or
     /// the timeout becomes ``RelayStoreUnavailable`` (503), anything else a ``RelayStoreError``.
-    private func run<R: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> R) async throws -> R {
+    private func run<R: Sendable>(
+        _ what: String, within timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> R
+    ) async throws -> R {
         let client = client
         let logger = logger
-        let timeout = operationTimeout
+        let timeout = timeout ?? operationTimeout
         do {
             return try await Self.withDeadline(timeout, what: what) { try await body(client, logger) }
         } catch {
