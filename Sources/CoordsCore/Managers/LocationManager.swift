@@ -141,18 +141,13 @@ public actor LocationManager {
         guard fix.timestamp <= now + Self.maximumFutureSkew else {
             throw LocationManagerError.fixInFuture(fixTimestamp: fix.timestamp, now: now)
         }
-        let (server, friends, state) = try context.database.read { tx in
-            (
-                try tx.open(Tables.settings).get(SettingKey.server),
-                try shareRecipients(in: tx, now: now),
-                try tx.open(Tables.uploadState).get(UploadState.key) ?? UploadState()
-            )
+        let (server, friends) = try context.database.read { tx in
+            (try tx.open(Tables.settings).get(SettingKey.server), try shareRecipients(in: tx, now: now))
         }
         guard let server, !server.isEmpty else { throw WalletManagerError.noServer }
-        if let last = state.lastUploadedFix, fix.timestamp <= last {
-            throw WireError.staleLocation(timestamp: fix.timestamp, lastUploaded: last)
-        }
-        return try seal(wire: fix.wire, fixTimestamp: fix.timestamp, for: friends, identity: identity, server: server, now: now)
+        // The upload state is read once, in the write transaction that records the upload, which
+        // also refuses a fix not newer than the last acknowledged one (nothing is written then).
+        return try seal(wire: fix.wire, fixTimestamp: fix.timestamp, for: friends, identity: identity, server: server, now: now, refusingStale: true)
     }
 
     /// The friends shared with at `now`. The friends table reduced to what sealing needs is kept
@@ -171,15 +166,21 @@ public actor LocationManager {
     }
 
     /// Seals `wire` for the user and `friends`, records it (pending, and as the last sealed fix
-    /// for ``prepareReseal(force:)``) and signs the upload.
+    /// for ``prepareReseal(force:)``) and signs the upload. With `refusingStale`, a fix not newer
+    /// than the last acknowledged upload throws ``WireError/staleLocation(timestamp:lastUploaded:)``
+    /// and nothing is recorded.
     private func seal(
-        wire: WireLocation, fixTimestamp: UInt64, for friends: [(id: String, key: X25519PublicKey)], identity: Identity, server: String, now: UInt64
+        wire: WireLocation, fixTimestamp: UInt64, for friends: [(id: String, key: X25519PublicKey)], identity: Identity, server: String, now: UInt64,
+        refusingStale: Bool = false
     ) throws -> PreparedUpload {
         let recipients = [identity.x25519.publicKey] + friends.map(\.key)
         let blob = try LocationBlob.seal(wire, for: recipients, using: context.random)
         let uploadTimestamp = try reconciler.write(context.database) { tx, messages -> UInt64 in
             let table = try tx.open(Tables.uploadState)
             var state = try table.get(UploadState.key) ?? UploadState()
+            if refusingStale, let last = state.lastUploadedFix, fixTimestamp <= last {
+                throw WireError.staleLocation(timestamp: fixTimestamp, lastUploaded: last)
+            }
             let signed = Self.nextSignedTimestamp(&state, now: now)
             var pending = state.pendingFixes.filter { $0 != fixTimestamp }
             pending.append(fixTimestamp)

@@ -137,12 +137,15 @@ struct Trio {
         let t = try await Trio()
         let now = t.alice.clock.milliseconds
         try await t.alice.share(try fix(1, 1, at: now), via: t.relay)
+        let acknowledged = try t.alice.app.location.uploadState()
         await #expect(throws: WireError.staleLocation(timestamp: now, lastUploaded: now)) {
             try await t.alice.app.location.prepareUpload(try fix(1, 1, at: now))
         }
         await #expect(throws: WireError.staleLocation(timestamp: now - 5, lastUploaded: now)) {
             try await t.alice.app.location.prepareUpload(try fix(1, 1, at: now - 5))
         }
+        // A refused fix records nothing: not pending, not the last sealed fix, no new timestamp.
+        #expect(try t.alice.app.location.uploadState() == acknowledged)
         await #expect(throws: LocationManagerError.self) {
             try await t.alice.app.location.prepareUpload(try fix(1, 1, at: now + 11 * 60 * 1000))
         }
