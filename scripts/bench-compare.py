@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Do two benchmark runs agree? Compares the ratio rows of two result directories of the Swift
 suite (package-benchmark's JMH file and the paired-*.json side results, as `make bench` leaves
-them in Benchmarks/.build/results) and says, per row, whether the two ratios agree within the
+them in Benchmarks/.build/results) and the relay's paired store ratios (relay.json) and says, per row, whether the two ratios agree within the
 stated spread: the larger of the two runs' half interquartile ranges plus 2 % (paired rows), or
 10 % for rows without pairs.
 
@@ -33,7 +33,23 @@ def ratios(directory):
             found[label] = (p["median"], (p["p75"] - p["p25"]) / 2 / p["median"] if p["median"] else None)
         else:
             found[label] = (sides["ours"]["ops_per_s"] / sides["raw"]["ops_per_s"], None)
+    # The relay's store-against-store ratios, paired by bench-relay.py (relay.json "paired").
+    relay_path = os.path.join(directory, "relay.json")
+    if os.path.exists(relay_path):
+        with open(relay_path) as f:
+            pairs = json.load(f).get("paired", {}).get("ratios", {})
+        for key, p in pairs.items():
+            found[RELAY_LABELS.get(key, key)] = (p["median"], (p["p75"] - p["p25"]) / 2 / p["median"] if p["median"] else None)
     return found
+
+
+# bench-relay.py's ratio keys and the rows bench-report.py shows them in.
+RELAY_LABELS = {
+    "lmdb_vs_memory_uploads": "Relay uploads/s, LMDB (durable) vs memory",
+    "lmdb_vs_memory_fetches": "Relay fetches of 50 ids/s, LMDB vs memory",
+    "postgres_vs_lmdb_uploads": "Relay uploads/s, PostgreSQL (durable) vs LMDB",
+    "postgres_vs_lmdb_fetches": "Relay fetches of 50 ids/s, PostgreSQL vs LMDB",
+}
 
 
 def main():

@@ -3,13 +3,13 @@
 and the PostgreSQL store, and two PostgreSQL-backed relays behind nginx
 (deploy/nginx/coords-relay.conf), all measured in the same run. Writes JSON results to the path given.
 
-Rows: uploads/s (durable LMDB vs memory, durable PostgreSQL vs LMDB), fetches of 50 ids/s, p50/p99
+Rows: uploads/s (durable LMDB vs memory, durable PostgreSQL vs LMDB: paired, `paired_stores`), fetches of 50 ids/s, p50/p99
 latency at peak and at about 80 % of peak, peak RSS of the relay, two nodes vs one, and (full run)
 RSS over a mixed soak. PostgreSQL is Debian's, started in a temporary directory
 (scripts/pg-test-server.sh) with its defaults (fsync and synchronous_commit on).
 Growth (`growth`): one durable LMDB relay filled to 10k, 100k and 1M keys, measured at each size.
 Mailbox (`mailbox`): one durable LMDB relay holding 10k and 100k waiting envelopes: posts, lists, acks.
-Usage: bench-relay.py <out.json> [--quick] [--growth-only | --mailbox-only]
+Usage: bench-relay.py <out.json> [--quick] [--growth-only | --mailbox-only | --paired-only]
 """
 import json
 import os
@@ -30,6 +30,10 @@ QUICK = "--quick" in sys.argv
 DURATION = 3 if QUICK else 10
 SOAK = 0 if QUICK else 300
 THREADS, CONNECTIONS = 2, 64
+# The paired store runs: rounds of short runs against the three stores, and the seeded keys they share.
+PAIR_ROUNDS = 4 if QUICK else 8
+PAIR_SECONDS = 2 if QUICK else 3
+PAIR_KEYS = 20_000
 
 
 def free_port():
@@ -207,6 +211,61 @@ class Bodies:
         return result
 
 
+def quartiles(values):
+    """Median and quartiles (p25, p75) of a list, interpolated like numpy's default."""
+    v = sorted(values)
+
+    def at(q):
+        x = q * (len(v) - 1)
+        i = int(x)
+        return v[i] if i + 1 >= len(v) else v[i] + (v[i + 1] - v[i]) * (x - i)
+    return {"median": at(0.5), "p25": at(0.25), "p75": at(0.75)}
+
+
+def paired_stores(postgres, uploads, count, work):
+    """The store ratios, paired like the Swift suite's rows: the memory, LMDB and PostgreSQL
+    relays run side by side and short wrk runs alternate between them (memory, LMDB, PostgreSQL,
+    then backwards, ...), so a machine that slows down slows every store alike. Each round gives
+    LMDB ÷ memory and PostgreSQL ÷ LMDB for uploads (of fresh keys, each relay its own range of
+    `uploads`) and for fetches of 50 ids. Every relay first receives the same 20,000 seeded keys
+    (each body sent once) and the fetches ask for those, so every id is found on every store and
+    the answers are the same size. Returns each store's runs and the ratios' median and quartiles."""
+    stores = ("memory", "lmdb", "postgres")
+    seeded = os.path.join(work, "paired")
+    os.makedirs(seeded, exist_ok=True)
+    subprocess.run([BODIES, "seeded", "0", str(PAIR_KEYS), str(10 ** 12), "280", seeded], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([BODIES, "fetches", str(PAIR_KEYS), "2000", seeded], check=True, stdout=subprocess.DEVNULL)
+    relays = {store: Relay(store, postgres.database() if store == "postgres" else None) for store in stores}
+    try:
+        for relay in relays.values():
+            send_once(relay.port, os.path.join(seeded, "uploads.txt"), seeded)
+        fresh = {store: Bodies(count) for store in stores}
+        runs = {kind: {store: [] for store in stores} for kind in ("uploads", "fetches")}
+        for kind in ("uploads", "fetches"):
+            for round_ in range(PAIR_ROUNDS):
+                for store in (stores if round_ % 2 == 0 else reversed(stores)):
+                    port = relays[store].port
+                    if kind == "uploads":
+                        run = fresh[store].take(lambda first: wrk(port, uploads, "PUT", PAIR_SECONDS, first=first))
+                    else:
+                        run = wrk(port, os.path.join(seeded, "fetches.txt"), "POST", PAIR_SECONDS)
+                    runs[kind][store].append(run)
+        peaks = {store: relay.rss_kib("VmHWM") for store, relay in relays.items()}
+        database_rss = postgres.rss_kib()
+    finally:
+        for relay in relays.values():
+            relay.stop()
+    ratios = {}
+    for kind in ("uploads", "fetches"):
+        for ours, base in (("lmdb", "memory"), ("postgres", "lmdb")):
+            per_round = [a["rate"] / b["rate"] for a, b in zip(runs[kind][ours], runs[kind][base])]
+            ratios[f"{ours}_vs_{base}_{kind}"] = dict(quartiles(per_round), rounds=per_round)
+    summary = ", ".join(f"{name} {r['median']:.2f}× (±{100 * (r['p75'] - r['p25']) / 2 / r['median']:.0f} %)" for name, r in ratios.items())
+    print(f"paired stores ({PAIR_ROUNDS} rounds of {PAIR_SECONDS} s): {summary}", flush=True)
+    return {"rounds": PAIR_ROUNDS, "seconds": PAIR_SECONDS, "keys": PAIR_KEYS, "runs": runs, "ratios": ratios,
+            "peak_rss_kib": peaks, "database_rss_kib": database_rss}
+
+
 def paced(port, bodies, method, peak, count):
     """About 80 % of `peak`: each connection waits `delay` ms before every request (wrk's
     delay() hook; latency is measured without it). Latency falls as load falls, so the delay is
@@ -358,15 +417,26 @@ def main():
             json.dump(results, f, indent=1)
         return
     count = 250_000 if QUICK else 600_000
+    if "--paired-only" in sys.argv:
+        postgres = Postgres()
+        subprocess.run([BODIES, str(count), work], check=True, stdout=subprocess.DEVNULL)
+        results = {"duration_s": DURATION, "paired": paired_stores(postgres, os.path.join(work, "uploads.txt"), count, work)}
+        postgres.stop()
+        shutil.rmtree(work, ignore_errors=True)
+        with open(out_path, "w") as f:
+            json.dump(results, f, indent=1)
+        return
 
     def make_bodies():
         """Fresh bodies: their timestamps stay inside the relay's window for about ten minutes."""
         subprocess.run([BODIES, str(count), work], check=True, stdout=subprocess.DEVNULL)
         return os.path.join(work, "uploads.txt"), os.path.join(work, "fetches.txt")
 
-    uploads, fetches = make_bodies()
     results = {"duration_s": DURATION, "connections": CONNECTIONS, "wrk_threads": THREADS}
     postgres = Postgres()
+    uploads, fetches = make_bodies()
+    results["paired"] = paired_stores(postgres, uploads, count, work)
+    uploads, fetches = make_bodies()
     for store in ("memory", "lmdb", "postgres"):
         relay = Relay(store, postgres.database())
         up = wrk(relay.port, uploads, "PUT", DURATION)
