@@ -204,8 +204,11 @@ class Bodies:
     def take(self, run):
         first = self.next
         result = run(first)
-        # Threads progress unevenly; leave a margin so the next run starts past every body sent.
-        self.next += int(result["requests"] * 1.25) + 1000
+        # Thread i sends bodies first+i, first+i+T, … (T threads), and threads progress unevenly:
+        # in the worst case one thread sent every request, reaching first + T × requests. The
+        # next run starts past that, plus the requests in flight when wrk stopped. (A margin of
+        # 1.25 × requests was too small: 3 s runs of 22,000 requests replayed bodies, refused.)
+        self.next += THREADS * result["requests"] + 1000
         if self.next > self.count:
             print(f"warning: {self.next} bodies needed, {self.count} generated; later runs replay bodies", flush=True)
         return result

@@ -244,9 +244,9 @@ func storeBenchmarks() {
     // work, and it is long enough that a timer tick cannot dominate it), or 500 single-put
     // transactions without fsync.
     let perRead = 1_000
-    @Sendable func filledStores() throws -> (ours: Database, raw: SendableHandle, close: () -> Void) {
+    @Sendable func filledStores(durable: Bool = false) throws -> (ours: Database, raw: SendableHandle, close: () -> Void) {
         let (oursPath, rawPath) = (temporaryDirectory("ours"), temporaryDirectory("raw"))
-        guard let db = ourDatabase(oursPath, durability: .noSync), let raw = cb_lmdb_open(rawPath, 1) else {
+        guard let db = ourDatabase(oursPath, durability: durable ? .durable : .noSync), let raw = cb_lmdb_open(rawPath, durable ? 0 : 1) else {
             throw BenchmarkSetupError("cannot open the paired stores")
         }
         try db.write { tx in
@@ -329,21 +329,25 @@ func storeBenchmarks() {
             }
         )
     }
-    pairedWithSetup("Store insert one transaction each, no-sync", ops: 500, heavy: true) {
-        let (db, raw, close) = try filledStores()
-        let (next, rawNext) = (Cursor(), Cursor())
-        return (
-            ours: {
-                let index = next.advance(by: 1, wrappingAt: count)
-                try db.write { tx in try tx.open(benchTable).put(shuffled[index], value) }
-            },
-            raw: {
-                let index = rawNext.advance(by: 1, wrappingAt: count)
-                blackHole(
-                    rawShuffled.withUnsafeBufferPointer { cb_lmdb_put_per_txn(raw.pointer, $0.baseAddress.map { $0 + index * 32 }, 1, value, value.count) })
-            },
-            close: close
-        )
+    // One transaction a put, without fsync (500 a batch) and durable (20 a batch, each commit
+    // fsynced: about 10 ms, so that the disk's latency averages out within a batch).
+    for durable in [false, true] {
+        pairedWithSetup("Store insert one transaction each, \(durable ? "durable" : "no-sync")", ops: durable ? 20 : 500, heavy: true) {
+            let (db, raw, close) = try filledStores(durable: durable)
+            let (next, rawNext) = (Cursor(), Cursor())
+            return (
+                ours: {
+                    let index = next.advance(by: 1, wrappingAt: count)
+                    try db.write { tx in try tx.open(benchTable).put(shuffled[index], value) }
+                },
+                raw: {
+                    let index = rawNext.advance(by: 1, wrappingAt: count)
+                    blackHole(
+                        rawShuffled.withUnsafeBufferPointer { cb_lmdb_put_per_txn(raw.pointer, $0.baseAddress.map { $0 + index * 32 }, 1, value, value.count) })
+                },
+                close: close
+            )
+        }
     }
 }
 
