@@ -39,13 +39,7 @@ import Testing
         /// Runs `body` on a new cluster and stops it afterwards, whatever happened.
         static func with(server: PostgresTestServer? = nil, extra: [String] = [], _ body: (Cluster) async throws -> Void) async throws {
             let cluster = try await start(server: server, extra: extra)
-            do {
-                try await body(cluster)
-            } catch {
-                await cluster.stop()
-                throw error
-            }
-            await cluster.stop()
+            try await withCleanup { try await body(cluster) } cleanup: { await cluster.stop() }
         }
 
         func stop() async {
@@ -292,7 +286,7 @@ import Testing
     /// serve again once it is back, without being restarted.
     @Test func aDatabaseRestartIsAShort503() async throws {
         let server = try await PostgresTestServer.start(watching: getpid())
-        do {
+        try await withCleanup {
             try await Cluster.with(server: server) { cluster in
                 let key = try Ed25519SigningKey.generate()
                 let t = Self.now
@@ -331,11 +325,9 @@ import Testing
                 }
                 #expect(try await Self.storedTimestamps(port: cluster.nginx.port, [key])[key.publicKey.base64URL] == t - 89)
             }
-        } catch {
+        } cleanup: {
             await server.stop()
-            throw error
         }
-        await server.stop()
     }
 }
 

@@ -43,14 +43,7 @@ struct RelayHarness {
     /// Runs `body` against the relay (router or live socket), then closes the store whatever
     /// happened (a PostgreSQL store's pool must not outlive its test).
     func test<Value>(_ setup: TestingSetup, _ body: @Sendable (any TestClientProtocol) async throws -> Value) async throws -> Value {
-        do {
-            let value = try await app.test(setup, body)
-            await store.close()
-            return value
-        } catch {
-            await store.close()
-            throw error
-        }
+        try await withCleanup { try await app.test(setup, body) } cleanup: { await store.close() }
     }
     var now: UInt64 { clock.milliseconds / 1000 }
 

@@ -54,6 +54,20 @@ enum StoreUnderTest {
     }
 }
 
+/// Runs `body`, then `cleanup`, whether `body` returned or threw (an async `defer`, which Swift
+/// does not have): the servers, clusters and pools a test starts never outlive it.
+func withCleanup<Value>(_ body: () async throws -> Value, cleanup: () async -> Void) async throws -> Value {
+    let value: Value
+    do {
+        value = try await body()
+    } catch {
+        await cleanup()
+        throw error
+    }
+    await cleanup()
+    return value
+}
+
 /// A real PostgreSQL server for one test suite (scripts/pg-test-server.sh), started and stopped
 /// explicitly by the suite. Blocking subprocess calls run on dispatch threads, never on Swift's
 /// cooperative pool (on 2 cores the relays under test would stall behind them).

@@ -180,63 +180,39 @@ func storeBenchmarks() {
         }
     }
 
-    Benchmark("Store random get ×\(count) [ours]", configuration: storeConfiguration) { benchmark in
-        let path = temporaryDirectory("ours")
-        defer { removeDirectory(path) }
-        guard let db = ourDatabase(path, durability: .noSync) else { return }
-        defer { db.close() }
-        try db.write { tx in
-            let table = try tx.open(benchTable)
-            for key in keys { try table.put(key, value) }
+    for borrowing in [false, true] {
+        let label = borrowing ? "Store random get, borrowing" : "Store random get"
+        Benchmark("\(label) ×\(count) [ours]", configuration: storeConfiguration) { benchmark in
+            let path = temporaryDirectory("ours")
+            defer { removeDirectory(path) }
+            guard let db = ourDatabase(path, durability: .noSync) else { return }
+            defer { db.close() }
+            try db.write { tx in
+                let table = try tx.open(benchTable)
+                for key in keys { try table.put(key, value) }
+            }
+            benchmark.startMeasurement()
+            let total = try db.read { tx in
+                let table = try tx.open(benchTable)
+                var total = 0
+                for key in shuffled {
+                    total += borrowing ? try table.withValue(key) { $0.count } ?? 0 : try table.get(key)?.count ?? 0
+                }
+                return total
+            }
+            benchmark.stopMeasurement()
+            blackHole(total)
         }
-        benchmark.startMeasurement()
-        let total = try db.read { tx in
-            let table = try tx.open(benchTable)
-            var total = 0
-            for key in shuffled { total += try table.get(key)?.count ?? 0 }
-            return total
+        Benchmark("\(label) ×\(count) [raw]", configuration: storeConfiguration) { benchmark in
+            let path = temporaryDirectory("raw")
+            defer { removeDirectory(path) }
+            guard let db = cb_lmdb_open(path, 1) else { return }
+            defer { cb_lmdb_close(db) }
+            _ = cb_lmdb_put_one_txn(db, rawKeys, count, value, value.count)
+            benchmark.startMeasurement()
+            blackHole(cb_lmdb_get(db, rawShuffled, count))
+            benchmark.stopMeasurement()
         }
-        benchmark.stopMeasurement()
-        blackHole(total)
-    }
-    Benchmark("Store random get, borrowing ×\(count) [ours]", configuration: storeConfiguration) { benchmark in
-        let path = temporaryDirectory("ours")
-        defer { removeDirectory(path) }
-        guard let db = ourDatabase(path, durability: .noSync) else { return }
-        defer { db.close() }
-        try db.write { tx in
-            let table = try tx.open(benchTable)
-            for key in keys { try table.put(key, value) }
-        }
-        benchmark.startMeasurement()
-        let total = try db.read { tx in
-            let table = try tx.open(benchTable)
-            var total = 0
-            for key in shuffled { total += try table.withValue(key) { $0.count } ?? 0 }
-            return total
-        }
-        benchmark.stopMeasurement()
-        blackHole(total)
-    }
-    Benchmark("Store random get, borrowing ×\(count) [raw]", configuration: storeConfiguration) { benchmark in
-        let path = temporaryDirectory("raw")
-        defer { removeDirectory(path) }
-        guard let db = cb_lmdb_open(path, 1) else { return }
-        defer { cb_lmdb_close(db) }
-        _ = cb_lmdb_put_one_txn(db, rawKeys, count, value, value.count)
-        benchmark.startMeasurement()
-        blackHole(cb_lmdb_get(db, rawShuffled, count))
-        benchmark.stopMeasurement()
-    }
-    Benchmark("Store random get ×\(count) [raw]", configuration: storeConfiguration) { benchmark in
-        let path = temporaryDirectory("raw")
-        defer { removeDirectory(path) }
-        guard let db = cb_lmdb_open(path, 1) else { return }
-        defer { cb_lmdb_close(db) }
-        _ = cb_lmdb_put_one_txn(db, rawKeys, count, value, value.count)
-        benchmark.startMeasurement()
-        blackHole(cb_lmdb_get(db, rawShuffled, count))
-        benchmark.stopMeasurement()
     }
 
     // Paired, interleaved ratios of the same operations on two stores filled alike: a batch is

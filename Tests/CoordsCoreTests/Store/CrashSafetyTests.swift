@@ -2,21 +2,18 @@ import Foundation
 import Testing
 
 @testable import CoordsCore
+@testable import StoreCrashChild
 
 /// A child process commits numbered transactions and is killed with SIGKILL at random moments;
 /// the reopened store must hold exactly a prefix of the commits (never a torn one) that
 /// includes every acknowledged commit.
 @Suite(.serialized) struct CrashSafetyTests {
-    static let records = TableDefinition<UInt64, [UInt8]>("records")
-    static let head = TableDefinition<String, UInt64>("head")
-    static let schema = Schema(version: 1, tables: [records.erased, head.erased])
-    static let perTransaction: UInt64 = 8
-
-    /// The child's record layout (Tests/StoreCrashChild/main.swift): key big-endian, then a pattern.
-    static let pattern: [UInt8] = (0..<2040).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }
-    static func value(for key: UInt64) -> [UInt8] {
-        withUnsafeBytes(of: key.bigEndian) { Array($0) } + pattern
-    }
+    // The child's schema and record layout, from the child itself (Tests/StoreCrashChild/main.swift).
+    static let records = CrashSchema.records
+    static let head = CrashSchema.head
+    static let schema = CrashSchema.schema
+    static let perTransaction = CrashSchema.perTransaction
+    static func value(for key: UInt64) -> [UInt8] { CrashSchema.value(for: key) }
 
     static func matches(_ value: [UInt8], key: UInt64) -> Bool {
         let expected = Self.value(for: key)
