@@ -39,7 +39,11 @@ import Testing
         /// Runs `body` on a new cluster and stops it afterwards, whatever happened.
         static func with(server: PostgresTestServer? = nil, extra: [String] = [], _ body: (Cluster) async throws -> Void) async throws {
             let cluster = try await start(server: server, extra: extra)
-            try await withCleanup { try await body(cluster) } cleanup: { await cluster.stop() }
+            try await withCleanup {
+                try await body(cluster)
+            } cleanup: {
+                await cluster.stop()
+            }
         }
 
         func stop() async {

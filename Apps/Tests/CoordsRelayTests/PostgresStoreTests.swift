@@ -22,7 +22,11 @@ import Testing
     /// Runs `body` with a fresh server, stopping it afterwards whatever happens.
     static func withServer(_ body: (PostgresTestServer) async throws -> Void) async throws {
         let server = try await PostgresTestServer.start()
-        try await withCleanup { try await body(server) } cleanup: { await server.stop() }
+        try await withCleanup {
+            try await body(server)
+        } cleanup: {
+            await server.stop()
+        }
     }
 
     @Test func storeRulesMailboxAndSchema() async throws {

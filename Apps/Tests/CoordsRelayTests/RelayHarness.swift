@@ -43,7 +43,11 @@ struct RelayHarness {
     /// Runs `body` against the relay (router or live socket), then closes the store whatever
     /// happened (a PostgreSQL store's pool must not outlive its test).
     func test<Value>(_ setup: TestingSetup, _ body: @Sendable (any TestClientProtocol) async throws -> Value) async throws -> Value {
-        try await withCleanup { try await app.test(setup, body) } cleanup: { await store.close() }
+        try await withCleanup {
+            try await app.test(setup, body)
+        } cleanup: {
+            await store.close()
+        }
     }
     var now: UInt64 { clock.milliseconds / 1000 }
 
