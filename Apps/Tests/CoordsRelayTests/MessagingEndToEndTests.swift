@@ -151,13 +151,20 @@ import Testing
         // new port, so run the application directly); the outbox delivers and Bob reads it.
         configuration.port = port
         let second = RelayHarness(configuration: configuration, store: try LMDBRelayStore(directory: root + "/relay", durability: .noSync), clock: clock)
-        let running = Task { try await second.app.inner.runService(gracefulShutdownSignals: []) }
+        let stopped = Locked<String?>(nil)
+        let running = Task {
+            do { try await second.app.inner.runService(gracefulShutdownSignals: []) } catch { stopped.withLock { $0 = "\(error)" } }
+            stopped.withLock { $0 = $0 ?? "stopped" }
+        }
+        // Wait until it answers: up to a minute, since CI runs the relay suites side by side on
+        // two cores; a relay that fails to start ends the wait at once with its error.
         var up = false
-        for _ in 0..<100 where !up {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !up, stopped.withLock({ $0 }) == nil, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(50))
             up = (try? await Self.send(PreparedRequest(url: "http://127.0.0.1:\(port)/healthz", method: "GET")))?.status == 200
         }
-        #expect(up, "the relay restarted on port \(port)")
+        try #require(up, "the relay restarted on port \(port): \(stopped.withLock { $0 } ?? "no answer within 60 s")")
         clock.advance(byMilliseconds: 2000)
         for entry in try alice.outbox.due() {
             #expect(try await Self.send(entry.item.request).status == 202)
