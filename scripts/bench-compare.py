@@ -2,8 +2,9 @@
 """Do two benchmark runs agree? Compares the ratio rows of two result directories of the Swift
 suite (package-benchmark's JMH file and the paired-*.json side results, as `make bench` leaves
 them in Benchmarks/.build/results) and the relay's paired store ratios (relay.json) and says, per row, whether the two ratios agree within the
-stated spread: the larger of the two runs' half interquartile ranges plus 2 % (paired rows), or
-10 % for rows without pairs.
+stated spread: the larger of the two runs' spreads (bench-report.py `spread`: half the interquartile
+range or the drift within the run, whichever is larger) plus 2 % (paired rows), or 10 % for rows
+without pairs.
 
 Usage: bench-compare.py <results dir A> <results dir B>   (exit 1 when a row disagrees)
 """
@@ -30,7 +31,7 @@ def ratios(directory):
             continue
         if label in paired:
             p = paired[label]
-            found[label] = (p["median"], (p["p75"] - p["p25"]) / 2 / p["median"] if p["median"] else None)
+            found[label] = (p["median"], report.spread(p))
         else:
             found[label] = (sides["ours"]["ops_per_s"] / sides["raw"]["ops_per_s"], None)
     # The relay's store-against-store ratios, paired by bench-relay.py (relay.json "paired").
@@ -39,7 +40,7 @@ def ratios(directory):
         with open(relay_path) as f:
             pairs = json.load(f).get("paired", {}).get("ratios", {})
         for key, p in pairs.items():
-            found[RELAY_LABELS.get(key, key)] = (p["median"], (p["p75"] - p["p25"]) / 2 / p["median"] if p["median"] else None)
+            found[RELAY_LABELS.get(key, key)] = (p["median"], report.spread(p))
     return found
 
 

@@ -21,6 +21,8 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RELAY = os.path.join(ROOT, "Apps", ".build", "release", "coords-relay")
 BODIES = os.path.join(ROOT, "Benchmarks", ".build", "release", "RelayLoadBodies")
@@ -31,7 +33,7 @@ DURATION = 3 if QUICK else 10
 SOAK = 0 if QUICK else 300
 THREADS, CONNECTIONS = 2, 64
 # The paired store runs: rounds of short runs against the three stores, and the seeded keys they share.
-PAIR_ROUNDS = 4 if QUICK else 8
+PAIR_ROUNDS = 4 if QUICK else 12
 PAIR_SECONDS = 2 if QUICK else 3
 PAIR_KEYS = 20_000
 
@@ -67,6 +69,15 @@ class Postgres:
                         "-c", f"CREATE DATABASE {name}"], check=True, env=dict(os.environ, PGPASSWORD="coords-test"),
                        stdout=subprocess.DEVNULL)
         return f"postgres://coords:coords-test@127.0.0.1:{self.port}/{name}"
+
+    def settle(self, url):
+        """Brings the database at `url` to a state every run reaches alike: CHECKPOINT (no write-back
+        of earlier phases left to compete with the next) and VACUUM ANALYZE (fresh planner
+        statistics and visibility map, instead of whatever autovacuum happened to have done by then:
+        fetches of the same ids differed by 20 % between two runs without it)."""
+        subprocess.run(["psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", url.rsplit("/", 1)[-1], "-qAt",
+                        "-c", "CHECKPOINT", "-c", "VACUUM ANALYZE"], check=True, env=dict(os.environ, PGPASSWORD="coords-test"),
+                       stdout=subprocess.DEVNULL)
 
     def rss_kib(self):
         """Resident memory of all the server's processes (postmaster, backends, writers)."""
@@ -128,6 +139,7 @@ def wait_for_port(port):
 class Relay:
     def __init__(self, store, url=None, pool=16, extra=()):
         self.store = store
+        self.url = url
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="coords-bench-relay-")
         args = [RELAY, "--port", str(self.port), "--rate", "0", "--key-rate", "0", "--log-level", "error"]
@@ -245,6 +257,8 @@ def paired_stores(postgres, uploads, count, work):
         fresh = {store: Bodies(count) for store in stores}
         runs = {kind: {store: [] for store in stores} for kind in ("uploads", "fetches")}
         for kind in ("uploads", "fetches"):
+            postgres.settle(relays["postgres"].url)
+            os.sync()  # and no dirty pages of the phase before left for the kernel to write during this one
             for round_ in range(PAIR_ROUNDS):
                 for store in (stores if round_ % 2 == 0 else reversed(stores)):
                     port = relays[store].port
@@ -263,7 +277,8 @@ def paired_stores(postgres, uploads, count, work):
         for ours, base in (("lmdb", "memory"), ("postgres", "lmdb")):
             per_round = [a["rate"] / b["rate"] for a, b in zip(runs[kind][ours], runs[kind][base])]
             ratios[f"{ours}_vs_{base}_{kind}"] = dict(quartiles(per_round), rounds=per_round)
-    summary = ", ".join(f"{name} {r['median']:.2f}× (±{100 * (r['p75'] - r['p25']) / 2 / r['median']:.0f} %)" for name, r in ratios.items())
+    report = __import__("bench-report")  # the spread every report and comparison states
+    summary = ", ".join(f"{name} {r['median']:.2f}× (±{100 * report.spread(r):.0f} %)" for name, r in ratios.items())
     print(f"paired stores ({PAIR_ROUNDS} rounds of {PAIR_SECONDS} s): {summary}", flush=True)
     return {"rounds": PAIR_ROUNDS, "seconds": PAIR_SECONDS, "keys": PAIR_KEYS, "runs": runs, "ratios": ratios,
             "peak_rss_kib": peaks, "database_rss_kib": database_rss}

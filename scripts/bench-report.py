@@ -19,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTES = os.path.join(ROOT, "Benchmarks", "notes.json")
 
 
-# A paired ratio whose interquartile range exceeds this share of its median is reported as noisy.
+# A paired ratio whose spread (± half of it) exceeds this share of its median is reported as noisy.
 MAX_SPREAD = 0.10
 
 
@@ -115,8 +115,9 @@ def agreement_section(results_dir):
     disagree = [l for l in lines if l.rstrip().endswith("DISAGREE")]
     md = ["", "## Agreement with the previous run", "",
           "`scripts/bench-compare.py` against the previous `make bench` on this machine (kept in",
-          "`Benchmarks/.build/results-previous`): two ratios agree when they differ by at most the larger half",
-          "interquartile range of the two paired runs plus 2 % (10 % for a row without pairs).", ""]
+          "`Benchmarks/.build/results-previous`): two ratios agree when they differ by at most the larger spread",
+          "of the two paired runs (half the interquartile range or the drift within the run) plus 2 % (10 % for a row",
+          "without pairs).", ""]
     md.append(lines[-1].replace("bench-compare: ", "").capitalize() + "." if lines else "The comparison did not run.")
     if disagree:
         md += ["", "Rows that disagree (previous, this run, difference, allowed):", ""]
@@ -124,12 +125,30 @@ def agreement_section(results_dir):
     return md
 
 
+def spread(measured):
+    """The stated spread of a paired ratio, as a share of its median: the larger of half the
+    interquartile range of the per-pair ratios and their drift, how far the median of the first
+    half of the pairs (in the order they ran) lies from the second half's. The quartiles alone
+    miss a machine whose speed changes during a run: both halves are tight, yet they disagree,
+    and so would another run. Results without the per-pair list give half the range alone."""
+    ratio = measured["median"]
+    if not ratio:
+        return float("inf")
+    half_range = (measured["p75"] - measured["p25"]) / 2 / ratio
+    in_order = measured.get("ratios") or measured.get("rounds") or []
+    drift = 0.0
+    if len(in_order) >= 4:
+        half = len(in_order) // 2
+        drift = abs(median(in_order[:half]) - median(in_order[half:])) / ratio
+    return max(half_range, drift)
+
+
 def paired_cell(measured):
     """(ratio, shown, noisy) of a paired ratio with its median and quartiles: shown as
-    `0.98× ±2 %` (half the interquartile range), noisy when that range exceeds MAX_SPREAD."""
+    `0.98× ±2 %` (its `spread`), noisy when twice the spread exceeds MAX_SPREAD."""
     ratio = measured["median"]
-    spread = (measured["p75"] - measured["p25"]) / ratio if ratio else float("inf")
-    return ratio, (f"{ratio:.2f}×" if ratio < 10 else f"{ratio:,.0f}×") + f" ±{100 * spread / 2:.0f} %", spread > MAX_SPREAD
+    s = spread(measured)
+    return ratio, (f"{ratio:.2f}×" if ratio < 10 else f"{ratio:,.0f}×") + f" ±{100 * s:.0f} %", 2 * s > MAX_SPREAD
 
 
 def median(values):
@@ -381,8 +400,9 @@ def main():
         "calls directly from C (`Benchmarks/Sources/CBaseline`), in the same process and run. Ratio = ours ÷ baseline in",
         "operations per second (1.00× = no overhead); rates come from the median wall-clock time of each sample.",
         "Where a ratio shows ±, it is paired: short batches of ours and the baseline interleaved (A B B A …) in one",
-        "process, the median of the per-pair ratios and half their interquartile range; a busy machine slows both",
-        f"sides of a pair alike. A row whose spread exceeds {int(MAX_SPREAD * 100)} % says `noisy` instead of passing or failing.",
+        "process, the median of the per-pair ratios ± its spread: the larger of half their interquartile range and",
+        "their drift (how far the first half of the pairs' median lies from the second half's); a busy machine slows both",
+        f"sides of a pair alike. A row whose spread exceeds ±{int(MAX_SPREAD * 50)} % says `noisy` instead of passing or failing.",
         "The geocoding rows compare the k-d index with a scan that scores every place (the reference core's",
         "algorithm) on the same data: there the ratio is the speed-up.",
         "The relay rows come from `wrk` against the release `coords-relay` on loopback (`scripts/bench-relay.py`),",

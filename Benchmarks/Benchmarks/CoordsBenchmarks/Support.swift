@@ -113,7 +113,8 @@ struct SeededGenerator: RandomNumberGenerator {
 
 /// After one warm-up batch of each side, `rounds` pairs A B then B A (neither side always runs
 /// first, so a trend in the machine's speed cancels); one ratio (time raw ÷ time ours, i.e.
-/// ops/s ours ÷ ops/s raw) per pair, sorted.
+/// ops/s ours ÷ ops/s raw) per pair, in the order the pairs ran (the report compares the first
+/// half of a run with the second to see drift).
 func interleavedRatios(rounds: Int, ours: () async throws -> Double, raw: () async throws -> Double) async rethrows -> [Double] {
     _ = try await ours()
     _ = try await raw()
@@ -130,16 +131,19 @@ func interleavedRatios(rounds: Int, ours: () async throws -> Double, raw: () asy
         }
         if o > 0 { ratios.append(r / o) }
     }
-    return ratios.sorted()
+    return ratios
 }
 
-/// Writes the median and quartiles of sorted `ratios` for scripts/bench-report.py.
+/// Writes the median and quartiles of the per-pair `ratios` (in the order they ran) and the
+/// ratios themselves for scripts/bench-report.py.
 func writePaired(_ name: String, _ ratios: [Double]) {
     guard !ratios.isEmpty else { return }
-    func quantile(_ q: Double) -> Double { ratios[min(ratios.count - 1, Int((Double(ratios.count - 1) * q).rounded()))] }
+    let sorted = ratios.sorted()
+    func quantile(_ q: Double) -> Double { sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * q).rounded()))] }
     let safe = name.map { $0.isLetter || $0.isNumber ? $0 : "-" }
     writeSideResult(
-        "paired-\(String(safe)).json", ["name": name, "median": quantile(0.5), "p25": quantile(0.25), "p75": quantile(0.75), "pairs": ratios.count])
+        "paired-\(String(safe)).json",
+        ["name": name, "median": quantile(0.5), "p25": quantile(0.25), "p75": quantile(0.75), "pairs": ratios.count, "ratios": ratios])
 }
 
 /// A C handle shared with benchmark closures (each benchmark uses it from one task at a time).
@@ -185,7 +189,9 @@ func writeSideResult(_ name: String, _ object: [String: Any]) {
         switch value {
         case let dictionary as [String: Any]:
             return "{" + dictionary.sorted { $0.key < $1.key }.map { "\"\($0.key)\": \(render($0.value))" }.joined(separator: ", ") + "}"
+        case let array as [Any]: return "[" + array.map(render).joined(separator: ", ") + "]"
         case let text as String: return "\"\(text)\""
+        case let number as Double: return number.isFinite ? "\(number)" : "null"
         default: return "\(value)"
         }
     }
