@@ -9,6 +9,7 @@ Usage: bench-report.py <jmh.json> <relay.json> <PERFORMANCE.md> [--quick]
 import datetime
 import glob
 import json
+import math
 import os
 import platform
 import re
@@ -116,8 +117,7 @@ def agreement_section(results_dir):
     md = ["", "## Agreement with the previous run", "",
           "`scripts/bench-compare.py` against the previous `make bench` on this machine (kept in",
           "`Benchmarks/.build/results-previous`): two ratios agree when they differ by at most the larger spread",
-          "of the two paired runs (half the interquartile range or the drift within the run) plus 2 % (10 % for a row",
-          "without pairs).", ""]
+          "of the two paired runs (as in the tables above) plus 2 % (10 % for a row without pairs).", ""]
     md.append(lines[-1].replace("bench-compare: ", "").capitalize() + "." if lines else "The comparison did not run.")
     if disagree:
         md += ["", "Rows that disagree (previous, this run, difference, allowed):", ""]
@@ -125,22 +125,38 @@ def agreement_section(results_dir):
     return md
 
 
+def median_interval(values):
+    """A distribution-free 95 % confidence interval of the median of `values`: the k-th smallest
+    and k-th largest, k the largest rank with P(Binomial(n, ½) < k) ≤ 2.5 % (for 12 values the
+    3rd and the 10th; for fewer than 6 the whole range)."""
+    v = sorted(values)
+    n = len(v)
+    k = 1
+    while k < (n + 1) // 2 and sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n <= 0.025:
+        k += 1  # P(Binomial(n, ½) ≤ k) ≤ 2.5 %: rank k + 1 still bounds the median from below
+    return v[k - 1], v[n - k]
+
+
 def spread(measured):
-    """The stated spread of a paired ratio, as a share of its median: the larger of half the
-    interquartile range of the per-pair ratios and their drift, how far the median of the first
-    half of the pairs (in the order they ran) lies from the second half's. The quartiles alone
-    miss a machine whose speed changes during a run: both halves are tight, yet they disagree,
-    and so would another run. Results without the per-pair list give half the range alone."""
+    """The stated spread of a paired ratio, as a share of its median: the largest of half the
+    interquartile range of the per-pair ratios (how much one pair varies), half the 95 %
+    confidence interval of their median (how well the median is known: with a dozen rounds
+    this is the wider one) and their drift, how far the median of the first half of the pairs
+    (in the order they ran) lies from the second half's (the quartiles alone miss a machine
+    whose speed changes during a run: both halves are tight, yet they disagree, and so would
+    another run). Results without the per-pair list give half the range alone."""
     ratio = measured["median"]
     if not ratio:
         return float("inf")
     half_range = (measured["p75"] - measured["p25"]) / 2 / ratio
     in_order = measured.get("ratios") or measured.get("rounds") or []
-    drift = 0.0
+    drift = interval = 0.0
     if len(in_order) >= 4:
         half = len(in_order) // 2
         drift = abs(median(in_order[:half]) - median(in_order[half:])) / ratio
-    return max(half_range, drift)
+        low, high = median_interval(in_order)
+        interval = (high - low) / 2 / ratio
+    return max(half_range, interval, drift)
 
 
 def paired_cell(measured):
@@ -400,8 +416,9 @@ def main():
         "calls directly from C (`Benchmarks/Sources/CBaseline`), in the same process and run. Ratio = ours ÷ baseline in",
         "operations per second (1.00× = no overhead); rates come from the median wall-clock time of each sample.",
         "Where a ratio shows ±, it is paired: short batches of ours and the baseline interleaved (A B B A …) in one",
-        "process, the median of the per-pair ratios ± its spread: the larger of half their interquartile range and",
-        "their drift (how far the first half of the pairs' median lies from the second half's); a busy machine slows both",
+        "process, the median of the per-pair ratios ± its spread: the largest of half their interquartile range, half",
+        "the 95 % confidence interval of the median, and their drift (how far the first half of the pairs' median lies",
+        "from the second half's); a busy machine slows both",
         f"sides of a pair alike. A row whose spread exceeds ±{int(MAX_SPREAD * 50)} % says `noisy` instead of passing or failing.",
         "The geocoding rows compare the k-d index with a scan that scores every place (the reference core's",
         "algorithm) on the same data: there the ratio is the speed-up.",
