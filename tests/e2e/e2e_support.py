@@ -72,3 +72,20 @@ def coords(env, home, *args, expect=0, stdin=None):
 
 def data(env, home, *args, expect=0):
     return json.loads(coords(env, home, *args, "--json", expect=expect).stdout)
+
+
+def befriend(env, a, b):
+    """Makes the users in homes `a` and `b` friends both ways (each adds the other's link)."""
+    data(env, b, "add", data(env, a, "whoami")["link"])
+    data(env, a, "add", data(env, b, "whoami")["link"])
+
+
+def alice_and_bob(env, tmp_path, server, friends=True):
+    """Initialises the homes tmp_path/alice and tmp_path/bob on `server` (Alice and Bob) and,
+    unless `friends` is false, befriends them; returns the two homes."""
+    alice, bob = tmp_path / "alice", tmp_path / "bob"
+    coords(env, alice, "init", "--server", server, "--name", "Alice")
+    coords(env, bob, "init", "--server", server, "--name", "Bob")
+    if friends:
+        befriend(env, alice, bob)
+    return alice, bob

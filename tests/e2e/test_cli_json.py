@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from jsonschema import Draft202012Validator
 
-from e2e_support import BIN, QUEUED, ROOT, Relay, coords, data, free_port, passphrase_env
+from e2e_support import BIN, QUEUED, ROOT, Relay, alice_and_bob, coords, data, free_port, passphrase_env
 
 PARTIAL, UNAVAILABLE, USAGE = 2, 69, 1
 
@@ -263,9 +263,7 @@ def test_passphrase_messages_and_whoami_without_unlocking(relays, tmp_path):
 def test_an_empty_message_is_refused_in_one_line(relays, tmp_path):
     env = passphrase_env()
     relay = relays("relay")
-    alice, bob = tmp_path / "alice", tmp_path / "bob"
-    coords(env, alice, "init", "--server", relay.url, "--name", "Alice")
-    coords(env, bob, "init", "--server", relay.url, "--name", "Bob")
+    alice, bob = alice_and_bob(env, tmp_path, relay.url, friends=False)
     coords(env, alice, "add", data(env, bob, "whoami")["link"])
     for text in ("", "   ", "\n\t"):
         result = coords(env, alice, "send", "Bob", text, expect=USAGE)

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from e2e_support import BIN, QUEUED, ROOT, Relay, coords, data, free_port, passphrase_env
+from e2e_support import BIN, QUEUED, ROOT, Relay, alice_and_bob, coords, free_port, passphrase_env
 
 
 class Running:
@@ -55,12 +55,7 @@ def pair(tmp_path):
     relay = Relay(str(tmp_path / "relay"), port)
     relay.start()
     env = passphrase_env()
-    server = relay.url
-    alice, bob = tmp_path / "alice", tmp_path / "bob"
-    coords(env, alice, "init", "--server", server, "--name", "Alice")
-    coords(env, bob, "init", "--server", server, "--name", "Bob")
-    data(env, bob, "add", data(env, alice, "whoami")["link"])
-    data(env, alice, "add", data(env, bob, "whoami")["link"])
+    alice, bob = alice_and_bob(env, tmp_path, relay.url)
     running = []
     yield relay, env, alice, bob, running
     for process in running:

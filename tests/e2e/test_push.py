@@ -11,7 +11,7 @@ import json
 import threading
 import time
 
-from e2e_support import Relay, coords, data, free_port, passphrase_env
+from e2e_support import Relay, alice_and_bob, coords, data, free_port, passphrase_env
 
 WAKE = b'{"type":"coords-wake"}'
 
@@ -49,12 +49,7 @@ class Receiver:
 
 def friends(tmp_path, relay):
     env = passphrase_env()
-    alice, bob = tmp_path / "alice", tmp_path / "bob"
-    coords(env, alice, "init", "--server", relay.url, "--name", "Alice")
-    coords(env, bob, "init", "--server", relay.url, "--name", "Bob")
-    data(env, bob, "add", data(env, alice, "whoami")["link"])
-    data(env, alice, "add", data(env, bob, "whoami")["link"])
-    return env, alice, bob
+    return (env, *alice_and_bob(env, tmp_path, relay.url))
 
 
 def test_a_message_wakes_the_registered_endpoint_with_a_constant_body(tmp_path):

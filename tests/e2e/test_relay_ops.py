@@ -9,7 +9,7 @@ import subprocess
 import sys
 import urllib.request
 
-from e2e_support import BIN, ROOT, Relay, coords, data, free_port, passphrase_env
+from e2e_support import BIN, ROOT, Relay, alice_and_bob, coords, data, free_port, passphrase_env
 
 SPEC = os.path.join(ROOT, "docs", "openapi.yaml")
 NO_LIMITS = ["--rate", "0", "--key-rate", "0", "--message-rate", "0"]
@@ -41,12 +41,8 @@ def test_json_logs_have_stable_keys_and_the_access_log_carries_no_keys_blobs_or_
     relay = Relay(tmp_path / "relay", free_port(), args=["--log-format", "json", *NO_LIMITS])
     relay.start()
     env = passphrase_env()
-    alice, bob = tmp_path / "alice", tmp_path / "bob"
-    coords(env, alice, "init", "--server", relay.url, "--name", "Alice")
-    coords(env, bob, "init", "--server", relay.url, "--name", "Bob")
+    alice, bob = alice_and_bob(env, tmp_path, relay.url)
     alice_id, bob_id = data(env, alice, "whoami")["id"], data(env, bob, "whoami")["id"]
-    coords(env, bob, "add", data(env, alice, "whoami")["link"])
-    coords(env, alice, "add", data(env, bob, "whoami")["link"])
     coords(env, alice, "share", "--lat", "47.3769", "--lon", "8.5417")
     fetched = data(env, bob, "fetch")
     coords(env, alice, "send", "Bob", "a secret sentence")
@@ -112,11 +108,7 @@ def test_backup_and_restore_as_relay_md_writes_them(tmp_path):
     relay = Relay(data_dir, free_port(), args=NO_LIMITS)
     relay.start()
     env = passphrase_env()
-    alice, bob = tmp_path / "alice", tmp_path / "bob"
-    coords(env, alice, "init", "--server", relay.url, "--name", "Alice")
-    coords(env, bob, "init", "--server", relay.url, "--name", "Bob")
-    coords(env, bob, "add", data(env, alice, "whoami")["link"])
-    coords(env, alice, "add", data(env, bob, "whoami")["link"])
+    alice, bob = alice_and_bob(env, tmp_path, relay.url)
     coords(env, alice, "share", "--lat", "10.5", "--lon", "20.5")
     coords(env, alice, "send", "Bob", "kept by the backup")
 

@@ -8,12 +8,7 @@ with her pauses, `coords inbox` says so in one line, and `coords verify Alice --
 """
 import shutil
 
-from e2e_support import Relay, coords, data, free_port, passphrase_env
-
-
-def befriend(env, a, b):
-    data(env, b, "add", data(env, a, "whoami")["link"])
-    data(env, a, "add", data(env, b, "whoami")["link"])
+from e2e_support import Relay, alice_and_bob, befriend, coords, data, free_port, passphrase_env
 
 
 def friend(env, home, name):
@@ -69,11 +64,9 @@ def test_a_revocation_racing_a_thief_ends_in_a_conflict_that_bob_resolves(tmp_pa
     relay = Relay(str(tmp_path / "relay"), free_port())
     relay.start()
     env = passphrase_env()
-    alice, bob, thief, phone = tmp_path / "alice", tmp_path / "bob", tmp_path / "thief", tmp_path / "new-phone"
+    thief, phone = tmp_path / "thief", tmp_path / "new-phone"
     try:
-        coords(env, alice, "init", "--server", relay.url, "--name", "Alice")
-        coords(env, bob, "init", "--server", relay.url, "--name", "Bob")
-        befriend(env, alice, bob)
+        alice, bob = alice_and_bob(env, tmp_path, relay.url)
         data(env, bob, "share", "--lat", "1", "--lon", "2")
         backup = tmp_path / "alice.backup"
         data(env, alice, "backup", "export", str(backup))

@@ -158,7 +158,7 @@ struct WhoAmI: AsyncParsableCommand {
     }
 }
 
-struct Add: AsyncParsableCommand {
+struct Add: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "Add a friend from their coord:// link.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
@@ -167,30 +167,28 @@ struct Add: AsyncParsableCommand {
     @Option(help: "Use this relay URL instead of https:// plus the link's host (e.g. a plain-http test relay).")
     var server: String?
 
-    func run() async throws {
-        try await withSession(global) { session in
-            var friend: Friend
-            if let server {
-                let parsed = try FriendLink.parse(link)
-                friend = try await session.app.friends.add(id: parsed.id, server: server, name: name ?? parsed.name)
-            } else {
-                friend = try await session.app.friends.add(link: link)
-            }
-            if let name { friend = try await session.app.friends.update(id: friend.id, name: name) }
-            let number = try session.app.wallet.safetyNumber(with: friend.publicKey)
-            if output.json {
-                printJSON(
-                    .object([
-                        "id": .string(friend.id), "name": .string(friend.name), "server": .string(friend.server),
-                        "safety_number": .string(number), "verified": .bool(friend.trust == .verified)
-                    ]))
-                return
-            }
-            let shown = friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name
-            printLine("Added \(shown) (relay \(friend.server)). You now share your position with them and see theirs.")
-            printLine("Safety number: \(number)")
-            printLine("Compare it with \(shown) in person or on a call; if it matches, run `coords verify \(shown)`.")
+    func run(in session: Session) async throws {
+        var friend: Friend
+        if let server {
+            let parsed = try FriendLink.parse(link)
+            friend = try await session.app.friends.add(id: parsed.id, server: server, name: name ?? parsed.name)
+        } else {
+            friend = try await session.app.friends.add(link: link)
         }
+        if let name { friend = try await session.app.friends.update(id: friend.id, name: name) }
+        let number = try session.app.wallet.safetyNumber(with: friend.publicKey)
+        if output.json {
+            printJSON(
+                .object([
+                    "id": .string(friend.id), "name": .string(friend.name), "server": .string(friend.server),
+                    "safety_number": .string(number), "verified": .bool(friend.trust == .verified)
+                ]))
+            return
+        }
+        let shown = friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name
+        printLine("Added \(shown) (relay \(friend.server)). You now share your position with them and see theirs.")
+        printLine("Safety number: \(number)")
+        printLine("Compare it with \(shown) in person or on a call; if it matches, run `coords verify \(shown)`.")
     }
 }
 
@@ -206,53 +204,51 @@ func findFriend(_ query: String, in session: Session) throws -> Friend {
     throw CLIFailure("no friend \"\(query)\" (see `coords friends`)")
 }
 
-struct Friends: AsyncParsableCommand {
+struct Friends: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "List your friends and their last known positions.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
 
-    func run() async throws {
-        try await withSession(global) { session in
-            let friends = try session.app.friends.list()
-            let locations = Dictionary(uniqueKeysWithValues: try session.app.location.friendLocations().map { ($0.id, $0) })
-            let now = nowMilliseconds()
-            if output.json {
-                printJSON(
-                    .object([
-                        "friends": .array(
-                            friends.map { friend in
-                                let seen = locations[friend.id]
-                                return .object([
-                                    "id": .string(friend.id), "name": .string(friend.name), "server": .string(friend.server),
-                                    "sharing": .bool(
-                                        (friend.sharing == .on || friend.sharing == .until) && friend.trust != .blocked && friend.trust != .conflict),
-                                    "share_state": .string(friend.sharing.rawValue),
-                                    "share_until_ms": friend.shareUntil.map { .integer($0) } ?? .null,
-                                    "fetching": .bool(friend.fetchFrom), "trust": .string(friend.trust.rawValue),
-                                    "verified": .bool(friend.trust == .verified),
-                                    "location": seen?.location.map(locationJSON) ?? .null,
-                                    "signature": seen?.authenticity.map { .string(signatureWord($0)) } ?? .null
-                                ])
-                            })
-                    ]))
-                return
-            }
-            guard !friends.isEmpty else {
-                printLine("No friends yet. Add one with `coords add LINK`; give them yours from `coords whoami`.")
-                return
-            }
-            var table = TextTable("NAME", "SERVER", "SHARING", "LAST LOCATION", "AGE", "SIGNATURE", "VERIFIED")
-            for friend in friends {
-                let seen = locations[friend.id]
-                table.add(
-                    friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name, friend.server,
-                    sharingText(friend, now: now), seen?.location.map(describe) ?? "—",
-                    seen?.location.map { age(since: $0.timestamp, now: now) } ?? "—",
-                    seen?.authenticity.map(signatureWord) ?? "—",
-                    friend.trust == .verified ? "yes" : (friend.trust == .blocked || friend.trust == .conflict ? friend.trust.rawValue : "no"))
-            }
-            printLine(table.render())
+    func run(in session: Session) async throws {
+        let friends = try session.app.friends.list()
+        let locations = Dictionary(uniqueKeysWithValues: try session.app.location.friendLocations().map { ($0.id, $0) })
+        let now = nowMilliseconds()
+        if output.json {
+            printJSON(
+                .object([
+                    "friends": .array(
+                        friends.map { friend in
+                            let seen = locations[friend.id]
+                            return .object([
+                                "id": .string(friend.id), "name": .string(friend.name), "server": .string(friend.server),
+                                "sharing": .bool(
+                                    (friend.sharing == .on || friend.sharing == .until) && friend.trust != .blocked && friend.trust != .conflict),
+                                "share_state": .string(friend.sharing.rawValue),
+                                "share_until_ms": friend.shareUntil.map { .integer($0) } ?? .null,
+                                "fetching": .bool(friend.fetchFrom), "trust": .string(friend.trust.rawValue),
+                                "verified": .bool(friend.trust == .verified),
+                                "location": seen?.location.map(locationJSON) ?? .null,
+                                "signature": seen?.authenticity.map { .string(signatureWord($0)) } ?? .null
+                            ])
+                        })
+                ]))
+            return
         }
+        guard !friends.isEmpty else {
+            printLine("No friends yet. Add one with `coords add LINK`; give them yours from `coords whoami`.")
+            return
+        }
+        var table = TextTable("NAME", "SERVER", "SHARING", "LAST LOCATION", "AGE", "SIGNATURE", "VERIFIED")
+        for friend in friends {
+            let seen = locations[friend.id]
+            table.add(
+                friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name, friend.server,
+                sharingText(friend, now: now), seen?.location.map(describe) ?? "—",
+                seen?.location.map { age(since: $0.timestamp, now: now) } ?? "—",
+                seen?.authenticity.map(signatureWord) ?? "—",
+                friend.trust == .verified ? "yes" : (friend.trust == .blocked || friend.trust == .conflict ? friend.trust.rawValue : "no"))
+        }
+        printLine(table.render())
     }
 }
 
@@ -276,7 +272,7 @@ func signatureWord(_ authenticity: RelayAPI.Authenticity) -> String {
     }
 }
 
-struct Verify: AsyncParsableCommand {
+struct Verify: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "Mark a friend verified after comparing safety numbers (or block them).")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
@@ -285,50 +281,46 @@ struct Verify: AsyncParsableCommand {
     @Flag(help: "Back to unverified.") var reset = false
     @Option(help: "In a key conflict: the key (id) you compared and keep.") var key: String?
 
-    func run() async throws {
-        try await withSession(global) { session in
-            let found = try findFriend(friend, in: session)
-            if let key {
-                let kept = try await session.app.friends.resolveConflict(id: found.id, keep: key)
-                _ = try await sendReseal(session: session)
-                if output.json {
-                    return printJSON(.object(["id": .string(kept.id), "name": .string(kept.name), "trust": .string("verified"), "verified": .bool(true)]))
-                }
-                return printLine("\(kept.name.isEmpty ? kept.id : kept.name) is now verified on key \(kept.id.prefix(12))…; sharing resumes.")
-            }
-            let trust: TrustState = block ? .blocked : (reset ? .unverified : .verified)
-            _ = try await session.app.friends.setTrust(id: found.id, trust)
+    func run(in session: Session) async throws {
+        let found = try findFriend(friend, in: session)
+        if let key {
+            let kept = try await session.app.friends.resolveConflict(id: found.id, keep: key)
+            _ = try await sendReseal(session: session)
             if output.json {
-                return printJSON(
-                    .object([
-                        "id": .string(found.id), "name": .string(found.name), "trust": .string(trust.rawValue),
-                        "verified": .bool(trust == .verified)
-                    ]))
+                return printJSON(.object(["id": .string(kept.id), "name": .string(kept.name), "trust": .string("verified"), "verified": .bool(true)]))
             }
-            printLine("\(found.name.isEmpty ? found.id : found.name) is now \(trust.rawValue).")
+            return printLine("\(kept.name.isEmpty ? kept.id : kept.name) is now verified on key \(kept.id.prefix(12))…; sharing resumes.")
         }
+        let trust: TrustState = block ? .blocked : (reset ? .unverified : .verified)
+        _ = try await session.app.friends.setTrust(id: found.id, trust)
+        if output.json {
+            return printJSON(
+                .object([
+                    "id": .string(found.id), "name": .string(found.name), "trust": .string(trust.rawValue),
+                    "verified": .bool(trust == .verified)
+                ]))
+        }
+        printLine("\(found.name.isEmpty ? found.id : found.name) is now \(trust.rawValue).")
     }
 }
 
-struct Remove: AsyncParsableCommand {
+struct Remove: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "Remove a friend: later uploads are no longer sealed for them.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
     @Argument(help: "Name or id.") var friend: String
 
-    func run() async throws {
-        try await withSession(global) { session in
-            let found = try findFriend(friend, in: session)
-            try await session.app.friends.remove(id: found.id)
-            let reseal = try await sendReseal(session: session)
-            if output.json {
-                printJSON(
-                    .object(["id": .string(found.id), "name": .string(found.name), "removed": .bool(true), "resealed": .bool(reseal.resealed)]))
-            } else {
-                printLine("Removed \(found.name.isEmpty ? found.id : found.name). Your next share will not include them.")
-                if let message = reseal.message { printLine(message) }
-            }
-            if reseal.queued { throw ExitCode(ExitStatus.queued) }
+    func run(in session: Session) async throws {
+        let found = try findFriend(friend, in: session)
+        try await session.app.friends.remove(id: found.id)
+        let reseal = try await sendReseal(session: session)
+        if output.json {
+            printJSON(
+                .object(["id": .string(found.id), "name": .string(found.name), "removed": .bool(true), "resealed": .bool(reseal.resealed)]))
+        } else {
+            printLine("Removed \(found.name.isEmpty ? found.id : found.name). Your next share will not include them.")
+            if let message = reseal.message { printLine(message) }
         }
+        if reseal.queued { throw ExitCode(ExitStatus.queued) }
     }
 }

@@ -38,55 +38,55 @@ struct Send: AsyncParsableCommand {
 }
 
 /// `coords inbox`: fetches new messages, acknowledges them, sends receipts, and lists conversations.
-struct Inbox: AsyncParsableCommand {
+struct Inbox: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "Fetch new messages and list your conversations.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
 
-    func run() async throws {
-        try await withSession(global, outbox: .deliver(json: output.json)) { session in
-            let outcome = try await MessageDelivery.sync(session)
-            let names = Dictionary(try session.app.friends.list().map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
-            let conversations = try session.app.messages.conversations()
-            if output.json {
-                printJSON(
-                    .object([
-                        "received": .array(outcome.received.map(messageJSON)),
-                        "delivered": .array(outcome.delivered.map { .string($0) }),
-                        "rejected": .array(
-                            outcome.rejected.map { .object(["id": .string($0.id), "code": .integer(UInt64(clamping: $0.code)), "message": .string($0.reason)]) }
-                        ),
-                        "conversations": .array(
-                            conversations.map { c in
-                                .object([
-                                    "friend_id": .string(c.friendID), "name": .string(c.name), "messages": .integer(UInt64(c.messageCount)),
-                                    "last": c.lastMessage.map(messageJSON) ?? .null
-                                ])
-                            })
-                    ]))
-                return
+    var outboxFirst: OutboxFirst { .deliver(json: output.json) }
+
+    func run(in session: Session) async throws {
+        let outcome = try await MessageDelivery.sync(session)
+        let names = Dictionary(try session.app.friends.list().map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
+        let conversations = try session.app.messages.conversations()
+        if output.json {
+            printJSON(
+                .object([
+                    "received": .array(outcome.received.map(messageJSON)),
+                    "delivered": .array(outcome.delivered.map { .string($0) }),
+                    "rejected": .array(
+                        outcome.rejected.map { .object(["id": .string($0.id), "code": .integer(UInt64(clamping: $0.code)), "message": .string($0.reason)]) }
+                    ),
+                    "conversations": .array(
+                        conversations.map { c in
+                            .object([
+                                "friend_id": .string(c.friendID), "name": .string(c.name), "messages": .integer(UInt64(c.messageCount)),
+                                "last": c.lastMessage.map(messageJSON) ?? .null
+                            ])
+                        })
+                ]))
+            return
+        }
+        let now = nowMilliseconds()
+        for message in outcome.received {
+            printLine("\(names[message.peer] ?? String(message.peer.prefix(8))) (\(age(since: message.sentAt, now: now)) ago): \(message.text)")
+        }
+        for rejection in outcome.rejected { printLine("Refused a message (\(rejection.id.prefix(8))…): \(rejection.reason)") }
+        for line in rotationLines(outcome, session: session) { printLine(line) }
+        if outcome.received.isEmpty { printLine("No new messages.") }
+        if !conversations.isEmpty {
+            var table = TextTable("FRIEND", "MESSAGES", "LAST", "AGE")
+            for c in conversations {
+                let last = c.lastMessage.map { ($0.outgoing ? "you: " : "") + String($0.text.prefix(40)) } ?? "—"
+                table.add(c.name, String(c.messageCount), last, c.lastMessage.map { age(since: $0.storedAt, now: now) } ?? "—")
             }
-            let now = nowMilliseconds()
-            for message in outcome.received {
-                printLine("\(names[message.peer] ?? String(message.peer.prefix(8))) (\(age(since: message.sentAt, now: now)) ago): \(message.text)")
-            }
-            for rejection in outcome.rejected { printLine("Refused a message (\(rejection.id.prefix(8))…): \(rejection.reason)") }
-            for line in rotationLines(outcome, session: session) { printLine(line) }
-            if outcome.received.isEmpty { printLine("No new messages.") }
-            if !conversations.isEmpty {
-                var table = TextTable("FRIEND", "MESSAGES", "LAST", "AGE")
-                for c in conversations {
-                    let last = c.lastMessage.map { ($0.outgoing ? "you: " : "") + String($0.text.prefix(40)) } ?? "—"
-                    table.add(c.name, String(c.messageCount), last, c.lastMessage.map { age(since: $0.storedAt, now: now) } ?? "—")
-                }
-                printLine(table.render())
-            }
+            printLine(table.render())
         }
     }
 }
 
 /// `coords chat NAME`: the conversation with one friend (fetching new messages first).
-struct Chat: AsyncParsableCommand {
+struct Chat: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "Show the conversation with a friend.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
@@ -105,40 +105,38 @@ struct Chat: AsyncParsableCommand {
         guard !(follow && output.json) else { throw ValidationError("--follow prints lines as messages arrive; it does not combine with --json") }
     }
 
-    func run() async throws {
-        try await withSession(global) { session in
-            let target = try findFriend(friend, in: session)
-            if let seconds = disappearAfter {
-                try await session.app.messages.setDisappearing(friendID: target.id, after: seconds == 0 ? nil : seconds)
-            }
-            OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
-            var unreachable: String?
-            do {
-                _ = try await MessageDelivery.sync(session)
-            } catch {
-                unreachable = describe(error)  // the stored conversation is still shown
-            }
-            try await session.app.messages.sweepExpired()
-            let history = try session.app.messages.history(with: target.id, limit: max(1, limit))
-            defer {
-                if let unreachable { printError("coords: could not fetch new messages: \(unreachable); showing what is stored here") }
-            }
-            if output.json {
-                printJSON(.object(["friend_id": .string(target.id), "name": .string(target.name), "messages": .array(history.map(messageJSON))]))
-                if unreachable != nil { throw ExitCode(ExitStatus.unavailable) }
-                return
-            }
-            let name = target.name.isEmpty ? String(target.id.prefix(8)) : target.name
-            if history.isEmpty { printLine("No messages with \(name) yet. Send one with `coords send \(name) \"…\"`.") }
-            let now = nowMilliseconds()
-            for message in history {
-                let who = message.outgoing ? "you" : name
-                let state = message.outgoing ? " [\(message.status.rawValue)]" : ""
-                printLine("\(age(since: message.sentAt, now: now)) ago  \(who): \(message.text)\(state)")
-            }
-            if follow { try await Self.follow(target.id, session: session) }
-            if unreachable != nil { throw ExitCode(ExitStatus.unavailable) }
+    func run(in session: Session) async throws {
+        let target = try findFriend(friend, in: session)
+        if let seconds = disappearAfter {
+            try await session.app.messages.setDisappearing(friendID: target.id, after: seconds == 0 ? nil : seconds)
         }
+        OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
+        var unreachable: String?
+        do {
+            _ = try await MessageDelivery.sync(session)
+        } catch {
+            unreachable = describe(error)  // the stored conversation is still shown
+        }
+        try await session.app.messages.sweepExpired()
+        let history = try session.app.messages.history(with: target.id, limit: max(1, limit))
+        defer {
+            if let unreachable { printError("coords: could not fetch new messages: \(unreachable); showing what is stored here") }
+        }
+        if output.json {
+            printJSON(.object(["friend_id": .string(target.id), "name": .string(target.name), "messages": .array(history.map(messageJSON))]))
+            if unreachable != nil { throw ExitCode(ExitStatus.unavailable) }
+            return
+        }
+        let name = target.name.isEmpty ? String(target.id.prefix(8)) : target.name
+        if history.isEmpty { printLine("No messages with \(name) yet. Send one with `coords send \(name) \"…\"`.") }
+        let now = nowMilliseconds()
+        for message in history {
+            let who = message.outgoing ? "you" : name
+            let state = message.outgoing ? " [\(message.status.rawValue)]" : ""
+            printLine("\(age(since: message.sentAt, now: now)) ago  \(who): \(message.text)\(state)")
+        }
+        if follow { try await Self.follow(target.id, session: session) }
+        if unreachable != nil { throw ExitCode(ExitStatus.unavailable) }
     }
 
     /// Shows `friendID`'s messages as they arrive until interrupted: live notices from the own

@@ -79,6 +79,28 @@ func withSession(_ options: GlobalOptions, outbox: OutboxFirst = .no, _ body: (S
     }
 }
 
+/// A command that works in the data directory: it declares its options and ``run(in:)``, and
+/// the protocol's `run()` opens the session through ``withSession(_:outbox:_:)`` — passphrase,
+/// keychain, store, the outbox delivered first when ``outboxFirst`` asks, the session closed
+/// whatever happens, and every error reported in one line (exit status 1 or 69).
+protocol SessionCommand: AsyncParsableCommand {
+    /// The data directory option every such command takes.
+    var global: GlobalOptions { get }
+    /// Whether the outbox is delivered before ``run(in:)``: `.deliver(json:)` for commands that
+    /// talk to a relay anyway. Default: `.no`.
+    var outboxFirst: OutboxFirst { get }
+    /// The command's work, in an open session (closed by the caller afterwards).
+    func run(in session: Session) async throws
+}
+
+extension SessionCommand {
+    var outboxFirst: OutboxFirst { .no }
+
+    func run() async throws {
+        try await withSession(global, outbox: outboxFirst) { session in try await run(in: session) }
+    }
+}
+
 /// Human-readable text for errors, with advice for the common ones.
 func describe(_ error: any Error) -> String {
     switch error {

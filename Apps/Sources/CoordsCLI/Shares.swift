@@ -3,7 +3,7 @@ import CoordsCore
 
 /// `coords share-with NAME [--for DURATION | --until TIME]`: share with a friend until a time,
 /// for a while, or with no end (resuming a paused share). PROTOCOL.md §9.3.
-struct ShareWith: AsyncParsableCommand {
+struct ShareWith: SessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "share-with", abstract: "Share with a friend for a while, until a time, or again after a pause.",
         discussion: "Without --for or --until the share has no end. When it ends your last position is sealed again without them.")
@@ -21,17 +21,15 @@ struct ShareWith: AsyncParsableCommand {
         if let until, (try? RFC3339.parse(until)) == nil { throw ValidationError("--until must be an RFC 3339 time such as 2026-11-24T18:00:00Z") }
     }
 
-    func run() async throws {
-        try await withSession(global) { session in
-            let found = try findFriend(friend, in: session)
-            var end: UInt64?
-            if let duration, let length = Self.milliseconds(duration) { end = nowMilliseconds().addingSaturating(length) }
-            if let until { end = try RFC3339.parse(until).multipliedSaturating(by: 1000) }
-            let updated = try await session.app.friends.share(id: found.id, until: end)
-            let reseal = try await sendReseal(session: session)
-            printShare(updated, reseal: reseal, json: output.json)
-            if reseal.queued { throw ExitCode(ExitStatus.queued) }
-        }
+    func run(in session: Session) async throws {
+        let found = try findFriend(friend, in: session)
+        var end: UInt64?
+        if let duration, let length = Self.milliseconds(duration) { end = nowMilliseconds().addingSaturating(length) }
+        if let until { end = try RFC3339.parse(until).multipliedSaturating(by: 1000) }
+        let updated = try await session.app.friends.share(id: found.id, until: end)
+        let reseal = try await sendReseal(session: session)
+        printShare(updated, reseal: reseal, json: output.json)
+        if reseal.queued { throw ExitCode(ExitStatus.queued) }
     }
 
     /// "90s", "30m", "2h", "1d", "1h30m" → milliseconds; nil for anything else (or zero).
@@ -62,21 +60,19 @@ struct ShareWith: AsyncParsableCommand {
 }
 
 /// `coords pause NAME`: stop sharing with a friend for now (`coords share-with NAME` resumes).
-struct Pause: AsyncParsableCommand {
+struct Pause: SessionCommand {
     static let configuration = CommandConfiguration(
         abstract: "Pause sharing with a friend (your last position is sealed again without them).")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
     @Argument(help: "The friend's name or id.") var friend: String
 
-    func run() async throws {
-        try await withSession(global) { session in
-            let found = try findFriend(friend, in: session)
-            let updated = try await session.app.friends.pause(id: found.id)
-            let reseal = try await sendReseal(session: session)
-            printShare(updated, reseal: reseal, json: output.json)
-            if reseal.queued { throw ExitCode(ExitStatus.queued) }
-        }
+    func run(in session: Session) async throws {
+        let found = try findFriend(friend, in: session)
+        let updated = try await session.app.friends.pause(id: found.id)
+        let reseal = try await sendReseal(session: session)
+        printShare(updated, reseal: reseal, json: output.json)
+        if reseal.queued { throw ExitCode(ExitStatus.queued) }
     }
 }
 

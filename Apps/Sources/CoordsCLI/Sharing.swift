@@ -29,7 +29,7 @@ func share(_ fix: Location, session: Session) async throws -> (message: String, 
     }
 }
 
-struct Share: AsyncParsableCommand {
+struct Share: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "Share your position with your friends.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
@@ -38,23 +38,21 @@ struct Share: AsyncParsableCommand {
     @Option(help: "Altitude in metres.") var alt: Double = 0
     @Option(help: "Accuracy radius in metres.") var accuracy: Float = 0
 
-    func run() async throws {
-        try await withSession(global) { session in
-            let fix = try Location(latitude: lat, longitude: lon, altitude: alt, accuracy: accuracy, timestamp: nowMilliseconds())
-            OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
-            let (message, queued, upload) = try await share(fix, session: session)
-            if output.json {
-                printJSON(
-                    .object([
-                        "queued": .bool(queued), "fix_timestamp_ms": .integer(fix.timestamp),
-                        "recipient_count": .integer(UInt64(upload.recipientCount)), "blob_bytes": .integer(UInt64(upload.blobByteCount)),
-                        "message": .string(message)
-                    ]))
-            } else {
-                printLine(message)
-            }
-            if queued { throw ExitCode(ExitStatus.queued) }
+    func run(in session: Session) async throws {
+        let fix = try Location(latitude: lat, longitude: lon, altitude: alt, accuracy: accuracy, timestamp: nowMilliseconds())
+        OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
+        let (message, queued, upload) = try await share(fix, session: session)
+        if output.json {
+            printJSON(
+                .object([
+                    "queued": .bool(queued), "fix_timestamp_ms": .integer(fix.timestamp),
+                    "recipient_count": .integer(UInt64(upload.recipientCount)), "blob_bytes": .integer(UInt64(upload.blobByteCount)),
+                    "message": .string(message)
+                ]))
+        } else {
+            printLine(message)
         }
+        if queued { throw ExitCode(ExitStatus.queued) }
     }
 }
 
@@ -107,18 +105,18 @@ extension Result where Failure == any Error {
     }
 }
 
-struct Fetch: AsyncParsableCommand {
+struct Fetch: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "Fetch your friends' positions.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
 
-    func run() async throws {
-        try await withSession(global, outbox: .deliver(json: output.json)) { session in
-            let (outcome, failures, requests) = try await fetchAll(session: session)
-            try report(outcome, failures: failures, session: session, json: output.json)
-            let status = fetchStatus(failures: failures.count, requests: requests)
-            if status != ExitStatus.success { throw ExitCode(status) }
-        }
+    var outboxFirst: OutboxFirst { .deliver(json: output.json) }
+
+    func run(in session: Session) async throws {
+        let (outcome, failures, requests) = try await fetchAll(session: session)
+        try report(outcome, failures: failures, session: session, json: output.json)
+        let status = fetchStatus(failures: failures.count, requests: requests)
+        if status != ExitStatus.success { throw ExitCode(status) }
     }
 }
 
@@ -175,7 +173,7 @@ func report(_ outcome: FetchOutcome, failures: [FetchFailure], session: Session,
     for rejection in outcome.rejected { printLine("Refused \(rejection.id.prefix(8))…: \(rejection.error.description)") }
 }
 
-struct Watch: AsyncParsableCommand {
+struct Watch: SessionCommand {
     static let configuration = CommandConfiguration(
         abstract: "Share and fetch every N seconds; friends' moves and messages show as they happen.",
         discussion: """
@@ -195,26 +193,24 @@ struct Watch: AsyncParsableCommand {
         guard interval >= 1 else { throw ValidationError("--interval must be at least 1 second") }
     }
 
-    func run() async throws {
-        try await withSession(global) { session in
-            let (lat, lon, interval, count) = (lat, lon, interval, count)
-            guard !poll else { return try await Self.rounds(session, lat: lat, lon: lon, interval: interval, count: count) }
-            let watcher = LiveWatcher(
-                session: session, onLocations: { printLive($0) }, onMessages: { printLive($0, session: session) },
-                onStatus: { printLine($0) })
-            try await withThrowingTaskGroup(of: Bool.self) { group in
-                group.addTask {
-                    try await watcher.run()
-                    return false
-                }
-                group.addTask {
-                    try await Self.rounds(session, lat: lat, lon: lon, interval: interval, count: count)
-                    return true
-                }
-                // The rounds end the command (after --count rounds); the live connections go with them.
-                while let roundsEnded = try await group.next(), !roundsEnded {}
-                group.cancelAll()
+    func run(in session: Session) async throws {
+        let (lat, lon, interval, count) = (lat, lon, interval, count)
+        guard !poll else { return try await Self.rounds(session, lat: lat, lon: lon, interval: interval, count: count) }
+        let watcher = LiveWatcher(
+            session: session, onLocations: { printLive($0) }, onMessages: { printLive($0, session: session) },
+            onStatus: { printLine($0) })
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                try await watcher.run()
+                return false
             }
+            group.addTask {
+                try await Self.rounds(session, lat: lat, lon: lon, interval: interval, count: count)
+                return true
+            }
+            // The rounds end the command (after --count rounds); the live connections go with them.
+            while let roundsEnded = try await group.next(), !roundsEnded {}
+            group.cancelAll()
         }
     }
 
@@ -291,29 +287,29 @@ func printLive(_ outcome: MessagesOutcome, session: Session, only friendID: Stri
     if friendID == nil { for line in rotationLines(outcome, session: session) { printLine(line) } }
 }
 
-struct Delete: AsyncParsableCommand {
+struct Delete: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "Remove your position from your relay.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var output: OutputOptions
 
-    func run() async throws {
-        try await withSession(global, outbox: .deliver(json: output.json)) { session in
-            let server = try session.app.wallet.profile().server
-            let request = try await session.app.location.prepareDelete()
-            do {
-                let result = try await RelayHTTP.send(request)
-                guard result.isSuccess else { throw CLIFailure(RelayHTTP.refusal(result, action: "delete your position")) }
-                if output.json { return printJSON(.object(["server": .string(server), "deleted": .bool(true), "queued": .bool(false)])) }
-                printLine("Your position is deleted from \(server).")
-            } catch let failure as NetworkFailure {
-                _ = try await session.app.outbox.enqueue(kind: "delete", request: request)
-                if output.json {
-                    printJSON(.object(["server": .string(server), "deleted": .bool(false), "queued": .bool(true)]))
-                } else {
-                    printLine("The relay is unreachable (\(failure.description)); the delete is queued and the next command will retry it.")
-                }
-                throw ExitCode(ExitStatus.queued)
+    var outboxFirst: OutboxFirst { .deliver(json: output.json) }
+
+    func run(in session: Session) async throws {
+        let server = try session.app.wallet.profile().server
+        let request = try await session.app.location.prepareDelete()
+        do {
+            let result = try await RelayHTTP.send(request)
+            guard result.isSuccess else { throw CLIFailure(RelayHTTP.refusal(result, action: "delete your position")) }
+            if output.json { return printJSON(.object(["server": .string(server), "deleted": .bool(true), "queued": .bool(false)])) }
+            printLine("Your position is deleted from \(server).")
+        } catch let failure as NetworkFailure {
+            _ = try await session.app.outbox.enqueue(kind: "delete", request: request)
+            if output.json {
+                printJSON(.object(["server": .string(server), "deleted": .bool(false), "queued": .bool(true)]))
+            } else {
+                printLine("The relay is unreachable (\(failure.description)); the delete is queued and the next command will retry it.")
             }
+            throw ExitCode(ExitStatus.queued)
         }
     }
 }
@@ -323,20 +319,18 @@ struct Backup: AsyncParsableCommand {
         abstract: "Export or import an encrypted backup of your identity and friends.",
         subcommands: [Export.self, Import.self])
 
-    struct Export: AsyncParsableCommand {
+    struct Export: SessionCommand {
         static let configuration = CommandConfiguration(abstract: "Write an encrypted backup to a file.")
         @OptionGroup var global: GlobalOptions
         @OptionGroup var output: OutputOptions
         @Argument(help: "The backup file to write.") var file: String
 
-        func run() async throws {
-            try await withSession(global) { session in
-                let passphrase = try Passphrase.read(prompt: "Backup passphrase: ", confirm: true, variable: "COORDS_BACKUP_PASSPHRASE")
-                let backup = try await session.app.wallet.exportBackup(passphrase: passphrase)
-                try writeFile(file, backup)
-                if output.json { return printJSON(.object(["file": .string(file), "bytes": .integer(UInt64(backup.count))])) }
-                printLine("Wrote an encrypted backup (\(backup.count) bytes) to \(file). Keep the passphrase somewhere safe.")
-            }
+        func run(in session: Session) async throws {
+            let passphrase = try Passphrase.read(prompt: "Backup passphrase: ", confirm: true, variable: "COORDS_BACKUP_PASSPHRASE")
+            let backup = try await session.app.wallet.exportBackup(passphrase: passphrase)
+            try writeFile(file, backup)
+            if output.json { return printJSON(.object(["file": .string(file), "bytes": .integer(UInt64(backup.count))])) }
+            printLine("Wrote an encrypted backup (\(backup.count) bytes) to \(file). Keep the passphrase somewhere safe.")
         }
     }
 
@@ -369,64 +363,60 @@ struct Outbox: AsyncParsableCommand {
         abstract: "Show or send requests waiting for the relay.",
         subcommands: [List.self, Flush.self], defaultSubcommand: List.self)
 
-    struct List: AsyncParsableCommand {
+    struct List: SessionCommand {
         static let configuration = CommandConfiguration(abstract: "List queued requests.")
         @OptionGroup var global: GlobalOptions
         @OptionGroup var output: OutputOptions
 
-        func run() async throws {
-            try await withSession(global) { session in
-                let entries = try session.app.outbox.pending()
-                let now = nowMilliseconds()
-                if output.json {
-                    printJSON(
-                        .object([
-                            "entries": .array(
-                                entries.map {
-                                    .object([
-                                        "id": .integer($0.id), "kind": .string($0.item.kind), "url": .string($0.item.request.url),
-                                        "queued_at_ms": .integer($0.item.createdAt), "attempts": .integer(UInt64($0.item.attempts)),
-                                        "last_error": $0.item.lastError.map { .string($0) } ?? .null
-                                    ])
-                                })
-                        ]))
-                    return
-                }
-                guard !entries.isEmpty else { return printLine("The outbox is empty.") }
-                var table = TextTable("ID", "KIND", "QUEUED", "ATTEMPTS", "LAST ERROR")
-                for entry in entries {
-                    table.add(
-                        String(entry.id), entry.item.kind, age(since: entry.item.createdAt, now: now) + " ago",
-                        String(entry.item.attempts), entry.item.lastError ?? "—")
-                }
-                printLine(table.render())
+        func run(in session: Session) async throws {
+            let entries = try session.app.outbox.pending()
+            let now = nowMilliseconds()
+            if output.json {
+                printJSON(
+                    .object([
+                        "entries": .array(
+                            entries.map {
+                                .object([
+                                    "id": .integer($0.id), "kind": .string($0.item.kind), "url": .string($0.item.request.url),
+                                    "queued_at_ms": .integer($0.item.createdAt), "attempts": .integer(UInt64($0.item.attempts)),
+                                    "last_error": $0.item.lastError.map { .string($0) } ?? .null
+                                ])
+                            })
+                    ]))
+                return
             }
+            guard !entries.isEmpty else { return printLine("The outbox is empty.") }
+            var table = TextTable("ID", "KIND", "QUEUED", "ATTEMPTS", "LAST ERROR")
+            for entry in entries {
+                table.add(
+                    String(entry.id), entry.item.kind, age(since: entry.item.createdAt, now: now) + " ago",
+                    String(entry.item.attempts), entry.item.lastError ?? "—")
+            }
+            printLine(table.render())
         }
     }
 
-    struct Flush: AsyncParsableCommand {
+    struct Flush: SessionCommand {
         static let configuration = CommandConfiguration(
             abstract: "Send queued requests now.",
             discussion: "Exit status 0 when the outbox is empty afterwards, 75 when some requests still wait.")
         @OptionGroup var global: GlobalOptions
         @OptionGroup var output: OutputOptions
 
-        func run() async throws {
-            try await withSession(global) { session in
-                let report = await OutboxDelivery.flush(session)
-                if output.json {
-                    printJSON(
-                        .object([
-                            "delivered": .array(report.delivered.map { .string($0) }),
-                            "dropped": .array(report.dropped.map { .string($0) }),
-                            "still_queued": .integer(UInt64(report.stillQueued))
-                        ]))
-                } else {
-                    OutboxDelivery.print(report, json: false)
-                    if report.delivered.isEmpty && report.dropped.isEmpty && report.stillQueued == 0 { printLine("Nothing to send.") }
-                }
-                if report.stillQueued > 0 { throw ExitCode(ExitStatus.queued) }
+        func run(in session: Session) async throws {
+            let report = await OutboxDelivery.flush(session)
+            if output.json {
+                printJSON(
+                    .object([
+                        "delivered": .array(report.delivered.map { .string($0) }),
+                        "dropped": .array(report.dropped.map { .string($0) }),
+                        "still_queued": .integer(UInt64(report.stillQueued))
+                    ]))
+            } else {
+                OutboxDelivery.print(report, json: false)
+                if report.delivered.isEmpty && report.dropped.isEmpty && report.stillQueued == 0 { printLine("Nothing to send.") }
             }
+            if report.stillQueued > 0 { throw ExitCode(ExitStatus.queued) }
         }
     }
 }
