@@ -5,9 +5,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 graphs=.build-docs/symbol-graphs
-rm -rf "$graphs" .build-docs/coords-graphs .build-docs/site
-swift build --scratch-path .build-docs --target CoordsCore \
-    -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$PWD/$graphs" 2>&1 | tail -1
+rm -rf .build-docs/coords-graphs .build-docs/site
+build() {
+    swift build --scratch-path .build-docs --target CoordsCore \
+        -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$PWD/$graphs" 2>&1 | tail -1
+}
+# The compiler writes the graphs when it compiles CoordsCore, so they are kept between runs (an
+# up-to-date build writes none); when they are missing, CoordsCore is built again from scratch.
+build
+if ! compgen -G "$graphs/CoordsCore*.symbols.json" >/dev/null; then
+    find .build-docs -mindepth 1 -maxdepth 1 ! -name checkouts ! -name repositories ! -name workspace-state.json -exec rm -rf {} +
+    build
+fi
 mkdir -p .build-docs/coords-graphs
 cp "$graphs"/CoordsCore*.symbols.json .build-docs/coords-graphs/
 log=.build-docs/docc.log
