@@ -2,9 +2,9 @@
 """Do two benchmark runs agree? Compares the ratio rows of two result directories of the Swift
 suite (package-benchmark's JMH file and the paired-*.json side results, as `make bench` leaves
 them in Benchmarks/.build/results) and the relay's paired store ratios (relay.json) and says, per row, whether the two ratios agree within the
-stated spread: the larger of the two runs' spreads (bench-report.py `spread`: half the interquartile
-range or the drift within the run, whichever is larger) plus 2 % (paired rows), or 10 % for rows
-without pairs.
+stated spread: the larger of the two runs' spreads (bench-report.py `spread`: the largest of half
+the interquartile range, half the 95 % confidence interval of the median, and the drift within the
+run) plus 2 % (paired rows), or 10 % for rows without pairs.
 
 Usage: bench-compare.py <results dir A> <results dir B>   (exit 1 when a row disagrees)
 """

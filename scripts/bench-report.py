@@ -128,7 +128,7 @@ def agreement_section(results_dir):
 def median_interval(values):
     """A distribution-free 95 % confidence interval of the median of `values`: the k-th smallest
     and k-th largest, k the largest rank with P(Binomial(n, ½) < k) ≤ 2.5 % (for 12 values the
-    3rd and the 10th; for fewer than 6 the whole range)."""
+    3rd and the 10th; for 8 or fewer the whole range)."""
     v = sorted(values)
     n = len(v)
     k = 1
