@@ -24,10 +24,12 @@ import Testing
 
     /// Connects to the relay's live endpoint on `port`, sends `frames`, runs `action` once the
     /// first `subscribed` answer arrived, and collects frames until `done` says so (then closes
-    /// normally) or the relay closes. Fails after 10 s.
+    /// normally) or the relay closes. Fails with ``SessionTimedOut`` after `timeout` (60 s by
+    /// default: the whole relay suite runs in parallel on 2 cores, where a session that takes
+    /// 1 s alone can take more than 10).
     static func session(
         port: Int, send frames: [String] = [], binary: Bool = false, actAfter: Int = 1, action: @escaping @Sendable () async throws -> Void = {},
-        then later: [String] = [], until done: @escaping @Sendable ([LiveFrame]) -> Bool = { _ in false }, timeout: Duration = .seconds(10),
+        then later: [String] = [], until done: @escaping @Sendable ([LiveFrame]) -> Bool = { _ in false }, timeout: Duration = .seconds(60),
         onFrame react: @escaping @Sendable (LiveFrame) async throws -> Void = { _ in }
     ) async throws -> Seen {
         let seen = Locked(Seen())
@@ -60,7 +62,7 @@ import Testing
             }
             group.addTask {
                 try await Task.sleep(for: timeout)
-                throw CancellationError()
+                throw SessionTimedOut(timeout: timeout, seen: seen.withLock { $0 })
             }
             try await group.next()
             group.cancelAll()
@@ -239,6 +241,13 @@ import Testing
             await #expect(throws: (any Error).self) { try await Self.session(port: port, send: [Self.subscribe([])]) }
         }
     }
+}
+
+/// A live session neither finished nor was closed by the relay within its time limit.
+struct SessionTimedOut: Error, CustomStringConvertible {
+    let timeout: Duration
+    let seen: LiveChannelTests.Seen
+    var description: String { "the live session did not end within \(timeout); it saw \(seen.frames.count) frame(s): \(seen.frames)" }
 }
 
 /// A value behind a lock, shareable between tasks.

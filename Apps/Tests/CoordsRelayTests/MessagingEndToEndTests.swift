@@ -14,7 +14,7 @@ import Testing
 @Suite(.serialized) struct MessagingEndToEndTests {
     static let http: HTTPClient = {
         var configuration = HTTPClient.Configuration()
-        configuration.timeout = .init(connect: .seconds(2), read: .seconds(10))
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(30))
         configuration.connectionPool.retryConnectionEstablishment = false
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }()
@@ -30,7 +30,7 @@ import Testing
         http.method = .init(rawValue: request.method)
         for header in request.headers { http.headers.add(name: header.name, value: header.value) }
         if !request.body.isEmpty { http.body = .bytes(ByteBuffer(bytes: request.body)) }
-        let response = try await Self.http.execute(http, timeout: .seconds(10))
+        let response = try await Self.http.execute(http, timeout: .seconds(30))
         return Reply(status: Int(response.status.code), body: Array(try await response.body.collect(upTo: 1 << 22).readableBytesView))
     }
 

@@ -164,7 +164,7 @@ final class NginxProxy: Sendable {
             try main.write(toFile: directory + "/nginx.conf", atomically: true, encoding: .utf8)
             let process = try SpawnedProcess("/usr/sbin/nginx", ["-p", directory, "-c", directory + "/nginx.conf", "-e", directory + "/error.log"])
             // Ready when the port answers.
-            let deadline = ContinuousClock.now + .seconds(10)
+            let deadline = ContinuousClock.now + .seconds(30)
             while ContinuousClock.now < deadline, !process.hasExited {
                 if (try? await HTTPProbe.status(port: port, method: .get, path: "/healthz")) != nil {
                     return NginxProxy(process: process, port: port, directory: directory)

@@ -34,6 +34,15 @@ struct RelayHarness {
         configuration.port = 0
         configuration.addressRate = 0
         configuration.keyRate = 0
+        // The live test client connects when a test starts and may first send a request much
+        // later: the relay suites run in parallel on 2 cores, where a test that takes 1 s alone
+        // takes 10 s or more. Its unused connection must outlive that. Not much longer, though:
+        // a test that ends before the client's connect completed leaves that connection open
+        // (the client's close no longer reaches it), and the relay's graceful shutdown waits for
+        // it until a deadline closes it. ConnectionLimitTests sets each deadline it tests.
+        configuration.connections.headerTimeoutSeconds = 60
+        configuration.connections.bodyTimeoutSeconds = 60
+        configuration.connections.idleTimeoutSeconds = 60
         return configuration
     }
 
