@@ -70,21 +70,20 @@ enum ExitStatus {
 
 struct Init: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Create your identity.")
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: OutputOptions
+    @OptionGroup var options: CommandOptions
     @Option(help: "Your relay, e.g. https://coord.is.") var server: String
     @Option(help: "The name friends see in your link.") var name: String
 
     func run() async throws {
         try await runReporting {
             // Built in a hidden directory and renamed into place only when everything worked.
-            let (id, link, home) = try await Session.create(global) { session in
+            let (id, link, home) = try await Session.create(options.global) { session in
                 let id = try await session.app.wallet.createIdentity(name: name, server: server)
                 session.writePublicProfile()
                 return (id, try session.app.wallet.friendLink(), session.home)
             }
             let relayNote = await checkRelay(server)
-            if output.json {
+            if options.json {
                 printJSON(
                     .object([
                         "id": .string(id), "name": .string(name), "server": .string(server), "link": .string(link),
@@ -117,8 +116,7 @@ func checkRelay(_ server: String) async -> String? {
 
 struct WhoAmI: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "whoami", abstract: "Show your id, link and its QR code.")
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: OutputOptions
+    @OptionGroup var options: CommandOptions
     @Flag(name: .customLong("no-qr"), help: "Do not draw the QR code.") var noQR = false
 
     func run() async throws {
@@ -126,10 +124,10 @@ struct WhoAmI: AsyncParsableCommand {
             // public.json holds what is public: no passphrase needed. Older data directories
             // (or a damaged file) unlock the keychain once and get the file written.
             let profile: PublicProfile
-            if let stored = PublicProfile.read(home: global.path) {
+            if let stored = PublicProfile.read(home: options.global.path) {
                 profile = stored
             } else {
-                let session = try Session.open(global)
+                let session = try Session.open(options.global)
                 defer { session.close() }
                 let wallet = session.app.wallet
                 profile = PublicProfile(
@@ -137,7 +135,7 @@ struct WhoAmI: AsyncParsableCommand {
                     link: try wallet.friendLink())
                 session.writePublicProfile()
             }
-            if output.json {
+            if options.json {
                 printJSON(
                     .object([
                         "id": .string(profile.id), "name": .string(profile.name), "server": .string(profile.server),
@@ -160,8 +158,7 @@ struct WhoAmI: AsyncParsableCommand {
 
 struct Add: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "Add a friend from their coord:// link.")
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: OutputOptions
+    @OptionGroup var options: CommandOptions
     @Argument(help: "The friend's link (coord://…/add/…#Name).") var link: String
     @Option(help: "Override the name from the link.") var name: String?
     @Option(help: "Use this relay URL instead of https:// plus the link's host (e.g. a plain-http test relay).")
@@ -177,7 +174,7 @@ struct Add: SessionCommand {
         }
         if let name { friend = try await session.app.friends.update(id: friend.id, name: name) }
         let number = try session.app.wallet.safetyNumber(with: friend.publicKey)
-        if output.json {
+        if options.json {
             printJSON(
                 .object([
                     "id": .string(friend.id), "name": .string(friend.name), "server": .string(friend.server),
@@ -206,14 +203,13 @@ func findFriend(_ query: String, in session: Session) throws -> Friend {
 
 struct Friends: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "List your friends and their last known positions.")
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: OutputOptions
+    @OptionGroup var options: CommandOptions
 
     func run(in session: Session) async throws {
         let friends = try session.app.friends.list()
         let locations = Dictionary(uniqueKeysWithValues: try session.app.location.friendLocations().map { ($0.id, $0) })
         let now = nowMilliseconds()
-        if output.json {
+        if options.json {
             printJSON(
                 .object([
                     "friends": .array(
@@ -274,8 +270,7 @@ func signatureWord(_ authenticity: RelayAPI.Authenticity) -> String {
 
 struct Verify: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "Mark a friend verified after comparing safety numbers (or block them).")
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: OutputOptions
+    @OptionGroup var options: CommandOptions
     @Argument(help: "Name or id.") var friend: String
     @Flag(help: "Block instead: stop sharing with and fetching from them.") var block = false
     @Flag(help: "Back to unverified.") var reset = false
@@ -286,14 +281,14 @@ struct Verify: SessionCommand {
         if let key {
             let kept = try await session.app.friends.resolveConflict(id: found.id, keep: key)
             _ = try await sendReseal(session: session)
-            if output.json {
+            if options.json {
                 return printJSON(.object(["id": .string(kept.id), "name": .string(kept.name), "trust": .string("verified"), "verified": .bool(true)]))
             }
             return printLine("\(kept.name.isEmpty ? kept.id : kept.name) is now verified on key \(kept.id.prefix(12))…; sharing resumes.")
         }
         let trust: TrustState = block ? .blocked : (reset ? .unverified : .verified)
         _ = try await session.app.friends.setTrust(id: found.id, trust)
-        if output.json {
+        if options.json {
             return printJSON(
                 .object([
                     "id": .string(found.id), "name": .string(found.name), "trust": .string(trust.rawValue),
@@ -306,15 +301,14 @@ struct Verify: SessionCommand {
 
 struct Remove: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "Remove a friend: later uploads are no longer sealed for them.")
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: OutputOptions
+    @OptionGroup var options: CommandOptions
     @Argument(help: "Name or id.") var friend: String
 
     func run(in session: Session) async throws {
         let found = try findFriend(friend, in: session)
         try await session.app.friends.remove(id: found.id)
         let reseal = try await sendReseal(session: session)
-        if output.json {
+        if options.json {
             printJSON(
                 .object(["id": .string(found.id), "name": .string(found.name), "removed": .bool(true), "resealed": .bool(reseal.resealed)]))
         } else {

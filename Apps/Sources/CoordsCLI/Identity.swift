@@ -6,11 +6,10 @@ struct Rotate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Move to a new key (and relay, with --server): your friends follow without adding you again.",
         discussion: "Each friend gets a statement signed by your old and your new key. Statements that cannot be delivered now wait in the outbox.")
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: OutputOptions
+    @OptionGroup var options: CommandOptions
     @Option(help: "The relay the new identity publishes to (default: the current one).") var server: String?
 
-    func run() async throws { try await rotateIdentity(global: global, json: output.json, server: server, revoke: false) }
+    func run() async throws { try await rotateIdentity(options, server: server, revoke: false) }
 }
 
 /// `coords revoke [--server URL]`: after losing a device, from a restored backup.
@@ -21,17 +20,17 @@ struct Revoke: AsyncParsableCommand {
             Friends refuse anything signed by the old key from now on. If the thief rotates too, friends see two \
             different rotations and ask to compare safety numbers again instead of following either.
             """)
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: OutputOptions
+    @OptionGroup var options: CommandOptions
     @Option(help: "The relay the new identity publishes to (default: the current one).") var server: String?
 
-    func run() async throws { try await rotateIdentity(global: global, json: output.json, server: server, revoke: true) }
+    func run() async throws { try await rotateIdentity(options, server: server, revoke: true) }
 }
 
 /// The shared path of `rotate` and `revoke`: rotate, send the statements, the new identity's
 /// upload and the delete of the old blob; queue what cannot be sent (exit 75).
-private func rotateIdentity(global: GlobalOptions, json: Bool, server: String?, revoke: Bool) async throws {
-    try await withSession(global) { session in
+private func rotateIdentity(_ options: CommandOptions, server: String?, revoke: Bool) async throws {
+    let json = options.json
+    try await withSession(options.global) { session in
         let previous = try session.app.wallet.id()
         let rotation = try await session.app.rotateIdentity(server: server, revoke: revoke)
         session.writePublicProfile()

@@ -5,8 +5,7 @@ import CoordsCore
 /// the outbox when the relay cannot be reached; exit status 75 then).
 struct Send: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Send a friend an end-to-end sealed message.")
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: OutputOptions
+    @OptionGroup var options: CommandOptions
     @Argument(help: "The friend's name or id.") var friend: String
     @Argument(help: "The text (quote it).") var text: String
 
@@ -16,12 +15,12 @@ struct Send: AsyncParsableCommand {
                 throw CLIFailure("the message is empty; write some text, e.g. coords send \(friend) \"on my way\"")
             }
         }
-        try await withSession(global, outbox: .deliver(json: output.json)) { session in
+        try await withSession(options.global, outbox: .deliver(json: options.json)) { session in
             let target = try findFriend(friend, in: session)
             let sent = try await session.app.messages.send(text, to: target.id)
             let delivered = await MessageDelivery.post(sent.request, messageID: sent.message.id, outboxID: sent.outboxID, session: session)
             let name = target.name.isEmpty ? String(target.id.prefix(8)) : target.name
-            if output.json {
+            if options.json {
                 printJSON(
                     .object([
                         "id": .string(sent.message.id), "friend_id": .string(target.id), "queued": .bool(!delivered.sent),
@@ -40,16 +39,15 @@ struct Send: AsyncParsableCommand {
 /// `coords inbox`: fetches new messages, acknowledges them, sends receipts, and lists conversations.
 struct Inbox: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "Fetch new messages and list your conversations.")
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: OutputOptions
+    @OptionGroup var options: CommandOptions
 
-    var outboxFirst: OutboxFirst { .deliver(json: output.json) }
+    var outboxFirst: OutboxFirst { .deliver(json: options.json) }
 
     func run(in session: Session) async throws {
         let outcome = try await MessageDelivery.sync(session)
         let names = Dictionary(try session.app.friends.list().map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
         let conversations = try session.app.messages.conversations()
-        if output.json {
+        if options.json {
             printJSON(
                 .object([
                     "received": .array(outcome.received.map(messageJSON)),
@@ -88,8 +86,7 @@ struct Inbox: SessionCommand {
 /// `coords chat NAME`: the conversation with one friend (fetching new messages first).
 struct Chat: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "Show the conversation with a friend.")
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: OutputOptions
+    @OptionGroup var options: CommandOptions
     @Argument(help: "The friend's name or id.") var friend: String
     @Option(help: "Show at most this many of the latest messages.") var limit: Int = 50
     @Option(
@@ -102,7 +99,7 @@ struct Chat: SessionCommand {
     var follow = false
 
     func validate() throws {
-        guard !(follow && output.json) else { throw ValidationError("--follow prints lines as messages arrive; it does not combine with --json") }
+        guard !(follow && options.json) else { throw ValidationError("--follow prints lines as messages arrive; it does not combine with --json") }
     }
 
     func run(in session: Session) async throws {
@@ -110,7 +107,7 @@ struct Chat: SessionCommand {
         if let seconds = disappearAfter {
             try await session.app.messages.setDisappearing(friendID: target.id, after: seconds == 0 ? nil : seconds)
         }
-        OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
+        OutboxDelivery.print(await OutboxDelivery.flush(session), json: options.json)
         var unreachable: String?
         do {
             _ = try await MessageDelivery.sync(session)
@@ -122,7 +119,7 @@ struct Chat: SessionCommand {
         defer {
             if let unreachable { printError("coords: could not fetch new messages: \(unreachable); showing what is stored here") }
         }
-        if output.json {
+        if options.json {
             printJSON(.object(["friend_id": .string(target.id), "name": .string(target.name), "messages": .array(history.map(messageJSON))]))
             if unreachable != nil { throw ExitCode(ExitStatus.unavailable) }
             return

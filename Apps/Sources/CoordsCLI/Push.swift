@@ -12,8 +12,7 @@ struct Push: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Register the URL your relay POSTs a wake to (renew it daily).",
             discussion: "The relay sends {\"type\":\"coords-wake\"} and nothing else: no sender, no message id, no size.")
-        @OptionGroup var global: GlobalOptions
-        @OptionGroup var output: OutputOptions
+        @OptionGroup var options: CommandOptions
         @Argument(help: "The endpoint: an https:// URL from the phone's UnifiedPush distributor.") var endpoint: String
         @Option(help: "Seconds the registration lives (60…2592000; the relay's default is 7 days).") var ttl: UInt64?
 
@@ -21,7 +20,7 @@ struct Push: AsyncParsableCommand {
             let request = try session.app.messages.preparePushRegistration(endpoint: endpoint, ttlSeconds: ttl)
             let answer = try await Push.send(request, action: "register the push endpoint")
             let expires = answer?["expiresAt"]?.uint64Value ?? 0
-            if output.json {
+            if options.json {
                 return printJSON(.object(["endpoint": .string(endpoint), "expires_at_ms": .integer(expires.multipliedSaturating(by: 1000))]))
             }
             printLine("Registered: your relay wakes \(endpoint) when a message arrives, until \(RFC3339.format(expires)).")
@@ -30,13 +29,12 @@ struct Push: AsyncParsableCommand {
 
     struct Unregister: SessionCommand {
         static let configuration = CommandConfiguration(abstract: "Stop your relay from waking your push endpoint.")
-        @OptionGroup var global: GlobalOptions
-        @OptionGroup var output: OutputOptions
+        @OptionGroup var options: CommandOptions
 
         func run(in session: Session) async throws {
             let answer = try await Push.send(try session.app.messages.preparePushUnregistration(), action: "remove the push endpoint")
             let deleted = answer?["deleted"]?.boolValue ?? false
-            if output.json { return printJSON(.object(["deleted": .bool(deleted)])) }
+            if options.json { return printJSON(.object(["deleted": .bool(deleted)])) }
             printLine(deleted ? "Unregistered: your relay no longer wakes your push endpoint." : "Your relay had no push endpoint for you.")
         }
     }

@@ -27,8 +27,9 @@ public struct GlobalOptions: ParsableArguments {
     }
 }
 
-/// Options of commands that print data.
-public struct OutputOptions: ParsableArguments {
+/// The options of commands that print data: the data directory and `--json`.
+public struct CommandOptions: ParsableArguments {
+    @OptionGroup var global: GlobalOptions
     @Flag(name: .long, help: "Print one JSON object for scripts (its schema: docs/CLI.md).")
     var json = false
 
@@ -84,8 +85,8 @@ func withSession(_ options: GlobalOptions, outbox: OutboxFirst = .no, _ body: (S
 /// keychain, store, the outbox delivered first when ``outboxFirst`` asks, the session closed
 /// whatever happens, and every error reported in one line (exit status 1 or 69).
 protocol SessionCommand: AsyncParsableCommand {
-    /// The data directory option every such command takes.
-    var global: GlobalOptions { get }
+    /// The data directory and `--json`.
+    var options: CommandOptions { get }
     /// Whether the outbox is delivered before ``run(in:)``: `.deliver(json:)` for commands that
     /// talk to a relay anyway. Default: `.no`.
     var outboxFirst: OutboxFirst { get }
@@ -97,7 +98,7 @@ extension SessionCommand {
     var outboxFirst: OutboxFirst { .no }
 
     func run() async throws {
-        try await withSession(global, outbox: outboxFirst) { session in try await run(in: session) }
+        try await withSession(options.global, outbox: outboxFirst) { session in try await run(in: session) }
     }
 }
 

@@ -7,8 +7,7 @@ struct ShareWith: SessionCommand {
     static let configuration = CommandConfiguration(
         commandName: "share-with", abstract: "Share with a friend for a while, until a time, or again after a pause.",
         discussion: "Without --for or --until the share has no end. When it ends your last position is sealed again without them.")
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: OutputOptions
+    @OptionGroup var options: CommandOptions
     @Argument(help: "The friend's name or id.") var friend: String
     @Option(name: .customLong("for"), help: "How long: 90s, 30m, 2h, 1d, or combined (1h30m).") var duration: String?
     @Option(help: "Until this time (RFC 3339, e.g. 2026-11-24T18:00:00Z).") var until: String?
@@ -28,7 +27,7 @@ struct ShareWith: SessionCommand {
         if let until { end = try RFC3339.parse(until).multipliedSaturating(by: 1000) }
         let updated = try await session.app.friends.share(id: found.id, until: end)
         let reseal = try await sendReseal(session: session)
-        printShare(updated, reseal: reseal, json: output.json)
+        printShare(updated, reseal: reseal, json: options.json)
         if reseal.queued { throw ExitCode(ExitStatus.queued) }
     }
 
@@ -63,15 +62,14 @@ struct ShareWith: SessionCommand {
 struct Pause: SessionCommand {
     static let configuration = CommandConfiguration(
         abstract: "Pause sharing with a friend (your last position is sealed again without them).")
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: OutputOptions
+    @OptionGroup var options: CommandOptions
     @Argument(help: "The friend's name or id.") var friend: String
 
     func run(in session: Session) async throws {
         let found = try findFriend(friend, in: session)
         let updated = try await session.app.friends.pause(id: found.id)
         let reseal = try await sendReseal(session: session)
-        printShare(updated, reseal: reseal, json: output.json)
+        printShare(updated, reseal: reseal, json: options.json)
         if reseal.queued { throw ExitCode(ExitStatus.queued) }
     }
 }

@@ -31,8 +31,7 @@ func share(_ fix: Location, session: Session) async throws -> (message: String, 
 
 struct Share: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "Share your position with your friends.")
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: OutputOptions
+    @OptionGroup var options: CommandOptions
     @Option(help: "Latitude in degrees.") var lat: Double
     @Option(help: "Longitude in degrees.") var lon: Double
     @Option(help: "Altitude in metres.") var alt: Double = 0
@@ -40,9 +39,9 @@ struct Share: SessionCommand {
 
     func run(in session: Session) async throws {
         let fix = try Location(latitude: lat, longitude: lon, altitude: alt, accuracy: accuracy, timestamp: nowMilliseconds())
-        OutboxDelivery.print(await OutboxDelivery.flush(session), json: output.json)
+        OutboxDelivery.print(await OutboxDelivery.flush(session), json: options.json)
         let (message, queued, upload) = try await share(fix, session: session)
-        if output.json {
+        if options.json {
             printJSON(
                 .object([
                     "queued": .bool(queued), "fix_timestamp_ms": .integer(fix.timestamp),
@@ -107,14 +106,13 @@ extension Result where Failure == any Error {
 
 struct Fetch: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "Fetch your friends' positions.")
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: OutputOptions
+    @OptionGroup var options: CommandOptions
 
-    var outboxFirst: OutboxFirst { .deliver(json: output.json) }
+    var outboxFirst: OutboxFirst { .deliver(json: options.json) }
 
     func run(in session: Session) async throws {
         let (outcome, failures, requests) = try await fetchAll(session: session)
-        try report(outcome, failures: failures, session: session, json: output.json)
+        try report(outcome, failures: failures, session: session, json: options.json)
         let status = fetchStatus(failures: failures.count, requests: requests)
         if status != ExitStatus.success { throw ExitCode(status) }
     }
@@ -173,7 +171,8 @@ func report(_ outcome: FetchOutcome, failures: [FetchFailure], session: Session,
     for rejection in outcome.rejected { printLine("Refused \(rejection.id.prefix(8))…: \(rejection.error.description)") }
 }
 
-struct Watch: SessionCommand {
+/// `coords watch`: a session command without `--json` (it prints lines as things happen).
+struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Share and fetch every N seconds; friends' moves and messages show as they happen.",
         discussion: """
@@ -192,6 +191,8 @@ struct Watch: SessionCommand {
         guard (lat == nil) == (lon == nil) else { throw ValidationError("give both --lat and --lon, or neither") }
         guard interval >= 1 else { throw ValidationError("--interval must be at least 1 second") }
     }
+
+    func run() async throws { try await withSession(global) { session in try await run(in: session) } }
 
     func run(in session: Session) async throws {
         let (lat, lon, interval, count) = (lat, lon, interval, count)
@@ -289,10 +290,9 @@ func printLive(_ outcome: MessagesOutcome, session: Session, only friendID: Stri
 
 struct Delete: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "Remove your position from your relay.")
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var output: OutputOptions
+    @OptionGroup var options: CommandOptions
 
-    var outboxFirst: OutboxFirst { .deliver(json: output.json) }
+    var outboxFirst: OutboxFirst { .deliver(json: options.json) }
 
     func run(in session: Session) async throws {
         let server = try session.app.wallet.profile().server
@@ -300,11 +300,11 @@ struct Delete: SessionCommand {
         do {
             let result = try await RelayHTTP.send(request)
             guard result.isSuccess else { throw CLIFailure(RelayHTTP.refusal(result, action: "delete your position")) }
-            if output.json { return printJSON(.object(["server": .string(server), "deleted": .bool(true), "queued": .bool(false)])) }
+            if options.json { return printJSON(.object(["server": .string(server), "deleted": .bool(true), "queued": .bool(false)])) }
             printLine("Your position is deleted from \(server).")
         } catch let failure as NetworkFailure {
             _ = try await session.app.outbox.enqueue(kind: "delete", request: request)
-            if output.json {
+            if options.json {
                 printJSON(.object(["server": .string(server), "deleted": .bool(false), "queued": .bool(true)]))
             } else {
                 printLine("The relay is unreachable (\(failure.description)); the delete is queued and the next command will retry it.")
@@ -321,15 +321,14 @@ struct Backup: AsyncParsableCommand {
 
     struct Export: SessionCommand {
         static let configuration = CommandConfiguration(abstract: "Write an encrypted backup to a file.")
-        @OptionGroup var global: GlobalOptions
-        @OptionGroup var output: OutputOptions
+        @OptionGroup var options: CommandOptions
         @Argument(help: "The backup file to write.") var file: String
 
         func run(in session: Session) async throws {
             let passphrase = try Passphrase.read(prompt: "Backup passphrase: ", confirm: true, variable: "COORDS_BACKUP_PASSPHRASE")
             let backup = try await session.app.wallet.exportBackup(passphrase: passphrase)
             try writeFile(file, backup)
-            if output.json { return printJSON(.object(["file": .string(file), "bytes": .integer(UInt64(backup.count))])) }
+            if options.json { return printJSON(.object(["file": .string(file), "bytes": .integer(UInt64(backup.count))])) }
             printLine("Wrote an encrypted backup (\(backup.count) bytes) to \(file). Keep the passphrase somewhere safe.")
         }
     }
@@ -338,20 +337,19 @@ struct Backup: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Restore a backup into a new data directory.",
             discussion: "Atomic like `coords init`: a failure leaves no data directory behind.")
-        @OptionGroup var global: GlobalOptions
-        @OptionGroup var output: OutputOptions
+        @OptionGroup var options: CommandOptions
         @Argument(help: "The backup file to read.") var file: String
 
         func run() async throws {
             try await runReporting {
                 let backup = try readFile(file)
                 let passphrase = try Passphrase.read(prompt: "Backup passphrase: ", confirm: false, variable: "COORDS_BACKUP_PASSPHRASE")
-                let (id, friends, home) = try await Session.create(global) { session in
+                let (id, friends, home) = try await Session.create(options.global) { session in
                     let id = try await session.app.wallet.importBackup(backup, passphrase: passphrase)
                     session.writePublicProfile()
                     return (id, try session.app.friends.list().count, session.home)
                 }
-                if output.json { return printJSON(.object(["id": .string(id), "friends": .integer(UInt64(friends))])) }
+                if options.json { return printJSON(.object(["id": .string(id), "friends": .integer(UInt64(friends))])) }
                 printLine("Restored identity \(id) with \(friends) friend(s) into \(home).")
             }
         }
@@ -365,13 +363,12 @@ struct Outbox: AsyncParsableCommand {
 
     struct List: SessionCommand {
         static let configuration = CommandConfiguration(abstract: "List queued requests.")
-        @OptionGroup var global: GlobalOptions
-        @OptionGroup var output: OutputOptions
+        @OptionGroup var options: CommandOptions
 
         func run(in session: Session) async throws {
             let entries = try session.app.outbox.pending()
             let now = nowMilliseconds()
-            if output.json {
+            if options.json {
                 printJSON(
                     .object([
                         "entries": .array(
@@ -400,12 +397,11 @@ struct Outbox: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Send queued requests now.",
             discussion: "Exit status 0 when the outbox is empty afterwards, 75 when some requests still wait.")
-        @OptionGroup var global: GlobalOptions
-        @OptionGroup var output: OutputOptions
+        @OptionGroup var options: CommandOptions
 
         func run(in session: Session) async throws {
             let report = await OutboxDelivery.flush(session)
-            if output.json {
+            if options.json {
                 printJSON(
                     .object([
                         "delivered": .array(report.delivered.map { .string($0) }),

@@ -78,9 +78,8 @@ import Testing
         var configuration = RelayHarness.defaultConfiguration()
         configuration.maximumMessagesPerRecipient = 20
         configuration.maximumUnauthenticatedMessagesPerRecipient = 5
-        let s = try await MailboxTests.Setup(kind, configuration: configuration)
-        let relay = s.relay
-        try await relay.app.test(.router) { client in
+        let relay = try await MailboxTests.relay(kind, configuration: configuration)
+        try await relay.test(.router) { client in
             // Junk under random sender ids, no senderKey: the unsigned quota fills, and only it.
             var statuses: [HTTPResponse.Status] = []
             for _ in 0..<12 {
@@ -95,7 +94,6 @@ import Testing
             #expect(
                 try await client.post(friend).status == .accepted)
         }
-        await s.finish()
     }
 
     @Test func unsignedSendersAreRateLimitedByAddressNotByTheirClaimedID() async throws {

@@ -18,18 +18,12 @@ import Testing
     ]
 
     /// A relay with the chosen store (closed by `finish`).
-    struct Setup {
-        let relay: RelayHarness
-
-        init(_ kind: StoreKind, configuration: RelayConfiguration = RelayHarness.defaultConfiguration()) async throws {
-            var configuration = configuration
-            configuration.messageRate = 0
-            relay = RelayHarness(configuration: configuration, store: try await StoreUnderTest.store(kind))
-        }
-
-        func finish() async {
-            await relay.store.close()
-        }
+    /// A relay on a fresh store of `kind` without the message rate limit. Run it through
+    /// ``RelayHarness/test(_:_:)``, which closes the store whatever the test did.
+    static func relay(_ kind: StoreKind, configuration: RelayConfiguration = RelayHarness.defaultConfiguration()) async throws -> RelayHarness {
+        var configuration = configuration
+        configuration.messageRate = 0
+        return RelayHarness(configuration: configuration, store: try await StoreUnderTest.store(kind))
     }
 
     static let alice = try! Ed25519SigningKey.generate()  // test fixtures: generation cannot fail once libsodium is up
@@ -62,9 +56,8 @@ import Testing
 
     @Test(arguments: MailboxTests.cases)
     func postListAckAndReplay(_ setup: TestingSetup, _ kind: StoreKind) async throws {
-        let s = try await Setup(kind)
-        let relay = s.relay
-        try await relay.app.test(setup) { client in
+        let relay = try await Self.relay(kind)
+        try await relay.test(setup) { client in
             let first = try Self.envelope("one", now: relay.now)
             let second = try Self.envelope("two", now: relay.now)
             let posted = try await client.post(first)
@@ -113,14 +106,12 @@ import Testing
             #expect(metrics.contains("coords_relay_messages_posted_total 2"))
             #expect(metrics.contains("coords_relay_messages_acknowledged_total 2"))
         }
-        await s.finish()
     }
 
     @Test(arguments: MailboxTests.cases)
     func otherPeopleCannotReadOrAckAMailbox(_ setup: TestingSetup, _ kind: StoreKind) async throws {
-        let s = try await Setup(kind)
-        let relay = s.relay
-        try await relay.app.test(setup) { client in
+        let relay = try await Self.relay(kind)
+        try await relay.test(setup) { client in
             let envelope = try Self.envelope(now: relay.now)
             _ = try await client.post(envelope)
             let path = Self.listPath(Self.bob)
@@ -149,7 +140,6 @@ import Testing
             let badID = "/v1/relay/messages/not-a-uuid/ack"
             #expect(try await client.execute(uri: badID, method: .post, headers: Self.signedHeaders(Self.bob, "POST", badID, relay.now)).status == .badRequest)
         }
-        await s.finish()
     }
 
     @Test(arguments: MailboxTests.cases)
@@ -158,10 +148,9 @@ import Testing
         configuration.maximumMessagesPerRecipient = 2
         configuration.maximumMessages = 3
         configuration.maximumMessagePayloadBytes = 4096
-        let s = try await Setup(kind, configuration: configuration)
-        let relay = s.relay
+        let relay = try await Self.relay(kind, configuration: configuration)
         let now = relay.now
-        try await relay.app.test(setup) { client in
+        try await relay.test(setup) { client in
             func post(_ body: ByteBuffer) async throws -> TestResponse { try await client.post(body) }
             func post(_ envelope: Envelope) async throws -> TestResponse { try await client.post(envelope) }
             // 400: schema, sender = recipient, expiry order, already expired, created in the future, TTL too long.
@@ -194,14 +183,12 @@ import Testing
             #expect(try await post(try Self.envelope(to: Self.carol, now: now)).status == .accepted)
             #expect(try await post(try Self.envelope(from: Self.bob, to: Self.carol, now: now)).status.code == 507)
         }
-        await s.finish()
     }
 
     @Test(arguments: MailboxTests.cases)
     func expiredEnvelopesAreNeverDeliveredAndAreSwept(_ setup: TestingSetup, _ kind: StoreKind) async throws {
-        let s = try await Setup(kind)
-        let relay = s.relay
-        try await relay.app.test(setup) { client in
+        let relay = try await Self.relay(kind)
+        try await relay.test(setup) { client in
             let short = try Self.envelope("soon gone", now: relay.now, ttl: 60)
             let long = try Self.envelope("still here", now: relay.now, ttl: 3600)
             for envelope in [short, long] {
@@ -220,7 +207,6 @@ import Testing
             #expect(metrics.contains("coords_relay_messages_expired_total 1"))
             #expect(metrics.contains("coords_relay_mailbox_entries 1"))
         }
-        await s.finish()
     }
 
     @Test func strictMailboxRequiresSenderKeyAndMessageRateLimits() async throws {
