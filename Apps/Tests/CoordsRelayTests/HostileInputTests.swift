@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import NIOCore
 import Testing
 
@@ -300,6 +301,41 @@ import Testing
             #expect(answer.contains("Content-Type: application/json") || answer.contains("content-type: application/json"))
             #expect(answer.contains(code))
         }
+    }
+}
+
+/// The filter that lowers Hummingbird's log line for a connection the guard refused before its
+/// first request (an ordinary refusal, already counted) and passes everything else unchanged.
+@Suite struct UpgradeNoiseFilterTests {
+    /// A log handler that keeps what it is given.
+    struct Capture: LogHandler {
+        let lines: Locked<[(Logger.Level, String)]>
+        var logLevel: Logger.Level
+        var metadata: Logger.Metadata = [:]
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) { lines.withLock { $0.append((event.level, event.message.description)) } }
+    }
+
+    static func logged(at level: Logger.Level, _ write: (Logger) -> Void) -> [(Logger.Level, String)] {
+        let lines = Locked<[(Logger.Level, String)]>([])
+        var logger = Logger(label: "test") { _ in Capture(lines: lines, logLevel: level) }
+        logger.handler = UpgradeNoiseFilter(inner: logger.handler)
+        write(logger)
+        return lines.withLock { $0 }
+    }
+
+    @Test func theRefusalNoiseIsLoweredAndEverythingElsePasses() {
+        let info = Self.logged(at: .info) { logger in
+            logger.error("Error handling upgrade result")
+            logger.error("a real error")
+            logger.info("started")
+        }
+        #expect(info.map(\.0) == [.error, .info] && info.map(\.1) == ["a real error", "started"])
+        let debug = Self.logged(at: .debug) { $0.error("Error handling upgrade result") }
+        #expect(debug.map(\.0) == [.debug] && debug.map(\.1) == ["Error handling upgrade result"])
     }
 }
 

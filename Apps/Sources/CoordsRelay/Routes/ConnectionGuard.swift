@@ -433,14 +433,12 @@ struct UpgradeNoiseFilter: LogHandler {
         set { inner[metadataKey: key] = newValue }
     }
 
-    func log(
-        level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt
-    ) {
-        var level = level
-        if level >= .error, message.description == "Error handling upgrade result" {
+    func log(event: LogEvent) {
+        var event = event
+        if event.level >= .error, event.message.description == "Error handling upgrade result" {
             guard inner.logLevel <= .debug else { return }
-            level = .debug
+            event.level = .debug
         }
-        inner.log(level: level, message: message, metadata: metadata, source: source, file: file, function: function, line: line)
+        inner.log(event: event)
     }
 }

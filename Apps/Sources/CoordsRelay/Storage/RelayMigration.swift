@@ -71,10 +71,22 @@ public enum RelayMigration {
         var report = RelayMigrationReport()
         let unlimited = MailboxLimits(perRecipient: .max, total: .max, perRecipientUnauthenticated: .max)
 
+        /// Reads one kind of entry page by page (each page resumes after the previous page's last
+        /// item) until a page is empty; `copy` writes a page and counts it in `report`, then the
+        /// progress is reported.
+        func copyPages<Item, Cursor>(
+            _ export: (_ after: Cursor?, _ limit: Int) throws -> [Item], after cursor: (Item) -> Cursor, _ copy: ([Item]) async throws -> Void
+        ) async throws {
+            var after: Cursor?
+            while case let page = try export(after, pageSize), let last = page.last {
+                after = cursor(last)
+                try await copy(page)
+                progress(report.read, total)
+            }
+        }
+
         // Tombstones before uploads: a deleted key's old upload can then never come back.
-        var tombstoneCursor: Bytes32?
-        while case let page = try source.exportTombstones(after: tombstoneCursor, limit: pageSize), let last = page.last {
-            tombstoneCursor = last.key
+        try await copyPages(source.exportTombstones(after:limit:), after: { $0.key }) { page in
             report.read.tombstones += page.count
             report.copied.tombstones += try await count(page) { item in
                 // Stale: the target already has this deletion (or a newer upload or deletion).
@@ -83,50 +95,33 @@ public enum RelayMigration {
                 }
                 return true
             }
-            progress(report.read, total)
         }
-
-        var recordCursor: Bytes32?
-        while case let page = try source.exportRecords(after: recordCursor, limit: pageSize), let last = page.last {
-            recordCursor = last.key
+        try await copyPages(source.exportRecords(after:limit:), after: { $0.key }) { page in
             report.read.records += page.count
             report.copied.records += try await count(page) { item in
                 try await target.put(key: item.key, record: item.record) == .stored
             }
-            progress(report.read, total)
         }
-
-        var mailboxCursor: [UInt8]?
-        while case let page = try source.exportMailbox(after: mailboxCursor, limit: pageSize), let last = page.last {
-            mailboxCursor = last.position
+        try await copyPages(source.exportMailbox(after:limit:), after: { $0.position }) { page in
             report.read.envelopes += page.count
             // In queue order, one at a time: the target keeps each recipient's envelopes oldest first.
             for item in page where try await target.mailboxPost(item.entry, limits: unlimited, now: 0) == .stored {
                 report.copied.envelopes += 1
             }
-            progress(report.read, total)
         }
-
-        var idCursor: String?
-        while case let page = try source.exportMailboxTombstones(after: idCursor, limit: pageSize), let last = page.last {
-            idCursor = last.id
+        try await copyPages(source.exportMailboxTombstones(after:limit:), after: { $0.id }) { page in
             report.read.envelopeTombstones += page.count
             _ = try await count(page) { item in
                 // An id no one holds: acknowledging it only records (or extends) its tombstone.
                 try await target.mailboxAck(id: item.id, recipient: "", tombstoneUntil: item.until)
             }
             report.copied.envelopeTombstones += page.count
-            progress(report.read, total)
         }
-
-        var signatureCursor: Bytes32?
-        while case let page = try source.exportSeenSignatures(after: signatureCursor, limit: pageSize), let last = page.last {
-            signatureCursor = last.r
+        try await copyPages(source.exportSeenSignatures(after:limit:), after: { $0.r }) { page in
             report.read.seenSignatures += page.count
             report.copied.seenSignatures += try await count(page) { item in
                 try await target.acceptSignature(item.r, until: item.until, now: 0, capacity: .max) == .accepted
             }
-            progress(report.read, total)
         }
         return report
     }
