@@ -75,18 +75,18 @@ public enum RelayMigration {
         /// item) until a page is empty; `copy` writes a page and counts it in `report`, then the
         /// progress is reported.
         func copyPages<Item, Cursor>(
-            _ export: (_ after: Cursor?, _ limit: Int) throws -> [Item], after cursor: (Item) -> Cursor, _ copy: ([Item]) async throws -> Void
+            _ export: (_ after: Cursor?, _ limit: Int) throws -> [Item], after cursor: KeyPath<Item, Cursor>, _ copy: ([Item]) async throws -> Void
         ) async throws {
             var after: Cursor?
             while case let page = try export(after, pageSize), let last = page.last {
-                after = cursor(last)
+                after = last[keyPath: cursor]
                 try await copy(page)
                 progress(report.read, total)
             }
         }
 
         // Tombstones before uploads: a deleted key's old upload can then never come back.
-        try await copyPages(source.exportTombstones(after:limit:), after: { $0.key }) { page in
+        try await copyPages(source.exportTombstones(after:limit:), after: \.key) { page in
             report.read.tombstones += page.count
             report.copied.tombstones += try await count(page) { item in
                 // Stale: the target already has this deletion (or a newer upload or deletion).
@@ -96,20 +96,20 @@ public enum RelayMigration {
                 return true
             }
         }
-        try await copyPages(source.exportRecords(after:limit:), after: { $0.key }) { page in
+        try await copyPages(source.exportRecords(after:limit:), after: \.key) { page in
             report.read.records += page.count
             report.copied.records += try await count(page) { item in
                 try await target.put(key: item.key, record: item.record) == .stored
             }
         }
-        try await copyPages(source.exportMailbox(after:limit:), after: { $0.position }) { page in
+        try await copyPages(source.exportMailbox(after:limit:), after: \.position) { page in
             report.read.envelopes += page.count
             // In queue order, one at a time: the target keeps each recipient's envelopes oldest first.
             for item in page where try await target.mailboxPost(item.entry, limits: unlimited, now: 0) == .stored {
                 report.copied.envelopes += 1
             }
         }
-        try await copyPages(source.exportMailboxTombstones(after:limit:), after: { $0.id }) { page in
+        try await copyPages(source.exportMailboxTombstones(after:limit:), after: \.id) { page in
             report.read.envelopeTombstones += page.count
             _ = try await count(page) { item in
                 // An id no one holds: acknowledging it only records (or extends) its tombstone.
@@ -117,7 +117,7 @@ public enum RelayMigration {
             }
             report.copied.envelopeTombstones += page.count
         }
-        try await copyPages(source.exportSeenSignatures(after:limit:), after: { $0.r }) { page in
+        try await copyPages(source.exportSeenSignatures(after:limit:), after: \.r) { page in
             report.read.seenSignatures += page.count
             report.copied.seenSignatures += try await count(page) { item in
                 try await target.acceptSignature(item.r, until: item.until, now: 0, capacity: .max) == .accepted
