@@ -20,8 +20,10 @@ class Relay:
     """`coords-relay` on a fixed loopback port; its output goes to `log_path` (a pipe nobody
     reads would fill up with access-log lines and stall the relay)."""
 
-    def __init__(self, data_dir, port, args=(), log_path=None):
-        self.data_dir, self.port, self.args, self.process = data_dir, port, list(args), None
+    def __init__(self, data_dir, port=None, args=(), log_path=None):
+        """A relay keeping its data in `data_dir`, on `port` (a free loopback port when None).
+        `with Relay(...) as relay:` starts it and stops it when the block ends."""
+        self.data_dir, self.port, self.args, self.process = data_dir, port or free_port(), list(args), None
         self.log_path = log_path or (str(data_dir).rstrip("/") + ".log")
 
     @property
@@ -49,6 +51,13 @@ class Relay:
             self.process.terminate()
             assert self.process.wait(timeout=10) == 0
         self.process = None
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
 
     def log(self):
         with open(self.log_path, errors="replace") as f:

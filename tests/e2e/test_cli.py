@@ -9,17 +9,13 @@ import subprocess
 
 import pytest
 
-from e2e_support import BIN, QUEUED, ROOT, Relay, coords, data, free_port, passphrase_env
+from e2e_support import BIN, QUEUED, ROOT, Relay, coords, data, passphrase_env
 
 
 @pytest.fixture
 def world(tmp_path):
-    port = free_port()
-    relay = Relay(str(tmp_path / "relay"), port)
-    relay.start()
-    env = passphrase_env()
-    yield relay, f"http://127.0.0.1:{port}", tmp_path, env
-    relay.stop()
+    with Relay(str(tmp_path / "relay")) as relay:
+        yield relay, relay.url, tmp_path, passphrase_env()
 
 
 def test_two_friends_share_fetch_remove_delete_and_survive_an_outage(world):

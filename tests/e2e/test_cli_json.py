@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from jsonschema import Draft202012Validator
 
-from e2e_support import BIN, QUEUED, ROOT, Relay, alice_and_bob, coords, data, free_port, passphrase_env
+from e2e_support import BIN, QUEUED, ROOT, Relay, alice_and_bob, coords, data, passphrase_env
 
 PARTIAL, UNAVAILABLE, USAGE = 2, 69, 1
 
@@ -78,7 +78,7 @@ def relays(tmp_path):
     started = []
 
     def start(name):
-        relay = Relay(tmp_path / name, free_port(), args=["--rate", "0", "--key-rate", "0", "--message-rate", "0"])
+        relay = Relay(tmp_path / name, args=["--rate", "0", "--key-rate", "0", "--message-rate", "0"])
         relay.start()
         started.append(relay)
         return relay

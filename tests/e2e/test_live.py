@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from e2e_support import BIN, QUEUED, ROOT, Relay, alice_and_bob, coords, free_port, passphrase_env
+from e2e_support import BIN, QUEUED, ROOT, Relay, alice_and_bob, coords, passphrase_env
 
 
 class Running:
@@ -51,16 +51,13 @@ class Running:
 @pytest.fixture
 def pair(tmp_path):
     """Alice and Bob, friends both ways, on one relay; Bob's `coords watch` stopped afterwards."""
-    port = free_port()
-    relay = Relay(str(tmp_path / "relay"), port)
-    relay.start()
-    env = passphrase_env()
-    alice, bob = alice_and_bob(env, tmp_path, relay.url)
-    running = []
-    yield relay, env, alice, bob, running
-    for process in running:
-        process.stop()
-    relay.stop()
+    with Relay(str(tmp_path / "relay")) as relay:
+        env = passphrase_env()
+        alice, bob = alice_and_bob(env, tmp_path, relay.url)
+        running = []
+        yield relay, env, alice, bob, running
+        for process in running:
+            process.stop()
 
 
 def live(pair, *args):
@@ -95,19 +92,16 @@ def test_watch_shows_a_move_and_a_message_within_a_second_and_survives_a_relay_r
 
 
 def test_a_relay_without_the_live_channel_is_polled(tmp_path):
-    port = free_port()
-    relay = Relay(str(tmp_path / "relay"), port, args=["--no-live"])
-    relay.start()
-    env = passphrase_env()
-    bob = tmp_path / "bob"
-    coords(env, bob, "init", "--server", relay.url, "--name", "Bob")
-    watch = Running(env, bob, "watch", "--interval", "1", "--count", "2")
-    try:
-        watch.wait_for("has no live channel; polling it.", timeout=20)
-        assert watch.process.wait(timeout=20) == 0  # the rounds still run and end the command
-    finally:
-        watch.stop()
-        relay.stop()
+    with Relay(str(tmp_path / "relay"), args=["--no-live"]) as relay:
+        env = passphrase_env()
+        bob = tmp_path / "bob"
+        coords(env, bob, "init", "--server", relay.url, "--name", "Bob")
+        watch = Running(env, bob, "watch", "--interval", "1", "--count", "2")
+        try:
+            watch.wait_for("has no live channel; polling it.", timeout=20)
+            assert watch.process.wait(timeout=20) == 0  # the rounds still run and end the command
+        finally:
+            watch.stop()
 
 
 def test_chat_follow_shows_a_message_as_it_arrives(pair):

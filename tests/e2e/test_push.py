@@ -11,7 +11,7 @@ import json
 import threading
 import time
 
-from e2e_support import Relay, alice_and_bob, coords, data, free_port, passphrase_env
+from e2e_support import Relay, alice_and_bob, coords, data, passphrase_env
 
 WAKE = b'{"type":"coords-wake"}'
 
@@ -53,7 +53,7 @@ def friends(tmp_path, relay):
 
 
 def test_a_message_wakes_the_registered_endpoint_with_a_constant_body(tmp_path):
-    relay = Relay(str(tmp_path / "relay"), free_port(), args=["--push-allow-loopback"])
+    relay = Relay(str(tmp_path / "relay"), args=["--push-allow-loopback"])
     relay.start()
     receiver = Receiver()
     try:
@@ -85,7 +85,7 @@ def test_a_message_wakes_the_registered_endpoint_with_a_constant_body(tmp_path):
 
 
 def test_a_loopback_endpoint_is_refused_without_the_test_flag_and_a_relay_without_push_says_so(tmp_path):
-    relay = Relay(str(tmp_path / "relay"), free_port())
+    relay = Relay(str(tmp_path / "relay"))
     relay.start()
     try:
         env, alice, bob = friends(tmp_path, relay)

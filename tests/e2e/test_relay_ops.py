@@ -9,14 +9,14 @@ import subprocess
 import sys
 import urllib.request
 
-from e2e_support import BIN, ROOT, Relay, alice_and_bob, coords, data, free_port, passphrase_env
+from e2e_support import BIN, ROOT, Relay, alice_and_bob, coords, data, passphrase_env
 
 SPEC = os.path.join(ROOT, "docs", "openapi.yaml")
 NO_LIMITS = ["--rate", "0", "--key-rate", "0", "--message-rate", "0"]
 
 
 def test_schemathesis_finds_no_server_error_and_nothing_that_contradicts_the_spec(tmp_path):
-    relay = Relay(tmp_path / "relay", free_port(), args=["--memory", *NO_LIMITS, "--log-level", "warning"])
+    relay = Relay(tmp_path / "relay", args=["--memory", *NO_LIMITS, "--log-level", "warning"])
     relay.start()
     try:
         # Every check but positive_data_acceptance: schema-valid random keys are rarely valid curve
@@ -38,7 +38,7 @@ def test_schemathesis_finds_no_server_error_and_nothing_that_contradicts_the_spe
 
 
 def test_json_logs_have_stable_keys_and_the_access_log_carries_no_keys_blobs_or_signatures(tmp_path):
-    relay = Relay(tmp_path / "relay", free_port(), args=["--log-format", "json", *NO_LIMITS])
+    relay = Relay(tmp_path / "relay", args=["--log-format", "json", *NO_LIMITS])
     relay.start()
     env = passphrase_env()
     alice, bob = alice_and_bob(env, tmp_path, relay.url)
@@ -76,12 +76,8 @@ def test_json_logs_have_stable_keys_and_the_access_log_carries_no_keys_blobs_or_
 
 
 def test_metrics_show_process_cpu_memory_descriptors_and_the_build(tmp_path):
-    relay = Relay(tmp_path / "relay", free_port(), args=["--memory"])
-    relay.start()
-    try:
+    with Relay(tmp_path / "relay", args=["--memory"]) as relay:
         text = urllib.request.urlopen(relay.url + "/metrics", timeout=10).read().decode()
-    finally:
-        relay.stop()
     values = dict(re.findall(r"^(process_[a-z_]+) (\S+)$", text, re.M))
     assert float(values["process_cpu_seconds_total"]) > 0
     assert 1 << 20 < float(values["process_resident_memory_bytes"]) < 4 << 30
@@ -105,7 +101,7 @@ def test_backup_and_restore_as_relay_md_writes_them(tmp_path):
     lines = backup_one_liners()
     assert lines[0].startswith("coords-relay backup") and lines[2].startswith("coords-relay restore"), lines
     data_dir, backups = tmp_path / "var-lib-coords-relay", tmp_path / "var-backups-coords-relay"
-    relay = Relay(data_dir, free_port(), args=NO_LIMITS)
+    relay = Relay(data_dir, args=NO_LIMITS)
     relay.start()
     env = passphrase_env()
     alice, bob = alice_and_bob(env, tmp_path, relay.url)

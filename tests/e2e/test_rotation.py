@@ -8,7 +8,7 @@ with her pauses, `coords inbox` says so in one line, and `coords verify Alice --
 """
 import shutil
 
-from e2e_support import Relay, alice_and_bob, befriend, coords, data, free_port, passphrase_env
+from e2e_support import Relay, alice_and_bob, befriend, coords, data, passphrase_env
 
 
 def friend(env, home, name):
@@ -16,7 +16,7 @@ def friend(env, home, name):
 
 
 def test_alice_rotates_and_bob_and_carol_follow_without_adding_her_again(tmp_path):
-    one, two = Relay(str(tmp_path / "one"), free_port()), Relay(str(tmp_path / "two"), free_port())
+    one, two = Relay(str(tmp_path / "one")), Relay(str(tmp_path / "two"))
     one.start()
     two.start()
     env = passphrase_env()
@@ -61,7 +61,7 @@ def test_alice_rotates_and_bob_and_carol_follow_without_adding_her_again(tmp_pat
 
 
 def test_a_revocation_racing_a_thief_ends_in_a_conflict_that_bob_resolves(tmp_path):
-    relay = Relay(str(tmp_path / "relay"), free_port())
+    relay = Relay(str(tmp_path / "relay"))
     relay.start()
     env = passphrase_env()
     thief, phone = tmp_path / "thief", tmp_path / "new-phone"

@@ -7,12 +7,12 @@ resuming work the same way, and adding Bob again does not widen an ended share.
 """
 import time
 
-from e2e_support import Relay, coords, data, free_port, passphrase_env
+from e2e_support import Relay, coords, data, passphrase_env
 from test_live import Running
 
 
 def test_a_share_for_one_second_ends_and_bob_cannot_open_the_next_blob(tmp_path):
-    relay = Relay(str(tmp_path / "relay"), free_port())
+    relay = Relay(str(tmp_path / "relay"))
     relay.start()
     env = passphrase_env()
     alice, bob = tmp_path / "alice", tmp_path / "bob"

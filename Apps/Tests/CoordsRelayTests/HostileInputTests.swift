@@ -44,14 +44,10 @@ import Testing
         try await relay.app.test(.router) { client in
             let hostile: [UInt64] = [.max, .max - 1, UInt64(Int64.max) + 1, 0]
             for timestamp in hostile {
-                let upload = try await client.execute(
-                    uri: "/api/location", method: .put, headers: RelayHarness.json,
-                    body: try relay.uploadBody(signer, timestamp: timestamp))
+                let upload = try await client.location(.put, try relay.uploadBody(signer, timestamp: timestamp))
                 #expect(upload.status == .unauthorized)
                 let request = try RelayAPI.prepareDelete(timestamp: timestamp, signer: signer, server: "https://relay.test")
-                let delete = try await client.execute(
-                    uri: "/api/location", method: .delete, headers: RelayHarness.json,
-                    body: ByteBuffer(bytes: request.body))
+                let delete = try await client.location(.delete, ByteBuffer(bytes: request.body))
                 #expect(delete.status == .unauthorized)
             }
         }
@@ -76,10 +72,10 @@ import Testing
 
     @Test(arguments: [MailboxTests.StoreKind.memory, .lmdb])
     func unsignedFloodCannotFillTheSignedQuota(_ kind: MailboxTests.StoreKind) async throws {
-        var configuration = RelayHarness.defaultConfiguration()
-        configuration.maximumMessagesPerRecipient = 20
-        configuration.maximumUnauthenticatedMessagesPerRecipient = 5
-        let relay = try await MailboxTests.relay(kind, configuration: configuration)
+        let relay = try await MailboxTests.relay(kind) {
+            $0.maximumMessagesPerRecipient = 20
+            $0.maximumUnauthenticatedMessagesPerRecipient = 5
+        }
         try await relay.test(.router) { client in
             // Junk under random sender ids, no senderKey: the unsigned quota fills, and only it.
             var statuses: [HTTPResponse.Status] = []

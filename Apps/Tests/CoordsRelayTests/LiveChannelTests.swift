@@ -94,11 +94,9 @@ import Testing
             let seen = try await Self.session(
                 port: port, send: [Self.subscribe([id])],
                 action: {
-                    let put = try await client.execute(
-                        uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(alice, blob: blob))
+                    let put = try await client.location(.put, try relay.uploadBody(alice, blob: blob))
                     #expect(put.status == .noContent)
-                    let delete = try await client.execute(
-                        uri: "/api/location", method: .delete, headers: RelayHarness.json, body: try relay.deleteBody(alice, timestamp: relay.now + 1))
+                    let delete = try await client.location(.delete, try relay.deleteBody(alice, timestamp: relay.now + 1))
                     #expect(delete.status == .noContent)
                 },
                 until: { $0.count == 3 })
@@ -131,7 +129,7 @@ import Testing
                 actAfter: 2,
                 action: {
                     for key in [alice, carol] {
-                        let put = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(key))
+                        let put = try await client.location(.put, try relay.uploadBody(key))
                         #expect(put.status == .noContent)
                     }
                 },

@@ -17,13 +17,12 @@ import Testing
         (.live, .postgres)
     ]
 
-    /// A relay with the chosen store (closed by `finish`).
-    /// A relay on a fresh store of `kind` without the message rate limit. Run it through
-    /// ``RelayHarness/test(_:_:)``, which closes the store whatever the test did.
-    static func relay(_ kind: StoreKind, configuration: RelayConfiguration = RelayHarness.defaultConfiguration()) async throws -> RelayHarness {
-        var configuration = configuration
-        configuration.messageRate = 0
-        return RelayHarness(configuration: configuration, store: try await StoreUnderTest.store(kind))
+    /// ``RelayHarness/make(_:_:)`` without the message rate limit.
+    static func relay(_ kind: StoreKind, _ configure: (inout RelayConfiguration) -> Void = { _ in }) async throws -> RelayHarness {
+        try await RelayHarness.make(kind) {
+            $0.messageRate = 0
+            configure(&$0)
+        }
     }
 
     static let alice = try! Ed25519SigningKey.generate()  // test fixtures: generation cannot fail once libsodium is up
@@ -144,11 +143,11 @@ import Testing
 
     @Test(arguments: MailboxTests.cases)
     func postRefusalsCarryTheirStatusCodes(_ setup: TestingSetup, _ kind: StoreKind) async throws {
-        var configuration = RelayHarness.defaultConfiguration()
-        configuration.maximumMessagesPerRecipient = 2
-        configuration.maximumMessages = 3
-        configuration.maximumMessagePayloadBytes = 4096
-        let relay = try await Self.relay(kind, configuration: configuration)
+        let relay = try await Self.relay(kind) {
+            $0.maximumMessagesPerRecipient = 2
+            $0.maximumMessages = 3
+            $0.maximumMessagePayloadBytes = 4096
+        }
         let now = relay.now
         try await relay.test(setup) { client in
             func post(_ body: ByteBuffer) async throws -> TestResponse { try await client.post(body) }

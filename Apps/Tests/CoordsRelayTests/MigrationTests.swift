@@ -29,10 +29,10 @@ import Testing
         let uploads = try keys.map { try lmdb.uploadBody($0) }
         let (fetchedBefore, listedBefore) = try await lmdb.test(.router) { client -> (JSONValue?, JSONValue?) in
             for body in uploads {
-                #expect(try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: body).status == .noContent)
+                #expect(try await client.location(.put, body).status == .noContent)
             }
             clock.advance(byMilliseconds: 1000)
-            let delete = try await client.execute(uri: "/api/location", method: .delete, headers: RelayHarness.json, body: try lmdb.deleteBody(deleted))
+            let delete = try await client.location(.delete, try lmdb.deleteBody(deleted))
             #expect(delete.status == .noContent)
             for envelope in envelopes {
                 #expect(
@@ -40,7 +40,7 @@ import Testing
             }
             let ackPath = "/v1/relay/messages/\(envelopes[0].id)/ack"
             #expect(try await client.execute(uri: ackPath, method: .post, headers: M.signedHeaders(M.bob, "POST", ackPath, lmdb.now)).status == .ok)
-            let fetched = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody(ids))
+            let fetched = try await client.location(.post, RelayHarness.fetchBody(ids))
             let listed = try await client.execute(uri: listPath, method: .get, headers: usedListHeaders)
             #expect(listed.status == .ok)
             return (fetched.json, listed.json?.objectValue?["packets"])
@@ -64,12 +64,12 @@ import Testing
         // The PostgreSQL relay answers what the LMDB one answered, and refuses what it refused.
         let moved = RelayHarness(store: try await target(), clock: clock)
         try await moved.test(.router) { client in
-            let fetched = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody(ids))
+            let fetched = try await client.location(.post, RelayHarness.fetchBody(ids))
             #expect(fetched.json == fetchedBefore)
             #expect(fetched.json?.objectValue?[ids[0]] == .null)
             // Replaying an upload the LMDB relay accepted, or the deleted key's old upload: 409.
-            #expect(try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: uploads[1]).status == .conflict)
-            #expect(try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: uploads[0]).status == .conflict)
+            #expect(try await client.location(.put, uploads[1]).status == .conflict)
+            #expect(try await client.location(.put, uploads[0]).status == .conflict)
             // The mailbox request signature used on the LMDB relay: 401.
             let replay = try await client.execute(uri: listPath, method: .get, headers: usedListHeaders)
             #expect(replay.status == .unauthorized)

@@ -298,22 +298,18 @@ import Testing
             let signer = try Ed25519SigningKey.generate()
             try await relay.app.test(.router) { client in
                 #expect(
-                    try await client.execute(
-                        uri: "/api/location", method: .put, headers: RelayHarness.json,
-                        body: try relay.uploadBody(signer)
+                    try await client.location(
+                        .put, try relay.uploadBody(signer)
                     ).status == .noContent)
                 try await server.control("kill")
-                let down = try await client.execute(
-                    uri: "/api/location", method: .post, headers: RelayHarness.json,
-                    body: RelayHarness.fetchBody([signer.publicKey.base64URL]))
+                let down = try await client.location(.post, RelayHarness.fetchBody([signer.publicKey.base64URL]))
                 #expect(down.status == .serviceUnavailable)
                 #expect(down.errorCode == "store_unavailable")
                 try await server.control("start")
                 var status = HTTPResponse.Status.serviceUnavailable
                 for _ in 0..<160 where status != .ok {  // up to ~40 s: a restart on a loaded CI machine
-                    status = try await client.execute(
-                        uri: "/api/location", method: .post, headers: RelayHarness.json,
-                        body: RelayHarness.fetchBody([signer.publicKey.base64URL])
+                    status = try await client.location(
+                        .post, RelayHarness.fetchBody([signer.publicKey.base64URL])
                     ).status
                     if status != .ok { try await Task.sleep(for: .milliseconds(250)) }
                 }

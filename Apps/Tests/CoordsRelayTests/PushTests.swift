@@ -90,9 +90,7 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases) func registrationIsSignedCheckedAndExpires(kind: StoreKind) async throws {
-        var configuration = RelayHarness.defaultConfiguration()
-        configuration.push.maximumRegistrations = 1
-        let relay = RelayHarness(configuration: configuration, store: try await StoreUnderTest.store(kind))
+        let relay = try await RelayHarness.make(kind) { $0.push.maximumRegistrations = 1 }
         try await relay.test(.router) { client in
             let unsigned = try await client.execute(
                 uri: "/v1/relay/push", method: .put, headers: RelayHarness.json, body: ByteBuffer(string: #"{"endpoint":"https://1.1.1.1/up"}"#))

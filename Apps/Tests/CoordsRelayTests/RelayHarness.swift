@@ -79,6 +79,24 @@ struct RelayHarness {
     }
 }
 
+extension RelayHarness {
+    /// A relay on a fresh store of `kind`, its configuration ``defaultConfiguration()`` changed by
+    /// `configure`. Run it through ``test(_:_:)``, which closes the store whatever the test did.
+    static func make(_ kind: StoreKind, _ configure: (inout RelayConfiguration) -> Void = { _ in }) async throws -> RelayHarness {
+        var configuration = defaultConfiguration()
+        configure(&configuration)
+        return RelayHarness(configuration: configuration, store: try await StoreUnderTest.store(kind))
+    }
+}
+
+extension TestClientProtocol {
+    /// Sends `body` as JSON to the reference API's one route, `/api/location` (PUT uploads, POST
+    /// fetches, DELETE deletes).
+    func location(_ method: HTTPRequest.Method, _ body: ByteBuffer) async throws -> TestResponse {
+        try await execute(uri: "/api/location", method: method, headers: RelayHarness.json, body: body)
+    }
+}
+
 extension TestResponse {
     /// The body parsed as JSON.
     var json: JSONValue? { try? JSONValue.parse(Array(body.readableBytesView)) }

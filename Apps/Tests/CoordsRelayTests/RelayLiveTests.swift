@@ -19,18 +19,18 @@ import Testing
 
         let first = RelayHarness(store: try await open(), clock: clock)
         try await first.app.test(.live) { client in
-            let put = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try first.uploadBody(key))
+            let put = try await client.location(.put, try first.uploadBody(key))
             #expect(put.status == .noContent)
         }
         await first.store.close()
 
         let second = RelayHarness(store: try await open(), clock: clock)
         try await second.app.test(.live) { client in
-            let fetch = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody([id]))
+            let fetch = try await client.location(.post, RelayHarness.fetchBody([id]))
             let entry = try #require(fetch.json?.objectValue?[id]?.objectValue)
             #expect(entry["updated"]?.uint64Value == RelayHarness.start)
             // The replay protection survived the restart too.
-            let replay = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try second.uploadBody(key))
+            let replay = try await client.location(.put, try second.uploadBody(key))
             #expect(replay.status == .conflict)
         }
         await second.store.close()

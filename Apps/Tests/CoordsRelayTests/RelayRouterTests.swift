@@ -48,13 +48,11 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
         let alice = try Ed25519SigningKey.generate()
         let stranger = try Ed25519SigningKey.generate().publicKey.base64URL
         try await relay.test(setup) { client in
-            let put = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(alice))
+            let put = try await client.location(.put, try relay.uploadBody(alice))
             #expect(put.status == .noContent)
             #expect(put.body.readableBytes == 0)
 
-            let fetch = try await client.execute(
-                uri: "/api/location", method: .post, headers: RelayHarness.json,
-                body: RelayHarness.fetchBody([alice.publicKey.base64URL, stranger, "not-a-key"]))
+            let fetch = try await client.location(.post, RelayHarness.fetchBody([alice.publicKey.base64URL, stranger, "not-a-key"]))
             #expect(fetch.status == .ok)
             let entries = try #require(fetch.json?.objectValue)
             #expect(entries.keys == [alice.publicKey.base64URL, stranger, "not-a-key"])
@@ -67,14 +65,10 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
 
             var zero = try #require(try JSONValue.parse(Array(try relay.uploadBody(alice, timestamp: relay.now + 1).readableBytesView)).objectValue)
             zero["signature"] = .string(Base64.encode([UInt8](repeating: 0, count: 64)))
-            let zeroSignature = try await client.execute(
-                uri: "/api/location", method: .put, headers: RelayHarness.json,
-                body: RelayHarness.body(.object(zero)))
+            let zeroSignature = try await client.location(.put, RelayHarness.body(.object(zero)))
             #expect(zeroSignature.status == .unauthorized)
 
-            let old = try await client.execute(
-                uri: "/api/location", method: .put, headers: RelayHarness.json,
-                body: try relay.uploadBody(alice, timestamp: relay.now - 400))
+            let old = try await client.location(.put, try relay.uploadBody(alice, timestamp: relay.now - 400))
             #expect(old.status == .unauthorized)
             #expect(old.json?.objectValue?["message"]?.stringValue == "timestamp too old")
         }
@@ -112,51 +106,41 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
         ]
         try await relay.test(setup) { client in
             for (why, body, status, code) in cases {
-                let response = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: body)
+                let response = try await client.location(.put, body)
                 #expect(response.status == status, "\(why)")
                 #expect(response.errorCode == code, "\(why)")
                 #expect(response.json?.objectValue?["message"]?.stringValue?.isEmpty == false, "\(why)")
             }
             // The body is fine: stored, then the same request again is a replay (409).
-            #expect(try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: with([:])).status == .noContent)
-            let replay = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: with([:]))
+            #expect(try await client.location(.put, with([:])).status == .noContent)
+            let replay = try await client.location(.put, with([:]))
             #expect(replay.status == .conflict)
             #expect(replay.errorCode == "stale_upload")
             // An older (validly signed) upload is a rollback: refused too; a newer one replaces.
-            let older = try await client.execute(
-                uri: "/api/location", method: .put, headers: RelayHarness.json,
-                body: try relay.uploadBody(key, timestamp: relay.now - 10))
+            let older = try await client.location(.put, try relay.uploadBody(key, timestamp: relay.now - 10))
             #expect(older.status == .conflict)
-            let newer = try await client.execute(
-                uri: "/api/location", method: .put, headers: RelayHarness.json,
-                body: try relay.uploadBody(key, timestamp: relay.now + 10))
+            let newer = try await client.location(.put, try relay.uploadBody(key, timestamp: relay.now + 10))
             #expect(newer.status == .noContent)
         }
     }
 
     @Test(arguments: RelayRouterTests.setups)
     func requestShapeErrors(_ setup: TestingSetup, _ kind: StoreKind) async throws {
-        var configuration = RelayHarness.defaultConfiguration()
-        configuration.maximumBodyBytes = 8192
-        let relay = RelayHarness(configuration: configuration, store: try await StoreUnderTest.store(kind))
+        let relay = try await RelayHarness.make(kind) { $0.maximumBodyBytes = 8192 }
         let ids = (0..<51).map { _ in Base64.encode([UInt8](repeating: 3, count: 32)) }
         try await relay.test(setup) { client in
-            let tooMany = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody(ids))
+            let tooMany = try await client.location(.post, RelayHarness.fetchBody(ids))
             #expect(tooMany.status == .badRequest)
             #expect(tooMany.errorCode == "too_many_ids")
-            let fifty = try await client.execute(
-                uri: "/api/location", method: .post, headers: RelayHarness.json,
-                body: RelayHarness.fetchBody(Array(ids.prefix(50))))
+            let fifty = try await client.location(.post, RelayHarness.fetchBody(Array(ids.prefix(50))))
             #expect(fifty.status == .ok)
             #expect(
-                try await client.execute(
-                    uri: "/api/location", method: .post, headers: RelayHarness.json,
-                    body: RelayHarness.fetchBody([])
+                try await client.location(
+                    .post, RelayHarness.fetchBody([])
                 ).json == .object([:]))
-            let malformed = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: ByteBuffer(string: "{\"ids\":"))
+            let malformed = try await client.location(.post, ByteBuffer(string: "{\"ids\":"))
             #expect(malformed.status == .badRequest && malformed.errorCode == "invalid_json")
-            let notStrings = try await client.execute(
-                uri: "/api/location", method: .post, headers: RelayHarness.json, body: ByteBuffer(string: "{\"ids\":[1]}"))
+            let notStrings = try await client.location(.post, ByteBuffer(string: "{\"ids\":[1]}"))
             #expect(notStrings.status == .badRequest)
             for headers: HTTPFields in [[:], [.contentType: "text/plain"], [.contentType: "application/jsonx"]] {
                 let wrongType = try await client.execute(uri: "/api/location", method: .post, headers: headers, body: RelayHarness.fetchBody([]))
@@ -167,9 +151,7 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
                 uri: "/api/location", method: .post,
                 headers: [.contentType: "application/json; charset=utf-8"], body: RelayHarness.fetchBody([]))
             #expect(charset.status == .ok)
-            let big = try await client.execute(
-                uri: "/api/location", method: .post, headers: RelayHarness.json,
-                body: ByteBuffer(bytes: [UInt8](repeating: 0x20, count: 9000)))
+            let big = try await client.location(.post, ByteBuffer(bytes: [UInt8](repeating: 0x20, count: 9000)))
             #expect(big.status == .contentTooLarge)
             #expect(big.errorCode == "body_too_large")
             let legacy = try await client.execute(uri: "/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody([]))
@@ -186,57 +168,48 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
         let other = try Ed25519SigningKey.generate()
         let id = key.publicKey.base64URL
         try await relay.test(setup) { client in
-            _ = try await client.execute(
-                uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(key, timestamp: relay.now - 20))
+            _ = try await client.location(.put, try relay.uploadBody(key, timestamp: relay.now - 20))
             // A delete older than the stored upload is refused (a captured old delete cannot remove newer data).
-            let stale = try await client.execute(
-                uri: "/api/location", method: .delete, headers: RelayHarness.json,
-                body: try relay.deleteBody(key, timestamp: relay.now - 30))
+            let stale = try await client.location(.delete, try relay.deleteBody(key, timestamp: relay.now - 30))
             #expect(stale.status == .conflict)
             // Signed by someone else.
             var forged = try #require(try JSONValue.parse(Array(try relay.deleteBody(other).readableBytesView)).objectValue)
             forged["pubkey"] = .string(id)
-            let bad = try await client.execute(uri: "/api/location", method: .delete, headers: RelayHarness.json, body: RelayHarness.body(.object(forged)))
+            let bad = try await client.location(.delete, RelayHarness.body(.object(forged)))
             #expect(bad.status == .unauthorized)
             // An upload signature is not a delete signature (domain separation).
-            let uploadAsDelete = try await client.execute(
-                uri: "/api/location", method: .delete, headers: RelayHarness.json,
-                body: try relay.uploadBody(key, timestamp: relay.now - 5))
+            let uploadAsDelete = try await client.location(.delete, try relay.uploadBody(key, timestamp: relay.now - 5))
             #expect(uploadAsDelete.status == .unauthorized)
 
-            let deleted = try await client.execute(uri: "/api/location", method: .delete, headers: RelayHarness.json, body: try relay.deleteBody(key))
+            let deleted = try await client.location(.delete, try relay.deleteBody(key))
             #expect(deleted.status == .noContent)
-            let fetch = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody([id]))
+            let fetch = try await client.location(.post, RelayHarness.fetchBody([id]))
             #expect(fetch.json?.objectValue?[id] == .null)
             // Replaying the earlier upload cannot bring the deleted position back.
-            let replay = try await client.execute(
-                uri: "/api/location", method: .put, headers: RelayHarness.json,
-                body: try relay.uploadBody(key, timestamp: relay.now - 20))
+            let replay = try await client.location(.put, try relay.uploadBody(key, timestamp: relay.now - 20))
             #expect(replay.status == .conflict)
             // Deleting nothing is fine; a newer upload works again.
             let nothing = try await client.execute(uri: "/location", method: .delete, headers: RelayHarness.json, body: try relay.deleteBody(other))
             #expect(nothing.status == .noContent)
             relay.clock.advance(byMilliseconds: 1000)
             #expect(
-                try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(key)).status == .noContent)
+                try await client.location(.put, try relay.uploadBody(key)).status == .noContent)
         }
     }
 
     @Test(arguments: RelayRouterTests.setups)
     func blobsExpireAfterTheTTL(_ setup: TestingSetup, _ kind: StoreKind) async throws {
-        var configuration = RelayHarness.defaultConfiguration()
-        configuration.ttlSeconds = 3600
-        let relay = RelayHarness(configuration: configuration, store: try await StoreUnderTest.store(kind))
+        let relay = try await RelayHarness.make(kind) { $0.ttlSeconds = 3600 }
         let key = try Ed25519SigningKey.generate()
         let id = key.publicKey.base64URL
         try await relay.test(setup) { client in
-            _ = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(key))
+            _ = try await client.location(.put, try relay.uploadBody(key))
             relay.clock.advance(byMilliseconds: 3599 * 1000)
-            let fresh = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody([id]))
+            let fresh = try await client.location(.post, RelayHarness.fetchBody([id]))
             #expect(fresh.json?.objectValue?[id] != .null)
             relay.clock.advance(byMilliseconds: 2 * 1000)
             // Checked on read, before any sweep ran.
-            let stale = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody([id]))
+            let stale = try await client.location(.post, RelayHarness.fetchBody([id]))
             #expect(stale.json?.objectValue?[id] == .null)
             #expect(try await relay.store.count() == 1)
             #expect(try await relay.service.sweep() == 1)
@@ -248,19 +221,17 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
 
     @Test(arguments: RelayRouterTests.setups)
     func rateLimitsPerAddressAndPerKey(_ setup: TestingSetup, _ kind: StoreKind) async throws {
-        var configuration = RelayHarness.defaultConfiguration()
-        configuration.addressRate = 1
-        configuration.addressBurst = 5
-        configuration.keyRate = 0.1
-        configuration.keyBurst = 2
-        let relay = RelayHarness(configuration: configuration, store: try await StoreUnderTest.store(kind))
+        let relay = try await RelayHarness.make(kind) {
+            $0.addressRate = 1
+            $0.addressBurst = 5
+            $0.keyRate = 0.1
+            $0.keyBurst = 2
+        }
         let key = try Ed25519SigningKey.generate()
         try await relay.test(setup) { client in
             var statuses: [UInt] = []
             for i in 0..<4 {
-                let response = try await client.execute(
-                    uri: "/api/location", method: .put, headers: RelayHarness.json,
-                    body: try relay.uploadBody(key, timestamp: relay.now + UInt64(i)))
+                let response = try await client.location(.put, try relay.uploadBody(key, timestamp: relay.now + UInt64(i)))
                 statuses.append(UInt(response.status.code))
                 if response.status.code == 429 {
                     #expect(response.headers[.retryAfter] == "10")
@@ -268,16 +239,15 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
                 }
             }
             #expect(statuses == [204, 204, 429, 429])  // the key's burst of 2
-            let fifth = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody([]))
+            let fifth = try await client.location(.post, RelayHarness.fetchBody([]))
             #expect(fifth.status == .ok)  // 5th request from this address
-            let sixth = try await client.execute(uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody([]))
+            let sixth = try await client.location(.post, RelayHarness.fetchBody([]))
             #expect(sixth.status == .tooManyRequests)
             #expect(sixth.headers[.retryAfter] == "1")
             relay.clock.advance(byMilliseconds: 1000)
             #expect(
-                try await client.execute(
-                    uri: "/api/location", method: .post, headers: RelayHarness.json,
-                    body: RelayHarness.fetchBody([])
+                try await client.location(
+                    .post, RelayHarness.fetchBody([])
                 ).status == .ok)
             // Unsigned junk does not spend the key's budget: it fails before the key limit.
             let metrics = String(decoding: await relay.service.metricsText(), as: UTF8.self)
@@ -290,10 +260,9 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
         let relay = RelayHarness(store: try await StoreUnderTest.store(kind))
         let key = try Ed25519SigningKey.generate()
         try await relay.test(setup) { client in
-            _ = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: try relay.uploadBody(key))
-            _ = try await client.execute(
-                uri: "/api/location", method: .post, headers: RelayHarness.json, body: RelayHarness.fetchBody([key.publicKey.base64URL]))
-            _ = try await client.execute(uri: "/api/location", method: .put, headers: RelayHarness.json, body: ByteBuffer(string: "x"))
+            _ = try await client.location(.put, try relay.uploadBody(key))
+            _ = try await client.location(.post, RelayHarness.fetchBody([key.publicKey.base64URL]))
+            _ = try await client.location(.put, ByteBuffer(string: "x"))
             let response = try await client.execute(uri: "/metrics", method: .get)
             #expect(response.headers[.contentType]?.hasPrefix("text/plain") == true)
             let text = String(buffer: response.body)
@@ -321,13 +290,9 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
         let upload = try RelayAPI.prepareUpload(blob: blob, timestamp: relay.now, signer: alice, server: "https://relay.test")
         let fetch = try #require(try RelayAPI.prepareFetches([.init(id: alice.publicKey.base64URL, server: "https://relay.test")]).first)
         try await relay.test(setup) { client in
-            let put = try await client.execute(
-                uri: "/api/location", method: .put, headers: [.contentType: "application/json"],
-                body: ByteBuffer(bytes: upload.body))
+            let put = try await client.location(.put, ByteBuffer(bytes: upload.body))
             #expect(put.status == .noContent)
-            let response = try await client.execute(
-                uri: "/api/location", method: .post, headers: [.contentType: "application/json"],
-                body: ByteBuffer(bytes: fetch.request.body))
+            let response = try await client.location(.post, ByteBuffer(bytes: fetch.request.body))
             let entries = try RelayAPI.processFetchResponse(
                 Array(response.body.readableBytesView), reader: X25519PrivateKey(ed25519: bob),
                 options: .init(requireSignatures: true))

@@ -277,6 +277,9 @@ extension CachedLocation {
     }
 }
 
+// ShareLimit, RotationCandidate, RetiredKey and RotationState are rows only the core writes:
+// hosts read them, so their memberwise initialisers stay internal.
+
 /// What is remembered of a removed friend's share (value of ``Tables/shareLimits``).
 public struct ShareLimit: StoreJSONValue, Equatable {
     public static var storeTypeName: String { "json:ShareLimit/1" }
@@ -284,11 +287,6 @@ public struct ShareLimit: StoreJSONValue, Equatable {
     public var paused: Bool
     /// Sharing ended (or ends) at this time (ms since the epoch).
     public var until: UInt64?
-
-    public init(paused: Bool, until: UInt64?) {
-        self.paused = paused
-        self.until = until
-    }
 }
 
 /// One key a friend's old key was rotated to, in a conflict (PROTOCOL.md §9.2).
@@ -297,11 +295,6 @@ public struct RotationCandidate: Codable, Sendable, Equatable {
     public var key: String
     /// The relay its statement named.
     public var server: String
-
-    public init(key: String, server: String) {
-        self.key = key
-        self.server = server
-    }
 }
 
 /// A friend's key they rotated away from (value of ``Tables/retiredKeys``).
@@ -311,11 +304,6 @@ public struct RetiredKey: StoreJSONValue, Equatable {
     public var successor: String
     /// The rotation said the old key is compromised.
     public var revoked: Bool
-
-    public init(successor: String, revoked: Bool) {
-        self.successor = successor
-        self.revoked = revoked
-    }
 }
 
 /// The user's own rotations (value of ``Tables/rotation``, row ``key``).
@@ -323,18 +311,12 @@ public struct RotationState: StoreJSONValue, Equatable {
     public static var storeTypeName: String { "json:RotationState/1" }
     public static let key = "self"
     /// Identities this one rotated from (b64u), oldest first.
-    public var previous: [String]
+    public var previous: [String] = []
     /// The last rotation statement (its `"rotation"` JSON text), while friends still need it.
     public var statement: String?
     /// Friends (ids) whose statement has not been delivered yet; the previous seed stays in the
     /// keychain until this is empty.
-    public var pending: [String]
-
-    public init(previous: [String] = [], statement: String? = nil, pending: [String] = []) {
-        self.previous = previous
-        self.statement = statement
-        self.pending = pending
-    }
+    public var pending: [String] = []
 }
 
 /// Upload bookkeeping (value of ``Tables/uploadState``).
