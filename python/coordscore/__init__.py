@@ -880,9 +880,40 @@ def nearest_place(latitude: float, longitude: float, accuracy_m: float = 0.0) ->
     return Place.from_json(_json_call(lib.coords_geocode_nearest, float(latitude), float(longitude), float(accuracy_m)))
 
 
-class Places:
+class _NativeHandle:
+    """A handle from the library, released exactly once: by `close()` or at the end of a `with`
+    block. A subclass names the C function that releases it (`_release`) and itself (`_what`, for
+    the error a closed handle raises)."""
+
+    _handle = None
+    _release = ""
+    _what = ""
+
+    @property
+    def handle(self):
+        """The raw handle (raises ArgumentError once closed)."""
+        if self._handle is None:
+            raise ArgumentError(ERR_INVALID_HANDLE, f"the {self._what} is closed")
+        return self._handle
+
+    def close(self) -> None:
+        """Releases the handle (idempotent from Python's side)."""
+        if self._handle is not None:
+            handle, self._handle = self._handle, None
+            _call(getattr(lib, self._release), handle)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Places(_NativeHandle):
     """A loaded CGEO place file (e.g. the cities1000 set from `scripts/build-geodata.py --large`).
     Close it (or use `with`) when done; `nearest` works like `nearest_place`."""
+
+    _release, _what = "coords_places_close", "place file"
 
     def __init__(self, path: str):
         handle = c_void_p()
@@ -891,29 +922,13 @@ class Places:
 
     def nearest(self, latitude: float, longitude: float, accuracy_m: float = 0.0) -> Place:
         """The nearest place in this file (see `nearest_place`)."""
-        if self._handle is None:
-            raise ArgumentError(ERR_INVALID_HANDLE, "the place file is closed")
-        return Place.from_json(_json_call(lib.coords_places_nearest, self._handle, float(latitude), float(longitude),
+        return Place.from_json(_json_call(lib.coords_places_nearest, self.handle, float(latitude), float(longitude),
                                           float(accuracy_m)))
 
     def __len__(self) -> int:
-        if self._handle is None:
-            raise ArgumentError(ERR_INVALID_HANDLE, "the place file is closed")
         count = c_uint64()
-        _call(lib.coords_places_count, self._handle, byref(count))
+        _call(lib.coords_places_count, self.handle, byref(count))
         return count.value
-
-    def close(self) -> None:
-        """Releases the place file (idempotent)."""
-        if self._handle is not None:
-            handle, self._handle = self._handle, None
-            _call(lib.coords_places_close, handle)
-
-    def __enter__(self) -> "Places":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def request_body(request) -> bytes:
@@ -946,7 +961,7 @@ class Keychain:
             self.entries.pop(name, None)
 
 
-class App:
+class App(_NativeHandle):
     """One CoordsCore data directory. Close it (or use `with`) when done.
 
     The keychain is a file in the directory, sealed with `passphrase` or a 32-byte `key`, or a
@@ -954,6 +969,8 @@ class App:
     "moderate"), update_capacity, durability ("durable", "no_meta_sync", "no_sync"), places
     ("bundled", "none", or the path of a CGEO file) for the "place" of friend_locations().
     """
+
+    _release, _what = "coords_app_close", "app"
 
     def __init__(self, directory: str, passphrase: Optional[str] = None, key: Optional[bytes] = None,
                  keychain: Optional[Keychain] = None, **options):
@@ -1003,25 +1020,6 @@ class App:
 
         # The CFUNCTYPE objects live on the struct, which the App keeps alive.
         return CoordsKeychainCallbacks(None, KEYCHAIN_SAVE(save), KEYCHAIN_LOAD(load), KEYCHAIN_REMOVE(remove))
-
-    def close(self) -> None:
-        """Closes the app (idempotent from Python's side)."""
-        if self._handle is not None:
-            handle, self._handle = self._handle, None
-            _call(lib.coords_app_close, handle)
-
-    def __enter__(self) -> "App":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    @property
-    def handle(self):
-        """The raw app handle (raises ArgumentError once closed)."""
-        if self._handle is None:
-            raise ArgumentError(ERR_INVALID_HANDLE, "the app is closed")
-        return self._handle
 
     # Updates
     def next_update(self, timeout_ms: int = 0) -> Optional[dict]:

@@ -576,6 +576,22 @@ def test_place_files(tmp_path):
     assert lib.coords_places_close(None, None) == cc.OK
 
 
+def test_closed_handles_refuse_work_and_close_twice(tmp_path):
+    places = cc.Places(BUNDLED_PLACES)
+    app = cc.App(str(tmp_path / "a"), passphrase="a", **FAST)
+    assert app.info() is not None
+    for handle, what in ((places, "place file"), (app, "app")):
+        handle.close()
+        handle.close()  # idempotent
+        with pytest.raises(cc.ArgumentError) as caught:
+            handle.handle
+        assert caught.value.code == cc.ERR_INVALID_HANDLE and f"the {what} is closed" in str(caught.value)
+    with pytest.raises(cc.ArgumentError):
+        len(places)
+    with pytest.raises(cc.ArgumentError):
+        app.info()
+
+
 ENVELOPES = os.path.join(ROOT, "Tests", "CoordsCoreTests", "Vectors", "envelope-v2.json")
 
 

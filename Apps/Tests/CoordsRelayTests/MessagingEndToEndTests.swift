@@ -131,7 +131,7 @@ import Testing
 
             // Carol cannot read Bob's mailbox: she can only sign as herself.
             var snoop = try carol.messages.prepareFetch()
-            let carolPeer = PeerID(try await carol.wallet.publicKey()).hex
+            let carolPeer = PeerID(try carol.wallet.publicKey()).hex
             snoop.url = snoop.url.replacingOccurrences(of: carolPeer, with: PeerID(bobKey).hex)
             let refusedSnoop = try await Self.send(snoop)
             #expect(refusedSnoop.status == 401)
@@ -173,7 +173,7 @@ import Testing
         #expect(try alice.outbox.pending().isEmpty)
         #expect(try await Self.sync(bob).received.map(\.text) == ["are you there?"])
         running.cancel()
-        _ = try? await running.value
+        _ = await running.value
         await second.store.close()
     }
 }

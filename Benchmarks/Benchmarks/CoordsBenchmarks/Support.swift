@@ -98,19 +98,6 @@ func pairedConfiguration() -> Benchmark.Configuration {
 /// runs (15 and 31 left two rows of a run outside the spread of the next).
 func pairedRounds(heavy: Bool) -> Int { quick ? 9 : (heavy ? 31 : 61) }
 
-/// A fixed-seed generator (SplitMix64), so inputs repeat from run to run.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// After one warm-up batch of each side, `rounds` pairs A B then B A (neither side always runs
 /// first, so a trend in the machine's speed cancels); one ratio (time raw ÷ time ours, i.e.
 /// ops/s ours ÷ ops/s raw) per pair, in the order the pairs ran (the report compares the first

@@ -86,16 +86,7 @@ internal import CLMDB
     }
 
     func get<K: StoreCodable, V: StoreCodable>(dbi: MDB_dbi, table: String, key: K, as type: V.Type) throws -> V? {
-        let txn = try live()
-        return try key.withStoreBytes { k -> V? in
-            try database.validateKey(k)
-            var keyVal = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
-            var dataVal = MDB_val()
-            let rc = mdb_get(txn, dbi, &keyVal, &dataVal)
-            if rc == MDB_NOTFOUND { return nil }
-            guard rc == 0 else { throw StoreError.lmdb(rc, "get from \(table)") }
-            return try decode(V.self, dataVal, table: table)
-        }
+        try key.withStoreBytes { k in try rawGet(dbi: dbi, key: k, table: table).map { try decode(V.self, bytes: $0, table: table) } }
     }
 
     func put<K: StoreCodable, V: StoreCodable>(dbi: MDB_dbi, key: K, value: V) throws {
@@ -113,14 +104,9 @@ internal import CLMDB
         }
     }
 
+    /// ``decode(_:bytes:table:)`` of the bytes `val` points at.
     func decode<V: StoreCodable>(_ type: V.Type, _ val: MDB_val, table: String) throws -> V {
-        do {
-            return try V(storeBytes: UnsafeRawBufferPointer(start: val.mv_data, count: val.mv_size))
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw StoreError.decodingFailed(table: table, type: V.storeTypeName, reason: "\(error)")
-        }
+        try decode(type, bytes: UnsafeRawBufferPointer(start: val.mv_data, count: val.mv_size), table: table)
     }
 }
 
@@ -189,16 +175,7 @@ public struct WriteTransaction: ~Copyable {
     }
 
     func contains(_ key: Key) throws -> Bool {
-        let txn = try state.live()
-        return try key.withStoreBytes { k in
-            try state.database.validateKey(k)
-            var keyVal = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
-            var dataVal = MDB_val()
-            let rc = mdb_get(txn, dbi, &keyVal, &dataVal)
-            if rc == MDB_NOTFOUND { return false }
-            guard rc == 0 else { throw StoreError.lmdb(rc, "contains in \(name)") }
-            return true
-        }
+        try key.withStoreBytes { k in try state.rawGet(dbi: dbi, key: k, table: name) != nil }
     }
 
     func count() throws -> Int {
@@ -214,35 +191,30 @@ public struct WriteTransaction: ~Copyable {
     }
 
     func remove(_ key: Key) throws -> Value? {
-        let txn = try state.live()
-        return try key.withStoreBytes { k -> Value? in
-            try state.database.validateKey(k)
-            var keyVal = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
-            var dataVal = MDB_val()
-            var rc = mdb_get(txn, dbi, &keyVal, &dataVal)
-            if rc == MDB_NOTFOUND { return nil }
-            guard rc == 0 else { throw StoreError.lmdb(rc, "remove from \(name)") }
+        try key.withStoreBytes { k -> Value? in
+            guard let stored = try state.rawGet(dbi: dbi, key: k, table: name) else { return nil }
             // Decode before deleting: the value's memory is only valid until the page changes. A
             // value that does not decode is an error and stays (``delete(_:)`` removes it unread).
-            let previous = try state.decode(Value.self, dataVal, table: name)
-            rc = state.database.injectedFault(.delete) ?? mdb_del(txn, dbi, &keyVal, nil)
-            guard rc == 0 else { throw StoreError.lmdb(rc, "remove from \(name)") }
-            if stamped { try state.advanceStamp(of: name) }
+            let previous = try state.decode(Value.self, bytes: stored, table: name)
+            _ = try deleteStored(k)
             return previous
         }
     }
 
     func delete(_ key: Key) throws -> Bool {
+        try key.withStoreBytes { k in try deleteStored(k) }
+    }
+
+    /// Deletes the key whose stored bytes are `k`, advancing the stamp; false when it was absent.
+    private func deleteStored(_ k: UnsafeRawBufferPointer) throws -> Bool {
         let txn = try state.live()
-        return try key.withStoreBytes { k -> Bool in
-            try state.database.validateKey(k)
-            var keyVal = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
-            let rc = state.database.injectedFault(.delete) ?? mdb_del(txn, dbi, &keyVal, nil)
-            if rc == MDB_NOTFOUND { return false }
-            guard rc == 0 else { throw StoreError.lmdb(rc, "delete from \(name)") }
-            if stamped { try state.advanceStamp(of: name) }
-            return true
-        }
+        try state.database.validateKey(k)
+        var keyVal = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+        let rc = state.database.injectedFault(.delete) ?? mdb_del(txn, dbi, &keyVal, nil)
+        if rc == MDB_NOTFOUND { return false }
+        guard rc == 0 else { throw StoreError.lmdb(rc, "delete from \(name)") }
+        if stamped { try state.advanceStamp(of: name) }
+        return true
     }
 
     func removeAll() throws {

@@ -11,7 +11,7 @@ public struct PeerID: Sendable, Hashable, CustomStringConvertible {
 
     /// The peer id of `key`.
     public init(_ key: Ed25519PublicKey) {
-        hex = SHA256.hash(key.rawRepresentation).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        hex = Hex.encode(SHA256.hash(key.rawRepresentation))
     }
 
     /// Parses a peer id, accepting any case (stored lowercase).
@@ -248,7 +248,7 @@ public struct Envelope: Sendable, Equatable {
         var b = try random.bytes(16)
         b[6] = b[6] & 0x0F | 0x40
         b[8] = b[8] & 0x3F | 0x80
-        let hex = b.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        let hex = Hex.encode(b)
         let h = Array(hex)
         return String(h[0..<8]) + "-" + String(h[8..<12]) + "-" + String(h[12..<16]) + "-" + String(h[16..<20]) + "-" + String(h[20..<32])
     }

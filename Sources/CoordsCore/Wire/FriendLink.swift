@@ -101,7 +101,7 @@ public struct FriendLink: Sendable, Hashable {
         var i = 0
         while i < bytes.count {
             if bytes[i] == UInt8(ascii: "%"), i + 2 < bytes.count,
-                let hi = hexValue(bytes[i + 1]), let lo = hexValue(bytes[i + 2])
+                let hi = Hex.value(of: bytes[i + 1]), let lo = Hex.value(of: bytes[i + 2])
             {
                 out.append(hi << 4 | lo)
                 i += 3
@@ -111,15 +111,6 @@ public struct FriendLink: Sendable, Hashable {
             }
         }
         return String(validating: out, as: UTF8.self)
-    }
-
-    private static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 
     private static func trimWhitespace(_ text: String) -> Substring {

@@ -137,10 +137,7 @@ public enum JSONValue: Sendable, Equatable {
         case 0x0d: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
         case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
         default:
-            let hex = Array("0123456789abcdef".utf8)
-            out.append(contentsOf: [
-                UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xf)]
-            ])
+            out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), Hex.digit(byte >> 4), Hex.digit(byte)])
         }
     }
 }
@@ -243,23 +240,40 @@ struct JSONParser {
         }
     }
 
-    private mutating func enter() throws {
+    /// Enters the container whose opening bracket is at `index`: counts the nesting, consumes the
+    /// bracket, and returns true when the container is empty (its `close` consumed as well).
+    @inline(__always)
+    private mutating func open(_ close: UInt8) throws -> Bool {
         depth += 1
         guard depth <= maximumDepth else { throw fail("nesting deeper than \(maximumDepth) levels") }
+        index += 1
+        skipWhitespace()
+        guard current == close else { return false }
+        index += 1
+        depth -= 1
+        return true
+    }
+
+    /// After an element: consumes a comma (false: another element follows) or the container's
+    /// `close` (true: the container ended).
+    @inline(__always)
+    private mutating func next(_ close: UInt8) throws -> Bool {
+        skipWhitespace()
+        if current == UInt8(ascii: ",") {
+            index += 1
+            return false
+        }
+        guard current == close else { throw fail("expected ',' or '\(Character(Unicode.Scalar(close)))'") }
+        index += 1
+        depth -= 1
+        return true
     }
 
     private mutating func parseObject() throws -> JSONValue {
-        try enter()
-        index += 1  // {
         var members: [JSONObject.Member] = []
         var seen = Set<String>()
-        skipWhitespace()
-        if current == UInt8(ascii: "}") {
-            index += 1
-            depth -= 1
-            return .object(JSONObject(uniqueMembers: members))
-        }
-        while true {
+        var ended = try open(UInt8(ascii: "}"))
+        while !ended {
             skipWhitespace()
             guard current == UInt8(ascii: "\"") else { throw fail("expected a member name") }
             let key = try parseString()
@@ -268,43 +282,21 @@ struct JSONParser {
             guard current == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
             skipWhitespace()
-            let value = try parseValue()
-            members.append(.init(key: key, value: value))
-            skipWhitespace()
-            switch current {
-            case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "}"):
-                index += 1
-                depth -= 1
-                return .object(JSONObject(uniqueMembers: members))
-            default: throw fail("expected ',' or '}'")
-            }
+            members.append(.init(key: key, value: try parseValue()))
+            ended = try next(UInt8(ascii: "}"))
         }
+        return .object(JSONObject(uniqueMembers: members))
     }
 
     private mutating func parseArray() throws -> JSONValue {
-        try enter()
-        index += 1  // [
         var items: [JSONValue] = []
-        skipWhitespace()
-        if current == UInt8(ascii: "]") {
-            index += 1
-            depth -= 1
-            return .array(items)
-        }
-        while true {
+        var ended = try open(UInt8(ascii: "]"))
+        while !ended {
             skipWhitespace()
             items.append(try parseValue())
-            skipWhitespace()
-            switch current {
-            case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "]"):
-                index += 1
-                depth -= 1
-                return .array(items)
-            default: throw fail("expected ',' or ']'")
-            }
+            ended = try next(UInt8(ascii: "]"))
         }
+        return .array(items)
     }
 
     private mutating func parseNumber() throws -> JSONValue {
@@ -338,13 +330,7 @@ struct JSONParser {
         var value: UInt16 = 0
         for _ in 0..<4 {
             let c = bytes[index]
-            let nibble: UInt8
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = c - UInt8(ascii: "A") + 10
-            default: throw fail("invalid hex digit in \\u escape")
-            }
+            guard let nibble = Hex.value(of: c) else { throw fail("invalid hex digit in \\u escape") }
             value = value << 4 | UInt16(nibble)
             index += 1
         }

@@ -80,10 +80,10 @@ public struct WireLocation: Sendable, Hashable {
     /// from zero; altitude truncated toward zero and clamped to Int16; accuracy truncated,
     /// negative → 0, capped at 65535; NaN → 0 and infinities saturate. Never traps.
     public init(_ location: Location) {
-        latitudeE6 = Self.saturatingInt32(location.latitude * 1_000_000)
-        longitudeE6 = Self.saturatingInt32(location.longitude * 1_000_000)
-        altitude = Self.saturatingInt16(location.altitude)
-        accuracy = Self.saturatingUInt16(location.accuracy)
+        latitudeE6 = Self.saturating(location.latitude * 1_000_000, .toNearestOrAwayFromZero)
+        longitudeE6 = Self.saturating(location.longitude * 1_000_000, .toNearestOrAwayFromZero)
+        altitude = Self.saturating(location.altitude, .towardZero)
+        accuracy = Self.saturating(Double(location.accuracy), .towardZero)
         timestamp = location.timestamp
     }
 
@@ -136,26 +136,12 @@ public struct WireLocation: Sendable, Hashable {
             altitude: Double(altitude), accuracy: Float(accuracy), timestamp: timestamp)
     }
 
-    static func saturatingInt32(_ value: Double) -> Int32 {
+    /// `value` rounded by `rule` and clamped to `Integer`'s range; NaN is 0 (never traps).
+    static func saturating<Integer: FixedWidthInteger>(_ value: Double, _ rule: FloatingPointRoundingRule) -> Integer {
         guard !value.isNaN else { return 0 }
-        let rounded = value.rounded(.toNearestOrAwayFromZero)
-        if rounded >= Double(Int32.max) { return .max }
-        if rounded <= Double(Int32.min) { return .min }
-        return Int32(rounded)
-    }
-
-    static func saturatingInt16(_ value: Double) -> Int16 {
-        guard !value.isNaN else { return 0 }
-        let truncated = value.rounded(.towardZero)
-        if truncated >= Double(Int16.max) { return .max }
-        if truncated <= Double(Int16.min) { return .min }
-        return Int16(truncated)
-    }
-
-    static func saturatingUInt16(_ value: Float) -> UInt16 {
-        guard !value.isNaN, value > 0 else { return 0 }
-        let truncated = value.rounded(.towardZero)
-        if truncated >= Float(UInt16.max) { return .max }
-        return UInt16(truncated)
+        let rounded = value.rounded(rule)
+        if rounded >= Double(Integer.max) { return .max }
+        if rounded <= Double(Integer.min) { return .min }
+        return Integer(rounded)
     }
 }

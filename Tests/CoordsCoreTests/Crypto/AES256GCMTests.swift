@@ -5,11 +5,11 @@ import Testing
 @Suite struct AES256GCMTests {
     @Test(arguments: try StandardVectors.load().aes256gcm_mcgrew_viega)
     func gcmSpecificationCases(_ v: StandardVectors.GCMCase) throws {
-        let key = SecretBytes(copying: try Hex.decode(v.key))
-        let nonce = try Hex.decode(v.iv)
-        let aad = try Hex.decode(v.aad)
-        let plaintext = try Hex.decode(v.plaintext)
-        let expected = try Hex.decode(v.ciphertext) + Hex.decode(v.tag)
+        let key = SecretBytes(copying: try Hex.vector(v.key))
+        let nonce = try Hex.vector(v.iv)
+        let aad = try Hex.vector(v.aad)
+        let plaintext = try Hex.vector(v.plaintext)
+        let expected = try Hex.vector(v.ciphertext) + Hex.vector(v.tag)
         #expect(try AES256GCM.seal(plaintext, key: key, nonce: AES256GCM.Nonce(nonce), associatedData: aad) == expected)
         #expect(try AES256GCM.open(expected, key: key, nonce: AES256GCM.Nonce(nonce), associatedData: aad) == plaintext)
         let precomputed = try AES256GCM.PrecomputedKey(key: key)

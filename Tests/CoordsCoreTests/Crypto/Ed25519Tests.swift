@@ -5,9 +5,9 @@ import Testing
 @Suite struct Ed25519Tests {
     @Test(arguments: try StandardVectors.load().ed25519_rfc8032)
     func rfc8032SignAndVerify(_ v: StandardVectors.Ed25519Case) throws {
-        let key = try Ed25519SigningKey(seed: Hex.decode(v.secret_key))
+        let key = try Ed25519SigningKey(seed: Hex.vector(v.secret_key))
         #expect(Hex.encode(key.publicKey.rawRepresentation) == v.public_key)
-        let message = try Hex.decode(v.message)
+        let message = try Hex.vector(v.message)
         let signature = key.signature(for: message)
         #expect(Hex.encode(signature) == v.signature)
         #expect(key.publicKey.isValidSignature(signature, for: message))
@@ -15,9 +15,9 @@ import Testing
 
     @Test(arguments: try CoordsV3Vectors.load().keys)
     func coordsKeysDeriveTheirPublicKey(_ v: CoordsV3Vectors.Key) throws {
-        let key = try Ed25519SigningKey(seed: Hex.decode(v.seed))
+        let key = try Ed25519SigningKey(seed: Hex.vector(v.seed))
         #expect(Hex.encode(key.publicKey.rawRepresentation) == v.ed25519_public)
-        #expect(key.seed == SecretBytes(copying: try Hex.decode(v.seed)))
+        #expect(key.seed == SecretBytes(copying: try Hex.vector(v.seed)))
     }
 
     @Test func verificationRefusesModifiedMessageAndSignature() throws {

@@ -6,12 +6,12 @@ import Testing
     @Test(arguments: try StandardVectors.load().hkdf_sha256_rfc5869)
     func rfc5869Cases(_ v: StandardVectors.HKDFCase) throws {
         let okm = try HKDF.deriveKey(
-            inputKeyMaterial: Hex.decode(v.ikm), salt: Hex.decode(v.salt),
-            info: Hex.decode(v.info), outputByteCount: v.length)
+            inputKeyMaterial: Hex.vector(v.ikm), salt: Hex.vector(v.salt),
+            info: Hex.vector(v.info), outputByteCount: v.length)
         #expect(Hex.encode(okm.copyBytes()) == v.okm)
         let fromSecret = try HKDF.deriveKey(
-            inputKeyMaterial: SecretBytes(copying: Hex.decode(v.ikm)), salt: Hex.decode(v.salt),
-            info: Hex.decode(v.info), outputByteCount: v.length)
+            inputKeyMaterial: SecretBytes(copying: Hex.vector(v.ikm)), salt: Hex.vector(v.salt),
+            info: Hex.vector(v.info), outputByteCount: v.length)
         #expect(fromSecret == okm)
     }
 

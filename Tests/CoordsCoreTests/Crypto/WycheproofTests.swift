@@ -18,7 +18,7 @@ import Testing
         var result: String { test["result"]?.stringValue ?? "" }
         var isValid: Bool { result == "valid" }
         /// The case's field `name`, hex-decoded.
-        func hex(_ name: String) throws -> [UInt8] { try Hex.decode(try Self.field(test, name, file, \.stringValue)) }
+        func hex(_ name: String) throws -> [UInt8] { try Hex.vector(try Self.field(test, name, file, \.stringValue)) }
         /// The case's whole-number field `name`.
         func int(_ name: String) throws -> Int { Int(try Self.field(test, name, file, \.int64Value)) }
         /// The group's whole-number field `name` (key, nonce and tag sizes).
@@ -49,7 +49,7 @@ import Testing
         for vector in try Self.cases("ed25519_test.json") {
             // The group's key: {"publicKey": {"pk": hex, …}}; a key the API refuses verifies nothing.
             let pk = try Case.field(vector.group, "publicKey", vector.file, \.objectValue)
-            let key = try? Ed25519PublicKey(rawRepresentation: try Hex.decode(try Case.field(pk, "pk", vector.file, \.stringValue)))
+            let key = try? Ed25519PublicKey(rawRepresentation: try Hex.vector(try Case.field(pk, "pk", vector.file, \.stringValue)))
             let verified = key?.isValidSignature(try vector.hex("sig"), for: try vector.hex("msg")) ?? false
             #expect(verified == vector.isValid, "ed25519 tcId \(vector.id) (\(vector.result))")
         }

@@ -15,16 +15,16 @@ import Testing
     @Test func rfc7748ScalarMultiplication() throws {
         let section = try StandardVectors.load().x25519_rfc7748
         for v in section.scalar_mult {
-            let key = try X25519PrivateKey(rawRepresentation: SecretBytes(copying: Hex.decode(v.scalar)))
-            let shared = try key.sharedSecret(with: X25519PublicKey(rawRepresentation: Hex.decode(v.u)))
+            let key = try X25519PrivateKey(rawRepresentation: SecretBytes(copying: Hex.vector(v.scalar)))
+            let shared = try key.sharedSecret(with: X25519PublicKey(rawRepresentation: Hex.vector(v.u)))
             #expect(Hex.encode(shared.copyBytes()) == v.output)
         }
     }
 
     @Test func rfc7748DiffieHellman() throws {
         let v = try StandardVectors.load().x25519_rfc7748.exchange
-        let alice = try X25519PrivateKey(rawRepresentation: SecretBytes(copying: Hex.decode(v.alice_private)))
-        let bob = try X25519PrivateKey(rawRepresentation: SecretBytes(copying: Hex.decode(v.bob_private)))
+        let alice = try X25519PrivateKey(rawRepresentation: SecretBytes(copying: Hex.vector(v.alice_private)))
+        let bob = try X25519PrivateKey(rawRepresentation: SecretBytes(copying: Hex.vector(v.bob_private)))
         #expect(Hex.encode(alice.publicKey.rawRepresentation) == v.alice_public)
         #expect(Hex.encode(bob.publicKey.rawRepresentation) == v.bob_public)
         let ab = try alice.sharedSecret(with: bob.publicKey)
@@ -35,14 +35,14 @@ import Testing
 
     @Test(arguments: try CoordsV3Vectors.load().keys)
     func ed25519ToX25519MatchesEveryCoordsKey(_ v: CoordsV3Vectors.Key) throws {
-        let signing = try Ed25519SigningKey(seed: Hex.decode(v.seed))
+        let signing = try Ed25519SigningKey(seed: Hex.vector(v.seed))
         let fromPublic = try X25519PublicKey(ed25519: signing.publicKey)
         #expect(Hex.encode(fromPublic.rawRepresentation) == v.x25519_public)
         let fromSeed = try X25519PrivateKey(ed25519: signing)
-        #expect(Hex.encode(fromSeed.rawRepresentation.copyBytes()) == Hex.encode(Self.clamp(try Hex.decode(v.x25519_private_unclamped))))
+        #expect(Hex.encode(fromSeed.rawRepresentation.copyBytes()) == Hex.encode(Self.clamp(try Hex.vector(v.x25519_private_unclamped))))
         #expect(fromSeed.publicKey == fromPublic)
         // The unclamped scalar from the vectors gives the same public key (X25519 clamps on use).
-        let unclamped = try X25519PrivateKey(rawRepresentation: SecretBytes(copying: Hex.decode(v.x25519_private_unclamped)))
+        let unclamped = try X25519PrivateKey(rawRepresentation: SecretBytes(copying: Hex.vector(v.x25519_private_unclamped)))
         #expect(unclamped.publicKey == fromPublic)
     }
 

@@ -265,7 +265,7 @@ struct Trio {
         }
         let file: File = try Fixtures.load("envelope-v2.json")
         for v in file.safety_numbers {
-            #expect(SafetyNumber.compute(try Hex.decode(v.a), try Hex.decode(v.b)) == v.number)
+            #expect(SafetyNumber.compute(try Hex.vector(v.a), try Hex.vector(v.b)) == v.number)
         }
         let t = try await Trio()
         let ab = try t.alice.app.wallet.safetyNumber(with: try t.bob.app.wallet.publicKey())

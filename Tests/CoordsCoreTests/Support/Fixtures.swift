@@ -27,45 +27,16 @@ enum Fixtures {
     }
 }
 
-/// Hex helpers for vectors (tests only).
-enum Hex {
+/// Hex for test vectors: ``Hex/decode(_:)``, throwing instead of returning nil.
+extension Hex {
     struct InvalidHex: Error, CustomStringConvertible {
         let text: String
         var description: String { "not hex: \(text.prefix(40))" }
     }
 
-    static func decode(_ text: String) throws -> [UInt8] {
-        let chars = Array(text.utf8)
-        guard chars.count % 2 == 0 else { throw InvalidHex(text: text) }
-        var out = [UInt8]()
-        out.reserveCapacity(chars.count / 2)
-        var i = 0
-        while i < chars.count {
-            guard let hi = nibble(chars[i]), let lo = nibble(chars[i + 1]) else { throw InvalidHex(text: text) }
-            out.append(hi << 4 | lo)
-            i += 2
-        }
-        return out
-    }
-
-    static func encode(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
+    static func vector(_ text: String) throws -> [UInt8] {
+        guard let bytes = decode(text) else { throw InvalidHex(text: text) }
+        return bytes
     }
 }
 

@@ -5,7 +5,7 @@ import Testing
 @Suite struct Base64Tests {
     @Test(arguments: try CoordsV3Vectors.load().keys)
     func keyIdsRoundTrip(_ v: CoordsV3Vectors.Key) throws {
-        let bytes = try Hex.decode(v.ed25519_public)
+        let bytes = try Hex.vector(v.ed25519_public)
         #expect(Base64.encode(bytes) == v.ed25519_public_b64url)
         #expect(try Base64.decode(v.ed25519_public_b64url) == bytes)
         #expect(try Ed25519PublicKey(base64URL: v.ed25519_public_b64url).rawRepresentation == bytes)

@@ -26,7 +26,7 @@ struct EnvelopeVectors: Decodable, Sendable {
     let keys: [Key], envelopes: [Sealed], rejects: [Reject], mailbox_auth: [MailboxAuth]
 
     static func load() throws -> EnvelopeVectors { try Fixtures.load("envelope-v2.json") }
-    func signer(_ i: Int) throws -> Ed25519SigningKey { try Ed25519SigningKey(seed: SecretBytes(copying: Hex.decode(keys[i].seed))) }
+    func signer(_ i: Int) throws -> Ed25519SigningKey { try Ed25519SigningKey(seed: SecretBytes(copying: Hex.vector(keys[i].seed))) }
 }
 
 extension EnvelopeVectors.Envelope {
@@ -64,7 +64,7 @@ struct EnvelopeTests {
         let vectors = try #require(Self.vectors)
         let sender = try vectors.signer(v.sender)
         let recipient = try vectors.signer(v.recipient)
-        let random = ReplayRandomSource([try Hex.decode(v.ephemeral_secret), try Hex.decode(v.nonce)])
+        let random = ReplayRandomSource([try Hex.vector(v.ephemeral_secret), try Hex.vector(v.nonce)])
         let created = try RFC3339.parse(v.envelope.createdAt)
         let expires = try RFC3339.parse(v.envelope.expiresAt)
         let envelope = try Envelope.seal(

@@ -4,7 +4,7 @@ import Testing
 
 @Suite struct LocationBlobTests {
     static func identity(_ index: Int) throws -> Ed25519SigningKey {
-        try Ed25519SigningKey(seed: Hex.decode(CoordsV3Vectors.load().keys[index].seed))
+        try Ed25519SigningKey(seed: Hex.vector(CoordsV3Vectors.load().keys[index].seed))
     }
 
     @Test(arguments: try CoordsV3Vectors.load().padding)
@@ -15,12 +15,12 @@ import Testing
     @Test(arguments: try CoordsV3Vectors.load().blobs)
     func reproducesVectorBlobFromItsSecrets(_ v: CoordsV3Vectors.Blob) throws {
         let recipients = try v.recipients.map { try Self.identity($0).publicKey }
-        var chunks: [[UInt8]] = [try Hex.decode(v.ephemeral_secret), try Hex.decode(v.dek)]
-        chunks += try v.entry_nonces.map { try Hex.decode($0) }
-        chunks += try v.padding_entries.map { try Hex.decode($0) }
-        chunks.append(try Hex.decode(v.data_nonce))
+        var chunks: [[UInt8]] = [try Hex.vector(v.ephemeral_secret), try Hex.vector(v.dek)]
+        chunks += try v.entry_nonces.map { try Hex.vector($0) }
+        chunks += try v.padding_entries.map { try Hex.vector($0) }
+        chunks.append(try Hex.vector(v.data_nonce))
         let random = ReplayRandomSource(chunks)
-        let location = try WireLocation(bytes: Hex.decode(v.location_wire_hex))
+        let location = try WireLocation(bytes: Hex.vector(v.location_wire_hex))
         let blob = try LocationBlob.seal(location, for: recipients, using: random)
         #expect(Hex.encode(blob) == v.blob_hex)
         #expect(random.isExhausted)
@@ -34,8 +34,8 @@ import Testing
 
     @Test(arguments: try CoordsV3Vectors.load().blobs)
     func vectorBlobOpensForEveryRecipientAndNoOutsider(_ v: CoordsV3Vectors.Blob) throws {
-        let blob = try Hex.decode(v.blob_hex)
-        let expected = try WireLocation(bytes: Hex.decode(v.location_wire_hex))
+        let blob = try Hex.vector(v.blob_hex)
+        let expected = try WireLocation(bytes: Hex.vector(v.location_wire_hex))
         for index in v.recipients {
             #expect(try LocationBlob.open(blob, with: Self.identity(index)) == expected, "recipient \(index)")
         }
@@ -47,7 +47,7 @@ import Testing
     @Test(arguments: try CoordsV3Vectors.load().blob_rejects)
     func refusesMalformedBlobs(_ v: CoordsV3Vectors.BlobReject) throws {
         let reader = try X25519PrivateKey(ed25519: Self.identity(0))
-        #expect(throws: WireError.self) { try LocationBlob.open(Hex.decode(v.blob_hex), with: reader) }
+        #expect(throws: WireError.self) { try LocationBlob.open(Hex.vector(v.blob_hex), with: reader) }
     }
 
     @Test func rejectReasonsAreSpecific() throws {
@@ -55,7 +55,7 @@ import Testing
         let reader = try X25519PrivateKey(ed25519: Self.identity(0))
         func error(_ why: String) throws -> WireError? {
             do {
-                _ = try LocationBlob.open(Hex.decode(rejects[why] ?? ""), with: reader)
+                _ = try LocationBlob.open(Hex.vector(rejects[why] ?? ""), with: reader)
                 return nil
             } catch let e as WireError { return e }
         }

@@ -13,7 +13,7 @@ import Testing
     func encodesAndDecodesLikeTheReference(_ v: CoordsV3Vectors.WireLocationCase) throws {
         let wire = WireLocation(Self.location(v.input))
         #expect(Hex.encode(wire.bytes) == v.wire_hex)
-        let decoded = try WireLocation(bytes: Hex.decode(v.wire_hex))
+        let decoded = try WireLocation(bytes: Hex.vector(v.wire_hex))
         #expect(decoded == wire)
         #expect(decoded.location == Self.location(v.decoded))
         // Every vector input is inside the public API's ranges, so validation accepts it.

@@ -4,13 +4,13 @@ import Testing
 
 @Suite struct RelayAPITests {
     static func identity(_ index: Int) throws -> Ed25519SigningKey {
-        try Ed25519SigningKey(seed: Hex.decode(CoordsV3Vectors.load().keys[index].seed))
+        try Ed25519SigningKey(seed: Hex.vector(CoordsV3Vectors.load().keys[index].seed))
     }
 
     @Test(arguments: try CoordsV3Vectors.load().uploads)
     func uploadSignatureAndBodyMatchTheVectors(_ v: CoordsV3Vectors.Upload) throws {
         let signer = try Self.identity(v.seed_index)
-        let blob = try Hex.decode(v.blob_hex)
+        let blob = try Hex.vector(v.blob_hex)
         #expect(Hex.encode(RelayAPI.uploadSignedMessage(blob: blob, timestamp: v.timestamp)) == v.signed_message_hex)
         let request = try RelayAPI.prepareUpload(blob: blob, timestamp: v.timestamp, signer: signer, server: "https://coord.is/")
         #expect(request.url == "https://coord.is/api/location")

@@ -48,7 +48,7 @@ struct LiveBridge: Service {
 
     func run() async throws {
         // Ends on graceful shutdown (the stream's iteration stops when its task is cancelled).
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             for await payload in announcements {
                 await relay(payload)
             }

@@ -152,11 +152,11 @@ extension PushRegistration: StoreValue {
 }
 
 extension MailboxEntry {
-    /// The queue key prefix of a recipient: the 32 bytes its hex id spells (zeros if not hex).
+    /// The queue key prefix of a recipient: the 32 bytes its hex id spells (zeros if it is not 64
+    /// hex digits; stored recipients always are, lowercase).
     static func queuePrefix(_ recipient: String) -> [UInt8] {
-        let hex = Array(recipient.utf8)
-        func nibble(_ c: UInt8) -> UInt8 { c >= 0x61 ? c - 0x61 + 10 : (c >= 0x30 && c <= 0x39 ? c - 0x30 : 0) }
-        return (0..<32).map { i in hex.count == 64 ? nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]) : 0 }
+        guard recipient.utf8.count == 64, let bytes = Hex.decode(recipient) else { return [UInt8](repeating: 0, count: 32) }
+        return bytes
     }
 }
 

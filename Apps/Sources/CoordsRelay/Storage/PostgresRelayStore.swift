@@ -100,9 +100,7 @@ public struct PostgresLocation: Sendable, Equatable {
         var bytes: [UInt8] = []
         var iterator = Array(text.utf8)[...]
         while let byte = iterator.popFirst() {
-            if byte == UInt8(ascii: "%"), iterator.count >= 2,
-                let value = UInt8(String(decoding: iterator.prefix(2), as: UTF8.self), radix: 16)
-            {
+            if byte == UInt8(ascii: "%"), iterator.count >= 2, let value = Hex.decode(String(decoding: iterator.prefix(2), as: UTF8.self))?.first {
                 bytes.append(value)
                 iterator = iterator.dropFirst(2)
             } else {

@@ -1,0 +1,1 @@
+../../../Tests/CoordsCoreTests/Support/SeededGenerator.swift
