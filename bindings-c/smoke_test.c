@@ -128,6 +128,22 @@ static void on_update(void *context, const uint8_t *json, size_t len) {
     pthread_mutex_unlock(&updates_lock);
 }
 
+/* A callback that unregisters itself on its first update, from the library's thread (which is
+ * then detached, not joined: joining itself would deadlock). */
+static int self_stopping_calls = 0;
+static int32_t self_stopping_status = -1;
+static void stop_on_first(void *context, const uint8_t *json, size_t len) {
+    (void)json;
+    (void)len;
+    CoordsError error = {0, NULL};
+    int32_t status = coords_app_set_update_callback((CoordsApp *)context, NULL, NULL, &error);
+    coords_error_free(&error);
+    pthread_mutex_lock(&updates_lock);
+    self_stopping_calls++;
+    self_stopping_status = status;
+    pthread_mutex_unlock(&updates_lock);
+}
+
 static void test_library(void) {
     CHECK(coords_abi_version() == COORDS_ABI_VERSION);
     CHECK(coords_version() != NULL && strlen(coords_version()) > 0);
@@ -544,6 +560,27 @@ static void test_apps(void) {
     CHECK(updates_seen >= 3);
     pthread_mutex_unlock(&updates_lock);
     EXPECT(COORDS_OK, coords_app_set_update_callback(alice, NULL, NULL, &e_));
+
+    /* A callback that unregisters itself runs once; later updates reach the queue instead. */
+    EXPECT(COORDS_OK, coords_app_set_update_callback(alice, stop_on_first, alice, &e_));
+    EXPECT(COORDS_OK, coords_location_mark_upload_failed(alice, here.timestamp_ms + 6, "offline", &e_));
+    for (int i = 0; i < 200; i++) {
+        pthread_mutex_lock(&updates_lock);
+        int calls = self_stopping_calls;
+        pthread_mutex_unlock(&updates_lock);
+        if (calls > 0) break;
+        struct timespec pause = {0, 10 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    EXPECT(COORDS_OK, coords_location_mark_upload_failed(alice, here.timestamp_ms + 7, "offline", &e_));
+    struct timespec settle = {0, 200 * 1000 * 1000};
+    nanosleep(&settle, NULL);
+    pthread_mutex_lock(&updates_lock);
+    CHECK(self_stopping_calls == 1 && self_stopping_status == COORDS_OK);
+    pthread_mutex_unlock(&updates_lock);
+    EXPECT(COORDS_OK, coords_app_next_update(alice, 1000, &json, &e_));
+    CHECK(contains(&json, "upload_failed"));
+    coords_buffer_free(&json);
 
     /* A host keychain holds the restored identity. */
     MemoryKeychain memory;

@@ -64,7 +64,8 @@ final class CallbackRunner: @unchecked Sendable {
     private let callback: CoordsUpdateCallback
     private let context: UnsafeMutableRawPointer?
     private let stopping = Atomic<Bool>(false)
-    private var thread = pthread_t()
+    /// Set while `start` holds the lock, so a callback that stops the runner at once finds it.
+    private let thread = Mutex<OSThread?>(nil)
 
     init(app: CoordsCore.CoordsApp, callback: @escaping CoordsUpdateCallback, context: UnsafeMutableRawPointer?) {
         self.app = app
@@ -72,18 +73,13 @@ final class CallbackRunner: @unchecked Sendable {
         self.context = context
     }
 
+    /// Starts the delivery thread; it holds this runner until it returns.
+    /// - Throws: ``FFIError`` (`COORDS_ERR_INTERNAL`) when the thread cannot be created.
     func start() throws {
-        let unmanaged = Unmanaged.passRetained(self)
-        let status = pthread_create(
-            &thread, nil,
-            { argument in
-                guard let argument else { return nil }
-                Unmanaged<CallbackRunner>.fromOpaque(argument).takeRetainedValue().run()
-                return nil
-            }, unmanaged.toOpaque())
-        guard status == 0 else {
-            unmanaged.release()
-            throw FFIError(code: COORDS_ERR_INTERNAL, message: "could not start the update thread (\(status))")
+        do {
+            try thread.withLock { $0 = try OSThread.start { [self] in run() } }
+        } catch {
+            throw FFIError(code: COORDS_ERR_INTERNAL, message: "could not start the update thread (\(error))")
         }
     }
 
@@ -102,10 +98,7 @@ final class CallbackRunner: @unchecked Sendable {
     /// Asks the thread to stop and waits for it, unless called from the callback itself.
     func stop() {
         stopping.store(true, ordering: .releasing)
-        if pthread_equal(pthread_self(), thread) != 0 {
-            pthread_detach(thread)
-        } else {
-            pthread_join(thread, nil)
-        }
+        guard let thread = thread.withLock({ $0 }) else { return }
+        if thread.isCurrent { thread.detach() } else { thread.join() }
     }
 }

@@ -214,7 +214,11 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
         database = try Database.open(path: directory, options: options, schema: RelayTables.schema)
         jobs = Channel.unbounded(of: Job.self)
         self.logger = logger
-        try startThread(name: "relay-commit") { [self] in runCommitter() }
+        do {
+            try OSThread.start { [self] in runCommitter() }.detach()
+        } catch {
+            throw RelayStoreError(description: "cannot start the relay's commit thread: \(error)")
+        }
     }
 
     public func put(key: Bytes32, record: RelayRecord) async throws -> PutResult {
