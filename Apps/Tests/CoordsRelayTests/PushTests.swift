@@ -178,6 +178,24 @@ import Testing
         return configuration
     }
 
+    /// Serves a ``PushReceiver`` answering `status`, starts a live relay with `configuration`,
+    /// registers the receiver's `/up/bob` for Bob and posts one envelope for him, then runs `body`
+    /// (receiver, its port, relay, client).
+    static func withRegisteredEndpoint(
+        status: Int = 201, _ configuration: RelayConfiguration,
+        _ body: @Sendable (PushReceiver, Int, RelayHarness, any TestClientProtocol) async throws -> Void
+    ) async throws {
+        let receiver = PushReceiver(status: status)
+        try await receiver.serve { port in
+            let relay = RelayHarness(configuration: configuration)
+            try await relay.test(.live) { client in
+                #expect(try await Self.register(client, relay, endpoint: "http://127.0.0.1:\(port)/up/bob").status == .ok)
+                try await Self.post(client, relay)
+                try await body(receiver, port, relay, client)
+            }
+        }
+    }
+
     /// Posts an envelope for Bob.
     static func post(_ client: some TestClientProtocol, _ relay: RelayHarness) async throws {
         let response = try await client.post(try MailboxTests.envelope(now: relay.now))
@@ -195,67 +213,49 @@ import Testing
     }
 
     @Test func anEnvelopeWakesTheEndpointWithAConstantBodyAndWakesCoalesce() async throws {
-        let receiver = PushReceiver()
-        try await receiver.serve { port in
-            // A window long enough that the next three posts land in it even on a loaded machine.
-            let relay = RelayHarness(configuration: Self.configuration { $0.coalesceMilliseconds = 3_000 })
-            try await relay.test(.live) { client in
-                #expect(try await Self.register(client, relay, endpoint: "http://127.0.0.1:\(port)/up/bob").status == .ok)
-                try await Self.post(client, relay)
-                #expect(try await Self.eventually { receiver.count == 1 })
-                let hit = try #require(receiver.hits.first)
-                #expect(hit.body == PushDispatcher.wakeBody && hit.path == "/up/bob")
-                #expect(hit.headers["content-type"] == "application/json" && hit.headers["urgency"] == "high" && hit.headers["ttl"] == "86400")
-                // Three envelopes in quick succession: folded into one more wake, sent when the
-                // window since the first has passed.
-                for _ in 0..<3 { try await Self.post(client, relay) }
-                #expect(try await Self.eventually { receiver.count == 2 })
-                try await Task.sleep(for: .milliseconds(800))
-                #expect(receiver.count == 2)
-                let hits = receiver.hits
-                // The window runs from the first send's start; its arrival may lag (a fresh connection).
-                if hits.count == 2 { #expect(hits[1].arrived - hits[0].arrived >= .milliseconds(2_000)) }
-                #expect(receiver.hits.allSatisfy { $0.body == PushDispatcher.wakeBody })
-            }
+        // A window long enough that the next three posts land in it even on a loaded machine.
+        try await Self.withRegisteredEndpoint(Self.configuration { $0.coalesceMilliseconds = 3_000 }) { receiver, _, relay, client in
+            #expect(try await Self.eventually { receiver.count == 1 })
+            let hit = try #require(receiver.hits.first)
+            #expect(hit.body == PushDispatcher.wakeBody && hit.path == "/up/bob")
+            #expect(hit.headers["content-type"] == "application/json" && hit.headers["urgency"] == "high" && hit.headers["ttl"] == "86400")
+            // Three envelopes in quick succession: folded into one more wake, sent when the
+            // window since the first has passed.
+            for _ in 0..<3 { try await Self.post(client, relay) }
+            #expect(try await Self.eventually { receiver.count == 2 })
+            try await Task.sleep(for: .milliseconds(800))
+            #expect(receiver.count == 2)
+            let hits = receiver.hits
+            // The window runs from the first send's start; its arrival may lag (a fresh connection).
+            if hits.count == 2 { #expect(hits[1].arrived - hits[0].arrived >= .milliseconds(2_000)) }
+            #expect(receiver.hits.allSatisfy { $0.body == PushDispatcher.wakeBody })
         }
     }
 
     @Test func aFailingEndpointIsRetriedThenDroppedAndAGoneOneAtOnce() async throws {
-        let receiver = PushReceiver(status: 500)
-        try await receiver.serve { port in
-            let relay = RelayHarness(configuration: Self.configuration { $0.failedWakesBeforeDrop = 2 })
-            let recipient = PeerID(Self.bob.publicKey).hex
-            try await relay.test(.live) { client in
-                #expect(try await Self.register(client, relay, endpoint: "http://127.0.0.1:\(port)/up/bob").status == .ok)
-                try await Self.post(client, relay)
-                #expect(try await Self.eventually { receiver.count == 3 })  // one attempt + two retries
-                try await Task.sleep(for: .milliseconds(400))
-                #expect(try await relay.store.pushRegistration(recipient: recipient, now: relay.now) != nil)  // one failed wake: kept
-                try await Self.post(client, relay)
-                #expect(try await Self.eventually { receiver.count == 6 })
-                #expect(try await Self.eventually { try await relay.store.pushRegistration(recipient: recipient, now: relay.now) == nil })
+        let recipient = PeerID(Self.bob.publicKey).hex
+        try await Self.withRegisteredEndpoint(status: 500, Self.configuration { $0.failedWakesBeforeDrop = 2 }) { receiver, port, relay, client in
+            #expect(try await Self.eventually { receiver.count == 3 })  // one attempt + two retries
+            try await Task.sleep(for: .milliseconds(400))
+            #expect(try await relay.store.pushRegistration(recipient: recipient, now: relay.now) != nil)  // one failed wake: kept
+            try await Self.post(client, relay)
+            #expect(try await Self.eventually { receiver.count == 6 })
+            #expect(try await Self.eventually { try await relay.store.pushRegistration(recipient: recipient, now: relay.now) == nil })
 
-                receiver.status.withLock { $0 = 410 }
-                #expect(try await Self.register(client, relay, endpoint: "http://127.0.0.1:\(port)/up/bob2", timestamp: relay.now + 1).status == .ok)
-                try await Self.post(client, relay)
-                #expect(try await Self.eventually { try await relay.store.pushRegistration(recipient: recipient, now: relay.now) == nil })
-                #expect(receiver.count == 7)  // 410: no retry
-            }
+            receiver.status.withLock { $0 = 410 }
+            #expect(try await Self.register(client, relay, endpoint: "http://127.0.0.1:\(port)/up/bob2", timestamp: relay.now + 1).status == .ok)
+            try await Self.post(client, relay)
+            #expect(try await Self.eventually { try await relay.store.pushRegistration(recipient: recipient, now: relay.now) == nil })
+            #expect(receiver.count == 7)  // 410: no retry
         }
     }
 
     @Test func redirectsAreNotFollowed() async throws {
-        let receiver = PushReceiver(status: 307)
-        try await receiver.serve { port in
-            let relay = RelayHarness(configuration: Self.configuration { $0.failedWakesBeforeDrop = 1 })
-            try await relay.test(.live) { client in
-                #expect(try await Self.register(client, relay, endpoint: "http://127.0.0.1:\(port)/up/bob").status == .ok)
-                try await Self.post(client, relay)
-                #expect(try await Self.eventually { receiver.count == 3 })
-                try await Task.sleep(for: .milliseconds(300))
-                #expect(receiver.hits.allSatisfy { $0.path == "/up/bob" })  // the Location target was never asked
-                #expect(receiver.count == 3)
-            }
+        try await Self.withRegisteredEndpoint(status: 307, Self.configuration { $0.failedWakesBeforeDrop = 1 }) { receiver, _, relay, client in
+            #expect(try await Self.eventually { receiver.count == 3 })
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(receiver.hits.allSatisfy { $0.path == "/up/bob" })  // the Location target was never asked
+            #expect(receiver.count == 3)
         }
     }
 }

@@ -148,6 +148,8 @@ public struct MessagePayload: Sendable, Equatable {
 
 /// A sealed 1:1 message as the relay stores it (PROTOCOL.md §7.1). The relay can read the
 /// header (who to whom, when) but not the payload, and cannot forge the sender's signature.
+/// Made by ``seal(_:id:from:to:createdAt:expiresAt:includeSenderKey:random:)`` or parsed from JSON,
+/// never assembled field by field: the memberwise initialiser is internal.
 public struct Envelope: Sendable, Equatable {
     public static let protocolVersion: UInt64 = 2
     static let signatureDomain = "CoordsCore/envelope/v2"
@@ -165,20 +167,6 @@ public struct Envelope: Sendable, Equatable {
     /// The sender's Ed25519 key (base64url), a CoordsCore extension letting the relay check the
     /// signature; optional on the wire.
     public var senderKey: String?
-
-    public init(
-        id: String, senderID: String, recipientID: String, sealedPayloadBase64: String, signatureBase64: String,
-        createdAt: String, expiresAt: String, senderKey: String?
-    ) {
-        self.id = id
-        self.senderID = senderID
-        self.recipientID = recipientID
-        self.sealedPayloadBase64 = sealedPayloadBase64
-        self.signatureBase64 = signatureBase64
-        self.createdAt = createdAt
-        self.expiresAt = expiresAt
-        self.senderKey = senderKey
-    }
 
     /// The bytes the sender signs (§7.1), strings exactly as in the JSON.
     public var signedBytes: [UInt8] {
@@ -300,9 +288,11 @@ public struct Envelope: Sendable, Equatable {
             throw WireError.envelopeTampered
         }
     }
+}
 
-    // MARK: JSON
+// MARK: JSON (in an extension, so the memberwise initialiser stays)
 
+extension Envelope {
     /// The §7.1 JSON object.
     public var json: JSONValue {
         var object = JSONObject()

@@ -1,6 +1,8 @@
 /// A key rotation (PROTOCOL.md §9.1): the old key, the new key, the new server and a time,
 /// signed by both keys over the same bytes, so friends move to a key the owner of the old one
 /// chose and the holder of the new one accepted. `revokes` marks the old key compromised (§9.2).
+/// Made by ``make(old:new:server:at:revokes:)`` or parsed from JSON; the memberwise initialiser
+/// is internal.
 public struct RotationStatement: Sendable, Equatable {
     static let domain = Array("coords-rotate-v1".utf8)
     /// Longest new-server string, in UTF-8 bytes.
@@ -46,18 +48,6 @@ public struct RotationStatement: Sendable, Equatable {
             oldSignature: old.signature(for: bytes), newSignature: new.signature(for: bytes))
     }
 
-    public init(
-        old: Ed25519PublicKey, new: Ed25519PublicKey, server: String, at: UInt64, revokes: Bool, oldSignature: [UInt8], newSignature: [UInt8]
-    ) {
-        self.old = old
-        self.new = new
-        self.server = server
-        self.at = at
-        self.revokes = revokes
-        self.oldSignature = oldSignature
-        self.newSignature = newSignature
-    }
-
     /// Checks both signatures, that the keys differ and that the server is an http(s) URL.
     /// - Throws: ``WireError/invalidRotation(_:)`` naming what failed.
     public func verify() throws {
@@ -67,7 +57,11 @@ public struct RotationStatement: Sendable, Equatable {
         guard old.isValidSignature(oldSignature, for: bytes) else { throw WireError.invalidRotation("the old key's signature does not verify") }
         guard new.isValidSignature(newSignature, for: bytes) else { throw WireError.invalidRotation("the new key's signature does not verify") }
     }
+}
 
+// MARK: JSON (in an extension, so the memberwise initialiser stays)
+
+extension RotationStatement {
     /// The `"rotation"` object of a §9.1 payload.
     public var json: JSONValue {
         .object(

@@ -440,11 +440,13 @@ public final class PostgresRelayStore: RelayStore, Sendable {
                 while !Task.isCancelled {
                     do {
                         try await client.withConnection { connection in
-                            let notifications = try await connection.listen(Self.liveChannel)
-                            // From here on nothing another node announces is missed (tests wait for this line).
-                            logger.info("live fan-out listening", metadata: ["channel": "\(Self.liveChannel)"])
-                            for try await notification in notifications {
-                                continuation.yield(notification.payload)
+                            // UNLISTEN is sent when the closure returns, before the pool reuses the connection.
+                            try await connection.listen(on: Self.liveChannel) { notifications in
+                                // From here on nothing another node announces is missed (tests wait for this line).
+                                logger.info("live fan-out listening", metadata: ["channel": "\(Self.liveChannel)"])
+                                for try await notification in notifications {
+                                    continuation.yield(notification.payload)
+                                }
                             }
                         }
                     } catch {
