@@ -277,15 +277,10 @@ public enum RelayAPI {
         return .relayError(status: status, code: nil, message: sanitize(text.isEmpty ? "(empty body)" : text))
     }
 
-    /// A relay's `GET /api/version` answer.
+    /// A relay's `GET /api/version` answer, from ``parseVersion(_:)``.
     public struct ServerVersion: Sendable, Equatable {
         public var name: String
         public var version: String
-
-        public init(name: String, version: String) {
-            self.name = name
-            self.version = version
-        }
 
         /// The lowest version the reference Android app accepts.
         public static let minimumCompatible = "2026.1.6"
