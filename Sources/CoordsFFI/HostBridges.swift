@@ -95,10 +95,11 @@ final class CallbackRunner: @unchecked Sendable {
         }
     }
 
-    /// Asks the thread to stop and waits for it, unless called from the callback itself.
+    /// Asks the thread to stop and waits for it, unless called from the callback itself. Once:
+    /// a second call finds no thread (joining or detaching twice is undefined).
     func stop() {
         stopping.store(true, ordering: .releasing)
-        guard let thread = thread.withLock({ $0 }) else { return }
+        guard let thread = thread.withLock({ slot in slot.take() }) else { return }
         if thread.isCurrent { thread.detach() } else { thread.join() }
     }
 }

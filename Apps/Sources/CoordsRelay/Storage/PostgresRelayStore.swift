@@ -100,8 +100,10 @@ public struct PostgresLocation: Sendable, Equatable {
         var bytes: [UInt8] = []
         var iterator = Array(text.utf8)[...]
         while let byte = iterator.popFirst() {
-            if byte == UInt8(ascii: "%"), iterator.count >= 2, let value = Hex.decode(String(decoding: iterator.prefix(2), as: UTF8.self))?.first {
-                bytes.append(value)
+            if byte == UInt8(ascii: "%"), let high = iterator.first.flatMap(Hex.value(of:)),
+                let low = iterator.dropFirst().first.flatMap(Hex.value(of:))
+            {
+                bytes.append(high << 4 | low)
                 iterator = iterator.dropFirst(2)
             } else {
                 bytes.append(byte)
