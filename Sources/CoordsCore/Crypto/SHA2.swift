@@ -1,37 +1,44 @@
 internal import CSodium
 
-/// SHA-256 (libsodium `crypto_hash_sha256`). Pure computation: never throws, never traps.
-public enum SHA256 {
-    /// Digest size in bytes (32).
-    public static var byteCount: Int { Int(crypto_hash_sha256_bytes()) }
+/// A one-shot hash function from libsodium (swift-crypto's `HashFunction`, without the streaming
+/// part we do not need). Pure computation: never throws, never traps.
+public protocol SodiumHashFunction {
+    /// Digest size in bytes.
+    static var byteCount: Int { get }
+    /// The digest of the bytes `data` points to, as a new `[UInt8]` of ``byteCount`` bytes
+    /// (the caller owns it; `data` is only read during the call).
+    static func hash(_ data: UnsafeRawBufferPointer) -> [UInt8]
+}
 
-    /// The SHA-256 digest of `data`.
+extension SodiumHashFunction {
+    /// The digest of `data`, as a new `[UInt8]` of ``byteCount`` bytes.
     public static func hash(_ data: [UInt8]) -> [UInt8] {
         data.withUnsafeBytes { hash($0) }
     }
 
-    /// Pointer form of ``hash(_:)-([UInt8])``.
-    public static func hash(_ data: UnsafeRawBufferPointer) -> [UInt8] {
+    /// Runs libsodium's one-shot `crypto_hash_*` function into a new digest buffer. Its status
+    /// is always 0 (the functions cannot fail), so it is not read.
+    static func digest(
+        _ data: UnsafeRawBufferPointer, _ function: (UnsafeMutablePointer<UInt8>, UnsafePointer<UInt8>?, UInt64) -> Int32
+    ) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: byteCount)
-        _ = crypto_hash_sha256(&out, data.u8, UInt64(data.count))
+        _ = function(&out, data.u8, UInt64(data.count))
         return out
     }
 }
 
-/// SHA-512 (libsodium `crypto_hash_sha512`). Pure computation: never throws, never traps.
-public enum SHA512 {
+/// SHA-256 (libsodium `crypto_hash_sha256`).
+public enum SHA256: SodiumHashFunction {
+    /// Digest size in bytes (32).
+    public static var byteCount: Int { Int(crypto_hash_sha256_bytes()) }
+    /// The SHA-256 digest of the bytes `data` points to.
+    public static func hash(_ data: UnsafeRawBufferPointer) -> [UInt8] { digest(data, crypto_hash_sha256) }
+}
+
+/// SHA-512 (libsodium `crypto_hash_sha512`).
+public enum SHA512: SodiumHashFunction {
     /// Digest size in bytes (64).
     public static var byteCount: Int { Int(crypto_hash_sha512_bytes()) }
-
-    /// The SHA-512 digest of `data`.
-    public static func hash(_ data: [UInt8]) -> [UInt8] {
-        data.withUnsafeBytes { hash($0) }
-    }
-
-    /// Pointer form of ``hash(_:)-([UInt8])``.
-    public static func hash(_ data: UnsafeRawBufferPointer) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: byteCount)
-        _ = crypto_hash_sha512(&out, data.u8, UInt64(data.count))
-        return out
-    }
+    /// The SHA-512 digest of the bytes `data` points to.
+    public static func hash(_ data: UnsafeRawBufferPointer) -> [UInt8] { digest(data, crypto_hash_sha512) }
 }
