@@ -138,9 +138,7 @@ public enum AES256GCM {
 
     static func checkArguments(keyCount: Int, nonceCount: Int, plaintextCount: Int) throws {
         try Sodium.ensureAESAvailable()
-        guard keyCount == keyByteCount else {
-            throw CryptoError.invalidKeyLength(what: "AES-256-GCM key", expected: keyByteCount, actual: keyCount)
-        }
+        try CryptoError.checkKeyLength("AES-256-GCM key", expected: keyByteCount, actual: keyCount)
         guard nonceCount == nonceByteCount else { throw CryptoError.invalidNonceLength(expected: nonceByteCount, actual: nonceCount) }
         guard plaintextCount <= maximumPlaintextByteCount else {
             throw CryptoError.invalidParameter("plaintext of \(plaintextCount) bytes exceeds the AES-256-GCM limit")
@@ -184,9 +182,7 @@ public enum AES256GCM {
         /// - Throws: ``CryptoError/invalidKeyLength(what:expected:actual:)``, ``CryptoError/unsupportedHardware``.
         public init(key: SecretBytes) throws {
             try Sodium.ensureAESAvailable()
-            guard key.count == AES256GCM.keyByteCount else {
-                throw CryptoError.invalidKeyLength(what: "AES-256-GCM key", expected: AES256GCM.keyByteCount, actual: key.count)
-            }
+            try CryptoError.checkKeyLength("AES-256-GCM key", expected: AES256GCM.keyByteCount, actual: key.count)
             stateByteCount = crypto_aead_aes256gcm_statebytes()
             state = UnsafeMutableRawPointer.allocate(byteCount: stateByteCount, alignment: 16)
             state.initializeMemory(as: UInt8.self, repeating: 0, count: stateByteCount)

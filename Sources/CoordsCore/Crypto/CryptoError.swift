@@ -68,3 +68,11 @@ public enum CryptoError: CoordsCoreError, Equatable {
         }
     }
 }
+
+extension CryptoError {
+    /// The one length check every key, seed and scalar initialiser makes.
+    /// - Throws: ``invalidKeyLength(what:expected:actual:)`` unless `actual == expected`.
+    static func checkKeyLength(_ what: String, expected: Int, actual: Int) throws(CryptoError) {
+        guard actual == expected else { throw .invalidKeyLength(what: what, expected: expected, actual: actual) }
+    }
+}

@@ -26,9 +26,7 @@ public struct Ed25519PublicKey: Hashable, Sendable {
     /// the store, every id in a fetch answer), so keys that passed it are remembered
     /// (a bounded memo): a key seen before costs one hash lookup.
     public init(rawRepresentation: [UInt8]) throws {
-        guard rawRepresentation.count == Self.byteCount else {
-            throw CryptoError.invalidKeyLength(what: "Ed25519 public key", expected: Self.byteCount, actual: rawRepresentation.count)
-        }
+        try CryptoError.checkKeyLength("Ed25519 public key", expected: Self.byteCount, actual: rawRepresentation.count)
         let memoKey = ValidKeyMemo.Key(rawRepresentation)
         if !ValidKeyMemo.shared.contains(memoKey) {
             try Sodium.ensureInitialized()
@@ -86,16 +84,12 @@ public struct Ed25519SigningKey: Sendable {
     /// - Throws: ``CryptoError/invalidKeyLength(what:expected:actual:)`` when `seed` is not 32
     ///   bytes; ``CryptoError/libraryInitializationFailed``.
     public init(seed: SecretBytes) throws {
-        guard seed.count == Self.seedByteCount else {
-            throw CryptoError.invalidKeyLength(what: "Ed25519 seed", expected: Self.seedByteCount, actual: seed.count)
-        }
+        try CryptoError.checkKeyLength("Ed25519 seed", expected: Self.seedByteCount, actual: seed.count)
         try Sodium.ensureInitialized()
         var pk = [UInt8](repeating: 0, count: Ed25519PublicKey.byteCount)
         let sk = SecretBytes(count: Int(crypto_sign_secretkeybytes())) { skBuffer in
             seed.withUnsafeBytes { seedBuffer in
-                _ = crypto_sign_seed_keypair(
-                    &pk, skBuffer.u8,
-                    seedBuffer.u8)
+                _ = crypto_sign_seed_keypair(&pk, skBuffer.u8, seedBuffer.u8)
             }
         }
         secretKey = sk

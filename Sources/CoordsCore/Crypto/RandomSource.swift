@@ -49,9 +49,7 @@ public final class SeededRandomSource: RandomSource {
     /// - Throws: ``CryptoError/invalidKeyLength(what:expected:actual:)`` if `seed` is not 32 bytes.
     public init(seed: [UInt8]) throws {
         let keyBytes = Int(crypto_stream_chacha20_ietf_keybytes())
-        guard seed.count == keyBytes else {
-            throw CryptoError.invalidKeyLength(what: "random seed", expected: keyBytes, actual: seed.count)
-        }
+        try CryptoError.checkKeyLength("random seed", expected: keyBytes, actual: seed.count)
         self.seed = SecretBytes(copying: seed)
     }
 

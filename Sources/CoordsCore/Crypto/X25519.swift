@@ -12,9 +12,7 @@ public struct X25519PublicKey: Hashable, Sendable {
     /// it is used (``X25519PrivateKey/sharedSecret(with:)`` throws ``CryptoError/weakPublicKey``).
     /// - Throws: ``CryptoError/invalidKeyLength(what:expected:actual:)`` for a length other than 32.
     public init(rawRepresentation: [UInt8]) throws {
-        guard rawRepresentation.count == Self.byteCount else {
-            throw CryptoError.invalidKeyLength(what: "X25519 public key", expected: Self.byteCount, actual: rawRepresentation.count)
-        }
+        try CryptoError.checkKeyLength("X25519 public key", expected: Self.byteCount, actual: rawRepresentation.count)
         self.rawRepresentation = rawRepresentation
     }
 
@@ -48,9 +46,7 @@ public struct X25519PrivateKey: Sendable {
     /// - Throws: ``CryptoError/invalidKeyLength(what:expected:actual:)`` when not 32 bytes;
     ///   ``CryptoError/weakPublicKey`` in the (negligible) case the public key is the identity.
     public init(rawRepresentation: SecretBytes) throws {
-        guard rawRepresentation.count == X25519PublicKey.byteCount else {
-            throw CryptoError.invalidKeyLength(what: "X25519 private key", expected: X25519PublicKey.byteCount, actual: rawRepresentation.count)
-        }
+        try CryptoError.checkKeyLength("X25519 private key", expected: X25519PublicKey.byteCount, actual: rawRepresentation.count)
         try Sodium.ensureInitialized()
         var pk = [UInt8](repeating: 0, count: X25519PublicKey.byteCount)
         let status = rawRepresentation.withUnsafeBytes { scalar in

@@ -169,9 +169,7 @@ public final class FileKeychain: Keychain {
         let kdf = header[5]
         switch (unlock, kdf) {
         case (.key(let key), 0):
-            guard key.count == AES256GCM.keyByteCount else {
-                throw CryptoError.invalidKeyLength(what: "keychain key", expected: AES256GCM.keyByteCount, actual: key.count)
-            }
+            try CryptoError.checkKeyLength("keychain key", expected: AES256GCM.keyByteCount, actual: key.count)
             return key
         case (.passphrase(let passphrase), 1):
             let parameters = Argon2id.Parameters(
