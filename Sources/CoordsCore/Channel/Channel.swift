@@ -169,30 +169,23 @@ public enum Channel {
 
     static func make<T: Sendable>(capacity: Int?, doorbell: Doorbell?) -> (sender: Sender<T>, receiver: Receiver<T>) {
         let core = ChannelCore<T>(capacity: capacity, doorbell: doorbell)
-        return (Sender(core: core), Receiver(core: core))
+        return (Sender(ChannelHandle(core, .sending)), Receiver(ChannelHandle(core, .receiving)))
     }
 }
 
 /// The sending half. Thread-safe; `clone()` makes another handle that keeps the channel
 /// connected on its own.
 public final class Sender<T: Sendable>: Sendable {
-    let core: ChannelCore<T>
-    private let closed = Atomic<Bool>(false)
+    private let handle: ChannelHandle<T>
+    private var core: ChannelCore<T> { handle.core }
 
-    init(core: ChannelCore<T>) { self.core = core }
-
-    deinit { close() }
+    init(_ handle: ChannelHandle<T>) { self.handle = handle }
 
     /// Another sending handle on the same channel.
-    public func clone() -> Sender<T> {
-        core.addSender()
-        return Sender(core: core)
-    }
+    public func clone() -> Sender<T> { Sender(handle.clone()) }
 
     /// Drops this handle now (as if its last reference went away). Idempotent.
-    public func close() {
-        if !closed.exchange(true, ordering: .acquiringAndReleasing) { core.dropSender() }
-    }
+    public func close() { handle.close() }
 
     /// Sends, blocking while a bounded channel is full (or, for rendezvous, until a receiver takes it).
     /// - Throws: ``SendError`` (every receiver is gone), with the value.
@@ -222,12 +215,12 @@ public final class Sender<T: Sendable>: Sendable {
 
     /// Every send goes through here: the one check that this handle is still open.
     private func deliver(_ value: T, blocking: Bool, deadline: UInt64?) throws(SendFailure<T>) {
-        guard !closed.load(ordering: .acquiring) else { throw SendFailure(reason: .disconnected, value: value) }
+        guard handle.isOpen else { throw SendFailure(reason: .disconnected, value: value) }
         try core.send(value, blocking: blocking, deadline: deadline)
     }
 
     /// Whether every receiver is gone (or this handle was closed).
-    public var isDisconnected: Bool { closed.load(ordering: .acquiring) || core.isReceiverSideGone }
+    public var isDisconnected: Bool { !handle.isOpen || core.isReceiverSideGone }
     /// Values currently queued.
     public var count: Int { core.queuedCount }
     /// The capacity (nil: unbounded).
@@ -236,23 +229,16 @@ public final class Sender<T: Sendable>: Sendable {
 
 /// The receiving half. Thread-safe; `clone()` makes a competing receiver.
 public final class Receiver<T: Sendable>: Sendable {
-    let core: ChannelCore<T>
-    private let closed = Atomic<Bool>(false)
+    private let handle: ChannelHandle<T>
+    private var core: ChannelCore<T> { handle.core }
 
-    init(core: ChannelCore<T>) { self.core = core }
-
-    deinit { close() }
+    init(_ handle: ChannelHandle<T>) { self.handle = handle }
 
     /// Another receiving handle; the two compete for values.
-    public func clone() -> Receiver<T> {
-        core.addReceiver()
-        return Receiver(core: core)
-    }
+    public func clone() -> Receiver<T> { Receiver(handle.clone()) }
 
     /// Drops this handle now. Idempotent.
-    public func close() {
-        if !closed.exchange(true, ordering: .acquiringAndReleasing) { core.dropReceiver() }
-    }
+    public func close() { handle.close() }
 
     /// Receives, blocking while the channel is empty.
     /// - Throws: ``RecvError/disconnected`` once no sender is left and the queue is drained.
@@ -291,7 +277,7 @@ public final class Receiver<T: Sendable>: Sendable {
     }
 
     /// Whether this handle was not closed: the one check every receive makes.
-    private var isOpen: Bool { !closed.load(ordering: .acquiring) }
+    private var isOpen: Bool { handle.isOpen }
 
     /// Every blocking or non-blocking receive goes through here.
     private func take(blocking: Bool, deadline: UInt64?) throws(ChannelError) -> T {
@@ -336,6 +322,35 @@ final class SendWaiter<T> {
     init(_ value: T) { self.value = value }
 }
 
+/// One end a ``Sender`` or ``Receiver`` holds: the side it counts on, and whether it was
+/// closed. Closing (explicitly or when the handle goes away) drops the side exactly once;
+/// cloning counts one more on the same side.
+final class ChannelHandle<T: Sendable>: Sendable {
+    enum Side: Sendable { case sending, receiving }
+
+    let core: ChannelCore<T>
+    private let side: Side
+    private let closed = Atomic<Bool>(false)
+
+    init(_ core: ChannelCore<T>, _ side: Side) {
+        self.core = core
+        self.side = side
+    }
+
+    deinit { close() }
+
+    var isOpen: Bool { !closed.load(ordering: .acquiring) }
+
+    func clone() -> ChannelHandle<T> {
+        core.add(side)
+        return ChannelHandle(core, side)
+    }
+
+    func close() {
+        if !closed.exchange(true, ordering: .acquiringAndReleasing) { core.drop(side) }
+    }
+}
+
 /// The shared state of one channel. Every field is guarded by `mutex`.
 final class ChannelCore<T: Sendable>: @unchecked Sendable {
     let capacity: Int?
@@ -360,10 +375,23 @@ final class ChannelCore<T: Sendable>: @unchecked Sendable {
     var isReceiverSideGone: Bool { mutex.withLock { receivers == 0 } }
     var isSenderSideGone: Bool { mutex.withLock { senders == 0 && queue.isEmpty && waitingSenders.isEmpty } }
 
-    func addSender() { mutex.withLock { senders += 1 } }
-    func addReceiver() { mutex.withLock { receivers += 1 } }
+    func add(_ side: ChannelHandle<T>.Side) {
+        mutex.withLock {
+            switch side {
+            case .sending: senders += 1
+            case .receiving: receivers += 1
+            }
+        }
+    }
 
-    func dropSender() {
+    func drop(_ side: ChannelHandle<T>.Side) {
+        switch side {
+        case .sending: dropSender()
+        case .receiving: dropReceiver()
+        }
+    }
+
+    private func dropSender() {
         mutex.lock()
         senders -= 1
         guard senders == 0 else { return mutex.unlock() }
@@ -375,7 +403,7 @@ final class ChannelCore<T: Sendable>: @unchecked Sendable {
         doorbell?.ring()
     }
 
-    func dropReceiver() {
+    private func dropReceiver() {
         mutex.withLock {
             receivers -= 1
             if receivers == 0 { senderProgress.broadcast() }
