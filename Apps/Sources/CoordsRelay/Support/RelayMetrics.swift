@@ -39,28 +39,28 @@ final class RelayMetrics: Sendable {
 
     /// - Parameter rates: the configured per-node rate limits, shown in `coords_relay_rate_limit_info`.
     init(rates: (address: Double, key: Double, message: Double) = (0, 0, 0)) {
-        uploads = registry.makeCounter(descriptor: Self.name("uploads", "total", "Uploads stored"))
-        fetches = registry.makeCounter(descriptor: Self.name("fetches", "total", "Fetch requests answered"))
-        fetchedIDs = registry.makeCounter(descriptor: Self.name("fetched_ids", "total", "Ids asked for in fetches"))
-        deletes = registry.makeCounter(descriptor: Self.name("deletes", "total", "Blobs deleted by their owner"))
-        expired = registry.makeCounter(descriptor: Self.name("expired", "total", "Blobs forgotten after the TTL"))
-        storeEntries = registry.makeGauge(descriptor: Self.name("store", "entries", "Blobs currently stored"))
-        messagesPosted = registry.makeCounter(descriptor: Self.name("messages_posted", "total", "Envelopes accepted into mailboxes"))
-        messagesDelivered = registry.makeCounter(descriptor: Self.name("messages_delivered", "total", "Envelopes returned to their recipient"))
-        messagesAcknowledged = registry.makeCounter(descriptor: Self.name("messages_acknowledged", "total", "Envelopes removed by their recipient's ack"))
-        messagesExpired = registry.makeCounter(descriptor: Self.name("messages_expired", "total", "Envelopes swept after expiresAt"))
-        mailboxEntries = registry.makeGauge(descriptor: Self.name("mailbox", "entries", "Envelopes currently stored"))
-        seenSignatures = registry.makeGauge(
-            descriptor: Self.name(
-                "seen_signatures", "entries",
-                "Mailbox request signatures remembered (accepted once)"))
-        connectionsOpen = registry.makeGauge(descriptor: Self.name("connections_open", "count", "HTTP connections open now"))
-        liveConnections = registry.makeCounter(descriptor: Self.name("live_connections", "total", "Live channel connections admitted"))
-        liveOpen = registry.makeGauge(descriptor: Self.name("live_open", "count", "Live channel connections open now"))
-        liveKeys = registry.makeGauge(descriptor: Self.name("live_keys", "count", "Keys watched by live connections now"))
-        pushRegistrations = registry.makeGauge(descriptor: Self.name("push_registrations", "count", "Push endpoints registered (expired ones until swept)"))
-        pushDropped = registry.makeCounter(
-            descriptor: Self.name("push_endpoints_dropped", "total", "Push registrations removed because the endpoint failed or was refused"))
+        let registry = self.registry
+        // A counter is `coords_relay_<metric>_total`, a gauge `coords_relay_<metric>_<unit>`.
+        func counter(_ metric: String, _ help: String) -> Counter { registry.makeCounter(descriptor: Self.name(metric, "total", help)) }
+        func gauge(_ metric: String, _ unit: String, _ help: String) -> Gauge { registry.makeGauge(descriptor: Self.name(metric, unit, help)) }
+        uploads = counter("uploads", "Uploads stored")
+        fetches = counter("fetches", "Fetch requests answered")
+        fetchedIDs = counter("fetched_ids", "Ids asked for in fetches")
+        deletes = counter("deletes", "Blobs deleted by their owner")
+        expired = counter("expired", "Blobs forgotten after the TTL")
+        storeEntries = gauge("store", "entries", "Blobs currently stored")
+        messagesPosted = counter("messages_posted", "Envelopes accepted into mailboxes")
+        messagesDelivered = counter("messages_delivered", "Envelopes returned to their recipient")
+        messagesAcknowledged = counter("messages_acknowledged", "Envelopes removed by their recipient's ack")
+        messagesExpired = counter("messages_expired", "Envelopes swept after expiresAt")
+        mailboxEntries = gauge("mailbox", "entries", "Envelopes currently stored")
+        seenSignatures = gauge("seen_signatures", "entries", "Mailbox request signatures remembered (accepted once)")
+        connectionsOpen = gauge("connections_open", "count", "HTTP connections open now")
+        liveConnections = counter("live_connections", "Live channel connections admitted")
+        liveOpen = gauge("live_open", "count", "Live channel connections open now")
+        liveKeys = gauge("live_keys", "count", "Keys watched by live connections now")
+        pushRegistrations = gauge("push_registrations", "count", "Push endpoints registered (expired ones until swept)")
+        pushDropped = counter("push_endpoints_dropped", "Push registrations removed because the endpoint failed or was refused")
         // Rate limits are counted in each process: N relays behind a load balancer allow up to N
         // times these rates in total (docs/RELAY.md, "Scaling").
         registry.makeGauge(
