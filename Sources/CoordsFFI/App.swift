@@ -380,10 +380,7 @@ public func ffiLocationPrepareFetches(_ handle: Handle, _ requestsOut: BufferOut
 public func ffiLocationProcessFetchResponse(
     _ handle: Handle, _ body: UnsafePointer<UInt8>?, _ length: Int, _ outcomeOut: BufferOut, _ error: ErrorOut
 ) -> Int32 {
-    returning(outcomeOut, "outcome_json_out", app: handle, error) { app in
-        let bytes = try Argument.body(body, length)
-        return Record.outcome(try blocking { try await app.location.processFetchResponse(bytes) })
-    }
+    processingResponse(handle, body, length, outcomeOut, error) { app, bytes in Record.outcome(try await app.location.processFetchResponse(bytes)) }
 }
 
 @_cdecl("coords_location_friend_locations")

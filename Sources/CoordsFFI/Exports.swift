@@ -104,6 +104,20 @@ func returning<Result: BufferOutput>(
     }
 }
 
+/// An export that hands a relay's response body to the app and returns what processing it did
+/// as JSON in `outcome_json_out` (the caller frees it with `coords_buffer_free`). Checks the
+/// output pointer, the handle, then the body (`body`, at most `COORDS_MAX_BODY_BYTES`), and runs
+/// `process` on a library task while the calling thread waits.
+func processingResponse(
+    _ handle: Handle, _ body: UnsafePointer<UInt8>?, _ length: Int, _ outcomeOut: BufferOut, _ error: ErrorOut,
+    _ process: @escaping @Sendable (CoordsCore.CoordsApp, [UInt8]) async throws -> JSONValue
+) -> Int32 {
+    returning(outcomeOut, "outcome_json_out", app: handle, error) { app in
+        let bytes = try Argument.body(body, length)
+        return try blocking { try await process(app, bytes) }
+    }
+}
+
 // MARK: Arguments
 
 enum Argument {

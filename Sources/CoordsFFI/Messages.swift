@@ -110,10 +110,7 @@ public func ffiMessagesPreparePushUnregister(_ handle: Handle, _ requestOut: Buf
 public func ffiMessagesProcessFetchResponse(
     _ handle: Handle, _ body: UnsafePointer<UInt8>?, _ length: Int, _ outcomeOut: BufferOut, _ error: ErrorOut
 ) -> Int32 {
-    returning(outcomeOut, "outcome_json_out", app: handle, error) { app in
-        let bytes = try Argument.body(body, length)
-        return Record.messagesOutcome(try blocking { try await app.messages.processFetchResponse(bytes) })
-    }
+    processingResponse(handle, body, length, outcomeOut, error) { app, bytes in Record.messagesOutcome(try await app.messages.processFetchResponse(bytes)) }
 }
 
 @_cdecl("coords_messages_conversations")
