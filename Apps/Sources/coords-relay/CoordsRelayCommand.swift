@@ -60,7 +60,9 @@ struct Serve: AsyncParsableCommand {
         help:
             "Keep the data in PostgreSQL instead of LMDB: postgres://user:password@host:port/db[?sslmode=require] (password also from PGPASSWORD) [COORDS_POSTGRES_URL]."
     )
-    var postgresURL: String? = environment("COORDS_POSTGRES_URL")
+    var postgresOption: String?
+    /// `--postgres`, else `COORDS_POSTGRES_URL` (an optional option takes no default value).
+    var postgresURL: String? { postgresOption ?? environment("COORDS_POSTGRES_URL") }
 
     @Option(name: .customLong("postgres-pool-size"), help: "Most PostgreSQL connections this relay keeps open [COORDS_POSTGRES_POOL_SIZE].")
     var postgresPoolSize: Int = Env.int("COORDS_POSTGRES_POOL_SIZE", defaults.postgresPoolSize)

@@ -22,7 +22,9 @@ struct Migrate: AsyncParsableCommand {
     @Option(
         name: .customLong("to-postgres"),
         help: "postgres://user:password@host:port/db[?sslmode=require] (password also from PGPASSWORD) [COORDS_POSTGRES_URL].")
-    var target: String? = environment("COORDS_POSTGRES_URL")
+    var targetOption: String?
+    /// `--to-postgres`, else `COORDS_POSTGRES_URL` (an optional option takes no default value).
+    var target: String? { targetOption ?? environment("COORDS_POSTGRES_URL") }
 
     @Flag(help: "No progress line, only the summary.")
     var quiet = false

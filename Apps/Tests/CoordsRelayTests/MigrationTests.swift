@@ -108,7 +108,9 @@ import Testing
         #expect(output.contains("migrate: 100% · 600/600 uploads"), "\(output)")
         #expect(output.contains("copied: 600 uploads"), "\(output)")
         #expect(!output.contains("coords-test"), "the password is never printed")
-        let again = try await PostgresTestServer.runOffPool(executable, ["migrate", "--quiet", "--from-data-dir", directory, "--to-postgres", url])
+        // The target may come from the environment instead of --to-postgres.
+        let again = try await PostgresTestServer.runOffPool(
+            executable, ["migrate", "--quiet", "--from-data-dir", directory], environment: ["COORDS_POSTGRES_URL": url])
         #expect(again.contains("copied: 0 uploads"), "\(again)")
         let target = try await PostgresRelayStore(location: location, poolSize: 2, logger: StoreUnderTest.quietLogger)
         #expect(try await target.count() == 600)

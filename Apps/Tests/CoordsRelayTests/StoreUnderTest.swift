@@ -161,19 +161,19 @@ final class PostgresTestServer: Sendable {
         }
     }
 
-    static func runOffPool(_ executable: String, _ arguments: [String]) async throws -> String {
+    static func runOffPool(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> String {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
-                continuation.resume(with: Result { try run(executable, arguments) })
+                continuation.resume(with: Result { try run(executable, arguments, environment: environment) })
             }
         }
     }
 
     /// Runs a command to completion (``SpawnedProcess``: posix_spawn and waitpid; Foundation's
     /// Process can wait forever for a child that already exited when called off the main
-    /// thread). Blocks: call it on a dispatch thread (``runOffPool(_:_:)``).
-    static func run(_ executable: String, _ arguments: [String]) throws -> String {
-        let process = try SpawnedProcess(executable, arguments)
+    /// thread). Blocks: call it on a dispatch thread (``runOffPool(_:_:environment:)``).
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> String {
+        let process = try SpawnedProcess(executable, arguments, environment: environment)
         let status = process.waitForExit()
         let output = process.log
         let exited = status & 0x7f == 0
