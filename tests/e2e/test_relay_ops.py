@@ -177,3 +177,33 @@ def fetch_ids(relay, ids):
     request = urllib.request.Request(relay.url + "/api/location", data=json.dumps({"ids": ids}).encode(),
                                      headers={"Content-Type": "application/json"}, method="POST")
     return json.loads(urllib.request.urlopen(request, timeout=10).read())
+
+
+def test_serve_options_come_in_titled_groups_and_each_group_refuses_its_bad_values(tmp_path):
+    relay_bin = os.path.join(BIN, "coords-relay")
+    help_text = subprocess.run([relay_bin, "serve", "--help"], capture_output=True, text=True, timeout=30).stdout
+    sections = ["NETWORK:", "STORAGE:", "RATE LIMITS:", "MAILBOX:", "CONNECTIONS:", "LIVE CHANNEL:", "PUSH:", "LOGGING:"]
+    positions = [help_text.find(section) for section in sections]
+    assert -1 not in positions and positions == sorted(positions), help_text
+    assert help_text.find("--postgres-pool-size") > help_text.find("STORAGE:") > help_text.find("--port"), help_text
+
+    # One refusal per group (ArgumentParser runs each group's own checks): usage status 64, the
+    # reason in words, nothing served.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COORDS_")}
+    for args, extra_env, reason in [
+        (["--port", "70000"], {}, "--port must be 0…65535"),
+        (["--memory", "--postgres", "postgres://coords@127.0.0.1:1/coords"], {}, "--memory and --postgres exclude each other"),
+        (["--memory"], {"COORDS_POSTGRES_URL": "postgres://coords@127.0.0.1:1/coords"}, "--memory and --postgres exclude each other"),
+        (["--ttl", "0"], {}, "--ttl must be positive"),
+        (["--burst", "0"], {}, "rates must be ≥ 0 and bursts ≥ 1"),
+        (["--mailbox-size-unsigned=-1"], {}, "--mailbox-size-unsigned must be at least 0"),
+        (["--idle-timeout", "0"], {}, "timeouts must be at least 1 second"),
+        (["--live-max-ids", "0"], {}, "live channel caps must be at least 1"),
+        (["--push-max-registrations=-1"], {}, "--push-max-registrations must be at least 0"),
+        (["--log-format", "xml"], {}, "--log-format must be text or json"),
+        (["--memory"], {"COORDS_TTL": "soon"}, "COORDS_TTL=soon is not a non-negative whole number"),
+    ]:
+        port = [] if "--port" in args else ["--port", "0"]
+        result = subprocess.run([relay_bin, "serve", *port, *args], capture_output=True, text=True, timeout=30,
+                                env={**env, **extra_env}, cwd=tmp_path)
+        assert result.returncode == 64 and reason in result.stderr, (args, extra_env, result.returncode, result.stderr)

@@ -1,0 +1,268 @@
+import ArgumentParser
+import CoordsRelay
+import Logging
+
+// The options of `coords-relay serve`, in titled groups (one `--help` section each). Each group
+// sits with its own checks (`validate()`, which ArgumentParser runs for every group) and the
+// code that copies it into the configuration (`apply(to:)`).
+
+/// The relay's defaults, in one place: every option's default value comes from here.
+private let defaults = RelayConfiguration()
+
+/// One titled group of `serve` options.
+protocol ServeOptionGroup: ParsableArguments {
+    /// Copies the group's values into `configuration`.
+    func apply(to configuration: inout RelayConfiguration)
+}
+
+/// Where the relay listens.
+struct NetworkOptions: ServeOptionGroup {
+    @Option(help: "Interface to bind [COORDS_HOST].")
+    var host: String = environment("COORDS_HOST") ?? defaults.host
+
+    @Option(help: "TCP port; 0 picks a free one [COORDS_PORT].")
+    var port: Int = Env.int("COORDS_PORT", defaults.port)
+
+    @Flag(
+        name: .customLong("trust-forwarded-for"),
+        help: "Rate-limit by the first X-Forwarded-For address (only behind a trusted proxy) [COORDS_TRUST_FORWARDED_FOR=1].")
+    var trustForwardedFor: Bool = Env.flag("COORDS_TRUST_FORWARDED_FOR")
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535") }
+    }
+
+    func apply(to configuration: inout RelayConfiguration) {
+        configuration.host = host
+        configuration.port = port
+        configuration.trustForwardedFor = trustForwardedFor
+    }
+}
+
+/// Where and how long the data is kept.
+struct StorageOptions: ServeOptionGroup {
+    @Option(name: .customLong("data-dir"), help: "Directory of the LMDB store [COORDS_DATA_DIR].")
+    var dataDirectory: String = environment("COORDS_DATA_DIR") ?? "./coords-relay-data"
+
+    @Option(
+        name: .customLong("postgres"),
+        help:
+            "Keep the data in PostgreSQL instead of LMDB: postgres://user:password@host:port/db[?sslmode=require] (password also from PGPASSWORD) [COORDS_POSTGRES_URL]."
+    )
+    var postgresOption: String?
+    /// `--postgres`, else `COORDS_POSTGRES_URL` (an optional option takes no default value).
+    var postgresURL: String? { postgresOption ?? environment("COORDS_POSTGRES_URL") }
+
+    @Option(name: .customLong("postgres-pool-size"), help: "Most PostgreSQL connections this relay keeps open [COORDS_POSTGRES_POOL_SIZE].")
+    var postgresPoolSize: Int = Env.int("COORDS_POSTGRES_POOL_SIZE", defaults.postgresPoolSize)
+
+    @Flag(help: "Keep everything in memory instead (lost on exit; for tests and demos) [COORDS_MEMORY=1].")
+    var memory: Bool = Env.flag("COORDS_MEMORY")
+
+    @Flag(name: .customLong("no-sync"), help: "Do not fsync commits (faster; an OS crash may lose recent uploads) [COORDS_NO_SYNC=1].")
+    var noSync: Bool = Env.flag("COORDS_NO_SYNC")
+
+    @Option(name: .customLong("ttl"), help: "Seconds a blob lives without being refreshed [COORDS_TTL].")
+    var ttl: UInt64 = Env.uint64("COORDS_TTL", defaults.ttlSeconds)
+
+    @Option(name: .customLong("sweep-interval"), help: "Seconds between expiry sweeps [COORDS_SWEEP_INTERVAL].")
+    var sweepInterval: UInt64 = Env.uint64("COORDS_SWEEP_INTERVAL", defaults.sweepIntervalSeconds)
+
+    func validate() throws {
+        guard (1...1000).contains(postgresPoolSize) else { throw ValidationError("--postgres-pool-size must be 1…1000") }
+        guard !(memory && postgresURL != nil) else { throw ValidationError("--memory and --postgres exclude each other") }
+        guard ttl > 0 else { throw ValidationError("--ttl must be positive") }
+    }
+
+    func apply(to configuration: inout RelayConfiguration) {
+        configuration.dataDirectory = memory ? nil : dataDirectory
+        configuration.postgresURL = postgresURL
+        configuration.postgresPoolSize = postgresPoolSize
+        configuration.durability = noSync ? .noSync : .durable
+        configuration.ttlSeconds = ttl
+        configuration.sweepIntervalSeconds = sweepInterval
+    }
+}
+
+/// Per-address and per-key rate limits, and the largest body.
+struct RateLimitOptions: ServeOptionGroup {
+    @Option(name: .customLong("rate"), help: "Requests per second per client address, 0 for no limit [COORDS_RATE].")
+    var addressRate: Double = Env.double("COORDS_RATE", defaults.addressRate)
+
+    @Option(name: .customLong("burst"), help: "Burst per client address [COORDS_BURST].")
+    var addressBurst: Double = Env.double("COORDS_BURST", defaults.addressBurst)
+
+    @Option(name: .customLong("key-rate"), help: "Uploads and deletes per second per key, 0 for no limit [COORDS_KEY_RATE].")
+    var keyRate: Double = Env.double("COORDS_KEY_RATE", defaults.keyRate)
+
+    @Option(name: .customLong("key-burst"), help: "Burst per key [COORDS_KEY_BURST].")
+    var keyBurst: Double = Env.double("COORDS_KEY_BURST", defaults.keyBurst)
+
+    @Option(name: .customLong("max-body"), help: "Largest request body in bytes [COORDS_MAX_BODY].")
+    var maximumBody: Int = Env.int("COORDS_MAX_BODY", defaults.maximumBodyBytes)
+
+    func validate() throws {
+        guard addressRate >= 0, keyRate >= 0, addressBurst >= 1, keyBurst >= 1 else {
+            throw ValidationError("rates must be ≥ 0 and bursts ≥ 1")
+        }
+        guard maximumBody >= 1024 else { throw ValidationError("--max-body must be at least 1024") }
+    }
+
+    func apply(to configuration: inout RelayConfiguration) {
+        configuration.addressRate = addressRate
+        configuration.addressBurst = addressBurst
+        configuration.keyRate = keyRate
+        configuration.keyBurst = keyBurst
+        configuration.maximumBodyBytes = maximumBody
+    }
+}
+
+/// The 1:1 message mailboxes.
+struct MailboxOptions: ServeOptionGroup {
+    @Option(name: .customLong("message-ttl"), help: "Longest message lifetime accepted, seconds [COORDS_MESSAGE_TTL].")
+    var messageTTL: UInt64 = Env.uint64("COORDS_MESSAGE_TTL", defaults.maximumMessageTTLSeconds)
+
+    @Option(name: .customLong("mailbox-size"), help: "Most messages waiting per recipient [COORDS_MAILBOX_SIZE].")
+    var mailboxSize: Int = Env.int("COORDS_MAILBOX_SIZE", defaults.maximumMessagesPerRecipient)
+
+    @Option(
+        name: .customLong("mailbox-size-unsigned"),
+        help: "Most messages without senderKey waiting per recipient (a separate quota) [COORDS_MAILBOX_SIZE_UNSIGNED].")
+    var mailboxSizeUnsigned: Int = Env.int("COORDS_MAILBOX_SIZE_UNSIGNED", defaults.maximumUnauthenticatedMessagesPerRecipient)
+
+    @Option(name: .customLong("max-messages"), help: "Most messages stored in total [COORDS_MAX_MESSAGES].")
+    var maximumMessages: Int = Env.int("COORDS_MAX_MESSAGES", defaults.maximumMessages)
+
+    @Option(name: .customLong("message-rate"), help: "Messages per second per sender, 0 for no limit [COORDS_MESSAGE_RATE].")
+    var messageRate: Double = Env.double("COORDS_MESSAGE_RATE", defaults.messageRate)
+
+    @Flag(name: .customLong("strict-mailbox"), help: "Refuse envelopes without senderKey, so every signature is checked [COORDS_STRICT_MAILBOX=1].")
+    var strictMailbox: Bool = Env.flag("COORDS_STRICT_MAILBOX")
+
+    func validate() throws {
+        guard mailboxSizeUnsigned >= 0 else { throw ValidationError("--mailbox-size-unsigned must be at least 0") }
+    }
+
+    func apply(to configuration: inout RelayConfiguration) {
+        configuration.maximumMessageTTLSeconds = messageTTL
+        configuration.maximumMessagesPerRecipient = mailboxSize
+        configuration.maximumUnauthenticatedMessagesPerRecipient = mailboxSizeUnsigned
+        configuration.maximumMessages = maximumMessages
+        configuration.messageRate = messageRate
+        configuration.strictMailbox = strictMailbox
+    }
+}
+
+/// Connection caps and deadlines.
+struct ConnectionOptions: ServeOptionGroup {
+    @Option(name: .customLong("idle-timeout"), help: "Seconds before an idle keep-alive connection is closed [COORDS_IDLE_TIMEOUT].")
+    var idleTimeout: UInt64 = Env.uint64("COORDS_IDLE_TIMEOUT", defaults.connections.idleTimeoutSeconds)
+
+    @Option(name: .customLong("header-timeout"), help: "Seconds a request head may take to arrive (408 beyond) [COORDS_HEADER_TIMEOUT].")
+    var headerTimeout: UInt64 = Env.uint64("COORDS_HEADER_TIMEOUT", defaults.connections.headerTimeoutSeconds)
+
+    @Option(name: .customLong("body-timeout"), help: "Seconds a request body may take to arrive [COORDS_BODY_TIMEOUT].")
+    var bodyTimeout: UInt64 = Env.uint64("COORDS_BODY_TIMEOUT", defaults.connections.bodyTimeoutSeconds)
+
+    @Option(name: .customLong("max-connections"), help: "Most open connections (lowered to fit ulimit -n) [COORDS_MAX_CONNECTIONS].")
+    var maximumConnections: Int = Env.int("COORDS_MAX_CONNECTIONS", defaults.connections.maximumConnections)
+
+    @Option(
+        name: .customLong("max-connections-per-address"),
+        help: "Most open connections from one client address [COORDS_MAX_CONNECTIONS_PER_ADDRESS].")
+    var maximumConnectionsPerAddress: Int = Env.int("COORDS_MAX_CONNECTIONS_PER_ADDRESS", defaults.connections.maximumConnectionsPerAddress)
+
+    func validate() throws {
+        guard idleTimeout >= 1, headerTimeout >= 1, bodyTimeout >= 1 else { throw ValidationError("timeouts must be at least 1 second") }
+        guard maximumConnections >= 1, maximumConnectionsPerAddress >= 1 else { throw ValidationError("connection caps must be at least 1") }
+    }
+
+    func apply(to configuration: inout RelayConfiguration) {
+        configuration.connections.idleTimeoutSeconds = idleTimeout
+        configuration.connections.headerTimeoutSeconds = headerTimeout
+        configuration.connections.bodyTimeoutSeconds = bodyTimeout
+        configuration.connections.maximumConnections = maximumConnections
+        configuration.connections.maximumConnectionsPerAddress = maximumConnectionsPerAddress
+    }
+}
+
+/// The live channel (PROTOCOL.md §8).
+struct LiveOptions: ServeOptionGroup {
+    @Flag(name: .customLong("no-live"), help: "Do not offer the live channel (GET /v1/relay/live answers 404; clients poll) [COORDS_NO_LIVE=1].")
+    var noLive: Bool = Env.flag("COORDS_NO_LIVE")
+
+    @Option(name: .customLong("live-max-connections"), help: "Most live channel connections in total [COORDS_LIVE_MAX_CONNECTIONS].")
+    var liveMaximumConnections: Int = Env.int("COORDS_LIVE_MAX_CONNECTIONS", defaults.live.maximumConnections)
+
+    @Option(
+        name: .customLong("live-connections-per-address"),
+        help: "Most live channel connections from one client address [COORDS_LIVE_CONNECTIONS_PER_ADDRESS].")
+    var liveConnectionsPerAddress: Int = Env.int("COORDS_LIVE_CONNECTIONS_PER_ADDRESS", defaults.live.maximumConnectionsPerAddress)
+
+    @Option(name: .customLong("live-max-ids"), help: "Most keys one live connection may watch [COORDS_LIVE_MAX_IDS].")
+    var liveMaximumIDs: Int = Env.int("COORDS_LIVE_MAX_IDS", defaults.live.maximumIDsPerConnection)
+
+    func validate() throws {
+        guard liveMaximumConnections >= 1, liveConnectionsPerAddress >= 1, liveMaximumIDs >= 1 else {
+            throw ValidationError("live channel caps must be at least 1")
+        }
+    }
+
+    func apply(to configuration: inout RelayConfiguration) {
+        configuration.live.enabled = !noLive
+        configuration.live.maximumConnections = liveMaximumConnections
+        configuration.live.maximumConnectionsPerAddress = liveConnectionsPerAddress
+        configuration.live.maximumIDsPerConnection = liveMaximumIDs
+    }
+}
+
+/// Push wakes for sleeping phones (PROTOCOL.md §8.7).
+struct PushOptions: ServeOptionGroup {
+    @Flag(name: .customLong("no-push"), help: "Do not offer push registration (/v1/relay/push answers 404) [COORDS_NO_PUSH=1].")
+    var noPush: Bool = Env.flag("COORDS_NO_PUSH")
+
+    @Option(name: .customLong("push-max-registrations"), help: "Most push endpoints registered at once [COORDS_PUSH_MAX_REGISTRATIONS].")
+    var pushMaximumRegistrations: Int = Env.int("COORDS_PUSH_MAX_REGISTRATIONS", defaults.push.maximumRegistrations)
+
+    @Flag(
+        name: .customLong("push-allow-loopback"),
+        help: "TESTS ONLY: accept http:// push endpoints and loopback addresses (private ones stay refused) [COORDS_PUSH_ALLOW_LOOPBACK=1].")
+    var pushAllowLoopback: Bool = Env.flag("COORDS_PUSH_ALLOW_LOOPBACK")
+
+    func validate() throws {
+        guard pushMaximumRegistrations >= 0 else { throw ValidationError("--push-max-registrations must be at least 0") }
+    }
+
+    func apply(to configuration: inout RelayConfiguration) {
+        configuration.push.enabled = !noPush
+        configuration.push.maximumRegistrations = pushMaximumRegistrations
+        configuration.push.allowLoopback = pushAllowLoopback
+    }
+}
+
+/// What the relay logs, and how.
+struct LoggingOptions: ServeOptionGroup {
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical [COORDS_LOG_LEVEL].")
+    var logLevel: String = environment("COORDS_LOG_LEVEL") ?? defaults.logLevel.rawValue
+
+    @Option(
+        name: .customLong("log-format"),
+        help: "text, or json: one JSON object per line with the keys ts, level, logger, msg and the metadata [COORDS_LOG_FORMAT].")
+    var logFormat: String = environment("COORDS_LOG_FORMAT") ?? "text"
+
+    /// The parsed `--log-level` (checked in ``validate()``).
+    var level: Logger.Level { Logger.Level(rawValue: logLevel) ?? .info }
+    /// The parsed `--log-format` (checked in ``validate()``).
+    var format: RelayLogFormat { RelayLogFormat(rawValue: logFormat) ?? .text }
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+        guard RelayLogFormat(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be text or json") }
+    }
+
+    func apply(to configuration: inout RelayConfiguration) {
+        configuration.logLevel = level
+    }
+}
