@@ -92,7 +92,7 @@ struct CheckStore: ParsableCommand {
 /// - Throws: ``RelayBackup/Failure`` (74) when the child fails, crashes or prints nonsense.
 func checkInChildProcess(_ directory: String) throws -> RelayBackup.Summary {
     var pipeEnds: [Int32] = [0, 0]
-    guard pipe(&pipeEnds) == 0 else { throw RelayBackup.Failure(description: "cannot check \(directory): no pipe", exitCode: 74) }
+    guard pipe(&pipeEnds) == 0 else { throw RelayBackup.Failure(.ioError, "cannot check \(directory): no pipe") }
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
@@ -107,7 +107,7 @@ func checkInChildProcess(_ directory: String) throws -> RelayBackup.Summary {
     close(pipeEnds[1])
     defer { close(pipeEnds[0]) }
     guard spawned == 0 else {
-        throw RelayBackup.Failure(description: "cannot check \(directory): \(String(cString: strerror(spawned)))", exitCode: 74)
+        throw RelayBackup.Failure(.ioError, "cannot check \(directory): \(String(cString: strerror(spawned)))")
     }
     var output: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 256)
@@ -122,7 +122,7 @@ func checkInChildProcess(_ directory: String) throws -> RelayBackup.Summary {
     let numbers = String(decoding: output, as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int($0) }
     guard signal == 0, (status >> 8) & 0xff == 0, numbers.count == 3 else {
         let how = signal != 0 ? "opening it crashed LMDB (signal \(signal))" : "it does not open as a relay store"
-        throw RelayBackup.Failure(description: "the copy in \(directory) is damaged: \(how)", exitCode: 74)
+        throw RelayBackup.Failure(.ioError, "the copy in \(directory) is damaged: \(how)")
     }
     return RelayBackup.Summary(blobs: numbers[0], messages: numbers[1], bytes: numbers[2])
 }

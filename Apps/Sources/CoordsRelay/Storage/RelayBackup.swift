@@ -25,15 +25,27 @@ public enum RelayBackup {
         public var bytes: Int
     }
 
-    /// A refusal with the exit status the command uses (sysexits: 66 no input, 73 cannot
-    /// create, 74 I/O error).
+    /// A refusal, in one sentence, with the exit status the command uses.
     public struct Failure: Error, CustomStringConvertible, Sendable {
-        public let description: String
-        public let exitCode: Int32
+        /// The sysexits(3) status of a failed backup, restore or check.
+        public enum Status: Int32, Sendable {
+            /// 66 (`EX_NOINPUT`): no relay data or backup where one was expected.
+            case noInput = 66
+            /// 73 (`EX_CANTCREAT`): the target cannot be created, is not a directory or is not empty.
+            case cannotCreate = 73
+            /// 74 (`EX_IOERR`): copying, moving or checking the copy failed.
+            case ioError = 74
+        }
 
-        public init(description: String, exitCode: Int32) {
+        public let status: Status
+        public let description: String
+        /// The process exit status (`status.rawValue`).
+        public var exitCode: Int32 { status.rawValue }
+
+        /// A refusal; `description` is shown after `coords-relay <command>: error: `.
+        public init(_ status: Status, _ description: String) {
+            self.status = status
             self.description = description
-            self.exitCode = exitCode
         }
     }
 
@@ -49,7 +61,7 @@ public enum RelayBackup {
         check: (String) throws -> Summary = RelayBackup.check
     ) throws -> Summary {
         guard isRegularFile(dataDirectory + "/data.mdb") else {
-            throw Failure(description: "no relay data in \(dataDirectory) (expected \(dataDirectory)/data.mdb)", exitCode: 66)
+            throw Failure(.noInput, "no relay data in \(dataDirectory) (expected \(dataDirectory)/data.mdb)")
         }
         try prepareEmptyDirectory(target)
         do {
@@ -57,7 +69,7 @@ public enum RelayBackup {
             defer { database.close() }
             try database.backup(toFile: target + "/data.mdb")
         } catch {
-            throw Failure(description: "could not copy \(dataDirectory): \(error)", exitCode: 74)
+            throw Failure(.ioError, "could not copy \(dataDirectory): \(error)")
         }
         return try check(target)
     }
@@ -73,10 +85,10 @@ public enum RelayBackup {
         check: (String) throws -> Summary = RelayBackup.check
     ) throws -> Summary {
         guard isRegularFile(source + "/data.mdb") else {
-            throw Failure(description: "no backup in \(source) (expected \(source)/data.mdb)", exitCode: 66)
+            throw Failure(.noInput, "no backup in \(source) (expected \(source)/data.mdb)")
         }
         if mkdir(dataDirectory, 0o700) != 0, errno != EEXIST {
-            throw Failure(description: "cannot create \(dataDirectory): \(String(cString: strerror(errno)))", exitCode: 73)
+            throw Failure(.cannotCreate, "cannot create \(dataDirectory): \(String(cString: strerror(errno)))")
         }
         let staging = dataDirectory + "/.restore-\(getpid())"
         removeStaging(staging)
@@ -85,7 +97,7 @@ public enum RelayBackup {
         try copyFile(source + "/data.mdb", to: staging + "/data.mdb")
         let summary = try check(staging)
         guard rename(staging + "/data.mdb", dataDirectory + "/data.mdb") == 0 else {
-            throw Failure(description: "cannot move the restored data into \(dataDirectory): \(String(cString: strerror(errno)))", exitCode: 74)
+            throw Failure(.ioError, "cannot move the restored data into \(dataDirectory): \(String(cString: strerror(errno)))")
         }
         unlink(dataDirectory + "/lock.mdb")  // readers of the old file; recreated at the next open
         syncDirectory(dataDirectory)
@@ -106,7 +118,7 @@ public enum RelayBackup {
             let bytes = stat(directory + "/data.mdb", &info) == 0 ? Int(clamping: info.st_size) : 0
             return Summary(blobs: blobs, messages: messages, bytes: bytes)
         } catch {
-            throw Failure(description: "the copy in \(directory) does not open as a relay store: \(error)", exitCode: 74)
+            throw Failure(.ioError, "the copy in \(directory) does not open as a relay store: \(error)")
         }
     }
 
@@ -121,11 +133,11 @@ public enum RelayBackup {
         for part in path.split(separator: "/") {
             prefix += "/" + part
             if mkdir(prefix, 0o700) != 0, errno != EEXIST {
-                throw Failure(description: "cannot create \(prefix): \(String(cString: strerror(errno)))", exitCode: 73)
+                throw Failure(.cannotCreate, "cannot create \(prefix): \(String(cString: strerror(errno)))")
             }
         }
         guard let directory = opendir(path) else {
-            throw Failure(description: "\(path) is not a directory", exitCode: 73)
+            throw Failure(.cannotCreate, "\(path) is not a directory")
         }
         var entries = 0
         while let entry = readdir(directory) {
@@ -133,33 +145,33 @@ public enum RelayBackup {
             if name != "." && name != ".." { entries += 1 }
         }
         closedir(directory)
-        guard entries == 0 else { throw Failure(description: "\(path) is not empty; choose a new directory for the backup", exitCode: 73) }
+        guard entries == 0 else { throw Failure(.cannotCreate, "\(path) is not empty; choose a new directory for the backup") }
         guard chmod(path, 0o700) == 0 else {
-            throw Failure(description: "cannot make \(path) private (0700): \(String(cString: strerror(errno)))", exitCode: 73)
+            throw Failure(.cannotCreate, "cannot make \(path) private (0700): \(String(cString: strerror(errno)))")
         }
     }
 
     /// Copies a file into a new 0600 file and syncs it.
     static func copyFile(_ source: String, to target: String) throws {
         let input = open(source, O_RDONLY | O_CLOEXEC)
-        guard input >= 0 else { throw Failure(description: "cannot read \(source): \(String(cString: strerror(errno)))", exitCode: 66) }
+        guard input >= 0 else { throw Failure(.noInput, "cannot read \(source): \(String(cString: strerror(errno)))") }
         defer { close(input) }
         let output = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard output >= 0 else { throw Failure(description: "cannot create \(target): \(String(cString: strerror(errno)))", exitCode: 73) }
+        guard output >= 0 else { throw Failure(.cannotCreate, "cannot create \(target): \(String(cString: strerror(errno)))") }
         defer { close(output) }
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
         while true {
             let n = chunk.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
-            guard n >= 0 else { throw Failure(description: "cannot read \(source): \(String(cString: strerror(errno)))", exitCode: 74) }
+            guard n >= 0 else { throw Failure(.ioError, "cannot read \(source): \(String(cString: strerror(errno)))") }
             if n == 0 { break }
             var written = 0
             while written < n {
                 let w = chunk.withUnsafeBytes { write(output, $0.baseAddress?.advanced(by: written), n - written) }
-                guard w > 0 else { throw Failure(description: "cannot write \(target): \(String(cString: strerror(errno)))", exitCode: 74) }
+                guard w > 0 else { throw Failure(.ioError, "cannot write \(target): \(String(cString: strerror(errno)))") }
                 written += w
             }
         }
-        guard fsync(output) == 0 else { throw Failure(description: "cannot sync \(target): \(String(cString: strerror(errno)))", exitCode: 74) }
+        guard fsync(output) == 0 else { throw Failure(.ioError, "cannot sync \(target): \(String(cString: strerror(errno)))") }
     }
 
     static func removeStaging(_ path: String) {
