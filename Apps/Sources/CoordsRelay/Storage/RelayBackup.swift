@@ -37,7 +37,9 @@ public enum RelayBackup {
             case ioError = 74
         }
 
+        /// Why it failed, as the exit status the command uses.
         public let status: Status
+        /// One sentence saying what failed, with the path and the system's reason.
         public let description: String
         /// The process exit status (`status.rawValue`).
         public var exitCode: Int32 { status.rawValue }
