@@ -49,6 +49,10 @@ let package = Package(
             name: "CoordsCoreTests",
             dependencies: ["CoordsCore", "StoreCrashChild"],
             exclude: ["Vectors", "KnownAnswers"]
+        ),
+        .testTarget(
+            name: "CoordsFFITests",
+            dependencies: ["CoordsFFI", "CoordsCore"]
         )
     ],
     swiftLanguageModes: [.v6]

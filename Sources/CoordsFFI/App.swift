@@ -97,6 +97,22 @@ public func ffiAppSetUpdateCallback(_ handle: Handle, _ callback: CoordsUpdateCa
 
 // MARK: Wallet
 
+extension WalletManagerReconcileMessage {
+    /// This message as an update record (docs/ABI.md "Update types").
+    var record: UpdateRecord {
+        switch self {
+        case .identityCreated(let id): UpdateRecord("identity_created", ["id": .string(id)])
+        case .identityImported(let id): UpdateRecord("identity_imported", ["id": .string(id)])
+        case .backupRestored(let id, let count): UpdateRecord("backup_restored", ["id": .string(id), "friend_count": .integer(UInt64(count))])
+        case .profileChanged(let name, let server): UpdateRecord("profile_changed", ["name": .string(name), "server": .string(server)])
+        case .strictModeChanged(let strict): UpdateRecord("strict_mode_changed", ["strict_mode": .bool(strict)])
+        case .identityRotated(let from, let to, let revoked):
+            UpdateRecord("identity_rotated", ["from": .string(from), "to": .string(to), "revoked": .bool(revoked)])
+        case .errorOccurred(let code, let message): .failure(code, message)
+        }
+    }
+}
+
 @_cdecl("coords_wallet_create_identity")
 public func ffiWalletCreateIdentity(_ handle: Handle, _ name: CString, _ server: CString, _ idOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(idOut, "id_out", app: handle, error) { app in
@@ -241,6 +257,18 @@ public func ffiWalletImportBackup(
 
 // MARK: Friends
 
+extension FriendsManagerReconcileMessage {
+    /// This message as an update record (docs/ABI.md "Update types").
+    var record: UpdateRecord {
+        switch self {
+        case .friendAdded(let friend): UpdateRecord("friend_added", ["friend": Record.friend(friend)])
+        case .friendUpdated(let friend): UpdateRecord("friend_updated", ["friend": Record.friend(friend)])
+        case .friendRemoved(let id): UpdateRecord("friend_removed", ["id": .string(id)])
+        case .errorOccurred(let code, let message): .failure(code, message)
+        }
+    }
+}
+
 @_cdecl("coords_friends_add_link")
 public func ffiFriendsAddLink(_ handle: Handle, _ link: CString, _ friendOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(friendOut, "friend_json_out", app: handle, error) { app in
@@ -324,6 +352,22 @@ public func ffiFriendsList(_ handle: Handle, _ jsonOut: BufferOut, _ error: Erro
 
 // MARK: Location
 
+extension LocationManagerReconcileMessage {
+    /// This message as an update record (docs/ABI.md "Update types").
+    var record: UpdateRecord {
+        switch self {
+        case .uploadPrepared(let fix, let count):
+            UpdateRecord("upload_prepared", ["fix_timestamp": .integer(fix), "recipient_count": .integer(UInt64(count))])
+        case .uploadSucceeded(let fix): UpdateRecord("upload_succeeded", ["fix_timestamp": .integer(fix)])
+        case .uploadFailed(let fix, let reason): UpdateRecord("upload_failed", ["fix_timestamp": .integer(fix), "reason": .string(reason)])
+        case .fetchesPrepared(let count): UpdateRecord("fetches_prepared", ["request_count": .integer(UInt64(count))])
+        case .locationsUpdated(let list): UpdateRecord("locations_updated", ["locations": .array(list.map(Record.friendLocation))])
+        case .entryRejected(let id, let code, let message): .failure(code, message, type: "entry_rejected", id: id)
+        case .errorOccurred(let code, let message): .failure(code, message)
+        }
+    }
+}
+
 @_cdecl("coords_location_prepare_upload")
 public func ffiLocationPrepareUpload(_ handle: Handle, _ fix: UnsafePointer<CoordsLocation>?, _ uploadOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(uploadOut, "upload_json_out", app: handle, error) { app in
@@ -391,6 +435,20 @@ public func ffiLocationFriendLocations(_ handle: Handle, _ jsonOut: BufferOut, _
 }
 
 // MARK: Outbox
+
+extension OutboxManagerReconcileMessage {
+    /// This message as an update record (docs/ABI.md "Update types").
+    var record: UpdateRecord {
+        switch self {
+        case .queued(let id, let kind): UpdateRecord("queued", ["id": .integer(id), "kind": .string(kind)])
+        case .delivered(let id, let kind): UpdateRecord("delivered", ["id": .integer(id), "kind": .string(kind)])
+        case .retryScheduled(let id, let attempts, let next):
+            UpdateRecord("retry_scheduled", ["id": .integer(id), "attempts": .integer(UInt64(attempts)), "next_attempt_at": .integer(next)])
+        case .removed(let id): UpdateRecord("removed", ["id": .integer(id)])
+        case .errorOccurred(let code, let message): .failure(code, message)
+        }
+    }
+}
 
 @_cdecl("coords_outbox_enqueue")
 public func ffiOutboxEnqueue(

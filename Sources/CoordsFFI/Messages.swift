@@ -65,6 +65,25 @@ public func ffiEnvelopeOpen(
 
 // MARK: Messages manager
 
+extension MessagesManagerReconcileMessage {
+    /// This message as an update record (docs/ABI.md "Update types").
+    var record: UpdateRecord {
+        switch self {
+        case .messageQueued(let message): UpdateRecord("message_queued", ["message": Record.message(message)])
+        case .messageSent(let id): UpdateRecord("message_sent", ["id": .string(id)])
+        case .messagesReceived(let list): UpdateRecord("messages_received", ["messages": .array(list.map(Record.message))])
+        case .messageDelivered(let id): UpdateRecord("message_delivered", ["id": .string(id)])
+        case .messageRejected(let id, let code, let message): .failure(code, message, type: "message_rejected", id: id)
+        case .messagesExpired(let ids): UpdateRecord("messages_expired", ["ids": .array(ids.map { .string($0) })])
+        case .disappearingChanged(let friend, let seconds):
+            UpdateRecord("disappearing_changed", ["friend_id": .string(friend), "seconds": seconds.map { .integer($0) } ?? .null])
+        case .friendRotated(let from, let to, let name): UpdateRecord("friend_rotated", ["from": .string(from), "to": .string(to), "name": .string(name)])
+        case .friendConflict(let id, let name): UpdateRecord("friend_conflict", ["id": .string(id), "name": .string(name)])
+        case .errorOccurred(let code, let message): .failure(code, message)
+        }
+    }
+}
+
 @_cdecl("coords_messages_send")
 public func ffiMessagesSend(_ handle: Handle, _ friendID: CString, _ text: CString, _ sentOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(sentOut, "sent_json_out", app: handle, error) { app in

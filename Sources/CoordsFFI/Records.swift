@@ -118,148 +118,35 @@ enum Record {
         }
     }
 
+    /// An update as the C ABI reports it: `manager`, `type`, then the message's own fields (docs/ABI.md
+    /// "Update types"). Each manager's message says its type and fields next to that manager's exports.
     static func update(_ update: AppUpdate) -> JSONValue {
-        var o = JSONObject()
-        func set(_ manager: String, _ type: String) {
-            o["manager"] = .string(manager)
-            o["type"] = .string(type)
-        }
-        func failure(_ code: Int32, _ message: String) {
-            o["code"] = .number(String(code))
-            o["message"] = .string(message)
-        }
-        switch update {
-        case .wallet(let m):
-            switch m {
-            case .identityCreated(let id):
-                set("wallet", "identity_created")
-                o["id"] = .string(id)
-            case .identityImported(let id):
-                set("wallet", "identity_imported")
-                o["id"] = .string(id)
-            case .backupRestored(let id, let count):
-                set("wallet", "backup_restored")
-                o["id"] = .string(id)
-                o["friend_count"] = .integer(UInt64(count))
-            case .profileChanged(let name, let server):
-                set("wallet", "profile_changed")
-                o["name"] = .string(name)
-                o["server"] = .string(server)
-            case .strictModeChanged(let strict):
-                set("wallet", "strict_mode_changed")
-                o["strict_mode"] = .bool(strict)
-            case .identityRotated(let from, let to, let revoked):
-                set("wallet", "identity_rotated")
-                o["from"] = .string(from)
-                o["to"] = .string(to)
-                o["revoked"] = .bool(revoked)
-            case .errorOccurred(let code, let message):
-                set("wallet", "error_occurred")
-                failure(code, message)
+        let (manager, record): (String, UpdateRecord) =
+            switch update {
+            case .wallet(let m): ("wallet", m.record)
+            case .friends(let m): ("friends", m.record)
+            case .location(let m): ("location", m.record)
+            case .outbox(let m): ("outbox", m.record)
+            case .messages(let m): ("messages", m.record)
             }
-        case .friends(let m):
-            switch m {
-            case .friendAdded(let f):
-                set("friends", "friend_added")
-                o["friend"] = friend(f)
-            case .friendUpdated(let f):
-                set("friends", "friend_updated")
-                o["friend"] = friend(f)
-            case .friendRemoved(let id):
-                set("friends", "friend_removed")
-                o["id"] = .string(id)
-            case .errorOccurred(let code, let message):
-                set("friends", "error_occurred")
-                failure(code, message)
-            }
-        case .location(let m):
-            switch m {
-            case .uploadPrepared(let fix, let count):
-                set("location", "upload_prepared")
-                o["fix_timestamp"] = .integer(fix)
-                o["recipient_count"] = .integer(UInt64(count))
-            case .uploadSucceeded(let fix):
-                set("location", "upload_succeeded")
-                o["fix_timestamp"] = .integer(fix)
-            case .uploadFailed(let fix, let reason):
-                set("location", "upload_failed")
-                o["fix_timestamp"] = .integer(fix)
-                o["reason"] = .string(reason)
-            case .fetchesPrepared(let count):
-                set("location", "fetches_prepared")
-                o["request_count"] = .integer(UInt64(count))
-            case .locationsUpdated(let list):
-                set("location", "locations_updated")
-                o["locations"] = .array(list.map(friendLocation))
-            case .entryRejected(let id, let code, let message):
-                set("location", "entry_rejected")
-                o["id"] = .string(id)
-                failure(code, message)
-            case .errorOccurred(let code, let message):
-                set("location", "error_occurred")
-                failure(code, message)
-            }
-        case .outbox(let m):
-            switch m {
-            case .queued(let id, let kind):
-                set("outbox", "queued")
-                o["id"] = .integer(id)
-                o["kind"] = .string(kind)
-            case .delivered(let id, let kind):
-                set("outbox", "delivered")
-                o["id"] = .integer(id)
-                o["kind"] = .string(kind)
-            case .retryScheduled(let id, let attempts, let next):
-                set("outbox", "retry_scheduled")
-                o["id"] = .integer(id)
-                o["attempts"] = .integer(UInt64(attempts))
-                o["next_attempt_at"] = .integer(next)
-            case .removed(let id):
-                set("outbox", "removed")
-                o["id"] = .integer(id)
-            case .errorOccurred(let code, let message):
-                set("outbox", "error_occurred")
-                failure(code, message)
-            }
-        case .messages(let m):
-            switch m {
-            case .messageQueued(let message):
-                set("messages", "message_queued")
-                o["message"] = Record.message(message)
-            case .messageSent(let id):
-                set("messages", "message_sent")
-                o["id"] = .string(id)
-            case .messagesReceived(let list):
-                set("messages", "messages_received")
-                o["messages"] = .array(list.map(Record.message))
-            case .messageDelivered(let id):
-                set("messages", "message_delivered")
-                o["id"] = .string(id)
-            case .messageRejected(let id, let code, let message):
-                set("messages", "message_rejected")
-                o["id"] = .string(id)
-                failure(code, message)
-            case .messagesExpired(let ids):
-                set("messages", "messages_expired")
-                o["ids"] = .array(ids.map { .string($0) })
-            case .disappearingChanged(let friend, let seconds):
-                set("messages", "disappearing_changed")
-                o["friend_id"] = .string(friend)
-                o["seconds"] = seconds.map { .integer($0) } ?? .null
-            case .friendRotated(let from, let to, let name):
-                set("messages", "friend_rotated")
-                o["from"] = .string(from)
-                o["to"] = .string(to)
-                o["name"] = .string(name)
-            case .friendConflict(let id, let name):
-                set("messages", "friend_conflict")
-                o["id"] = .string(id)
-                o["name"] = .string(name)
-            case .errorOccurred(let code, let message):
-                set("messages", "error_occurred")
-                failure(code, message)
-            }
-        }
-        return .object(o)
+        return .object(JSONObject([("manager", .string(manager)), ("type", .string(record.type))] + record.fields))
+    }
+}
+
+/// One manager message as an update record: its `type` and its fields, in the order they are written.
+struct UpdateRecord {
+    var type: String
+    var fields: [(String, JSONValue)]
+
+    init(_ type: String, _ fields: KeyValuePairs<String, JSONValue> = [:]) {
+        self.type = type
+        self.fields = fields.map { ($0.key, $0.value) }
+    }
+
+    /// A failure: `error_occurred {code, message}`, or `type {id, code, message}` for one refused entry.
+    static func failure(_ code: Int32, _ message: String, type: String = "error_occurred", id: String? = nil) -> UpdateRecord {
+        var record = UpdateRecord(type, ["code": .number(String(code)), "message": .string(message)])
+        if let id { record.fields.insert(("id", .string(id)), at: 0) }
+        return record
     }
 }
