@@ -156,6 +156,7 @@ test-wheel: wheel
 test-docs: lib docs
 	$(SWIFT) build --product CoordsCore
 	python3 scripts/doc-snippets.py check
+	python3 scripts/doc-coverage.py
 
 # The DocC site of CoordsCore (static HTML in .build-docs/site); fails on any DocC warning.
 docs: deps

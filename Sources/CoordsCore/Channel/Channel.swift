@@ -100,6 +100,7 @@ public enum SendTimeoutError<T: Sendable>: ChannelOperationError {
 
 /// ``Receiver/recv()`` failed: no sender is left and the queue is drained.
 public enum RecvError: ChannelOperationError, Equatable {
+    /// Every sender is gone and nothing is left to receive.
     case disconnected
     public var channelError: ChannelError { .disconnected }
 }

@@ -13,6 +13,7 @@ public struct Place: Sendable, Hashable {
     public var population: UInt32
     /// The place's own coordinates (degrees, to the microdegree).
     public var latitude: Double
+    /// Degrees east, like ``latitude``.
     public var longitude: Double
     /// Great-circle (haversine, R = 6371 km) distance from the query to the place, in km.
     public var distanceKm: Double

@@ -4,6 +4,7 @@ public struct OptionsError: CoordsCoreError {
     public var code: Int32 { 103 }
     public let description: String
 
+    /// An error whose description names the field and what is wrong with it.
     public init(_ description: String) { self.description = description }
 }
 

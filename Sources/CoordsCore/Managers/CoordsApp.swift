@@ -8,16 +8,23 @@ import Musl
 
 /// Any manager's reconcile message, as ``CoordsApp/nextUpdate(timeout:)`` delivers them.
 public enum AppUpdate: Sendable, Equatable {
+    /// A ``WalletManager`` message.
     case wallet(WalletManagerReconcileMessage)
+    /// A ``FriendsManager`` message.
     case friends(FriendsManagerReconcileMessage)
+    /// A ``LocationManager`` message.
     case location(LocationManagerReconcileMessage)
+    /// An ``OutboxManager`` message.
     case outbox(OutboxManagerReconcileMessage)
+    /// A ``MessagesManager`` message.
     case messages(MessagesManagerReconcileMessage)
 }
 
 /// The result of waiting for an update.
 public enum NextUpdate: Sendable, Equatable {
+    /// A manager sent this update.
     case update(AppUpdate)
+    /// No update came within the timeout.
     case timedOut
     /// The app was closed; no more updates will come.
     case closed
@@ -43,6 +50,7 @@ public final class CoordsApp: Sendable {
 
     /// How to open an app.
     public struct Options: Sendable {
+        /// Where the identity key lives (the file keychain, or the host's own).
         public var keychain: KeychainChoice
         /// Argon2id cost of a new passphrase keychain (default: interactive).
         public var keychainParameters: Argon2id.Parameters = .interactive
@@ -50,21 +58,29 @@ public final class CoordsApp: Sendable {
         public var backupParameters: Argon2id.Parameters = .moderate
         /// Capacity of each manager's reconcile channel; when full, messages are dropped with a warning.
         public var updateCapacity: Int = 256
+        /// The clock every manager reads (``TimeSource/system``; tests pass a fixed one).
         public var clock: TimeSource = .system
+        /// The source of nonces, keys and ids (tests pass a deterministic one).
         public var random: any RandomSource = SystemRandomSource()
+        /// Where the core logs (never a secret): swift-log, label `coords.core` by default.
         public var logger = Logger(label: "coords.core")
+        /// How the LMDB store is opened (map size, durability, …).
         public var store = Database.Options()
         /// Where friends' place names come from (``FriendLocation/place``): the bundled
         /// `cities15000` set by default, a loaded index (e.g. `cities1000`), or none.
         public var places: PlaceSource = .bundled
 
+        /// Options with `keychain` and every other setting at its default.
         public init(keychain: KeychainChoice) { self.keychain = keychain }
     }
 
     /// The data directory.
     public let directory: String
+    /// Your identity, profile, backups and rotation.
     public let wallet: WalletManager
+    /// Your friends: adding, trust, sharing and pausing.
     public let friends: FriendsManager
+    /// Your position for friends, and theirs for you: uploads and fetches.
     public let location: LocationManager
     /// Requests waiting to be sent (offline), retried with backoff.
     public let outbox: OutboxManager

@@ -2,7 +2,9 @@
 public struct Friend: Sendable, Equatable {
     /// base64url public key.
     public var id: String
+    /// The key itself (what `id` encodes).
     public var publicKey: Ed25519PublicKey
+    /// The display name.
     public var name: String
     /// Their relay, exactly as their link gave it.
     public var server: String
@@ -12,6 +14,7 @@ public struct Friend: Sendable, Equatable {
     public var fetchFrom: Bool
     /// When they were added (ms since the epoch).
     public var addedAt: UInt64
+    /// Whether the user compared safety numbers, blocked them, or has a key conflict to settle.
     public var trust: TrustState
     /// The marker colour the apps draw for them (`#RRGGBB`).
     public var markerColor: String
@@ -53,18 +56,27 @@ public enum SharingState: String, Sendable, Equatable {
 
 /// What a host can ask the friends list to do.
 public enum FriendsManagerAction: Sendable {
+    /// FriendsManager/add(link:).
     case addLink(String)
+    /// FriendsManager/add(id:server:name:shareWith:fetchFrom:).
     case add(id: String, server: String, name: String, shareWith: Bool, fetchFrom: Bool)
+    /// FriendsManager/update(id:name:shareWith:fetchFrom:) (nil leaves a field as it is).
     case update(id: String, name: String?, shareWith: Bool?, fetchFrom: Bool?)
+    /// FriendsManager/setTrust(id:_:).
     case setTrust(id: String, trust: TrustState)
+    /// FriendsManager/remove(id:).
     case remove(id: String)
 }
 
 /// What the friends list tells the host, after the fact.
 public enum FriendsManagerReconcileMessage: Sendable, Equatable, ReconcileMessage {
+    /// A friend was added.
     case friendAdded(Friend)
+    /// A friend's record changed (name, sharing, trust, a rotation).
     case friendUpdated(Friend)
+    /// The friend with this id was removed.
     case friendRemoved(id: String)
+    /// A dispatched action failed: the failure's stable code (``InternalError``, 199, for an error from outside CoordsCore) and its description.
     case errorOccurred(code: Int32, message: String)
 }
 

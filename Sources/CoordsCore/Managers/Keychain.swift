@@ -60,6 +60,7 @@ public enum KeychainError: CoordsCoreError, Equatable {
 /// A keychain in memory only (tests, or hosts that persist the key themselves).
 public final class MemoryKeychain: Keychain {
     private let entries = Mutex<[String: SecretBytes]>([:])
+    /// An empty keychain.
     public init() {}
     public func save(_ secret: SecretBytes, name: String) throws { entries.withLock { $0[name] = secret } }
     public func load(name: String) throws -> SecretBytes? { entries.withLock { $0[name] } }

@@ -24,7 +24,9 @@ public struct PreparedUpload: Sendable, Equatable {
 
 /// A friend's position as the host shows it.
 public struct FriendLocation: Sendable, Equatable {
+    /// The friend (base64url public key).
     public var id: String
+    /// The friend's display name.
     public var name: String
     /// The last opened location, if any.
     public var location: Location?
@@ -44,7 +46,9 @@ public struct FriendLocation: Sendable, Equatable {
 
 /// A refused fetch entry and why.
 public struct FetchRejection: Sendable, Equatable {
+    /// The entry's id as the relay keyed it.
     public var id: String
+    /// Why it was refused.
     public var error: WireError
 }
 
@@ -73,21 +77,33 @@ public struct FetchOutcome: Sendable, Equatable {
 
 /// What a host can ask location sharing to do.
 public enum LocationManagerAction: Sendable {
+    /// LocationManager/prepareUpload(_:).
     case prepareUpload(Location)
+    /// LocationManager/markUploadSucceeded(fixTimestamp:).
     case markUploadSucceeded(fixTimestamp: UInt64)
+    /// LocationManager/markUploadFailed(fixTimestamp:reason:).
     case markUploadFailed(fixTimestamp: UInt64, reason: String)
+    /// LocationManager/prepareFetches().
     case prepareFetches
+    /// LocationManager/processFetchResponse(_:) (the response body).
     case processFetchResponse([UInt8])
 }
 
 /// What location sharing tells the host, after the fact.
 public enum LocationManagerReconcileMessage: Sendable, Equatable, ReconcileMessage {
+    /// An upload of the fix with this timestamp was sealed for `recipientCount` friends.
     case uploadPrepared(fixTimestamp: UInt64, recipientCount: Int)
+    /// The relay stored the upload of this fix.
     case uploadSucceeded(fixTimestamp: UInt64)
+    /// Uploading this fix failed (`reason` as the host reported it).
     case uploadFailed(fixTimestamp: UInt64, reason: String)
+    /// Fetch requests were prepared (one for each relay).
     case fetchesPrepared(requestCount: Int)
+    /// Friends' cached locations changed.
     case locationsUpdated([FriendLocation])
+    /// A fetched entry was refused: its id, the failure's code and why.
     case entryRejected(id: String, code: Int32, message: String)
+    /// A dispatched action failed: the failure's stable code (``InternalError``, 199, for an error from outside CoordsCore) and its description.
     case errorOccurred(code: Int32, message: String)
 }
 

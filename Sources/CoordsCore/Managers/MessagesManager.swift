@@ -22,11 +22,13 @@ public struct MessageRecord: StoreJSONValue, Equatable {
     public var outgoing: Bool
     /// `text`, or a kind this build does not know (kept, not dropped).
     public var kind: String
+    /// The text (empty for a kind this build does not know).
     public var text: String
     /// When the sender wrote it (ms since the epoch).
     public var sentAt: UInt64
     /// When we stored it (ms).
     public var storedAt: UInt64
+    /// Where delivery stands (``MessageStatus``).
     public var status: MessageStatus
     /// Local deletion time (ms) when the conversation has disappearing messages.
     public var disappearsAt: UInt64?
@@ -41,15 +43,21 @@ public struct ConversationSettings: StoreJSONValue, Equatable {
 
 /// A conversation as hosts list it.
 public struct Conversation: Sendable, Equatable {
+    /// The friend (base64url public key).
     public var friendID: String
+    /// The friend's display name.
     public var name: String
+    /// The newest message, or nil when there is none.
     public var lastMessage: MessageRecord?
+    /// How many messages the store keeps for this friend.
     public var messageCount: Int
+    /// Local copies disappear this many seconds after they were stored; nil keeps them.
     public var disappearAfterSeconds: UInt64?
 }
 
 /// A message sealed and queued for sending.
 public struct SentMessage: Sendable, Equatable {
+    /// The message as stored (status ``MessageStatus/queued``).
     public var message: MessageRecord
     /// `POST <friend's relay>/v1/relay/messages`: send it now, or let the outbox retry it.
     public var request: PreparedRequest
@@ -59,8 +67,11 @@ public struct SentMessage: Sendable, Equatable {
 
 /// An envelope the reader refused, and why.
 public struct MessageRejection: Sendable, Equatable {
+    /// The envelope id as the mailbox listed it (empty when the entry had none).
     public var id: String
+    /// The failure's stable code (as at the C ABI).
     public var code: Int32
+    /// Why, in words.
     public var reason: String
 }
 
@@ -85,22 +96,31 @@ public struct MessagesOutcome: Sendable, Equatable {
     /// Friends (their current ids) a rotation put in conflict (§9.2): tell the user, once.
     public var conflicts: [String] = []
 
+    /// An empty outcome.
     public init() {}
 }
 
 /// What the messages manager tells the host, after the fact.
 public enum MessagesManagerReconcileMessage: Sendable, Equatable, ReconcileMessage {
+    /// A message was sealed and queued in the outbox.
     case messageQueued(MessageRecord)
+    /// The friend's relay accepted the message with this id.
     case messageSent(id: String)
+    /// New messages were stored (texts, and kinds this build does not know).
     case messagesReceived([MessageRecord])
+    /// The friend's app confirmed the message with this id (a receipt).
     case messageDelivered(id: String)
+    /// An envelope was refused: its id, the failure's code and why.
     case messageRejected(id: String, code: Int32, message: String)
+    /// Disappearing messages with these ids were deleted.
     case messagesExpired(ids: [String])
+    /// A friend's disappearing-messages setting changed (nil: messages are kept).
     case disappearingChanged(friendID: String, seconds: UInt64?)
     /// A friend rotated their key (PROTOCOL.md §9.1): their record moved from `from` to `to`.
     case friendRotated(from: String, to: String, name: String)
     /// Two different rotations of one friend's key arrived (§9.2): sharing with them is paused.
     case friendConflict(id: String, name: String)
+    /// A dispatched action failed: the failure's stable code (``InternalError``, 199, for an error from outside CoordsCore) and its description.
     case errorOccurred(code: Int32, message: String)
 }
 

@@ -1,23 +1,34 @@
 /// A queued request with its id.
 public struct OutboxEntry: Sendable, Equatable {
+    /// The entry's id (increasing, never reused).
     public var id: UInt64
+    /// The request and its retry state.
     public var item: OutboxItem
 }
 
 /// What a host can ask the outbox to do.
 public enum OutboxManagerAction: Sendable {
+    /// OutboxManager/enqueue(kind:request:reference:location:).
     case enqueue(kind: String, request: PreparedRequest, reference: String?, location: Location?)
+    /// OutboxManager/markDelivered(id:).
     case markDelivered(id: UInt64)
+    /// OutboxManager/markFailed(id:error:).
     case markFailed(id: UInt64, error: String)
+    /// OutboxManager/remove(id:).
     case remove(id: UInt64)
 }
 
 /// What the outbox tells the host, after the fact.
 public enum OutboxManagerReconcileMessage: Sendable, Equatable, ReconcileMessage {
+    /// A request was queued with this id.
     case queued(id: UInt64, kind: String)
+    /// The request with this id was delivered and left the outbox.
     case delivered(id: UInt64, kind: String)
+    /// Sending failed; the next attempt is not before `nextAttemptAt` (ms since the epoch).
     case retryScheduled(id: UInt64, attempts: UInt32, nextAttemptAt: UInt64)
+    /// The entry with this id was removed.
     case removed(id: UInt64)
+    /// A dispatched action failed: the failure's stable code (``InternalError``, 199, for an error from outside CoordsCore) and its description.
     case errorOccurred(code: Int32, message: String)
 }
 

@@ -6,28 +6,41 @@ import Foundation
 
 /// What a host can ask the wallet to do (``WalletManager/dispatch(_:)``).
 public enum WalletManagerAction: Sendable {
+    /// WalletManager/createIdentity(name:server:).
     case createIdentity(name: String, server: String)
+    /// WalletManager/importSeed(_:name:server:).
     case importSeed(SecretBytes, name: String, server: String)
+    /// WalletManager/importBackup(_:passphrase:).
     case importBackup([UInt8], passphrase: String)
+    /// WalletManager/setProfile(name:server:).
     case setProfile(name: String?, server: String?)
+    /// WalletManager/setStrictMode(_:).
     case setStrictMode(Bool)
 }
 
 /// What the wallet tells the host, after the fact.
 public enum WalletManagerReconcileMessage: Sendable, Equatable, ReconcileMessage {
+    /// A new identity was created; `id` is its public key (base64url).
     case identityCreated(id: String)
+    /// An identity was imported from its seed.
     case identityImported(id: String)
+    /// A backup was restored: the identity and `friendCount` friends.
     case backupRestored(id: String, friendCount: Int)
+    /// The display name or the relay changed (both given as they now are).
     case profileChanged(name: String, server: String)
+    /// Strict mode (refuse fetched locations the relay did not vouch for) was turned on or off.
     case strictModeChanged(Bool)
     /// The identity rotated (PROTOCOL.md §9.1); `revoked`: the old key was declared compromised.
     case identityRotated(from: String, to: String, revoked: Bool)
+    /// A dispatched action failed: the failure's stable code (``InternalError``, 199, for an error from outside CoordsCore) and its description.
     case errorOccurred(code: Int32, message: String)
 }
 
 /// The user's own profile: display name and relay.
 public struct Profile: Sendable, Equatable, Codable {
+    /// The name friends see in your link.
     public var name: String
+    /// Your relay, exactly as your link gives it.
     public var server: String
 }
 

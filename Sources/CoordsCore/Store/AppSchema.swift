@@ -73,6 +73,7 @@ public enum SettingKey {
 public struct Setting<Value: SettingValue>: Sendable {
     /// The row's key in the table.
     public let name: String
+    /// A setting stored in the row `name`.
     public init(_ name: String) { self.name = name }
 }
 
@@ -133,7 +134,12 @@ extension TableHandle where Key == String, Value == String, Access == ReadWriteA
 
 /// Trust in a friend's key: compared safety numbers make it verified; blocked friends are ignored.
 public enum TrustState: String, Sendable, Codable, Equatable {
-    case unverified, verified, blocked
+    /// Not compared yet (every friend starts here).
+    case unverified
+    /// The user compared safety numbers with them.
+    case verified
+    /// Ignored: their locations and messages are refused.
+    case blocked
     /// Two different rotations of the friend's old key arrived (PROTOCOL.md §9.2): sharing with
     /// them is paused until the user compares safety numbers again and picks a key.
     case conflict
@@ -169,6 +175,7 @@ public struct FriendRecord: StoreJSONValue, Equatable {
     /// In a conflict (§9.2): the candidate keys and their servers, the current one first.
     public var conflict: [RotationCandidate]?
 
+    /// A friend record; sharing both ways and unverified unless said otherwise.
     public init(
         name: String, server: String, shareWith: Bool = true, fetchFrom: Bool = true, addedAt: UInt64,
         x25519PublicKey: String, trust: TrustState = .unverified, shareUntil: UInt64? = nil
@@ -234,6 +241,7 @@ public struct CachedLocation: StoreJSONValue, Equatable {
     /// Whether the relay proved the uploader.
     public var authenticity: RelayAPI.Authenticity
 
+    /// A cached location as it was fetched.
     public init(location: Location, updated: UInt64?, fetchedAt: UInt64, authenticity: RelayAPI.Authenticity) {
         self.location = location
         self.updated = updated
@@ -309,6 +317,7 @@ public struct RetiredKey: StoreJSONValue, Equatable {
 /// The user's own rotations (value of ``Tables/rotation``, row ``key``).
 public struct RotationState: StoreJSONValue, Equatable {
     public static var storeTypeName: String { "json:RotationState/1" }
+    /// The row key for the local identity.
     public static let key = "self"
     /// Identities this one rotated from (b64u), oldest first.
     public var previous: [String] = []
@@ -337,10 +346,12 @@ public struct UploadState: StoreJSONValue, Equatable {
     /// The last fix sealed (its 20-byte wire form, base64url) and its timestamp (ms): sealed
     /// again without a friend whose share ended (``LocationManager/prepareReseal(force:)``).
     public var lastSealedWire: String?
+    /// The timestamp (ms) of that fix.
     public var lastSealedFix: UInt64?
     /// The friends (ids) that last blob was sealed for.
     public var lastSealedFor: [String]?
 
+    /// Bookkeeping with nothing uploaded yet.
     public init(lastUploadedFix: UInt64? = nil, lastUploadAt: UInt64? = nil, pendingFixes: [UInt64] = []) {
         self.lastUploadedFix = lastUploadedFix
         self.lastUploadAt = lastUploadAt
@@ -402,6 +413,7 @@ public struct OutboxItem: StoreJSONValue, Equatable {
     /// request has become too old for the relay's 300-second window.
     public var location: Location?
 
+    /// A new entry, due at `nextAttemptAt`; no attempts, no error and no reference unless given.
     public init(
         kind: String, request: PreparedRequest, attempts: UInt32 = 0, nextAttemptAt: UInt64, createdAt: UInt64,
         lastError: String? = nil, reference: String? = nil, location: Location? = nil

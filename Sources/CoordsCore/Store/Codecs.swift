@@ -31,6 +31,7 @@ public protocol StoreValue: StoreCodable {}
 /// Why stored bytes could not be decoded (wrapped into ``StoreError/decodingFailed(table:type:reason:)``).
 public struct StoreCodecError: Error, Sendable, CustomStringConvertible {
     public var description: String
+    /// An error that says what is wrong with the bytes.
     public init(_ description: String) { self.description = description }
 }
 

@@ -53,6 +53,7 @@ public final class Database: @unchecked Sendable {
         /// Testing only: fails chosen LMDB calls (see ``StoreFaultInjector``).
         @_spi(Testing) public var faultInjector: StoreFaultInjector?
 
+        /// The defaults: a 1 GiB map growing to 64 GiB, durable commits, files 0600.
         public init() {}
     }
 

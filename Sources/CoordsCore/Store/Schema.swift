@@ -28,8 +28,11 @@ public struct TableDefinition<Key: StoreKey, Value: StoreValue>: Sendable, Hasha
 
 /// A table definition without its Swift types: name and stored type names.
 public struct AnyTableDefinition: Sendable, Hashable {
+    /// The LMDB table name.
     public let name: String
+    /// The key codec's ``StoreCodable/storeTypeName``.
     public let keyTypeName: String
+    /// The value codec's ``StoreCodable/storeTypeName``.
     public let valueTypeName: String
 
     /// The signature recorded in the metadata table, e.g. `u64 -> json:OutboxItem/1`.
@@ -48,6 +51,7 @@ public struct Migration: Sendable {
     /// The work. It must not call `read`/`write` on the database (it already is in one).
     public let body: @Sendable (borrowing WriteTransaction) throws -> Void
 
+    /// A step to `version` that runs `body`.
     public init(to version: UInt32, _ body: @escaping @Sendable (borrowing WriteTransaction) throws -> Void) {
         self.version = version
         self.body = body
@@ -63,6 +67,7 @@ public struct Schema: Sendable {
     /// Steps from older versions, any order (they are sorted by version).
     public var migrations: [Migration]
 
+    /// A schema; `migrations` are sorted by version here.
     public init(version: UInt32, tables: [AnyTableDefinition], migrations: [Migration] = []) {
         self.version = version
         self.tables = tables

@@ -2,9 +2,46 @@ internal import CLMDB
 
 /// An LMDB return code, every one of them named (none is ignored or collapsed).
 public enum LMDBCode: Sendable, Equatable, CustomStringConvertible {
-    case keyExists, notFound, pageNotFound, corrupted, panic, versionMismatch, invalid, mapFull, dbsFull
-    case readersFull, tlsFull, txnFull, cursorFull, pageFull, mapResized, incompatible, badReaderSlot
-    case badTransaction, badValueSize, badDBI
+    /// `MDB_KEYEXIST`: the key is already there (a no-overwrite put).
+    case keyExists
+    /// `MDB_NOTFOUND`: no such key, or the cursor is at the end.
+    case notFound
+    /// `MDB_PAGE_NOTFOUND`: a requested page is missing (the file is damaged).
+    case pageNotFound
+    /// `MDB_CORRUPTED`: a page has the wrong type (the file is damaged).
+    case corrupted
+    /// `MDB_PANIC`: an earlier fatal error left the environment unusable; reopen it.
+    case panic
+    /// `MDB_VERSION_MISMATCH`: the file was written by an incompatible LMDB version.
+    case versionMismatch
+    /// `MDB_INVALID`: the file is not an LMDB file.
+    case invalid
+    /// `MDB_MAP_FULL`: the map size is reached.
+    case mapFull
+    /// `MDB_DBS_FULL`: more named tables than the environment was opened for.
+    case dbsFull
+    /// `MDB_READERS_FULL`: every reader slot is taken.
+    case readersFull
+    /// `MDB_TLS_FULL`: too many thread-local reader locks.
+    case tlsFull
+    /// `MDB_TXN_FULL`: the transaction has too many dirty pages.
+    case txnFull
+    /// `MDB_CURSOR_FULL`: the cursor stack is too deep (internal).
+    case cursorFull
+    /// `MDB_PAGE_FULL`: a page has no room (internal).
+    case pageFull
+    /// `MDB_MAP_RESIZED`: another process grew the map beyond this environment's size.
+    case mapResized
+    /// `MDB_INCOMPATIBLE`: the operation does not fit the table's flags, or the table changed.
+    case incompatible
+    /// `MDB_BAD_RSLOT`: a reader slot was misused (a read transaction used from another thread).
+    case badReaderSlot
+    /// `MDB_BAD_TXN`: the transaction failed earlier and must be aborted, or is used wrongly.
+    case badTransaction
+    /// `MDB_BAD_VALSIZE`: a key or value of an unsupported size (an empty or too long key).
+    case badValueSize
+    /// `MDB_BAD_DBI`: the table handle changed unexpectedly.
+    case badDBI
     /// An operating-system error (`errno`: ENOENT, EACCES, ENOSPC, EIO, ENOMEM, EINVAL, …).
     case system(Int32)
 

@@ -1,7 +1,8 @@
 /// Reading past the end of a ``ByteReader``'s input.
 public struct ByteReaderError: Error, CustomStringConvertible, Sendable, Equatable {
-    /// Bytes asked for, and bytes that were left.
+    /// Bytes asked for.
     public var wanted: Int
+    /// Bytes that were left.
     public var remaining: Int
     public var description: String { "truncated input: wanted \(wanted) bytes, \(remaining) left" }
 }

@@ -111,6 +111,7 @@ public struct MessagePayload: Sendable, Equatable {
     /// For `"rotation"` payloads: the statement object (PROTOCOL.md §9.1).
     public var rotation: JSONValue?
 
+    /// A payload; `ack` and `rotation` only for the kinds that carry them.
     public init(kind: String, id: String, text: String, sentAt: UInt64, ack: String? = nil, rotation: JSONValue? = nil) {
         self.kind = kind
         self.id = id
@@ -151,18 +152,26 @@ public struct MessagePayload: Sendable, Equatable {
 /// Made by ``seal(_:id:from:to:createdAt:expiresAt:includeSenderKey:random:)`` or parsed from JSON,
 /// never assembled field by field: the memberwise initialiser is internal.
 public struct Envelope: Sendable, Equatable {
+    /// The `protocolVersion` this code writes and reads (§7.1).
     public static let protocolVersion: UInt64 = 2
     static let signatureDomain = "CoordsCore/envelope/v2"
     static let hkdfSalt = Array("CoordsCore/envelope/v2".utf8)
     /// The largest sealed payload a relay accepts (decoded bytes).
     public static let maximumPayloadBytes = 131_072
 
+    /// The envelope id (lowercase UUID v4; the message id too).
     public var id: String
+    /// The sender's peer id: lowercase hex of SHA-256 of their Ed25519 key (``PeerID``).
     public var senderID: String
+    /// The recipient's peer id.
     public var recipientID: String
+    /// The sealed ``MessagePayload`` (standard base64 with padding); only the recipient opens it.
     public var sealedPayloadBase64: String
+    /// The sender's Ed25519 signature over the header and the sealed payload (standard base64).
     public var signatureBase64: String
+    /// When it was sealed (RFC 3339, as it came on the wire).
     public var createdAt: String
+    /// When relays forget it (RFC 3339, as it came on the wire).
     public var expiresAt: String
     /// The sender's Ed25519 key (base64url), a CoordsCore extension letting the relay check the
     /// signature; optional on the wire.

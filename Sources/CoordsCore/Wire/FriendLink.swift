@@ -126,8 +126,11 @@ public struct FriendLink: Sendable, Hashable {
 /// h = 0; for each UTF-8 byte b of the base64url id, h = h·31 + b (wrapping u64);
 /// hue = h mod 360, saturation 0.65, lightness 0.45; HSL → RGB with each channel truncated.
 public struct MarkerColor: Sendable, Hashable {
+    /// The red channel (0…255).
     public var red: UInt8
+    /// The green channel (0…255).
     public var green: UInt8
+    /// The blue channel (0…255).
     public var blue: UInt8
 
     /// The hue in degrees (0…359) the colour was made from.

@@ -7,12 +7,17 @@
 /// integers** (numbers keep their literal text, so a `u64` timestamp never passes through a
 /// `Double`). Duplicate keys are refused rather than resolved silently.
 public enum JSONValue: Sendable, Equatable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
     /// A number, kept as its validated literal text (e.g. `"1800000000"`, `"-1.5e3"`).
     case number(String)
+    /// A string, unescaped.
     case string(String)
+    /// An array, in order.
     case array([JSONValue])
+    /// An object, its members in document order.
     case object(JSONObject)
 
     /// A number from an unsigned integer.
@@ -146,7 +151,9 @@ public enum JSONValue: Sendable, Equatable {
 public struct JSONObject: Sendable, Equatable {
     /// One `"key": value` member.
     public struct Member: Sendable, Equatable {
+        /// The member's name.
         public var key: String
+        /// Its value.
         public var value: JSONValue
     }
 

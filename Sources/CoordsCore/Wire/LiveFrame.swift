@@ -34,6 +34,7 @@ public enum LiveFrame: Sendable, Equatable {
         /// 64 bytes, Ed25519 by `key`.
         public var signature: [UInt8]
 
+        /// A proof from its parts (checked by the relay, not here).
         public init(key: Ed25519PublicKey, timestamp: UInt64, signature: [UInt8]) {
             (self.key, self.timestamp, self.signature) = (key, timestamp, signature)
         }
@@ -56,7 +57,9 @@ public enum LiveFrame: Sendable, Equatable {
 
     /// What a `location` notice carries: exactly a CoordsCore fetch entry (§6).
     public struct LocationNotice: Sendable, Equatable {
+        /// The uploader's id (base64url public key).
         public var id: String
+        /// The sealed location blob (§3).
         public var blob: [UInt8]
         /// The relay's storage time (Unix seconds).
         public var updated: UInt64
@@ -65,6 +68,7 @@ public enum LiveFrame: Sendable, Equatable {
         /// The uploader's signature over `blob ‖ timestamp`.
         public var signature: [UInt8]
 
+        /// A notice from its parts.
         public init(id: String, blob: [UInt8], updated: UInt64, timestamp: UInt64, signature: [UInt8]) {
             (self.id, self.blob, self.updated, self.timestamp, self.signature) = (id, blob, updated, timestamp, signature)
         }

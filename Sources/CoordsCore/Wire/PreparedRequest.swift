@@ -5,8 +5,12 @@
 public struct PreparedRequest: Sendable, Equatable {
     /// One header line.
     public struct Header: Sendable, Equatable {
+        /// The field name as it is sent, e.g. `Content-Type` (``PreparedRequest/header(_:)`` compares it case-insensitively).
         public var name: String
+        /// The field value.
         public var value: String
+
+        /// The header line `name: value`.
         public init(name: String, value: String) {
             self.name = name
             self.value = value

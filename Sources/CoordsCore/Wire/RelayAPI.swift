@@ -101,8 +101,12 @@ public enum RelayAPI {
 
     /// Someone to fetch: an id (base64url public key) and the exact server string it lives on.
     public struct FetchTarget: Sendable, Hashable {
+        /// The friend's id (base64url public key).
         public var id: String
+        /// Their relay, exactly as their link gave it (targets are grouped by this string).
         public var server: String
+
+        /// A target from its two parts.
         public init(id: String, server: String) {
             self.id = id
             self.server = server
@@ -183,6 +187,7 @@ public enum RelayAPI {
     public struct FetchOptions: Sendable, Equatable {
         /// Refuse entries the relay did not sign-stamp (§6 strict mode).
         public var requireSignatures: Bool
+        /// Options; by default unsigned entries are accepted and reported as unverified.
         public init(requireSignatures: Bool = false) { self.requireSignatures = requireSignatures }
     }
 
@@ -279,7 +284,9 @@ public enum RelayAPI {
 
     /// A relay's `GET /api/version` answer, from ``parseVersion(_:)``.
     public struct ServerVersion: Sendable, Equatable {
+        /// The server's name as it reports it.
         public var name: String
+        /// Its version string (e.g. `2026.1.6`).
         public var version: String
 
         /// The lowest version the reference Android app accepts.

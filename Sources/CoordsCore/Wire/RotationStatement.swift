@@ -8,7 +8,9 @@ public struct RotationStatement: Sendable, Equatable {
     /// Longest new-server string, in UTF-8 bytes.
     public static let maximumServerBytes = 2048
 
+    /// The key rotated away from.
     public var old: Ed25519PublicKey
+    /// The key rotated to.
     public var new: Ed25519PublicKey
     /// The relay the new identity publishes to.
     public var server: String
@@ -16,7 +18,9 @@ public struct RotationStatement: Sendable, Equatable {
     public var at: UInt64
     /// The old key is compromised (a lost device): friends refuse anything it signs from now on.
     public var revokes: Bool
+    /// The old key's signature over ``signedBytes(old:new:server:at:revokes:)`` (64 bytes).
     public var oldSignature: [UInt8]
+    /// The new key's signature over the same bytes (64 bytes).
     public var newSignature: [UInt8]
 
     /// `"coords-rotate-v1" ‖ old ‖ new ‖ at (u64 BE) ‖ flags (u8) ‖ server length (u16 BE) ‖ server`.
