@@ -268,4 +268,8 @@ def test_an_empty_message_is_refused_in_one_line(relays, tmp_path):
     for text in ("", "   ", "\n\t"):
         result = coords(env, alice, "send", "Bob", text, expect=USAGE)
         assert result.stderr.startswith("coords: the message is empty") and result.stderr.count("\n") == 1
+    # Refused before the data directory is opened: no passphrase is needed to be told.
+    no_passphrase = {k: v for k, v in env.items() if k != "COORDS_PASSPHRASE"}
+    result = coords(no_passphrase, alice, "send", "Bob", " ", expect=USAGE, stdin=subprocess.DEVNULL)
+    assert result.stderr.startswith("coords: the message is empty")
     assert data(env, alice, "chat", "Bob")["messages"] == [] and data(env, alice, "outbox")["entries"] == []

@@ -3,36 +3,37 @@ import CoordsCore
 
 /// `coords send NAME TEXT`: seals a message for a friend and posts it to their relay (queued in
 /// the outbox when the relay cannot be reached; exit status 75 then).
-struct Send: AsyncParsableCommand {
+struct Send: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "Send a friend an end-to-end sealed message.")
     @OptionGroup var options: CommandOptions
     @Argument(help: "The friend's name or id.") var friend: String
     @Argument(help: "The text (quote it).") var text: String
 
-    func run() async throws {
-        try await runReporting {  // refused before the passphrase is asked for
-            guard text.contains(where: { !$0.isWhitespace }) else {
-                throw CLIFailure("the message is empty; write some text, e.g. coords send \(friend) \"on my way\"")
-            }
+    var outboxFirst: OutboxFirst { .deliver(json: options.json) }
+
+    func checkArguments() throws {
+        guard text.contains(where: { !$0.isWhitespace }) else {
+            throw CLIFailure("the message is empty; write some text, e.g. coords send \(friend) \"on my way\"")
         }
-        try await withSession(options.global, outbox: .deliver(json: options.json)) { session in
-            let target = try findFriend(friend, in: session)
-            let sent = try await session.app.messages.send(text, to: target.id)
-            let delivered = await MessageDelivery.post(sent.request, messageID: sent.message.id, outboxID: sent.outboxID, session: session)
-            let name = target.name.isEmpty ? String(target.id.prefix(8)) : target.name
-            if options.json {
-                printJSON(
-                    .object([
-                        "id": .string(sent.message.id), "friend_id": .string(target.id), "queued": .bool(!delivered.sent),
-                        "error": delivered.error.map { .string($0) } ?? .null
-                    ]))
-            } else if delivered.sent {
-                printLine("Sent to \(name).")
-            } else {
-                printLine("Could not reach \(name)'s relay (\(delivered.error ?? "unknown error")); the message is queued and will be retried.")
-            }
-            if !delivered.sent { throw ExitCode(ExitStatus.queued) }
+    }
+
+    func run(in session: Session) async throws {
+        let target = try findFriend(friend, in: session)
+        let sent = try await session.app.messages.send(text, to: target.id)
+        let delivered = await MessageDelivery.post(sent.request, messageID: sent.message.id, outboxID: sent.outboxID, session: session)
+        let name = target.name.isEmpty ? String(target.id.prefix(8)) : target.name
+        if options.json {
+            printJSON(
+                .object([
+                    "id": .string(sent.message.id), "friend_id": .string(target.id), "queued": .bool(!delivered.sent),
+                    "error": delivered.error.map { .string($0) } ?? .null
+                ]))
+        } else if delivered.sent {
+            printLine("Sent to \(name).")
+        } else {
+            printLine("Could not reach \(name)'s relay (\(delivered.error ?? "unknown error")); the message is queued and will be retried.")
         }
+        if !delivered.sent { throw ExitCode(ExitStatus.queued) }
     }
 }
 

@@ -69,8 +69,11 @@ enum OutboxFirst {
 /// The one way a command uses the data directory: opens it (passphrase, keychain, store),
 /// delivers the outbox first when asked, runs `body`, and closes it whatever happens; errors are
 /// reported by ``runReporting(_:)`` (one line, exit status 1 or 69).
-func withSession(_ options: GlobalOptions, outbox: OutboxFirst = .no, _ body: (Session) async throws -> Void) async throws {
+func withSession(
+    _ options: GlobalOptions, outbox: OutboxFirst = .no, checkingFirst check: () throws -> Void = {}, _ body: (Session) async throws -> Void
+) async throws {
     try await runReporting {
+        try check()
         let session = try Session.open(options)
         defer { session.close() }
         if case .deliver(let json) = outbox {
@@ -90,6 +93,9 @@ protocol SessionCommand: AsyncParsableCommand {
     /// Whether the outbox is delivered before ``run(in:)``: `.deliver(json:)` for commands that
     /// talk to a relay anyway. Default: `.no`.
     var outboxFirst: OutboxFirst { get }
+    /// Refuses arguments that are wrong before the session opens, so no passphrase is asked for
+    /// in vain; throws a ``CLIFailure`` saying what to do. Default: nothing to check.
+    func checkArguments() throws
     /// The command's work, in an open session (closed by the caller afterwards).
     func run(in session: Session) async throws
 }
@@ -97,8 +103,10 @@ protocol SessionCommand: AsyncParsableCommand {
 extension SessionCommand {
     var outboxFirst: OutboxFirst { .no }
 
+    func checkArguments() throws {}
+
     func run() async throws {
-        try await withSession(options.global, outbox: outboxFirst) { session in try await run(in: session) }
+        try await withSession(options.global, outbox: outboxFirst, checkingFirst: checkArguments) { session in try await run(in: session) }
     }
 }
 
