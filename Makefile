@@ -153,10 +153,14 @@ test-wheel: wheel
 
 # Every swift/c/python block of README.md and docs/*.md compiled (whole programs run), and the
 # DocC site built without warnings.
-test-docs: lib docs
+# Every public declaration documented: CoordsCore (from the DocC build's symbol graphs) and the
+# relay's library (from the debug build, scripts/relay-symbol-graph.sh).
+test-docs: lib docs tools
 	$(SWIFT) build --product CoordsCore
 	python3 scripts/doc-snippets.py check
 	python3 scripts/doc-coverage.py
+	scripts/relay-symbol-graph.sh .build-docs/relay-graphs
+	python3 scripts/doc-coverage.py .build-docs/relay-graphs CoordsRelay Apps/Sources/CoordsRelay
 
 # The DocC site of CoordsCore (static HTML in .build-docs/site); fails on any DocC warning.
 docs: deps

@@ -30,9 +30,11 @@ public struct RelayConfiguration: Sendable {
     public var clockSkewSeconds: UInt64 = 300
     /// Requests per second per client address (0 disables the limit) and burst size.
     public var addressRate: Double = 20
+    /// Requests one client address may make at once before ``addressRate`` applies.
     public var addressBurst: Double = 60
     /// Signed writes (uploads, deletes) per second per key (0 disables) and burst size.
     public var keyRate: Double = 1
+    /// Signed writes one key may make at once before ``keyRate`` applies.
     public var keyBurst: Double = 10
     /// Mailbox (§7.3): longest envelope lifetime accepted (`expiresAt − createdAt`), seconds.
     public var maximumMessageTTLSeconds: UInt64 = 86_400
@@ -52,6 +54,7 @@ public struct RelayConfiguration: Sendable {
     /// Messages posted per second per sender (0 disables) and burst size. The sender is the
     /// verified `senderKey`, or the client address for envelopes without one.
     public var messageRate: Double = 5
+    /// Envelopes one sender may post at once before ``messageRate`` applies.
     public var messageBurst: Double = 30
     /// Most mailbox request signatures remembered at once (§7.3 accepted-once); beyond it signed
     /// mailbox requests get 503 until old ones expire.
@@ -69,6 +72,7 @@ public struct RelayConfiguration: Sendable {
     /// Log level.
     public var logLevel: Logger.Level = .info
 
+    /// The defaults, as documented on each property (docs/RELAY.md lists them with their flags).
     public init() {}
 }
 
@@ -92,6 +96,7 @@ public struct LiveLimits: Sendable, Equatable {
     /// or after its last unsubscribe is closed with 4408.
     public var idleTimeoutSeconds: UInt64 = 60
 
+    /// The defaults, as documented on each property.
     public init() {}
 }
 
@@ -106,7 +111,9 @@ public struct PushLimits: Sendable, Equatable {
     public var maximumRegistrations = 100_000
     /// A registration's lifetime when the request names none, and the bounds of `ttl`, seconds.
     public var defaultTTLSeconds: UInt64 = 604_800
+    /// The shortest `ttl` accepted (400 below).
     public var minimumTTLSeconds: UInt64 = 60
+    /// The longest `ttl` accepted (400 above).
     public var maximumTTLSeconds: UInt64 = 2_592_000
     /// At most one wake per endpoint this often; envelopes in between fold into the next wake.
     public var coalesceMilliseconds: UInt64 = 5_000
@@ -119,6 +126,7 @@ public struct PushLimits: Sendable, Equatable {
     /// Most endpoints being woken at once; wakes beyond it are skipped (counted in the metrics).
     public var maximumConcurrentWakes = 256
 
+    /// The defaults, as documented on each property.
     public init() {}
 }
 
@@ -138,5 +146,6 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// a proxy every connection comes from the proxy: raise it there.
     public var maximumConnectionsPerAddress = 128
 
+    /// The defaults, as documented on each property.
     public init() {}
 }

@@ -4,7 +4,9 @@ import Synchronization
 /// Why the relay closes a live connection (PROTOCOL.md §8.4): a WebSocket close code and a short
 /// reason (at most 123 bytes, as a close frame allows).
 public struct LiveClose: Error, Sendable, Equatable {
+    /// The WebSocket close code (4xxx, §8.4).
     public let code: UInt16
+    /// The close reason, cut to 123 bytes.
     public let reason: String
 
     init(_ code: UInt16, _ reason: String) {
@@ -31,6 +33,7 @@ public final class LiveHub: Sendable {
 
     /// One live connection's side of the hub: the frames to write, in order.
     public final class Subscriber: Sendable {
+        /// A number unique in this process (the connection's log and metrics name).
         public let id: UInt64
         let address: String
         /// Frames to write to the socket; ends when the subscriber fell behind or was disconnected.

@@ -20,6 +20,8 @@ public final class RelayService: Sendable {
     /// This process's name in live announcements to the other nodes (random, per start).
     let nodeID: String
 
+    /// A service on `store`, reading time from `clock`. The store stays the caller's to close
+    /// (``buildApplication(configuration:postgresPassword:logger:)`` closes the one it opened when the server stops).
     public init(configuration: RelayConfiguration, store: any RelayStore, clock: TimeSource = .system, logger: Logger) {
         self.configuration = configuration
         self.store = store

@@ -5,6 +5,7 @@ public actor MemoryRelayStore: RelayStore {
     private var records: [Bytes32: RelayRecord] = [:]
     private var tombstones: [Bytes32: Tombstone] = [:]
 
+    /// An empty store.
     public init() {}
 
     public func put(key: Bytes32, record: RelayRecord) -> PutResult {

@@ -13,10 +13,15 @@ public struct RelayStoreUnavailable: Error, CustomStringConvertible {
 /// Where a PostgreSQL store connects: parsed from a libpq-style URL
 /// (`postgres://user:password@host:port/database?sslmode=require`).
 public struct PostgresLocation: Sendable, Equatable {
+    /// The server's host name or address.
     public var host: String
+    /// The server's port (5432 when the URL names none).
     public var port: Int
+    /// The role to log in as.
     public var username: String
+    /// The role's password, if the URL has one (errors show the URL with it redacted).
     public var password: String?
+    /// The database name.
     public var database: String
     /// `disable` (default for loopback), `prefer`, `require` or `verify-full`.
     public var sslMode: String
@@ -283,6 +288,7 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     private let logger: Logger
     /// Longest wait for the database before a request is answered 503.
     let operationTimeout: Duration
+    /// Where this store connects.
     public let location: PostgresLocation
 
     /// Connects, checks the credentials and the schema, and migrates it.

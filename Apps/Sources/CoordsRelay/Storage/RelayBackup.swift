@@ -11,6 +11,7 @@ import Glibc
 public enum RelayBackup {
     /// What a backup or restore holds.
     public struct Summary: Sendable, Equatable {
+        /// A summary from its counts.
         public init(blobs: Int, messages: Int, bytes: Int) {
             self.blobs = blobs
             self.messages = messages

@@ -11,6 +11,7 @@ public struct RelayRecord: Sendable, Equatable {
     /// The relay's clock when it stored the upload (Unix seconds): `updated` in fetch answers.
     public var updated: UInt64
 
+    /// A record from its parts.
     public init(blob: [UInt8], timestamp: UInt64, signature: [UInt8], updated: UInt64) {
         self.blob = blob
         self.timestamp = timestamp
@@ -21,6 +22,7 @@ public struct RelayRecord: Sendable, Equatable {
 
 /// Outcome of storing an upload.
 public enum PutResult: Sendable, Equatable {
+    /// Stored: it replaced an older upload or a deletion, or was the key's first.
     case stored
     /// Refused: the stored upload (or a deletion) is as new or newer (replay / rollback, 409).
     case stale(current: UInt64)
@@ -28,7 +30,9 @@ public enum PutResult: Sendable, Equatable {
 
 /// Outcome of a signed delete.
 public enum DeleteResult: Sendable, Equatable {
+    /// The upload was removed and a tombstone keeps the delete's time.
     case deleted
+    /// Nothing was stored for the key.
     case notFound
     /// Refused: the stored upload is newer than the delete request (409).
     case stale(current: UInt64)
@@ -66,7 +70,9 @@ extension RelayStore {
 
 /// A deletion marker: the signed time of the delete, and when the relay recorded it.
 public struct Tombstone: Sendable, Equatable {
+    /// The delete request's signed time (Unix seconds): older uploads are refused.
     public var timestamp: UInt64
+    /// When the relay recorded the deletion (Unix seconds; old tombstones are swept).
     public var recordedAt: UInt64
 }
 
@@ -98,14 +104,19 @@ public struct RelayStoreError: Error, CustomStringConvertible {
 /// posted (the sender's signature covers the strings as they appear, so the relay never
 /// rewrites it).
 public struct MailboxEntry: Sendable, Equatable {
+    /// The envelope id (lowercase UUID).
     public var id: String
+    /// The recipient's peer id (64 lowercase hex).
     public var recipient: String
+    /// When the relay forgets it (Unix seconds, from the envelope's `expiresAt`).
     public var expiresAt: UInt64
+    /// The envelope JSON, byte for byte as posted.
     public var envelope: [UInt8]
     /// Whether the relay checked the sender's signature (`senderKey` present and valid). Such
     /// envelopes and the unchecked ones count against separate per-recipient quotas.
     public var authenticated: Bool
 
+    /// An entry from its parts; signature-checked unless said otherwise.
     public init(id: String, recipient: String, expiresAt: UInt64, envelope: [UInt8], authenticated: Bool = true) {
         self.id = id
         self.recipient = recipient
@@ -125,6 +136,7 @@ public struct MailboxLimits: Sendable, Equatable {
     /// (a separate quota: unsigned junk can never fill the room kept for signed messages).
     public var perRecipientUnauthenticated: Int
 
+    /// Caps; the unauthenticated quota is the authenticated one unless given.
     public init(perRecipient: Int, total: Int, perRecipientUnauthenticated: Int? = nil) {
         self.perRecipient = perRecipient
         self.total = total
@@ -137,6 +149,7 @@ public struct MailboxLimits: Sendable, Equatable {
 
 /// Outcome of posting an envelope.
 public enum MailboxPostResult: Sendable, Equatable {
+    /// Stored: 202.
     case stored
     /// The id is stored or was acknowledged (tombstone): 409.
     case duplicate
@@ -190,6 +203,7 @@ public struct PushRegistration: Sendable, Equatable {
     /// Unix seconds; the registration is gone from then on (swept with the mailbox).
     public var expiresAt: UInt64
 
+    /// A registration from its parts.
     public init(endpoint: String, expiresAt: UInt64) {
         self.endpoint = endpoint
         self.expiresAt = expiresAt

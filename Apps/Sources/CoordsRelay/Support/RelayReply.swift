@@ -2,8 +2,11 @@ import CoordsCore
 
 /// An HTTP answer of the relay, independent of the server framework.
 public struct RelayReply: Sendable, Equatable {
+    /// The HTTP status code.
     public var status: Int
+    /// Header fields in the order they are sent.
     public var headers: [(String, String)]
+    /// The body bytes (empty for 204).
     public var body: [UInt8]
 
     public static func == (a: RelayReply, b: RelayReply) -> Bool {
@@ -22,12 +25,16 @@ public struct RelayReply: Sendable, Equatable {
 /// A refused request: status, a stable machine-readable code, and a sentence for people.
 /// Every error body is JSON `{"error": code, "message": text}` (PROTOCOL.md §6).
 public struct RelayFailure: Error, Sendable, Equatable {
+    /// The HTTP status code (4xx or 5xx).
     public var status: Int
+    /// The stable machine-readable code, e.g. `stale_upload` (the body's `"error"`).
     public var code: String
+    /// The sentence for people (the body's `"message"`).
     public var message: String
     /// Seconds until a retry may succeed (429).
     public var retryAfter: Int?
 
+    /// A failure; `retryAfter` becomes a `Retry-After` header.
     public init(_ status: Int, _ code: String, _ message: String, retryAfter: Int? = nil) {
         self.status = status
         self.code = code
