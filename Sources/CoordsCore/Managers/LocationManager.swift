@@ -97,7 +97,7 @@ public enum LocationManagerReconcileMessage: Sendable, Equatable, ReconcileMessa
     case uploadSucceeded(fixTimestamp: UInt64)
     /// Uploading this fix failed (`reason` as the host reported it).
     case uploadFailed(fixTimestamp: UInt64, reason: String)
-    /// Fetch requests were prepared (one for each relay).
+    /// `requestCount` fetch requests were prepared (per relay, at most 50 ids each).
     case fetchesPrepared(requestCount: Int)
     /// Friends' cached locations changed.
     case locationsUpdated([FriendLocation])

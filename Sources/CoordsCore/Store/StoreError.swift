@@ -22,7 +22,7 @@ public enum LMDBCode: Sendable, Equatable, CustomStringConvertible {
     case dbsFull
     /// `MDB_READERS_FULL`: every reader slot is taken.
     case readersFull
-    /// `MDB_TLS_FULL`: too many thread-local reader locks.
+    /// `MDB_TLS_FULL`: too many thread-local storage keys in use.
     case tlsFull
     /// `MDB_TXN_FULL`: the transaction has too many dirty pages.
     case txnFull

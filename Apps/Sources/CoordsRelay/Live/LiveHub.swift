@@ -33,7 +33,7 @@ public final class LiveHub: Sendable {
 
     /// One live connection's side of the hub: the frames to write, in order.
     public final class Subscriber: Sendable {
-        /// A number unique in this process (the connection's log and metrics name).
+        /// A number unique in this process, naming the connection.
         public let id: UInt64
         let address: String
         /// Frames to write to the socket; ends when the subscriber fell behind or was disconnected.
