@@ -151,10 +151,10 @@ wheel: lib-portable
 test-wheel: wheel
 	scripts/test-wheel.sh
 
-# Every swift/c/python block of README.md and docs/*.md compiled (whole programs run), and the
-# DocC site built without warnings.
-# Every public declaration documented: CoordsCore (from the DocC build's symbol graphs) and the
-# relay's library (from the debug build, scripts/relay-symbol-graph.sh).
+# Every swift/c/python block of README.md and docs/*.md compiled (whole programs run), the
+# DocC site built without warnings, and every public declaration documented: CoordsCore (from
+# the DocC build's symbol graphs) and the relay's library (from the debug build,
+# scripts/relay-symbol-graph.sh).
 test-docs: lib docs tools
 	$(SWIFT) build --product CoordsCore
 	python3 scripts/doc-snippets.py check
