@@ -118,16 +118,17 @@ enum Record {
         }
     }
 
-    /// An update as the C ABI reports it: `manager`, `type`, then the message's own fields (docs/ABI.md
-    /// "Update types"). Each manager's message says its type and fields next to that manager's exports.
+    /// An update as the C ABI reports it: `manager` (the message type's own name, the one its logs
+    /// use), `type`, then the message's own fields (docs/ABI.md "Update types"). Each manager's
+    /// message says its type and fields next to that manager's exports.
     static func update(_ update: AppUpdate) -> JSONValue {
         let (manager, record): (String, UpdateRecord) =
             switch update {
-            case .wallet(let m): ("wallet", m.record)
-            case .friends(let m): ("friends", m.record)
-            case .location(let m): ("location", m.record)
-            case .outbox(let m): ("outbox", m.record)
-            case .messages(let m): ("messages", m.record)
+            case .wallet(let m): (type(of: m).manager, m.record)
+            case .friends(let m): (type(of: m).manager, m.record)
+            case .location(let m): (type(of: m).manager, m.record)
+            case .outbox(let m): (type(of: m).manager, m.record)
+            case .messages(let m): (type(of: m).manager, m.record)
             }
         return .object(JSONObject([("manager", .string(manager)), ("type", .string(record.type))] + record.fields))
     }

@@ -66,7 +66,7 @@ import Testing
     @Test func aForeignErrorInAManagerIsReportedAsInternalNeverAsZero() throws {
         struct Foreign: Error {}
         let channel = ReconcileChannel<TestReconcileMessage>(capacity: 8, doorbell: Doorbell())
-        let reconciler = Reconciler(channel: channel, manager: "test", logger: Logger(label: "test"))
+        let reconciler = Reconciler(channel: channel, logger: Logger(label: "test"))
         reconciler.reportingFailure { throw Foreign() }
         reconciler.reportingFailure { throw WireError.noRecipients }
         let reported: [(code: Int32, message: String)] = channel.receiver.drain().compactMap {

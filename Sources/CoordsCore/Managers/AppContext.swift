@@ -76,20 +76,20 @@ struct Reconciler<Message: ReconcileMessage>: Sendable {
     /// The host's side: the manager's `updates`.
     let updates: Receiver<Message>
     let logger: Logger
-    let manager: String
+    var manager: String { Message.manager }
     /// Messages dropped because the host did not drain `updates` (logged at 1, 10, 100, …, so a
     /// host that never reads them is told without a line per message).
     private let dropped = DropCount()
 
     /// The manager's side of `channel`.
-    init(channel: ReconcileChannel<Message>, manager: String, logger: Logger) {
-        (sender, updates, self.manager, self.logger) = (channel.sender, channel.receiver, manager, logger)
+    init(channel: ReconcileChannel<Message>, logger: Logger) {
+        (sender, updates, self.logger) = (channel.sender, channel.receiver, logger)
     }
 
     /// A manager's reconciler on a new channel of `spine`, whose messages hosts receive as `wrap`
     /// makes them (``CoordsApp/nextUpdate(timeout:)``).
-    init(_ spine: UpdateSpine, as wrap: @escaping @Sendable (Message) -> AppUpdate, manager: String, logger: Logger) {
-        self.init(channel: spine.channel(as: wrap), manager: manager, logger: logger)
+    init(_ spine: UpdateSpine, as wrap: @escaping @Sendable (Message) -> AppUpdate, logger: Logger) {
+        self.init(channel: spine.channel(as: wrap), logger: logger)
     }
 
     /// Runs a dispatched action; a failure becomes an `errorOccurred` message instead of a throw.

@@ -70,6 +70,9 @@ public enum FriendsManagerAction: Sendable {
 
 /// What the friends list tells the host, after the fact.
 public enum FriendsManagerReconcileMessage: Sendable, Equatable, ReconcileMessage {
+    /// The manager's name in its log lines and in the C ABI's update records (`"manager"`).
+    public static let manager = "friends"
+
     /// A friend was added.
     case friendAdded(Friend)
     /// A friend's record changed (name, sharing, trust, a rotation).
@@ -378,6 +381,6 @@ public actor FriendsManager {
 
     init(context: AppContext, spine: UpdateSpine) {
         self.context = context
-        reconciler = Reconciler(spine, as: AppUpdate.friends, manager: "friends", logger: context.logger)
+        reconciler = Reconciler(spine, as: AppUpdate.friends, logger: context.logger)
     }
 }

@@ -91,6 +91,9 @@ public enum LocationManagerAction: Sendable {
 
 /// What location sharing tells the host, after the fact.
 public enum LocationManagerReconcileMessage: Sendable, Equatable, ReconcileMessage {
+    /// The manager's name in its log lines and in the C ABI's update records (`"manager"`).
+    public static let manager = "location"
+
     /// An upload of the fix with this timestamp was sealed for `recipientCount` friends.
     case uploadPrepared(fixTimestamp: UInt64, recipientCount: Int)
     /// The relay stored the upload of this fix.
@@ -414,6 +417,6 @@ public actor LocationManager {
 
     init(context: AppContext, spine: UpdateSpine) {
         self.context = context
-        reconciler = Reconciler(spine, as: AppUpdate.location, manager: "location", logger: context.logger)
+        reconciler = Reconciler(spine, as: AppUpdate.location, logger: context.logger)
     }
 }

@@ -102,6 +102,9 @@ public struct MessagesOutcome: Sendable, Equatable {
 
 /// What the messages manager tells the host, after the fact.
 public enum MessagesManagerReconcileMessage: Sendable, Equatable, ReconcileMessage {
+    /// The manager's name in its log lines and in the C ABI's update records (`"manager"`).
+    public static let manager = "messages"
+
     /// A message was sealed and queued in the outbox.
     case messageQueued(MessageRecord)
     /// The friend's relay accepted the message with this id.
@@ -632,6 +635,6 @@ public actor MessagesManager {
     init(context: AppContext, outbox: OutboxManager, spine: UpdateSpine) {
         self.context = context
         self.outbox = outbox
-        reconciler = Reconciler(spine, as: AppUpdate.messages, manager: "messages", logger: context.logger)
+        reconciler = Reconciler(spine, as: AppUpdate.messages, logger: context.logger)
     }
 }

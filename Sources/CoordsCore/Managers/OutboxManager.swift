@@ -20,6 +20,9 @@ public enum OutboxManagerAction: Sendable {
 
 /// What the outbox tells the host, after the fact.
 public enum OutboxManagerReconcileMessage: Sendable, Equatable, ReconcileMessage {
+    /// The manager's name in its log lines and in the C ABI's update records (`"manager"`).
+    public static let manager = "outbox"
+
     /// A request was queued with this id.
     case queued(id: UInt64, kind: String)
     /// The request with this id was delivered and left the outbox.
@@ -175,6 +178,6 @@ public actor OutboxManager {
 
     init(context: AppContext, spine: UpdateSpine) {
         self.context = context
-        reconciler = Reconciler(spine, as: AppUpdate.outbox, manager: "outbox", logger: context.logger)
+        reconciler = Reconciler(spine, as: AppUpdate.outbox, logger: context.logger)
     }
 }

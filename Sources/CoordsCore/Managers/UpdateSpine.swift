@@ -4,6 +4,8 @@ import Synchronization
 /// ``Reconciler`` builds that message itself (an enum case `errorOccurred(code:message:)`
 /// satisfies the requirement).
 protocol ReconcileMessage: Sendable {
+    /// The manager's name in logs and in the C ABI's update records: `"wallet"`, `"friends"`, ….
+    static var manager: String { get }
     static func errorOccurred(code: Int32, message: String) -> Self
 }
 

@@ -20,6 +20,9 @@ public enum WalletManagerAction: Sendable {
 
 /// What the wallet tells the host, after the fact.
 public enum WalletManagerReconcileMessage: Sendable, Equatable, ReconcileMessage {
+    /// The manager's name in its log lines and in the C ABI's update records (`"manager"`).
+    public static let manager = "wallet"
+
     /// A new identity was created; `id` is its public key (base64url).
     case identityCreated(id: String)
     /// An identity was imported from its seed.
@@ -346,7 +349,7 @@ public actor WalletManager {
 
     init(context: AppContext, spine: UpdateSpine) {
         self.context = context
-        reconciler = Reconciler(spine, as: AppUpdate.wallet, manager: "wallet", logger: context.logger)
+        reconciler = Reconciler(spine, as: AppUpdate.wallet, logger: context.logger)
     }
 }
 

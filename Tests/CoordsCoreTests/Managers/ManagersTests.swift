@@ -404,7 +404,7 @@ struct Trio {
         struct Abort: Error {}
         let store = try TemporaryStore(schema: AppSchema.current)
         let channel = ReconcileChannel<TestReconcileMessage>(capacity: 8, doorbell: Doorbell())
-        let (reconciler, receiver) = (Reconciler(channel: channel, manager: "test", logger: .init(label: "test")), channel.receiver)
+        let (reconciler, receiver) = (Reconciler(channel: channel, logger: .init(label: "test")), channel.receiver)
         #expect(throws: Abort.self) {
             try reconciler.write(store.db) { tx, messages in
                 try tx.open(Tables.settings).put("k", "v")
@@ -515,6 +515,7 @@ struct Trio {
 
 /// A reconcile message for testing the ``Reconciler`` alone.
 enum TestReconcileMessage: ReconcileMessage, Equatable {
+    static let manager = "test"
     case text(String)
     case errorOccurred(code: Int32, message: String)
 }
