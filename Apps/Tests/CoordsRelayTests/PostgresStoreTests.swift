@@ -275,6 +275,26 @@ import Testing
         #expect(try PostgresLocation(url: "postgres://relay@db.internal/coords", environmentPassword: "from-env").password == "from-env")
     }
 
+    /// Regression (found by the postgres-url fuzz target's property): a URL without its
+    /// `postgres://` was printed whole in the error, password included.
+    @Test func urlErrorsNeverPrintThePassword() {
+        for url in [
+            "coords:s3cret-pw@db.internal:5432/coords", "mysql://coords:s3cret-pw@db/coords", "coords:s3cret-pw@x://db",
+            "postgres://coords:s3cret-pw@db:99999/coords", "postgres://coords:s3cret-pw@/coords", "postgres://coords:s3cret-pw@db/c?sslmode=no"
+        ] {
+            do {
+                _ = try PostgresLocation(url: url)
+                Issue.record("\(url) must be refused")
+            } catch {
+                #expect(!"\(error)".contains("s3cret"), "the password is printed: \(error)")
+                #expect(error is RelayStoreError)
+            }
+        }
+        #expect(PostgresLocation.redacted("coords:pw@db/x") == "…@db/x")
+        #expect(PostgresLocation.redacted("postgres://coords:pw@db/x") == "postgres://…@db/x")
+        #expect(PostgresLocation.redacted("postgres://db/x") == "postgres://db/x")
+    }
+
     @Test func twoNodesRaceAndTheDatabaseRestartsUnderThem() async throws {
         try await Self.withServer { server in
             let location = try await server.freshDatabase()

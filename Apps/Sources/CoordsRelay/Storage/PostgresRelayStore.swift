@@ -96,9 +96,13 @@ public struct PostgresLocation: Sendable, Equatable {
     /// The URL without its password (for logs and errors).
     public var redacted: String { "postgres://\(username)@\(host):\(port)/\(database)?sslmode=\(sslMode)" }
 
+    /// `url` with everything between its scheme and its last `@` (user and password) replaced
+    /// by `…`, also when the scheme is missing or misplaced (`user:password@host`).
     static func redacted(_ url: String) -> String {
-        guard let at = url.lastIndex(of: "@"), let scheme = url.range(of: "://") else { return url }
-        return String(url[..<scheme.upperBound]) + "…@" + String(url[url.index(after: at)...])
+        guard let at = url.lastIndex(of: "@") else { return url }
+        let host = String(url[url.index(after: at)...])
+        guard let scheme = url.range(of: "://"), scheme.upperBound <= at else { return "…@" + host }
+        return String(url[..<scheme.upperBound]) + "…@" + host
     }
 
     private static func percentDecoded(_ text: Substring) -> String {
