@@ -275,7 +275,7 @@ import Testing
         #expect(try PostgresLocation(url: "postgres://relay@db.internal/coords", environmentPassword: "from-env").password == "from-env")
     }
 
-    /// Regression (found by the postgres-url fuzz target's property): a URL without its
+    /// Regression (seen while writing the postgres-url fuzz target, whose property checks it too): a URL without its
     /// `postgres://` was printed whole in the error, password included.
     @Test func urlErrorsNeverPrintThePassword() {
         for url in [

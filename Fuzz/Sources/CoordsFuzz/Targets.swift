@@ -1,9 +1,11 @@
 import Dispatch
+import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
 import NIOEmbedded
+import Synchronization
 
 // libFuzzer entry points for every parser and route of CoordsCore and the relay.
 //
@@ -36,7 +38,9 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "store-codecs": storeCodecs,
     "live-frame": liveFrame,
     "push-endpoint": pushEndpoint,
-    "rotation": rotation
+    "rotation": rotation,
+    "app-responses": appResponses,
+    "postgres-url": postgresURL
 ]
 
 /// A failed property: crash loudly so libFuzzer keeps the input.
@@ -120,11 +124,77 @@ public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> In
     check(again?.id == link.id && again?.server == link.server && again?.name == link.name, "friend link round trip")
 }
 
+/// A relay's answers that the stateless API parses: a fetch response (lenient and strict) and
+/// a `GET /api/version` answer.
 @Sendable func fetchResponse(_ bytes: [UInt8]) {
     var strict = RelayAPI.FetchOptions()
     strict.requireSignatures = true
     _ = try? RelayAPI.processFetchResponse(bytes, reader: Fixture.readerX)
     _ = try? RelayAPI.processFetchResponse(bytes, reader: Fixture.readerX, options: strict)
+    _ = try? RelayAPI.parseVersion(bytes)
+}
+
+/// A persistent app for ``appResponses(_:)``: the fixed reader's identity and one friend (seed
+/// 9 × 32, the sender of the seeds in Fuzz/corpus/app-responses/), a manual clock a minute
+/// after those seeds were made (so their envelope has not expired), places off, no fsync. It
+/// keeps its store between inputs, as a phone does; its directory goes at exit.
+enum AppFixture {
+    static let directory = "/tmp/coords-fuzz-app-\(getpid())"
+    static let app: CoordsApp? = {
+        removeDirectory()
+        atexit { AppFixture.removeDirectory() }
+        var options = CoordsApp.Options(keychain: .file(.key(SecretBytes(copying: [UInt8](repeating: 1, count: 32)))))
+        options.keychainParameters = .minimum
+        options.clock = .manual(ManualClock(milliseconds: 1_795_654_260_000))
+        options.places = .none
+        options.store.durability = .noSync
+        options.logger.logLevel = .critical
+        guard let app = try? CoordsApp.open(directory: directory, options: options),
+            let friend = try? Ed25519SigningKey(seed: [UInt8](repeating: 9, count: 32))
+        else { return nil }
+        let ready = Mutex(false)
+        blocking {
+            let seed = SecretBytes(copying: [UInt8](repeating: 7, count: 32))
+            guard (try? await app.wallet.importSeed(seed, name: "Reader", server: "https://relay.example")) != nil,
+                (try? await app.friends.add(id: friend.publicKey.base64URL, server: "https://relay.example", name: "Friend")) != nil
+            else { return }
+            ready.withLock { $0 = true }
+        }
+        return ready.withLock { $0 } ? app : nil
+    }()
+
+    static func removeDirectory() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// A relay's answers to an app, through the managers that store what they bring: an even first
+/// byte sends the rest to `LocationManager.processFetchResponse`, an odd one to
+/// `MessagesManager.processFetchResponse`. Every fetched entry ends up in exactly one of the
+/// outcome's lists; a mailbox answer never gives more acks or results than it had packets.
+@Sendable func appResponses(_ bytes: [UInt8]) {
+    guard let selector = bytes.first else { return }
+    guard let app = AppFixture.app else {
+        check(false, "the fuzz app did not open")
+        return
+    }
+    let body = Array(bytes.dropFirst())
+    blocking {
+        if selector & 1 == 0 {
+            let entries = (try? RelayAPI.processFetchResponse(body, reader: Fixture.readerX))?.count
+            if let outcome = try? await app.location.processFetchResponse(body) {
+                let accounted = outcome.updated.count + outcome.unchanged.count + outcome.rejected.count + outcome.ignored.count
+                check(accounted == entries, "fetched entries accounted for: \(accounted) of \(entries ?? -1)")
+            }
+        } else {
+            let packets = (try? JSONValue.parse(body))?.objectValue?["packets"]?.arrayValue?.count ?? 0
+            if let outcome = try? await app.messages.processFetchResponse(body) {
+                check(outcome.acks.count <= packets, "more acks than packets")
+                check(outcome.received.count + outcome.duplicates.count + outcome.rejected.count <= packets, "more results than packets")
+            }
+        }
+        while case .update = app.nextUpdate(timeout: .zero) {}  // a phone drains its updates
+    }
 }
 
 @Sendable func json(_ bytes: [UInt8]) {
@@ -256,6 +326,28 @@ func relayBody(_ body: [UInt8], _ route: @escaping @Sendable (RelayService) -> @
         } catch {
             check(false, "router threw instead of answering: \(error)")
         }
+    }
+}
+
+/// The relay's `--postgres` URL: parsing never traps, and neither a parsed location's
+/// ``PostgresLocation/redacted`` nor an error ever shows the URL's password.
+@Sendable func postgresURL(_ bytes: [UInt8]) {
+    let url = String(decoding: bytes, as: UTF8.self)
+    // The password as the parser reads it: after the scheme, before the query and the path, then
+    // before the last "@" and after the first ":".
+    var authority = url.range(of: "://").map { url[$0.upperBound...] } ?? url[...]
+    authority = authority.prefix { $0 != "?" }.prefix { $0 != "/" }
+    let credentials = authority.lastIndex(of: "@").map { authority[..<$0] } ?? ""
+    let secret = credentials.firstIndex(of: ":").map { credentials[credentials.index(after: $0)...] } ?? ""
+    // Short or repeated passwords would also match text that is not the password.
+    let checkable = secret.count >= 6 && url.components(separatedBy: secret).count == 2
+    do {
+        let location = try PostgresLocation(url: url, environmentPassword: "env")
+        check((1...65535).contains(location.port) && !location.host.isEmpty, "a parsed URL has a host and a port in range")
+        if checkable { check(!location.redacted.contains(secret), "the redacted URL shows the password") }
+    } catch {
+        check(error is RelayStoreError, "a URL refusal is a RelayStoreError")
+        if checkable { check(!"\(error)".contains(secret), "a URL refusal shows the password") }
     }
 }
 
