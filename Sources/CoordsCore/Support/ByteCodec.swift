@@ -5,6 +5,10 @@ public struct ByteReaderError: Error, CustomStringConvertible, Sendable, Equatab
     /// Bytes that were left.
     public var remaining: Int
     public var description: String { "truncated input: wanted \(wanted) bytes, \(remaining) left" }
+
+    /// The error for `wanted` bytes when `remaining` were left.
+    @inlinable
+    public init(wanted: Int, remaining: Int) { (self.wanted, self.remaining) = (wanted, remaining) }
 }
 
 /// A cursor over untrusted bytes that reads big-endian integers and byte runs, and throws
@@ -16,72 +20,84 @@ public struct ByteReaderError: Error, CustomStringConvertible, Sendable, Equatab
 /// let stamp = try reader.read(UInt64.self)
 /// let name = try reader.read(count: Int(try reader.read(UInt8.self)))
 /// ```
+///
+/// The readers are `@inlinable`: the relay's stores and the managers decode records with them
+/// from other modules, where an unspecialised generic `read` cost a witness-table call per byte.
 public struct ByteReader {
-    private let base: UnsafeRawBufferPointer
-    /// Bytes consumed so far. Invariant: `0 <= offset <= base.count` (it only advances after a
-    /// guard that the bytes are there), so `base.count - offset` and `offset + n` for a checked
-    /// `n <= remaining` can never overflow or index out of bounds, whatever the input says.
-    public private(set) var offset = 0
+    @usableFromInline let base: UnsafeRawBufferPointer
+    /// Bytes consumed so far. Invariant: `0 <= consumed <= base.count` (it only advances after a
+    /// guard that the bytes are there), so `base.count - consumed` and `consumed + n` for a
+    /// checked `n <= remaining` can never overflow or index out of bounds, whatever the input says.
+    @usableFromInline var consumed = 0
 
     /// Reads `bytes`; use the reader only while `bytes` is valid (inside its `withUnsafeBytes`).
     public init(_ bytes: UnsafeRawBufferPointer) { base = bytes }
 
+    /// Bytes consumed so far.
+    @inlinable public var offset: Int { consumed }
     /// Bytes not yet read.
-    public var remaining: Int { base.count - offset }
+    @inlinable public var remaining: Int { base.count - consumed }
     /// Whether everything was read.
-    public var isAtEnd: Bool { offset >= base.count }
+    @inlinable public var isAtEnd: Bool { consumed >= base.count }
 
     /// Reads a big-endian integer.
     /// - Throws: ``ByteReaderError`` when fewer than `MemoryLayout<T>.size` bytes are left.
+    @inlinable
     public mutating func read<T: FixedWidthInteger>(_: T.Type) throws(ByteReaderError) -> T {
         let size = MemoryLayout<T>.size
         guard size <= remaining else { throw ByteReaderError(wanted: size, remaining: remaining) }
         var value: T = 0
-        for index in offset..<offset + size { value = value << 8 | T(truncatingIfNeeded: base[index]) }
-        offset += size
+        for index in consumed..<consumed + size { value = value << 8 | T(truncatingIfNeeded: base[index]) }
+        consumed += size
         return value
     }
 
     /// Reads `count` bytes (a negative or oversized count throws; it never traps).
     /// - Throws: ``ByteReaderError``.
+    @inlinable
     public mutating func read(count: Int) throws(ByteReaderError) -> [UInt8] {
         guard count >= 0, count <= remaining else { throw ByteReaderError(wanted: count, remaining: remaining) }
-        let bytes = Array(base[offset..<offset + count])
-        offset += count
+        let bytes = Array(base[consumed..<consumed + count])
+        consumed += count
         return bytes
     }
 
     /// Reads `count` bytes as a view into the input (valid as long as the input is; nothing is
     /// copied, so secrets can go straight into wiped memory).
     /// - Throws: ``ByteReaderError``.
+    @inlinable
     public mutating func readBuffer(count: Int) throws(ByteReaderError) -> UnsafeRawBufferPointer {
         guard count >= 0, count <= remaining else { throw ByteReaderError(wanted: count, remaining: remaining) }
-        let view = UnsafeRawBufferPointer(rebasing: base[offset..<offset + count])
-        offset += count
+        let view = UnsafeRawBufferPointer(rebasing: base[consumed..<consumed + count])
+        consumed += count
         return view
     }
 
     /// Reads everything that is left.
     public mutating func readRemaining() -> [UInt8] {
-        let bytes = Array(base[offset...])
-        offset = base.count
+        let bytes = Array(base[consumed...])
+        consumed = base.count
         return bytes
     }
 }
 
 /// Builds a byte string of big-endian integers and byte runs (the writing side of ``ByteReader``).
 public struct ByteWriter: Sendable {
+    @usableFromInline var written: [UInt8] = []
+
     /// What was written.
-    public private(set) var bytes: [UInt8] = []
+    @inlinable public var bytes: [UInt8] { written }
 
     /// An empty writer with room for `capacity` bytes.
-    public init(capacity: Int = 0) { bytes.reserveCapacity(max(capacity, 0)) }
+    public init(capacity: Int = 0) { written.reserveCapacity(max(capacity, 0)) }
 
     /// Appends `value` big-endian.
-    public mutating func write<T: FixedWidthInteger>(_ value: T) { bytes.appendBigEndian(value) }
+    @inlinable
+    public mutating func write<T: FixedWidthInteger>(_ value: T) { written.appendBigEndian(value) }
 
     /// Appends raw bytes.
-    public mutating func write(_ run: some Sequence<UInt8>) { bytes.append(contentsOf: run) }
+    @inlinable
+    public mutating func write(_ run: some Sequence<UInt8>) { written.append(contentsOf: run) }
 }
 
 extension ByteReader {
@@ -109,6 +125,7 @@ extension ByteReader {
 
 extension Array where Element == UInt8 {
     /// Appends `value` big-endian (the encoding of ``ByteWriter/write(_:)-(T)``).
+    @inlinable
     public mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
         let size = MemoryLayout<T>.size
         for shift in stride(from: (size - 1) * 8, through: 0, by: -8) { append(UInt8(truncatingIfNeeded: value >> shift)) }
