@@ -160,10 +160,26 @@ public struct JSONObject: Sendable, Equatable {
     /// The members, in order.
     public private(set) var members: [Member]
 
-    /// Creates an object from pairs (later duplicates replace earlier ones).
+    /// Creates an object from pairs (a later duplicate replaces the earlier one's value, which
+    /// keeps its place). Linear in the number of pairs: beyond a handful, duplicates are found
+    /// through a dictionary, not by searching the members (a relay answer has 50).
     public init(_ pairs: [(String, JSONValue)] = []) {
         members = []
-        for (k, v) in pairs { self[k] = v }
+        members.reserveCapacity(pairs.count)
+        guard pairs.count > 8 else {
+            for (k, v) in pairs { self[k] = v }
+            return
+        }
+        var positions: [String: Int] = [:]
+        positions.reserveCapacity(pairs.count)
+        for (k, v) in pairs {
+            if let i = positions[k] {
+                members[i].value = v
+            } else {
+                positions[k] = members.count
+                members.append(Member(key: k, value: v))
+            }
+        }
     }
 
     init(uniqueMembers: [Member]) { members = uniqueMembers }

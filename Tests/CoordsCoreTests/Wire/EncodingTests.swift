@@ -53,6 +53,21 @@ import Testing
         #expect(object["missing"] == nil)
     }
 
+    /// Both ways of building an object (a search for a few pairs, a dictionary for many) keep
+    /// the first place of a key and the last value given for it.
+    @Test(arguments: [3, 8, 9, 60])
+    func objectsFromPairsKeepFirstPlacesAndLastValues(count: Int) {
+        var pairs = (0..<count).map { ("k\($0)", JSONValue.integer(UInt64($0))) }
+        pairs.append(("k1", .string("again")))
+        pairs.append(("k0", .null))
+        let object = JSONObject(pairs)
+        #expect(object.keys == (0..<count).map { "k\($0)" })
+        #expect(object["k0"] == .null)
+        #expect(object["k1"] == .string("again"))
+        #expect(object["k2"] == .integer(UInt64(2)))
+        #expect(object["absent"] == nil)
+    }
+
     @Test func serialisationRoundTrips() throws {
         let value: JSONValue = .object(["text": .string("a\"b\\c\n\u{01}é"), "n": .integer(UInt64(42)), "list": .array([.null, .bool(true)])])
         let text = value.serializedString

@@ -131,22 +131,21 @@ public final class RelayService: Sendable {
         let ttl = configuration.ttlSeconds
         let now = nowSeconds
         let found = try await store.get(keys: keys.compactMap(\.key), updatedSince: now.subtractingSaturating(ttl))
-        var response = JSONObject()
-        for (text, key) in keys {
-            guard let key, let record = found[key] else {
-                response[text] = .null
-                continue
-            }
-            response[text] = .object([
-                "blob": .string(Base64.encode(record.blob)),
-                "updated": .integer(record.updated),
-                "signature": .string(Base64.encode(record.signature)),
-                "timestamp": .integer(record.timestamp)
-            ])
+        let response: [(String, JSONValue)] = keys.map { text, key in
+            guard let key, let record = found[key] else { return (text, .null) }
+            return (
+                text,
+                .object([
+                    "blob": .string(Base64.encode(record.blob)),
+                    "updated": .integer(record.updated),
+                    "signature": .string(Base64.encode(record.signature)),
+                    "timestamp": .integer(record.timestamp)
+                ])
+            )
         }
         metrics.fetches.increment()
         metrics.fetchedIDs.increment(by: Int64(keys.count))
-        return .json(.object(response))
+        return .json(.object(JSONObject(response)))
     }
 
     // MARK: Delete
