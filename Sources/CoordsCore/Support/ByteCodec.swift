@@ -28,6 +28,8 @@ public struct ByteReader {
     /// Bytes consumed so far. Invariant: `0 <= consumed <= base.count` (it only advances after a
     /// guard that the bytes are there), so `base.count - consumed` and `consumed + n` for a
     /// checked `n <= remaining` can never overflow or index out of bounds, whatever the input says.
+    /// Only the reading methods of this type change it (it is internal, not private, so that they
+    /// can be `@inlinable`; nothing else in the module writes it).
     @usableFromInline var consumed = 0
 
     /// Reads `bytes`; use the reader only while `bytes` is valid (inside its `withUnsafeBytes`).
