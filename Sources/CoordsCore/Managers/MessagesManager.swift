@@ -172,8 +172,14 @@ public actor MessagesManager {
     public static let envelopeLifetimeSeconds: UInt64 = 86_400
     /// Largest text (UTF-8 bytes) a message carries.
     public static let maximumTextBytes = 64 * 1024
-    /// Envelopes asked for per fetch.
-    public static let fetchLimit = 100
+    /// Envelopes asked for per fetch. An answer with more packets is refused whole
+    /// (``MessagesManagerError/invalidMailboxResponse(_:)``): a relay cannot make the core sign
+    /// more acks than it asked for.
+    public static let fetchLimit = ClientLimits.mailboxPackets
+    /// How far ahead of the clock a mailbox signature's timestamp may run (seconds, PROTOCOL.md
+    /// §7.3): signatures in one second take successive timestamps, but never more than this
+    /// ahead, so nothing a relay answers can move the counter out of other relays' ±300 s window.
+    public static let maximumSignatureLead: UInt64 = 120
 
     /// Reconcile messages, after the change they describe was committed.
     public nonisolated var updates: Receiver<MessagesManagerReconcileMessage> { reconciler.updates }
@@ -294,15 +300,23 @@ public actor MessagesManager {
 
     /// The timestamp (Unix seconds) of the next mailbox signature: later than the last one signed
     /// (kept in the store, so also across processes), so two requests or live proofs in the same
-    /// second never carry the same signature, which the relay would refuse as a replay.
+    /// second never carry the same signature, which the relay would refuse as a replay — but at
+    /// most ``maximumSignatureLead`` ahead of the clock (a counter found further ahead, by a burst
+    /// or a clock that went back, is pulled back to that lead).
     nonisolated func nextSignedTimestamp() throws -> UInt64 {
         let now = context.clock.now() / 1000
         return try context.database.write { tx in
             let settings = try tx.open(Tables.settings)
-            let next = max(now, (try settings.get(SettingKey.mailboxLastSignedTimestamp) ?? 0).addingSaturating(1))
+            let next = Self.signedTimestamp(after: try settings.get(SettingKey.mailboxLastSignedTimestamp), now: now)
             try settings.put(SettingKey.mailboxLastSignedTimestamp, next)
             return next
         }
+    }
+
+    /// The rule of ``nextSignedTimestamp()``: one past `last`, at least `now`, at most `now` plus
+    /// the lead. Saturating: a damaged store never traps.
+    static func signedTimestamp(after last: UInt64?, now: UInt64) -> UInt64 {
+        min(max(now, (last ?? 0).addingSaturating(1)), now.addingSaturating(maximumSignatureLead))
     }
 
     private nonisolated func signedRequest(method: String, path: String, identity: Identity) throws -> PreparedRequest {
@@ -317,18 +331,23 @@ public actor MessagesManager {
     }
 
     /// Processes the relay's `{"packets": [...]}`: verifies, opens, de-duplicates and stores each
-    /// envelope in one transaction, then prepares one ack per envelope and queues receipts.
-    /// Refused envelopes are acknowledged too (they can never become valid) and reported.
-    /// - Throws: ``MessagesManagerError/invalidMailboxResponse(_:)``, ``WalletManagerError/noIdentity``,
+    /// envelope in one transaction, then prepares one ack per distinct envelope id and queues
+    /// receipts. Refused envelopes are acknowledged too (they can never become valid) and reported.
+    /// - Throws: ``MessagesManagerError/invalidMailboxResponse(_:)`` (not that shape, or more than
+    ///   ``fetchLimit`` packets: nothing is stored and nothing signed), ``WalletManagerError/noIdentity``,
     ///   store errors. Individual bad envelopes never throw: they are in ``MessagesOutcome/rejected``.
     public func processFetchResponse(_ body: [UInt8]) async throws -> MessagesOutcome {
         let identity = try context.identity.get()
         guard let packets = (try? JSONValue.parse(body))?.objectValue?["packets"]?.arrayValue else {
             throw MessagesManagerError.invalidMailboxResponse("expected {\"packets\": [...]}")
         }
+        guard packets.count <= Self.fetchLimit else {
+            throw MessagesManagerError.invalidMailboxResponse("\(packets.count) packets, more than the \(Self.fetchLimit) asked for")
+        }
         let now = context.clock.now()
         var outcome = MessagesOutcome()
         var ackIDs: [String] = []
+        var acked = Set<String>()
         var receiptsFor: [(friendID: String, messageID: String)] = []
         try reconciler.write(context.database) { tx, messages in
             let friends = try tx.open(Tables.friends)
@@ -343,7 +362,7 @@ public actor MessagesManager {
                     outcome.rejected.append(MessageRejection(id: rawID, code: code, reason: reason))
                     messages.append(.messageRejected(id: rawID, code: code, message: reason))
                 }
-                if Envelope.isUUID(rawID) { ackIDs.append(rawID.lowercased()) }
+                if Envelope.isUUID(rawID), acked.insert(rawID.lowercased()).inserted { ackIDs.append(rawID.lowercased()) }
                 let envelope: Envelope
                 do { envelope = try Envelope(json: packet) } catch {
                     reject((error as? WireError)?.code ?? 360, "\(error)")

@@ -79,8 +79,9 @@ import Testing
         let outcome = try await p.bob.app.messages.processFetchResponse(body)
         #expect(outcome.received.map(\.text) == ["hello"])
         #expect(outcome.rejected.map(\.code) == [610, WireError.envelopeSignatureInvalid.code, WireError.invalidEnvelope("").code])
-        // Every envelope with an id is acknowledged (refused ones can never become valid).
-        #expect(outcome.acks.count == 3)
+        // Every envelope id is acknowledged once (refused ones can never become valid); the forged
+        // copy carries Alice's id, so three packets with an id need two acks.
+        #expect(outcome.acks.count == 2)
 
         // Blocked: dropped and reported, nothing sent to them either.
         _ = try await p.bob.app.friends.setTrust(id: p.aliceID, .blocked)
@@ -148,5 +149,49 @@ import Testing
             let error = #expect(throws: MessagesManagerError.self, "\(bad)") { try p.bob.app.messages.preparePushRegistration(endpoint: bad) }
             #expect(error?.code == 633)
         }
+    }
+
+    // MARK: What a hostile mailbox answer can make the core sign (issue 37)
+
+    @Test func aRepeatedIDIsAcknowledgedOnceAndAnOverlongAnswerIsRefusedUnsigned() async throws {
+        let p = try await Pair()
+        let id = "0f7c1b52-8a3e-4d6f-9b0a-1c2d3e4f5a6b"
+        let repeated = JSONValue.object(["packets": .array(Array(repeating: .object(["id": .string(id)]), count: 100))]).serialized()
+        let outcome = try await p.bob.app.messages.processFetchResponse(repeated)
+        #expect(outcome.acks.map(\.url) == ["https://relay.test/v1/relay/messages/\(id)/ack"])
+        #expect(outcome.rejected.count == 100)
+
+        let before = try p.bob.app.context.database.read { tx in try tx.open(Tables.settings).get(SettingKey.mailboxLastSignedTimestamp) }
+        let flood = JSONValue.object(["packets": .array(Array(repeating: .object(["id": .string(id)]), count: 20_000))]).serialized()
+        let error = await #expect(throws: MessagesManagerError.self) { try await p.bob.app.messages.processFetchResponse(flood) }
+        #expect(error?.description.contains("more than the 100 asked for") == true)
+        let after = try p.bob.app.context.database.read { tx in try tx.open(Tables.settings).get(SettingKey.mailboxLastSignedTimestamp) }
+        #expect(after == before)  // nothing signed
+    }
+
+    @Test func signedTimestampsRunAtMostTheLeadAheadOfTheClock() async throws {
+        #expect(MessagesManager.signedTimestamp(after: nil, now: 100) == 100)
+        #expect(MessagesManager.signedTimestamp(after: 100, now: 100) == 101)
+        #expect(MessagesManager.signedTimestamp(after: 50, now: 100) == 100)
+        #expect(MessagesManager.signedTimestamp(after: 100 + 500, now: 100) == 100 + MessagesManager.maximumSignatureLead)
+        #expect(MessagesManager.signedTimestamp(after: .max, now: 100) == 100 + MessagesManager.maximumSignatureLead)
+        #expect(MessagesManager.signedTimestamp(after: .max, now: .max) == .max)
+
+        // 300 acks in one second (three answers of 100): the counter stops 120 s ahead.
+        let p = try await Pair()
+        let now = p.clock.milliseconds / 1000
+        var signed: [UInt64] = []
+        for _ in 0..<3 {
+            let ids = (0..<100).map { _ in JSONValue.object(["id": .string((try? Envelope.newUUID(using: SystemRandomSource())) ?? "")]) }
+            let outcome = try await p.bob.app.messages.processFetchResponse(JSONValue.object(["packets": .array(ids)]).serialized())
+            signed += outcome.acks.compactMap { $0.header("X-Coords-Timestamp").flatMap(UInt64.init) }
+        }
+        #expect(signed.count == 300)
+        #expect(signed.max() == now + MessagesManager.maximumSignatureLead)
+        #expect(Set(signed.prefix(121)).count == 121)  // distinct while under the lead
+        // A counter left far ahead (an old burst, a clock set back) is pulled back at once.
+        try p.bob.app.context.database.write { tx in try tx.open(Tables.settings).put(SettingKey.mailboxLastSignedTimestamp, now + 20_000) }
+        let fetch = try p.bob.app.messages.prepareFetch()
+        #expect(fetch.header("X-Coords-Timestamp") == String(now + MessagesManager.maximumSignatureLead))
     }
 }
