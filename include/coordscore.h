@@ -614,12 +614,19 @@ int32_t coords_live_opened(CoordsApp *app, const char *server, CoordsBuffer *jso
  * {"type":"locations","outcome":Outcome} (processed like a fetch entry: verified, rollback
  * refused, cached, reconcile messages sent), {"type":"deleted","id"},
  * {"type":"rejected","id","error"} (a forged delete notice),
- * {"type":"message_waiting","id","fetch":Request} (perform the signed mailbox fetch) or
- * {"type":"ignored","id"} (not subscribed on this connection).
+ * {"type":"message_waiting","id","fetch":Request} (perform the signed mailbox fetch, process
+ * the answer, then call coords_live_mailbox_fetched) or {"type":"ignored","id"} (not subscribed
+ * on this connection, or a message notice while that fetch is still out: one fetch per burst).
  * Errors: INVALID_JSON, UNEXPECTED_JSON, INVALID_PUBLIC_KEY_ID, TOO_MANY_RECIPIENTS (a malformed
  * frame: close with 4400 and reconnect), TOO_LARGE, NO_IDENTITY. */
 int32_t coords_live_process(CoordsApp *app, const char *server, const uint8_t *frame, size_t frame_len,
                             CoordsBuffer *event_json_out, CoordsError *out_error);
+
+/* The host performed (or gave up on) the mailbox fetch of a "message_waiting" event from
+ * `server`. Writes a fresh signed mailbox fetch (Request) when message notices arrived while it
+ * ran (perform it, then call this again), or null when the burst is done: however many notices
+ * a relay sends, each burst costs one signed request. Errors: NO_IDENTITY, NO_SERVER. */
+int32_t coords_live_mailbox_fetched(CoordsApp *app, const char *server, CoordsBuffer *json_out, CoordsError *out_error);
 
 /* The connection to `server` closed without the host asking for it (close_code: what the relay
  * sent, 0 when there was no close frame) or could not be opened (upgrade_status: the HTTP status

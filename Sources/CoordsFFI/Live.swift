@@ -42,3 +42,10 @@ public func ffiLiveClosed(_ handle: Handle, _ server: CString, _ closeCode: Int3
         }
     }
 }
+
+@_cdecl("coords_live_mailbox_fetched")
+public func ffiLiveMailboxFetched(_ handle: Handle, _ server: CString, _ jsonOut: BufferOut, _ error: ErrorOut) -> Int32 {
+    returning(jsonOut, "json_out", app: handle, error) { app in
+        Record.optional(try app.live.mailboxFetched(server: try Argument.string(server, "server")), Record.request)
+    }
+}

@@ -247,6 +247,7 @@ _SIGNATURES = [
     ("coords_live_opened", c_int32, [_APP, c_char_p, _BUF, _ERR]),
     ("coords_live_process", c_int32, [_APP, c_char_p, _U8, c_size_t, _BUF, _ERR]),
     ("coords_live_closed", c_int32, [_APP, c_char_p, c_int32, c_int32, _BUF, _ERR]),
+    ("coords_live_mailbox_fetched", c_int32, [_APP, c_char_p, _BUF, _ERR]),
     ("coords_geocode_nearest", c_int32, [c_double, c_double, c_double, _BUF, _ERR]),
     ("coords_places_open", c_int32, [c_char_p, POINTER(c_void_p), _ERR]),
     ("coords_places_nearest", c_int32, [c_void_p, c_double, c_double, c_double, _BUF, _ERR]),
@@ -424,6 +425,8 @@ class Request(_Record):
     """Fetch requests only: the relay they go to."""
     ids: Optional[list] = None
     """Fetch requests only: the public key ids asked for (at most 50)."""
+    max_response_bytes: Optional[int] = None
+    """The most bytes to read of the answer (PROTOCOL.md §4.1): refuse a longer one."""
 
     @property
     def body(self) -> bytes:
@@ -433,7 +436,8 @@ class Request(_Record):
     @classmethod
     def from_json(cls, obj: dict) -> "Request":
         """A Request from the library's JSON."""
-        return cls(obj["url"], obj["method"], dict(obj["headers"]), obj["body_base64"], obj.get("server"), obj.get("ids"))
+        return cls(obj["url"], obj["method"], dict(obj["headers"]), obj["body_base64"], obj.get("server"), obj.get("ids"),
+                   obj.get("max_response_bytes"))
 
     def to_json(self) -> dict:
         """The library's JSON (the fetch-only keys when present)."""
@@ -442,6 +446,8 @@ class Request(_Record):
             out["server"] = self.server
         if self.ids is not None:
             out["ids"] = self.ids
+        if self.max_response_bytes is not None:
+            out["max_response_bytes"] = self.max_response_bytes
         return out
 
 
@@ -645,7 +651,8 @@ class LiveOpened(_Record):
 class LiveEvent(_Record):
     """What one live frame meant. `type` is "subscribed" (`ids`, `mailbox`), "locations"
     (`outcome`: processed like a fetch), "deleted" (`id`), "rejected" (`id`, `error`),
-    "message_waiting" (`id`, `fetch`: perform it and process_messages the answer) or "ignored"."""
+    "message_waiting" (`id`, `fetch`: perform it, process_messages the answer, then call
+    live_mailbox_fetched) or "ignored" (also a message notice while that fetch is out)."""
     type: str
     id: Optional[str] = None
     ids: Optional[int] = None
@@ -1309,6 +1316,13 @@ class App(_NativeHandle):
         malformed frame (close with 4400 and reconnect)."""
         data = frame.encode() if isinstance(frame, str) else frame
         return LiveEvent.from_json(_json_call(lib.coords_live_process, self.handle, server.encode(), _bytes(data, "frame"), len(data)))
+
+    def live_mailbox_fetched(self, server: str) -> Optional[Request]:
+        """The mailbox fetch of a "message_waiting" event from `server` was performed (or given
+        up). Returns one more signed fetch when message notices arrived meanwhile (perform it and
+        call this again), None when the burst is done. Raises CoordsError (NO_IDENTITY, NO_SERVER)."""
+        fetch = _json_call(lib.coords_live_mailbox_fetched, self.handle, server.encode())
+        return None if fetch is None else Request.from_json(fetch)
 
     def live_closed(self, server: str, close_code: Optional[int] = None, upgrade_status: Optional[int] = None) -> Optional[int]:
         """The connection to `server` closed (`close_code` the relay sent) or could not be opened

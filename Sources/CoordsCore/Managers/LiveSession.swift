@@ -55,10 +55,13 @@ public final class LiveSession: Sendable {
         case deleted(id: String)
         /// A notice the client refused: a delete whose signature does not verify.
         case rejected(FetchRejection)
-        /// An envelope is waiting in the mailbox: perform `fetch` (a fresh signed mailbox fetch)
-        /// and process it with ``MessagesManager/processFetchResponse(_:)``.
+        /// An envelope is waiting in the mailbox: perform `fetch` (a fresh signed mailbox fetch),
+        /// process it with ``MessagesManager/processFetchResponse(_:)``, then call
+        /// ``LiveSession/mailboxFetched(server:)``, which says whether to fetch once more.
         case messageWaiting(id: String, fetch: PreparedRequest)
-        /// A notice for a key or mailbox this connection did not subscribe: ignored.
+        /// A notice for a key or mailbox this connection did not subscribe, or a message notice
+        /// that arrived while the fetch of an earlier one was still out (the burst's one more
+        /// fetch comes from ``LiveSession/mailboxFetched(server:)``): nothing to do.
         case ignored(id: String)
     }
 
@@ -74,6 +77,9 @@ public final class LiveSession: Sendable {
     public static let initialBackoff: UInt64 = 1000
     /// The longest reconnect delay.
     public static let maximumBackoff: UInt64 = 60_000
+    /// How long (ms) a mailbox fetch handed out by ``Event/messageWaiting(id:fetch:)`` counts as
+    /// running when the host never reports it with ``mailboxFetched(server:)``.
+    public static let mailboxFetchTimeout: UInt64 = 60_000
 
     let location: LocationManager
     let messages: MessagesManager
@@ -86,6 +92,10 @@ public final class LiveSession: Sendable {
         var mailbox = false
         var failures = 0
         var polling = false
+        /// When (ms) the mailbox fetch now running was handed out; nil when none is.
+        var mailboxFetchSince: UInt64?
+        /// A message notice arrived while that fetch was running.
+        var mailboxNoticedAgain = false
     }
 
     init(context: AppContext, location: LocationManager, messages: MessagesManager) {
@@ -187,9 +197,45 @@ public final class LiveSession: Sendable {
             return .deleted(id: id)
         case .message(let id):
             guard state.mailbox else { return .ignored(id: id) }
+            // One signed fetch per burst (§8.5): a notice while one is out only asks for one more.
+            let now = context.clock.now()
+            let running = servers.withLock { state -> Bool in
+                if let since = state[server]?.mailboxFetchSince, now >= since, now - since < Self.mailboxFetchTimeout {
+                    state[server]?.mailboxNoticedAgain = true
+                    return true
+                }
+                state[server, default: ServerState()].mailboxFetchSince = now
+                state[server, default: ServerState()].mailboxNoticedAgain = false
+                return false
+            }
+            if running { return .ignored(id: id) }
             return .messageWaiting(id: id, fetch: try messages.prepareFetch())
         case .subscribe, .unsubscribe:
             throw WireError.unexpectedJSON("a relay does not send \"subscribe\" frames")
+        }
+    }
+
+    /// The host performed (or gave up on) the mailbox fetch of an ``Event/messageWaiting(id:fetch:)``
+    /// from `server`. However many message notices arrived meanwhile, they are covered by one
+    /// more fetch.
+    /// - Returns: a fresh signed mailbox fetch when notices arrived while the last one ran
+    ///   (perform it, process the answer, and call this again), nil when the burst is done.
+    /// - Throws: ``WalletManagerError/noIdentity``, ``WalletManagerError/noServer``, store errors.
+    public func mailboxFetched(server: String) throws -> PreparedRequest? {
+        let now = context.clock.now()
+        let again = servers.withLock { state -> Bool in
+            guard state[server]?.mailboxFetchSince != nil else { return false }
+            let again = state[server]?.mailboxNoticedAgain ?? false
+            state[server]?.mailboxFetchSince = again ? now : nil
+            state[server]?.mailboxNoticedAgain = false
+            return again
+        }
+        guard again else { return nil }
+        do {
+            return try messages.prepareFetch()
+        } catch {
+            servers.withLock { $0[server]?.mailboxFetchSince = nil }
+            throw error
         }
     }
 
@@ -208,6 +254,8 @@ public final class LiveSession: Sendable {
         let failures = servers.withLock { state in
             state[server, default: ServerState()].subscribed = []
             state[server, default: ServerState()].mailbox = false
+            state[server, default: ServerState()].mailboxFetchSince = nil
+            state[server, default: ServerState()].mailboxNoticedAgain = false
             state[server, default: ServerState()].failures = state[server, default: ServerState()].failures.addingSaturating(1)
             return state[server, default: ServerState()].failures
         }

@@ -170,6 +170,39 @@ import Testing
         #expect(id == "m1" && fetch.url.hasPrefix("https://relay.test/v1/relay/messages?recipientID="))
     }
 
+    /// Issue 37: a relay flooding `message` notices gets one signed mailbox fetch per burst.
+    @Test func messageNoticesCoalesceIntoOneFetchPerBurst() async throws {
+        let p = try await Pair()
+        let live = p.bob.app.live
+        _ = try live.opened(server: "https://relay.test")
+        func notice(_ id: String) async throws -> LiveSession.Event {
+            try await live.process(server: "https://relay.test", frame: Array(LiveFrame.message(id: id).text.utf8))
+        }
+        guard case .messageWaiting = try await notice("m1") else {
+            Issue.record("the first notice asks for a fetch")
+            return
+        }
+        // While that fetch runs, 1,000 more notices ask for nothing but one more fetch.
+        for i in 0..<1000 { #expect(try await notice("n\(i)") == .ignored(id: "n\(i)")) }
+        let again = try #require(try live.mailboxFetched(server: "https://relay.test"))
+        #expect(again.url.hasPrefix("https://relay.test/v1/relay/messages?recipientID="))
+        #expect(try live.mailboxFetched(server: "https://relay.test") == nil)  // the burst is done
+        guard case .messageWaiting = try await notice("m2") else {
+            Issue.record("a notice after the burst starts a new one")
+            return
+        }
+        // A fetch never reported finished holds notices back for at most a minute.
+        #expect(try await notice("m3") == .ignored(id: "m3"))
+        p.clock.advance(byMilliseconds: LiveSession.mailboxFetchTimeout)
+        guard case .messageWaiting = try await notice("m4") else {
+            Issue.record("a fetch not reported within the timeout no longer holds notices back")
+            return
+        }
+        // A reconnect forgets the burst.
+        _ = live.closed(server: "https://relay.test", code: 1006, upgradeStatus: nil)
+        #expect(try live.mailboxFetched(server: "https://relay.test") == nil)
+    }
+
     @Test func deletesAreVerifiedAgainstTheID() async throws {
         let p = try await Pair()
         _ = try p.bob.app.live.opened(server: "https://relay.test")
