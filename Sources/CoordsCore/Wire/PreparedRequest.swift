@@ -40,13 +40,15 @@ public struct PreparedRequest: Sendable, Equatable {
     }
 
     /// The record hosts receive through the C ABI:
-    /// `{"url","method","headers":{name: value},"body_base64"}` (standard base64 with padding).
+    /// `{"url","method","headers":{name: value},"body_base64","max_response_bytes"}` (standard
+    /// base64 with padding; the last is ``maximumResponseBytes``, which a host enforces).
     public var json: JSONValue {
         .object([
             "url": .string(url),
             "method": .string(method),
             "headers": .object(JSONObject(headers.map { ($0.name, .string($0.value)) })),
-            "body_base64": .string(Base64.encode(body, variant: .standard))
+            "body_base64": .string(Base64.encode(body, variant: .standard)),
+            "max_response_bytes": .integer(UInt64(clamping: maximumResponseBytes))
         ])
     }
 }

@@ -194,6 +194,27 @@ import Testing
             headers: [.init(name: "Content-Type", value: "application/json")], body: Array("{}".utf8))
         #expect(
             request.json.serializedString
-                == #"{"url":"https://x.example/api/location","method":"POST","headers":{"Content-Type":"application/json"},"body_base64":"e30="}"#)
+                == #"{"url":"https://x.example/api/location","method":"POST","headers":{"Content-Type":"application/json"},"body_base64":"e30=","max_response_bytes":4394800}"#
+        )
+    }
+
+    /// PROTOCOL.md §4.1: how much of each answer a host reads, derived from the protocol's limits.
+    @Test func responseLimitsFollowTheEndpoint() throws {
+        #expect(ClientLimits.fetchAnswerBytes == 4_394_800 && ClientLimits.mailboxAnswerBytes == 17_681_200)
+        let fetch = try #require(try RelayAPI.prepareFetches([RelayAPI.FetchTarget(id: "a", server: "https://x.example:8443/")]).first)
+        #expect(fetch.request.maximumResponseBytes == ClientLimits.fetchAnswerBytes)
+        for (method, url, limit) in [
+            ("GET", "https://x.example/v1/relay/messages?recipientID=ab&limit=100", ClientLimits.mailboxAnswerBytes),
+            ("get", "HTTP://x.example/v1/relay/messages", ClientLimits.mailboxAnswerBytes),
+            ("PUT", "https://x.example/api/location", ClientLimits.smallAnswerBytes),
+            ("POST", "https://x.example/v1/relay/messages", ClientLimits.smallAnswerBytes),
+            ("POST", "https://x.example/v1/relay/messages/0f7c1b52-8a3e-4d6f-9b0a-1c2d3e4f5a6b/ack", ClientLimits.smallAnswerBytes),
+            ("GET", "https://x.example/api/version", ClientLimits.smallAnswerBytes),
+            ("POST", "https://x.example/api/location#frag", ClientLimits.fetchAnswerBytes),
+            ("POST", "https://x.example", ClientLimits.smallAnswerBytes), ("POST", "not a url", ClientLimits.smallAnswerBytes)
+        ] {
+            #expect(ClientLimits.maximumResponseBytes(method: method, url: url) == limit, "\(method) \(url)")
+        }
+        #expect(fetch.request.json.objectValue?["max_response_bytes"]?.uint64Value == UInt64(ClientLimits.fetchAnswerBytes))
     }
 }
