@@ -35,6 +35,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
@@ -47,7 +48,9 @@ let package = Package(
         .target(
             name: "CoordsCLI",
             dependencies: [
-                core, argumentParser, httpClient, nio, nioHTTP1, log, .product(name: "HummingbirdWSClient", package: "hummingbird-websocket")
+                core, argumentParser, httpClient, nio, nioHTTP1, log, .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl")
             ]),
         .executableTarget(name: "coords", dependencies: ["CoordsCLI", argumentParser]),
         .testTarget(name: "CoordsCLITests", dependencies: ["CoordsCLI", core], exclude: ["Vectors"]),

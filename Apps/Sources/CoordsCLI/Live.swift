@@ -1,7 +1,4 @@
 import CoordsCore
-import HummingbirdWSClient
-import Logging
-import NIOWebSocket
 
 /// The CLI's side of the live channel (PROTOCOL.md §8): one WebSocket per relay, driven by the
 /// core's ``LiveSession`` — it says where to connect, what to send, what each frame means and
@@ -15,12 +12,6 @@ struct LiveWatcher: Sendable {
     let onMessages: @Sendable (MessagesOutcome) async -> Void
     /// A line about the connections themselves (connected, polling, reconnecting).
     let onStatus: @Sendable (String) -> Void
-
-    private static let logger: Logger = {
-        var logger = Logger(label: "coords.live")
-        logger.logLevel = .critical
-        return logger
-    }()
 
     /// Holds a connection to every relay until cancelled. A relay without the live channel (404)
     /// is reported once and left to the caller's polling.
@@ -39,18 +30,23 @@ struct LiveWatcher: Sendable {
             var code: Int?
             var upgradeStatus: Int?
             do {
-                let close = try await WebSocketClient.connect(url: connection.url, logger: Self.logger) { inbound, outbound, _ in
-                    let opened = try live.opened(server: connection.server)
-                    for frame in opened.frames { try await outbound.write(.text(frame)) }
-                    for try await message in inbound.messages(maxSize: 1 << 20) {
-                        guard case .text(let text) = message else { continue }
-                        try await self.handle(try await live.process(server: connection.server, frame: Array(text.utf8)), connection, opened)
+                let opened = try live.opened(server: connection.server)
+                let close = try await withThrowingTaskGroup(of: Void.self) { mailbox in
+                    defer { mailbox.cancelAll() }
+                    return try await LiveSocket.run(url: connection.url, opening: opened.frames) { text in
+                        let event = try await live.process(server: connection.server, frame: text)
+                        if case .messageWaiting(_, let fetch) = event {
+                            // The burst's fetches run beside the socket, so notices arriving meanwhile coalesce.
+                            mailbox.addTask { await self.syncMailbox(fetch, connection) }
+                        } else {
+                            try await self.handle(event, connection, opened)
+                        }
                     }
                 }
-                code = close.map { Int(UInt16(webSocketErrorCode: $0.closeCode)) }
+                code = close?.code
                 let reason = close?.reason.map { ": \($0)" } ?? ""
                 onStatus("Live connection to \(connection.server) closed (\(code.map(String.init) ?? "no close frame")\(reason)); reconnecting.")
-            } catch let error as WebSocketClientError where error == .webSocketUpgradeFailed {
+            } catch LiveSocket.Failure.notUpgraded {
                 upgradeStatus = await Self.probe(connection.server)
                 if upgradeStatus != 404 { onStatus("Live channel of \(connection.server) refused the upgrade (HTTP \(upgradeStatus ?? 0)).") }
             } catch is CancellationError {
@@ -68,6 +64,16 @@ struct LiveWatcher: Sendable {
         }
     }
 
+    /// Performs a message notice's mailbox fetch, and one more for as long as the core says notices
+    /// arrived meanwhile (one signed request per burst, PROTOCOL.md §8.5).
+    private func syncMailbox(_ first: PreparedRequest, _ connection: LiveSession.Connection) async {
+        var fetch: PreparedRequest? = first
+        while let next = fetch, !Task.isCancelled {
+            if let messages = try? await MessageDelivery.sync(session, fetch: next) { await onMessages(messages) }
+            fetch = try? session.app.live.mailboxFetched(server: connection.server)
+        }
+    }
+
     /// One processed frame. After the relay confirmed the subscriptions, the catch-up fetch runs
     /// (so nothing published while disconnected is missed).
     private func handle(_ event: LiveSession.Event, _ connection: LiveSession.Connection, _ opened: LiveSession.Opened) async throws {
@@ -81,18 +87,16 @@ struct LiveWatcher: Sendable {
                 }
             }
             if !outcome.updated.isEmpty || !outcome.rejected.isEmpty { await onLocations(outcome) }
-            if opened.mailboxFetch != nil, let messages = try? await MessageDelivery.sync(session), !messages.received.isEmpty {
+            if let fetch = opened.mailboxFetch, let messages = try? await MessageDelivery.sync(session, fetch: fetch), !messages.received.isEmpty {
                 await onMessages(messages)
             }
         case .locations(let outcome):
             if !outcome.updated.isEmpty || !outcome.rejected.isEmpty { await onLocations(outcome) }
-        case .messageWaiting:
-            await onMessages(try await MessageDelivery.sync(session))
         case .rejected(let rejection):
             var outcome = FetchOutcome()
             outcome.rejected = [rejection]
             await onLocations(outcome)
-        case .deleted, .ignored:
+        case .messageWaiting, .deleted, .ignored:
             break
         }
     }

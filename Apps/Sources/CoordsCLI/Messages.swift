@@ -68,9 +68,11 @@ struct Inbox: SessionCommand {
         }
         let now = nowMilliseconds()
         for message in outcome.received {
-            printLine("\(names[message.peer] ?? String(message.peer.prefix(8))) (\(age(since: message.sentAt, now: now)) ago): \(message.text)")
+            printLine(
+                "\(Terminal.safe(names[message.peer] ?? String(message.peer.prefix(8)))) (\(age(since: message.sentAt, now: now)) ago): \(Terminal.safe(message.text))"
+            )
         }
-        for rejection in outcome.rejected { printLine("Refused a message (\(rejection.id.prefix(8))…): \(rejection.reason)") }
+        for rejection in outcome.rejected { printLine("Refused a message (\(Terminal.safe(rejection.id.prefix(8)))…): \(Terminal.safe(rejection.reason))") }
         for line in rotationLines(outcome, session: session) { printLine(line) }
         if outcome.received.isEmpty { printLine("No new messages.") }
         if !conversations.isEmpty {
@@ -131,7 +133,7 @@ struct Chat: SessionCommand {
         for message in history {
             let who = message.outgoing ? "you" : name
             let state = message.outgoing ? " [\(message.status.rawValue)]" : ""
-            printLine("\(age(since: message.sentAt, now: now)) ago  \(who): \(message.text)\(state)")
+            printLine("\(age(since: message.sentAt, now: now)) ago  \(Terminal.safe(who)): \(Terminal.safe(message.text))\(state)")
         }
         if follow { try await Self.follow(target.id, session: session) }
         if unreachable != nil { throw ExitCode(ExitStatus.unavailable) }
@@ -188,9 +190,10 @@ enum MessageDelivery {
         }
     }
 
-    /// Fetches our mailbox, processes it, then sends the acks and the receipts.
-    static func sync(_ session: Session) async throws -> MessagesOutcome {
-        let result = try await RelayHTTP.send(try session.app.messages.prepareFetch())
+    /// Fetches our mailbox (with `fetch`, a signed mailbox fetch the core prepared, or a fresh
+    /// one), processes it, then sends the acks and the receipts.
+    static func sync(_ session: Session, fetch: PreparedRequest? = nil) async throws -> MessagesOutcome {
+        let result = try await RelayHTTP.send(try fetch ?? session.app.messages.prepareFetch())
         guard result.status == 200 else { throw CLIFailure(RelayHTTP.refusal(result, action: "list your messages")) }
         let outcome = try await session.app.messages.processFetchResponse(result.body)
         for ack in outcome.acks { _ = try? await RelayHTTP.send(ack) }

@@ -39,7 +39,8 @@ public struct CommandOptions: ParsableArguments {
 /// A failure the CLI reports as `coords: <message>` and exit status 1 (``ExitStatus/usage``).
 struct CLIFailure: Error, CustomStringConvertible {
     let description: String
-    init(_ description: String) { self.description = description }
+    /// A failure whose text may quote remote parties: its control characters are made visible.
+    init(_ description: String) { self.description = Terminal.safe(description, keepingNewlines: true) }
 }
 
 /// Runs a command body, printing any error in one clear line on standard error: exit status 69
@@ -123,8 +124,9 @@ func describe(_ error: any Error) -> String {
     }
 }
 
+/// Prints a line on standard error, control characters made visible like ``printLine(_:)``.
 func printError(_ text: String) {
-    var line = text + "\n"
+    var line = Terminal.safe(text, keepingNewlines: true) + "\n"
     line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
 }
 
@@ -308,26 +310,52 @@ struct NetworkFailure: Error, CustomStringConvertible {
     let description: String
 }
 
-/// Sends prepared requests with AsyncHTTPClient.
+/// Sends prepared requests with AsyncHTTPClient, within the client's limits (PROTOCOL.md §4.1):
+/// connect, read and whole-request deadlines, the request's own answer-size cap, and no
+/// redirects. A relay that breaks a limit is reported as unreachable or refused, never waited on.
 enum RelayHTTP {
     /// One client for the process: a refused or unreachable relay fails within seconds instead
     /// of being retried until the request deadline — the outbox is the CLI's retry mechanism.
     static let client: HTTPClient = {
         var configuration = HTTPClient.Configuration()
-        configuration.timeout = .init(connect: .seconds(5), read: .seconds(15))
+        configuration.timeout = .init(connect: .seconds(ClientLimits.connectSeconds), read: .seconds(ClientLimits.readSeconds))
         configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.redirectConfiguration = .disallow
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }()
 
-    static func send(_ request: PreparedRequest, timeout: Int64 = 15) async throws -> HTTPResult {
+    /// The whole request was not done within its deadline.
+    private struct DeadlineExceeded: Error {}
+
+    /// Sends `request` and reads its answer: at most `request.maximumResponseBytes`, all within
+    /// `timeout` seconds (the head, the body and everything before them).
+    /// - Throws: ``NetworkFailure`` (unreachable, too slow, or an answer over the cap).
+    static func send(_ request: PreparedRequest, timeout: Int64 = ClientLimits.requestSeconds) async throws -> HTTPResult {
         var http = HTTPClientRequest(url: request.url)
         http.method = HTTPMethod(rawValue: request.method)
         for header in request.headers { http.headers.add(name: header.name, value: header.value) }
         if !request.body.isEmpty { http.body = .bytes(ByteBuffer(bytes: request.body)) }
+        let limit = request.maximumResponseBytes
+        let prepared = http
         do {
-            let response = try await client.execute(http, timeout: .seconds(timeout))
-            let body = try await response.body.collect(upTo: 4 << 20)
-            return HTTPResult(status: Int(response.status.code), body: Array(body.readableBytesView))
+            return try await withThrowingTaskGroup(of: HTTPResult.self) { group in
+                group.addTask {
+                    let response = try await client.execute(prepared, deadline: .now() + .seconds(timeout))
+                    let body = try await response.body.collect(upTo: limit)
+                    return HTTPResult(status: Int(response.status.code), body: Array(body.readableBytesView))
+                }
+                group.addTask {
+                    try await Task.sleep(for: .seconds(timeout))
+                    throw DeadlineExceeded()
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next() else { throw DeadlineExceeded() }
+                return first
+            }
+        } catch is DeadlineExceeded {
+            throw NetworkFailure(description: "cannot reach \(request.url): no complete answer within \(timeout) s")
+        } catch is NIOTooManyBytesError {
+            throw NetworkFailure(description: "\(request.url) answered with more than \(limit) bytes; refused")
         } catch {
             throw NetworkFailure(description: "cannot reach \(request.url): \(networkReason(error))")
         }
@@ -358,6 +386,6 @@ enum RelayHTTP {
         case (500..<600, _): advice = " — the relay has a problem; the request stays queued"
         default: advice = ""
         }
-        return "the relay refused to \(action) (\(status)\(code.map { " \($0)" } ?? "")): \(message)\(advice)"
+        return "the relay refused to \(action) (\(status)\(code.map { " \(Terminal.safe($0))" } ?? "")): \(Terminal.safe(message))\(advice)"
     }
 }

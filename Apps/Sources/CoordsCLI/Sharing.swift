@@ -61,35 +61,33 @@ struct FetchFailure {
     let message: String
 }
 
-/// Fetches every friend (all servers in parallel, batches of 50) and processes the answers.
+/// Fetches every friend (all servers in parallel, batches of 50) and processes each answer as it
+/// arrives, so a slow relay (at most its own deadline, PROTOCOL.md §4.1) delays no other.
 /// `requests` is how many relay requests were made (one per server and batch of 50 friends).
 func fetchAll(session: Session) async throws -> (outcome: FetchOutcome, failures: [FetchFailure], requests: Int) {
     let fetches = try await session.app.location.prepareFetches()
-    let results = await withTaskGroup(of: (RelayAPI.PreparedFetch, Result<HTTPResult, any Error>).self) { group in
+    return try await withThrowingTaskGroup(of: (RelayAPI.PreparedFetch, Result<HTTPResult, any Error>).self) { group in
         for fetch in fetches {
             group.addTask { (fetch, await Result { try await RelayHTTP.send(fetch.request) }) }
         }
-        var collected: [(RelayAPI.PreparedFetch, Result<HTTPResult, any Error>)] = []
-        for await result in group { collected.append(result) }
-        return collected
-    }
-    var total = FetchOutcome()
-    var failures: [FetchFailure] = []
-    for (fetch, result) in results {
-        switch result {
-        case .success(let response) where response.status == 200:
-            do {
-                total.merge(try await session.app.location.processFetchResponse(response.body))
-            } catch {
+        var total = FetchOutcome()
+        var failures: [FetchFailure] = []
+        for try await (fetch, result) in group {
+            switch result {
+            case .success(let response) where response.status == 200:
+                do {
+                    total.merge(try await session.app.location.processFetchResponse(response.body))
+                } catch {
+                    failures.append(FetchFailure(server: fetch.server, message: describe(error)))
+                }
+            case .success(let response):
+                failures.append(FetchFailure(server: fetch.server, message: RelayHTTP.refusal(response, action: "answer the fetch")))
+            case .failure(let error):
                 failures.append(FetchFailure(server: fetch.server, message: describe(error)))
             }
-        case .success(let response):
-            failures.append(FetchFailure(server: fetch.server, message: RelayHTTP.refusal(response, action: "answer the fetch")))
-        case .failure(let error):
-            failures.append(FetchFailure(server: fetch.server, message: describe(error)))
         }
+        return (total, failures, fetches.count)
     }
-    return (total, failures, fetches.count)
 }
 
 /// The exit status of a fetch: 0 when every relay request worked, 69 when none did, 2 when some did.
@@ -168,7 +166,7 @@ func report(_ outcome: FetchOutcome, failures: [FetchFailure], session: Session,
         }
         printLine(table.render())
     }
-    for rejection in outcome.rejected { printLine("Refused \(rejection.id.prefix(8))…: \(rejection.error.description)") }
+    for rejection in outcome.rejected { printLine("Refused \(Terminal.safe(rejection.id.prefix(8)))…: \(Terminal.safe(rejection.error.description))") }
 }
 
 /// `coords watch`: a session command without `--json` (it prints lines as things happen).
@@ -273,9 +271,9 @@ func printLive(_ outcome: FetchOutcome) {
         guard let location = friend.location else { continue }
         let name = friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name
         let place = friend.place.map { ", " + $0.phrase(accuracyMetres: Double(location.accuracy)) } ?? ""
-        printLine("\(name) is at \(describe(location))\(place) (live)")
+        printLine("\(Terminal.safe(name)) is at \(describe(location))\(place) (live)")
     }
-    for rejection in outcome.rejected { printLine("Refused \(rejection.id.prefix(8))…: \(rejection.error.description)") }
+    for rejection in outcome.rejected { printLine("Refused \(Terminal.safe(rejection.id.prefix(8)))…: \(Terminal.safe(rejection.error.description))") }
 }
 
 /// One line per message that arrived.
@@ -283,7 +281,7 @@ func printLive(_ outcome: MessagesOutcome, session: Session, only friendID: Stri
     let names = Dictionary(((try? session.app.friends.list()) ?? []).map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
     for message in outcome.received where friendID == nil || message.peer == friendID {
         let name = names[message.peer].flatMap { $0.isEmpty ? nil : $0 } ?? String(message.peer.prefix(8))
-        printLine("\(name): \(message.text)")
+        printLine("\(Terminal.safe(name)): \(Terminal.safe(message.text))")
     }
     if friendID == nil { for line in rotationLines(outcome, session: session) { printLine(line) } }
 }
