@@ -150,7 +150,7 @@ struct WhoAmI: AsyncParsableCommand {
             if !noQR {
                 let code = try QRCode(text: profile.link)
                 printLine("")
-                printLine(code.render(ansi: isTerminal))
+                printRaw(code.render(ansi: isTerminal))
             }
         }
     }

@@ -51,12 +51,19 @@ func describe(_ location: Location) -> String {
     return "\(f(location.latitude)), \(f(location.longitude))" + (location.accuracy > 0 ? " ±\(Int(location.accuracy)) m" : "")
 }
 
-func printLine(_ text: String) {
+/// Prints a line on standard output, with every control character in it made visible
+/// (``Terminal/safe(_:keepingNewlines:)``; the CLI's own line breaks stay).
+func printLine(_ text: String) { printRaw(Terminal.safe(text, keepingNewlines: true)) }
+
+/// Prints a line exactly as given: only for text the CLI made itself with escape sequences
+/// (the QR code's colours).
+func printRaw(_ text: String) {
     var line = text + "\n"
     line.withUTF8 { _ = write(1, $0.baseAddress, $0.count) }
 }
 
-func printJSON(_ value: JSONValue) { printLine(value.serializedString) }
+/// Prints a JSON document on one line; characters that could drive a terminal are JSON escapes.
+func printJSON(_ value: JSONValue) { printRaw(Terminal.safeJSON(value.serializedString)) }
 
 /// Whether standard output is a terminal (colours, QR code in blocks).
 var isTerminal: Bool { isatty(1) != 0 }
