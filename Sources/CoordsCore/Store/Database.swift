@@ -82,7 +82,8 @@ public final class Database: @unchecked Sendable {
     /// runs pending migrations, opens every table of `schema`, checks their stored type names
     /// and records the schema version.
     /// - Throws: ``StoreError/alreadyOpen(path:)``, ``StoreError/openFailed(path:_:)``,
-    ///   ``StoreError/corrupted(_:)``, ``StoreError/tableTypeMismatch(table:stored:requested:)``,
+    ///   ``StoreError/corrupted(_:)`` (also for a `data.mdb` shorter than its own meta pages say,
+    ///   which LMDB would crash on), ``StoreError/tableTypeMismatch(table:stored:requested:)``,
     ///   ``StoreError/schemaTooNew(stored:supported:)``, ``StoreError/migrationFailed(from:to:reason:)``,
     ///   ``StoreError/tooManyTables(_:)``.
     public static func open(path: String, options: Options = Options(), schema: Schema) throws -> Database {
@@ -95,6 +96,10 @@ public final class Database: @unchecked Sendable {
             } ?? path
         let claimed = openPaths.withLock { $0.insert(canonical).inserted }
         guard claimed else { throw StoreError.alreadyOpen(path: canonical) }
+        if let problem = DataFileCheck.problem(directory: canonical) {
+            _ = openPaths.withLock { $0.remove(canonical) }
+            throw StoreError.corrupted(problem)
+        }
 
         var envPointer: OpaquePointer?
         var rc = mdb_env_create(&envPointer)
