@@ -69,6 +69,12 @@ struct Serve: AsyncParsableCommand {
             printError("coords-relay: error: \(problem)")
             throw ExitCode(69)  // EX_UNAVAILABLE
         }
+        if configuration.postgresURL == nil, let directory = configuration.dataDirectory, mkdir(directory, 0o700) == 0 || errno == EEXIST,
+            let problem = RelayBackup.privacyProblem(directory)
+        {
+            printError("coords-relay: error: \(problem)")
+            throw ExitCode(73)  // EX_CANTCREAT: the directory is not safe to keep data in
+        }
         if configuration.postgresURL == nil, let directory = configuration.dataDirectory,
             let problem = DataDirectoryLock.acquire(directory)
         {
@@ -97,6 +103,10 @@ struct Serve: AsyncParsableCommand {
             // One clear line and a non-zero exit, never a crash (the password is never printed).
             printError("coords-relay: error: \(error)")
             throw ExitCode(69)  // EX_UNAVAILABLE
+        } catch let error as StoreError {
+            // A damaged or truncated data.mdb is refused before LMDB maps it: one line, exit 74.
+            printError("coords-relay: error: the data in \(configuration.dataDirectory ?? "memory") cannot be used: \(error)")
+            throw ExitCode(74)  // EX_IOERR
         }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CoordsRelay
 import Synchronization
 
 #if canImport(Glibc)
@@ -92,12 +93,14 @@ func listenProblem(host: String, port: Int) -> String? {
 /// a second relay on the same directory refuses to start instead of sharing it unnoticed.
 /// (`coords-relay migrate` only reads and does not take it.)
 enum DataDirectoryLock {
-    /// Takes the lock; a sentence if another process holds it or the directory is unusable.
+    /// Takes the lock; a sentence if another process holds it or the directory is unusable (not
+    /// a directory, another user's, or writable by other users: anyone could plant files there).
     static func acquire(_ directory: String) -> String? {
         if mkdir(directory, 0o700) != 0, errno != EEXIST {
             return "cannot create the data directory \(directory): \(String(cString: strerror(errno)))"
         }
-        let fd = open(directory + "/relay.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if let problem = RelayBackup.privacyProblem(directory) { return problem }
+        let fd = open(directory + "/relay.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { return "cannot open \(directory)/relay.lock: \(String(cString: strerror(errno)))" }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let error = errno

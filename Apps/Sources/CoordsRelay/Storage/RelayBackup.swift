@@ -93,9 +93,13 @@ public enum RelayBackup {
         if mkdir(dataDirectory, 0o700) != 0, errno != EEXIST {
             throw Failure(.cannotCreate, "cannot create \(dataDirectory): \(String(cString: strerror(errno)))")
         }
+        if let problem = privacyProblem(dataDirectory) { throw Failure(.cannotCreate, problem) }
         let staging = dataDirectory + "/.restore-\(getpid())"
         removeStaging(staging)
-        try prepareEmptyDirectory(staging)
+        // A fresh directory of our own: mkdir never follows a link planted under that name.
+        guard mkdir(staging, 0o700) == 0 else {
+            throw Failure(.cannotCreate, "cannot create \(staging): \(String(cString: strerror(errno)))")
+        }
         defer { removeStaging(staging) }
         try copyFile(source + "/data.mdb", to: staging + "/data.mdb")
         let summary = try check(staging)
@@ -159,7 +163,7 @@ public enum RelayBackup {
         let input = open(source, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw Failure(.noInput, "cannot read \(source): \(String(cString: strerror(errno)))") }
         defer { close(input) }
-        let output = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let output = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard output >= 0 else { throw Failure(.cannotCreate, "cannot create \(target): \(String(cString: strerror(errno)))") }
         defer { close(output) }
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
@@ -177,10 +181,34 @@ public enum RelayBackup {
         guard fsync(output) == 0 else { throw Failure(.ioError, "cannot sync \(target): \(String(cString: strerror(errno)))") }
     }
 
+    /// Removes a staging directory left by this process id, never following a link: a link (or
+    /// anything but a directory of ours) under that name is unlinked itself, not what it points to.
     static func removeStaging(_ path: String) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        guard (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == geteuid() else {
+            unlink(path)
+            return
+        }
         unlink(path + "/data.mdb")
         unlink(path + "/lock.mdb")
         rmdir(path)
+    }
+
+    /// Why `directory` must not hold relay data, or nil: it is not a directory, belongs to
+    /// another user, or other users may write in it (they could plant links or files there).
+    public static func privacyProblem(_ directory: String) -> String? {
+        var info = stat()
+        guard stat(directory, &info) == 0 else { return "cannot use \(directory): \(String(cString: strerror(errno)))" }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else { return "\(directory) is not a directory" }
+        guard info.st_uid == geteuid() else {
+            return "\(directory) belongs to user \(info.st_uid), not to this user (\(geteuid())); use a data directory of your own"
+        }
+        let mode = info.st_mode & 0o777
+        guard mode & 0o022 == 0 else {
+            return "\(directory) is writable by other users (mode \(String(mode, radix: 8))); run chmod 700 \(directory)"
+        }
+        return nil
     }
 
     static func syncDirectory(_ path: String) {
