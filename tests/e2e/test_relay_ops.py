@@ -173,6 +173,38 @@ def test_backup_and_restore_as_relay_md_writes_them(tmp_path):
         assert (data_dir / "data.mdb").read_bytes() == before
 
 
+def test_truncated_data_and_unsafe_directories_are_refused_in_one_line(tmp_path):
+    """Issue 37, defects 13 and 14: a data.mdb cut to half its size crashed `serve` and `backup`
+    with SIGBUS; a world-writable data directory was accepted silently."""
+    tool = os.path.join(BIN, "coords-relay")
+    data_dir = tmp_path / "data"
+    with Relay(data_dir, args=NO_LIMITS) as relay:
+        env = passphrase_env()
+        alice, _ = alice_and_bob(env, tmp_path, relay.url)
+        for i in range(40):
+            coords(env, alice, "send", "Bob", "x" * 2000 + str(i))
+    whole = (data_dir / "data.mdb").read_bytes()
+    assert len(whole) > 16 * 4096
+    (data_dir / "data.mdb").write_bytes(whole[: len(whole) // 2])
+    serve = subprocess.run([tool, "serve", "--port", "0", "--data-dir", str(data_dir)], capture_output=True, text=True, timeout=60)
+    assert serve.returncode == 74 and "cannot be used" in serve.stderr and serve.stderr.count("\n") == 1, (serve.returncode, serve.stderr)
+    backup = subprocess.run([tool, "backup", "--data-dir", str(data_dir), str(tmp_path / "b")], capture_output=True, text=True, timeout=60)
+    assert backup.returncode == 74 and backup.stderr.count("\n") == 1, (backup.returncode, backup.stderr)
+    (data_dir / "data.mdb").write_bytes(whole)
+
+    # Writable by others: refused by serve and restore, nothing created in it.
+    data_dir.chmod(0o777)
+    serve = subprocess.run([tool, "serve", "--port", "0", "--data-dir", str(data_dir)], capture_output=True, text=True, timeout=60)
+    assert serve.returncode == 73 and "writable by other users" in serve.stderr, (serve.returncode, serve.stderr)
+    backups = tmp_path / "backups"
+    data_dir.chmod(0o700)
+    subprocess.run([tool, "backup", "--data-dir", str(data_dir), str(backups)], check=True, capture_output=True, timeout=60)
+    data_dir.chmod(0o777)
+    restore = subprocess.run([tool, "restore", "--data-dir", str(data_dir), str(backups)], capture_output=True, text=True, timeout=60)
+    assert restore.returncode in (73, 75) and "writable by other users" in restore.stderr, (restore.returncode, restore.stderr)
+    assert not any(p.name.startswith(".restore") for p in data_dir.iterdir())
+
+
 def fetch_ids(relay, ids):
     request = urllib.request.Request(relay.url + "/api/location", data=json.dumps({"ids": ids}).encode(),
                                      headers={"Content-Type": "application/json"}, method="POST")
@@ -191,15 +223,24 @@ def test_serve_options_come_in_titled_groups_and_each_group_refuses_its_bad_valu
     # reason in words, nothing served.
     env = {k: v for k, v in os.environ.items() if not k.startswith("COORDS_")}
     for args, extra_env, reason in [
-        (["--port", "70000"], {}, "--port must be 0…65535"),
+        (["--port", "70000"], {}, "--port must be 0…65535; got 70000"),
         (["--memory", "--postgres", "postgres://coords@127.0.0.1:1/coords"], {}, "--memory and --postgres exclude each other"),
         (["--memory"], {"COORDS_POSTGRES_URL": "postgres://coords@127.0.0.1:1/coords"}, "--memory and --postgres exclude each other"),
-        (["--ttl", "0"], {}, "--ttl must be positive"),
-        (["--burst", "0"], {}, "rates must be ≥ 0 and bursts ≥ 1"),
-        (["--mailbox-size-unsigned=-1"], {}, "--mailbox-size-unsigned must be at least 0"),
-        (["--idle-timeout", "0"], {}, "timeouts must be at least 1 second"),
-        (["--live-max-ids", "0"], {}, "live channel caps must be at least 1"),
-        (["--push-max-registrations=-1"], {}, "--push-max-registrations must be at least 0"),
+        (["--ttl", "0"], {}, "--ttl must be 1…31536000"),
+        (["--burst", "0"], {}, "--burst must be 1…1000000"),
+        (["--mailbox-size-unsigned=-1"], {}, "--mailbox-size-unsigned must be 0…1000000"),
+        (["--idle-timeout", "0"], {}, "--idle-timeout must be 1…86400"),
+        (["--live-max-ids", "0"], {}, "--live-max-ids must be 1…1000000"),
+        (["--push-max-registrations=-1"], {}, "--push-max-registrations must be 0…10000000"),
+        # Issue 37: values that passed before and trapped the relay or were never checked.
+        (["--rate", "1e-300"], {}, "--rate must be 0.001…1000000 (or 0 for no limit)"),
+        (["--key-rate", "1e-300"], {}, "--key-rate must be 0.001…1000000 (or 0 for no limit)"),
+        (["--rate", "nan"], {}, "--rate must be"),
+        (["--rate", "inf"], {}, "--rate must be"),
+        (["--message-rate=-1"], {}, "--message-rate must be"),
+        (["--mailbox-size", "0"], {}, "--mailbox-size must be 1…1000000"),
+        (["--max-messages", "0"], {}, "--max-messages must be 1…1000000000"),
+        (["--memory"], {"COORDS_RATE": "1e-300"}, "--rate must be 0.001…1000000"),
         (["--log-format", "xml"], {}, "--log-format must be text or json"),
         (["--memory"], {"COORDS_TTL": "soon"}, "COORDS_TTL=soon is not a non-negative whole number"),
     ]:

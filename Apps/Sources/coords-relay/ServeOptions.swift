@@ -9,6 +9,65 @@ import Logging
 /// The relay's defaults, in one place: every option's default value comes from here.
 private let defaults = RelayConfiguration()
 
+/// Every numeric option's accepted range, in one table (a value from the command line or the
+/// environment outside it is refused before the relay starts, naming the option and the range).
+/// The ranges keep every later computation finite: no rate so small that a wait overflows, no
+/// size so large that a buffer cannot be made.
+enum OptionRange {
+    /// A closed range, and whether 0 is accepted besides it (meaning "no limit").
+    struct Range {
+        let lower: Double
+        let upper: Double
+        let zeroMeansNoLimit: Bool
+    }
+
+    static let table: [String: Range] = [
+        "--port": .init(lower: 0, upper: 65_535, zeroMeansNoLimit: false),
+        "--postgres-pool-size": .init(lower: 1, upper: 1_000, zeroMeansNoLimit: false),
+        "--ttl": .init(lower: 1, upper: 31_536_000, zeroMeansNoLimit: false),
+        "--sweep-interval": .init(lower: 1, upper: 86_400, zeroMeansNoLimit: false),
+        "--rate": .init(lower: 0.001, upper: 1_000_000, zeroMeansNoLimit: true),
+        "--burst": .init(lower: 1, upper: 1_000_000, zeroMeansNoLimit: false),
+        "--key-rate": .init(lower: 0.001, upper: 1_000_000, zeroMeansNoLimit: true),
+        "--key-burst": .init(lower: 1, upper: 1_000_000, zeroMeansNoLimit: false),
+        "--max-body": .init(lower: 1_024, upper: 67_108_864, zeroMeansNoLimit: false),
+        "--message-ttl": .init(lower: 60, upper: 2_592_000, zeroMeansNoLimit: false),
+        "--mailbox-size": .init(lower: 1, upper: 1_000_000, zeroMeansNoLimit: false),
+        "--mailbox-size-unsigned": .init(lower: 0, upper: 1_000_000, zeroMeansNoLimit: false),
+        "--max-messages": .init(lower: 1, upper: 1_000_000_000, zeroMeansNoLimit: false),
+        "--message-rate": .init(lower: 0.001, upper: 1_000_000, zeroMeansNoLimit: true),
+        "--idle-timeout": .init(lower: 1, upper: 86_400, zeroMeansNoLimit: false),
+        "--header-timeout": .init(lower: 1, upper: 3_600, zeroMeansNoLimit: false),
+        "--body-timeout": .init(lower: 1, upper: 86_400, zeroMeansNoLimit: false),
+        "--max-connections": .init(lower: 1, upper: 10_000_000, zeroMeansNoLimit: false),
+        "--max-connections-per-address": .init(lower: 1, upper: 10_000_000, zeroMeansNoLimit: false),
+        "--live-max-connections": .init(lower: 1, upper: 10_000_000, zeroMeansNoLimit: false),
+        "--live-connections-per-address": .init(lower: 1, upper: 10_000_000, zeroMeansNoLimit: false),
+        "--live-max-ids": .init(lower: 1, upper: 1_000_000, zeroMeansNoLimit: false),
+        "--push-max-registrations": .init(lower: 0, upper: 10_000_000, zeroMeansNoLimit: false)
+    ]
+
+    /// Refuses `value` for `option` unless the table accepts it (NaN and infinities never).
+    static func check(_ option: String, _ value: Double) throws {
+        guard let range = table[option] else { throw ValidationError("\(option) has no range (a bug)") }
+        if value == 0 && range.zeroMeansNoLimit { return }
+        guard value.isFinite, value >= range.lower, value <= range.upper else {
+            let zero = range.zeroMeansNoLimit ? " (or 0 for no limit)" : ""
+            throw ValidationError("\(option) must be \(format(range.lower))…\(format(range.upper))\(zero); got \(value)")
+        }
+    }
+
+    /// The same for an integer option.
+    static func check(_ option: String, _ value: Int) throws { try check(option, Double(value)) }
+
+    /// The same for an unsigned option.
+    static func check(_ option: String, _ value: UInt64) throws { try check(option, Double(value)) }
+
+    private static func format(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+}
+
 /// One titled group of `serve` options.
 protocol ServeOptionGroup: ParsableArguments {
     /// Copies the group's values into `configuration`.
@@ -29,7 +88,7 @@ struct NetworkOptions: ServeOptionGroup {
     var trustForwardedFor: Bool = Env.flag("COORDS_TRUST_FORWARDED_FOR")
 
     func validate() throws {
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535") }
+        try OptionRange.check("--port", port)
     }
 
     func apply(to configuration: inout RelayConfiguration) {
@@ -69,9 +128,10 @@ struct StorageOptions: ServeOptionGroup {
     var sweepInterval: UInt64 = Env.uint64("COORDS_SWEEP_INTERVAL", defaults.sweepIntervalSeconds)
 
     func validate() throws {
-        guard (1...1000).contains(postgresPoolSize) else { throw ValidationError("--postgres-pool-size must be 1…1000") }
+        try OptionRange.check("--postgres-pool-size", postgresPoolSize)
         guard !(memory && postgresURL != nil) else { throw ValidationError("--memory and --postgres exclude each other") }
-        guard ttl > 0 else { throw ValidationError("--ttl must be positive") }
+        try OptionRange.check("--ttl", ttl)
+        try OptionRange.check("--sweep-interval", sweepInterval)
     }
 
     func apply(to configuration: inout RelayConfiguration) {
@@ -102,10 +162,11 @@ struct RateLimitOptions: ServeOptionGroup {
     var maximumBody: Int = Env.int("COORDS_MAX_BODY", defaults.maximumBodyBytes)
 
     func validate() throws {
-        guard addressRate >= 0, keyRate >= 0, addressBurst >= 1, keyBurst >= 1 else {
-            throw ValidationError("rates must be ≥ 0 and bursts ≥ 1")
-        }
-        guard maximumBody >= 1024 else { throw ValidationError("--max-body must be at least 1024") }
+        try OptionRange.check("--rate", addressRate)
+        try OptionRange.check("--burst", addressBurst)
+        try OptionRange.check("--key-rate", keyRate)
+        try OptionRange.check("--key-burst", keyBurst)
+        try OptionRange.check("--max-body", maximumBody)
     }
 
     func apply(to configuration: inout RelayConfiguration) {
@@ -140,7 +201,11 @@ struct MailboxOptions: ServeOptionGroup {
     var strictMailbox: Bool = Env.flag("COORDS_STRICT_MAILBOX")
 
     func validate() throws {
-        guard mailboxSizeUnsigned >= 0 else { throw ValidationError("--mailbox-size-unsigned must be at least 0") }
+        try OptionRange.check("--message-ttl", messageTTL)
+        try OptionRange.check("--mailbox-size", mailboxSize)
+        try OptionRange.check("--mailbox-size-unsigned", mailboxSizeUnsigned)
+        try OptionRange.check("--max-messages", maximumMessages)
+        try OptionRange.check("--message-rate", messageRate)
     }
 
     func apply(to configuration: inout RelayConfiguration) {
@@ -173,8 +238,11 @@ struct ConnectionOptions: ServeOptionGroup {
     var maximumConnectionsPerAddress: Int = Env.int("COORDS_MAX_CONNECTIONS_PER_ADDRESS", defaults.connections.maximumConnectionsPerAddress)
 
     func validate() throws {
-        guard idleTimeout >= 1, headerTimeout >= 1, bodyTimeout >= 1 else { throw ValidationError("timeouts must be at least 1 second") }
-        guard maximumConnections >= 1, maximumConnectionsPerAddress >= 1 else { throw ValidationError("connection caps must be at least 1") }
+        try OptionRange.check("--idle-timeout", idleTimeout)
+        try OptionRange.check("--header-timeout", headerTimeout)
+        try OptionRange.check("--body-timeout", bodyTimeout)
+        try OptionRange.check("--max-connections", maximumConnections)
+        try OptionRange.check("--max-connections-per-address", maximumConnectionsPerAddress)
     }
 
     func apply(to configuration: inout RelayConfiguration) {
@@ -203,9 +271,9 @@ struct LiveOptions: ServeOptionGroup {
     var liveMaximumIDs: Int = Env.int("COORDS_LIVE_MAX_IDS", defaults.live.maximumIDsPerConnection)
 
     func validate() throws {
-        guard liveMaximumConnections >= 1, liveConnectionsPerAddress >= 1, liveMaximumIDs >= 1 else {
-            throw ValidationError("live channel caps must be at least 1")
-        }
+        try OptionRange.check("--live-max-connections", liveMaximumConnections)
+        try OptionRange.check("--live-connections-per-address", liveConnectionsPerAddress)
+        try OptionRange.check("--live-max-ids", liveMaximumIDs)
     }
 
     func apply(to configuration: inout RelayConfiguration) {
@@ -230,7 +298,7 @@ struct PushOptions: ServeOptionGroup {
     var pushAllowLoopback: Bool = Env.flag("COORDS_PUSH_ALLOW_LOOPBACK")
 
     func validate() throws {
-        guard pushMaximumRegistrations >= 0 else { throw ValidationError("--push-max-registrations must be at least 0") }
+        try OptionRange.check("--push-max-registrations", pushMaximumRegistrations)
     }
 
     func apply(to configuration: inout RelayConfiguration) {

@@ -13,6 +13,8 @@ final class RateLimiter: Sendable {
     private let buckets = Mutex<[String: Bucket]>([:])
     /// Buckets kept at most; beyond it, full (idle) buckets are dropped.
     static let maximumBuckets = 100_000
+    /// The longest `Retry-After` (seconds) it answers, whatever the rate.
+    static let longestWait = 86_400
 
     init(rate: Double, burst: Double) {
         self.rate = max(rate, 0)
@@ -35,7 +37,9 @@ final class RateLimiter: Sendable {
                 return nil
             }
             buckets[name] = bucket
-            return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up)))
+            // Compared on the safe side: a tiny rate (or a NaN) waits a day instead of trapping.
+            let wait = ((1 - bucket.tokens) / rate).rounded(.up)
+            return wait < Double(Self.longestWait) ? max(1, Int(wait)) : Self.longestWait
         }
     }
 
