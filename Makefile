@@ -29,7 +29,7 @@ SWIFT_FORMAT_PATHS := Package.swift Sources Tests Apps/Package.swift Apps/Source
 FUZZ_TIME ?= 600
 FUZZ_TEST_TIME ?= 12
 
-.PHONY: bench-check format test-format man docs wheel test-wheel test-docs install test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-deploy example-c demo clean help
+.PHONY: bench-check format test-format man docs wheel test-wheel test-docs install test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
 
 all: build
 
@@ -67,7 +67,7 @@ lib-portable: deps
 	$(SWIFT) build -c release --product coordscore --scratch-path .build-static \
 		-Xswiftc -static-stdlib -Xlinker -L$(SWIFT_STATIC_LIBS) -Xlinker -soname=libcoordscore.so.$(ABI_MAJOR)
 
-test: deps test-format test-swift test-tsan test-release bench-check test-abi test-c test-python test-portable test-install test-wheel test-docs test-e2e test-deploy test-fuzz
+test: deps test-format test-swift test-tsan test-release bench-check test-abi test-c test-python test-portable test-install test-wheel test-docs test-e2e test-hostile test-deploy test-fuzz
 
 # Formats the tree in place; `make test` checks it (test-format) and fails on any difference.
 format:
@@ -118,6 +118,11 @@ test-deploy: tools
 # The CLI against a live relay on loopback (two homes, share, fetch, outage, backups, errors).
 test-e2e: tools
 	python3 -m pytest -q tests/e2e
+
+# The CLI against a scripted hostile relay (tests/hostile-relay): huge, endless, slow, malformed,
+# repeated, redirected and someone else's answers, the client under a memory limit (prlimit).
+test-hostile: tools
+	python3 -m pytest -q tests/hostile-relay
 
 test-abi: lib
 	scripts/check-abi.sh $(LIB_DIR)/libcoordscore.so

@@ -1,0 +1,286 @@
+"""The client against a hostile relay (issue 37, PROTOCOL.md §4.1).
+
+Every attack points the `coords` CLI at a scripted relay on loopback (hostile_relay.py) that
+answers with something huge, endless, slow, malformed, repeated, redirected or someone else's.
+The client runs under a memory limit (`prlimit --as`) and a wall-clock limit; it must end with a
+clear error (or keep running, for `coords watch`), within its stated deadlines, with bounded
+memory, and with its stored state unchanged. A new attack is one more test here.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
+from e2e_support import BIN, befriend, passphrase_env  # noqa: E402
+from hostile_relay import (HostileRelay, answer, endless_body, live_upgrade_then, response, send_all,  # noqa: E402
+                           silent, slow_body, ws_frame)
+
+# Heap and anonymous memory of the client process (prlimit --data, RLIMIT_DATA): unlike --as it
+# leaves room for the LMDB map (a shared file mapping of 1 GiB address space, not memory used).
+MEMORY_LIMIT = 512 << 20
+UNAVAILABLE = 69
+# Characters that would drive a terminal: none may reach standard output or error raw.
+CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060-\u2069\ufeff]")
+
+
+def coords(home, *args, timeout=90):
+    """Runs `coords ARGS --home HOME` under the memory limit; returns (result, seconds)."""
+    started = time.time()
+    result = subprocess.run(["prlimit", f"--data={MEMORY_LIMIT}", "--", os.path.join(BIN, "coords"), *args, "--home", str(home)],
+                            env=passphrase_env(), capture_output=True, text=True, timeout=timeout, errors="replace")
+    return result, time.time() - started
+
+
+def ok(home, *args):
+    result, _ = coords(home, *args)
+    assert result.returncode == 0, f"coords {' '.join(args)} → {result.returncode}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+class Watch:
+    """`coords watch` (live) under the memory limit, its output collected in a file."""
+
+    def __init__(self, home, tmp_path):
+        self.log = tmp_path / "watch.log"
+        self.file = open(self.log, "w")
+        self.process = subprocess.Popen(
+            ["prlimit", f"--data={MEMORY_LIMIT}", "--", os.path.join(BIN, "coords"), "watch", "--interval", "3600", "--home", str(home)],
+            env=passphrase_env(), stdout=self.file, stderr=subprocess.STDOUT)
+
+    def peak_rss_mib(self):
+        """The process's peak resident memory so far (VmHWM), in MiB."""
+        with open(f"/proc/{self.process.pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        return 0
+
+    def output(self):
+        with open(self.log, errors="replace") as f:
+            return f.read()
+
+    def wait_for(self, text, timeout):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if text in self.output():
+                return True
+            assert self.process.poll() is None, f"coords watch exited with {self.process.returncode}:\n{self.output()}"
+            time.sleep(0.2)
+        raise AssertionError(f"no {text!r} within {timeout} s:\n{self.output()}")
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+        self.file.close()
+
+
+@pytest.fixture
+def relay():
+    with HostileRelay() as hostile:
+        yield hostile
+
+
+@pytest.fixture
+def homes(relay, tmp_path):
+    """Alice and Bob on the hostile relay (answering honestly while they are set up), friends."""
+    env = passphrase_env()
+    alice, bob = tmp_path / "alice", tmp_path / "bob"
+    ok(alice, "init", "--server", relay.url, "--name", "Alice")
+    ok(bob, "init", "--server", relay.url, "--name", "Bob")
+    befriend(env, alice, bob)
+    relay.calm()
+    return alice, bob
+
+
+def friends_of(home):
+    """The home's friends as `coords friends --json` lists them (positions included)."""
+    return json.loads(ok(home, "friends", "--json").stdout)["friends"]
+
+
+# ---- Plain requests: size, time, redirects, shape --------------------------------------
+
+def test_endless_fetch_answer_is_cut_at_the_fetch_limit(relay, homes):
+    alice, _ = homes
+    before = friends_of(alice)
+    relay.attack("POST", "/api/location", endless_body())
+    result, seconds = coords(alice, "fetch")
+    assert result.returncode == UNAVAILABLE, result.stderr
+    assert "more than 4394800 bytes" in result.stderr
+    assert seconds < 30
+    assert friends_of(alice) == before
+
+
+def test_slow_fetch_answer_meets_the_whole_request_deadline(relay, homes):
+    alice, _ = homes
+    relay.attack("POST", "/api/location", slow_body(interval=2.0, seconds=60))
+    result, seconds = coords(alice, "fetch")
+    assert result.returncode == UNAVAILABLE, result.stderr
+    assert "no complete answer within 30 s" in result.stderr
+    assert 29 <= seconds < 45
+
+
+def test_a_relay_that_never_answers_is_given_up(relay, homes):
+    alice, _ = homes
+    relay.attack("GET", "/v1/relay/messages", silent(seconds=60))
+    result, seconds = coords(alice, "inbox")
+    assert result.returncode == UNAVAILABLE, result.stderr
+    assert seconds < 45
+
+
+def test_redirects_are_not_followed(relay, homes):
+    alice, _ = homes
+    with HostileRelay() as elsewhere:
+        relay.attack("PUT", "/api/location", answer(307, b"", [("Location", elsewhere.url + "/api/location")]))
+        result, _ = coords(alice, "share", "--lat", "38.72", "--lon=-9.14")
+        assert result.returncode != 0, result.stdout
+        assert elsewhere.requests == []
+    relay.attack("GET", "/v1/relay/messages", answer(308, b"", [("Location", relay.url + "/elsewhere")]))
+    result, _ = coords(alice, "inbox")
+    assert result.returncode != 0
+    assert relay.received("GET", "/elsewhere") == []
+
+
+def test_malformed_fetch_answer_changes_nothing(relay, homes):
+    alice, _ = homes
+    before = friends_of(alice)
+    for body in [b"not json", b"[]", b'{"x": 1}', b"{" * 100000, json.dumps({"A" * 43: {"blob": "!!", "updated": -1}}).encode()]:
+        relay.attack("POST", "/api/location", answer(200, body))
+        result, _ = coords(alice, "fetch")
+        assert result.returncode in (0, 2, UNAVAILABLE), result.stderr
+        assert "Traceback" not in result.stderr and "Fatal error" not in result.stderr
+    assert friends_of(alice) == before
+
+
+def test_someone_elses_blob_is_refused(relay, homes, tmp_path):
+    """The relay files Carol's signed upload under Bob's id: refused, nothing stored."""
+    alice, bob = homes
+    carol = tmp_path / "carol"
+    ok(carol, "init", "--server", relay.url, "--name", "Carol")
+    befriend(passphrase_env(), alice, carol)
+    relay.calm()
+    ok(carol, "share", "--lat", "1.5", "--lon", "2.5")
+    upload = json.loads(relay.received("PUT", "/api/location")[-1].body)
+    bob_id = json.loads(ok(bob, "whoami", "--json").stdout)["id"]
+    forged = {bob_id: {"blob": upload["blob"], "updated": int(time.time()), "timestamp": upload["timestamp"], "signature": upload["signature"]}}
+    relay.attack("POST", "/api/location", answer(200, forged))
+    result, _ = coords(alice, "fetch", "--json")
+    bob_row = [f for f in friends_of(alice) if f["id"] == bob_id][0]
+    assert bob_row["location"] is None, bob_row
+    assert [r["id"] for r in json.loads(result.stdout)["rejected"]] == [bob_id], result.stdout
+
+
+# ---- Mailbox: what an answer can make the client sign ------------------------------------
+
+def test_one_id_repeated_is_acknowledged_once(relay, homes):
+    alice, _ = homes
+    packet_id = str(uuid.uuid4())
+    relay.attack("GET", "/v1/relay/messages", answer(200, {"packets": [{"id": packet_id}] * 100}))
+    result, _ = coords(alice, "inbox")
+    acks = relay.received("POST", "/v1/relay/messages/")
+    assert [a.path for a in acks] == [f"/v1/relay/messages/{packet_id}/ack"], result.stderr
+
+
+def test_more_packets_than_asked_for_are_refused_unsigned(relay, homes):
+    alice, _ = homes
+    packet_id = str(uuid.uuid4())
+    relay.attack("GET", "/v1/relay/messages", answer(200, {"packets": [{"id": packet_id}] * 20000}))
+    result, _ = coords(alice, "inbox")
+    assert result.returncode != 0
+    assert "more than the 100 asked for" in result.stderr
+    assert relay.received("POST", "/v1/relay/messages/") == []
+
+
+def test_signed_timestamps_stay_near_the_clock(relay, homes):
+    """Many answers with 100 distinct ids each: every signature stays within 120 s of the clock."""
+    alice, _ = homes
+    for _ in range(3):
+        relay.attack("GET", "/v1/relay/messages", answer(200, {"packets": [{"id": str(uuid.uuid4())} for _ in range(100)]}))
+        coords(alice, "inbox")
+    signed = [int(r.header("x-coords-timestamp")) for r in relay.requests if r.header("x-coords-timestamp")]
+    assert len(signed) >= 300
+    assert max(signed) <= time.time() + 121
+
+
+# ---- Output: nothing from a relay drives the terminal -------------------------------------
+
+def test_control_characters_in_a_refusal_are_escaped(relay, homes):
+    alice, _ = homes
+    hostile = {"error": "\x1b]0;owned\x07", "message": "\x9b31mred\u202e evil \x1b[2J\nfake: line"}
+    relay.attack("PUT", "/api/location", answer(400, hostile))
+    result, _ = coords(alice, "share", "--lat", "1", "--lon", "2")
+    assert result.returncode != 0
+    assert "owned" in result.stderr
+    assert not CONTROLS.search(result.stdout + result.stderr), repr(result.stderr)
+    assert "\\u{1B}" in result.stderr
+
+
+def test_control_characters_in_json_output_are_escaped(relay, homes):
+    alice, _ = homes
+    bad_id = "\x9b" + "x" * 35
+    relay.attack("GET", "/v1/relay/messages", answer(200, {"packets": [{"id": bad_id, "evil": "\u202e"}]}))
+    result, _ = coords(alice, "inbox", "--json")
+    assert not CONTROLS.search(result.stdout + result.stderr), repr(result.stdout)
+    if result.stdout.strip():
+        json.loads(result.stdout)
+
+
+# ---- The live channel ----------------------------------------------------------------------
+
+def test_wrong_upgrade_with_endless_bytes_is_closed(relay, homes, tmp_path):
+    """The reproduced defect: 101 with a wrong Sec-WebSocket-Accept, then bytes without end."""
+    alice, _ = homes
+    relay.attack("GET", "/v1/relay/live", live_upgrade_then(correct_accept=False, flood=b"\x81\x7e\x40\x00" + b"x" * 16384, seconds=8))
+    watch = Watch(alice, tmp_path)
+    try:
+        watch.wait_for("upgrade answer was refused", timeout=20)
+        time.sleep(6)
+        assert watch.process.poll() is None, watch.output()
+        assert watch.peak_rss_mib() < 256, watch.peak_rss_mib()
+    finally:
+        watch.stop()
+
+
+def test_upgrade_that_never_completes_is_given_up(relay, homes, tmp_path):
+    alice, _ = homes
+    relay.attack("GET", "/v1/relay/live", silent(seconds=60))
+    watch = Watch(alice, tmp_path)
+    try:
+        started = time.time()
+        watch.wait_for("no complete upgrade within 10 s", timeout=25)
+        assert time.time() - started < 20
+    finally:
+        watch.stop()
+
+
+def test_oversized_live_frame_closes_the_connection(relay, homes, tmp_path):
+    alice, _ = homes
+    relay.attack("GET", "/v1/relay/live", live_upgrade_then(frames=[ws_frame("x" * 20000)], seconds=10))
+    watch = Watch(alice, tmp_path)
+    try:
+        watch.wait_for("broke the WebSocket protocol", timeout=20)
+        assert watch.peak_rss_mib() < 256
+    finally:
+        watch.stop()
+
+
+def test_message_notice_flood_costs_one_fetch_per_burst(relay, homes, tmp_path):
+    alice, _ = homes
+    notices = [ws_frame(json.dumps({"type": "message", "id": str(uuid.uuid4())})) for _ in range(2000)]
+    relay.attack("GET", "/v1/relay/live", live_upgrade_then(frames=notices, seconds=15))
+    watch = Watch(alice, tmp_path)
+    try:
+        time.sleep(8)
+        fetches = relay.received("GET", "/v1/relay/messages")
+        # One fetch in flight at a time, however many notices arrive meanwhile (before: one per notice).
+        assert 1 <= len(fetches) <= 40, len(fetches)
+        signed = [int(r.header("x-coords-timestamp")) for r in relay.requests if r.header("x-coords-timestamp")]
+        assert max(signed) <= time.time() + 121
+    finally:
+        watch.stop()
