@@ -614,6 +614,8 @@ int32_t coords_live_opened(CoordsApp *app, const char *server, CoordsBuffer *jso
  * {"type":"locations","outcome":Outcome} (processed like a fetch entry: verified, rollback
  * refused, cached, reconcile messages sent), {"type":"deleted","id"},
  * {"type":"rejected","id","error"} (a forged delete notice),
+ * {"type":"changed","id","fetch":Fetch} (a position too large for a notice: perform the fetch and
+ * hand the answer to coords_location_process_fetch_response),
  * {"type":"message_waiting","id","fetch":Request} (perform the signed mailbox fetch, process
  * the answer, then call coords_live_mailbox_fetched) or {"type":"ignored","id"} (not subscribed
  * on this connection, or a message notice while that fetch is still out: one fetch per burst).

@@ -115,6 +115,7 @@ enum Record {
         case .rejected(let r): .object(["type": .string("rejected"), "id": .string(r.id), "error": error(r.error)])
         case .messageWaiting(let id, let fetch): .object(["type": .string("message_waiting"), "id": .string(id), "fetch": request(fetch)])
         case .ignored(let id): .object(["type": .string("ignored"), "id": .string(id)])
+        case .changed(let id, let fetch): .object(["type": .string("changed"), "id": .string(id), "fetch": self.fetch(fetch)])
         }
     }
 

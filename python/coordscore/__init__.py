@@ -651,6 +651,7 @@ class LiveOpened(_Record):
 class LiveEvent(_Record):
     """What one live frame meant. `type` is "subscribed" (`ids`, `mailbox`), "locations"
     (`outcome`: processed like a fetch), "deleted" (`id`), "rejected" (`id`, `error`),
+    "changed" (`id`, `fetch`: a position too large for a notice; perform the fetch and process it),
     "message_waiting" (`id`, `fetch`: perform it, process_messages the answer, then call
     live_mailbox_fetched) or "ignored" (also a message notice while that fetch is out)."""
     type: str

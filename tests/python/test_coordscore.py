@@ -782,6 +782,16 @@ def test_live_channel_prepares_subscribes_and_processes_notices_like_fetch_entri
         assert [r.error.code for r in bob.live_process("https://relay.example", json.dumps(forged)).outcome.rejected] == [cc.ERR_TAMPERED_ENTRY]
         waiting = bob.live_process("https://relay.example", b'{"type":"message","id":"m1"}')
         assert waiting.type == "message_waiting" and waiting.fetch.method == "GET"
+        # Issue 37: more notices while that fetch is out cost nothing but one more fetch after it.
+        for i in range(50):
+            assert bob.live_process("https://relay.example", json.dumps({"type": "message", "id": f"n{i}"})).type == "ignored"
+        again = bob.live_mailbox_fetched("https://relay.example")
+        assert again.method == "GET" and again.max_response_bytes == 17_681_200
+        assert bob.live_mailbox_fetched("https://relay.example") is None
+        # A position too large for a notice arrives as "changed": fetch that one friend.
+        changed = bob.live_process("https://relay.example", json.dumps({"type": "changed", "id": alice_id}))
+        assert changed.type == "changed" and changed.fetch.ids == [alice_id] and changed.fetch.max_response_bytes == 4_394_800
+        assert bob.live_process("https://relay.example", json.dumps({"type": "changed", "id": bob_id})).type == "ignored"
         assert bob.live_process("https://other.example", json.dumps(notice)).type == "ignored"
         assert bob.live_process("https://relay.example", '{"type":"subscribed","ids":1,"mailbox":true}').to_json() == \
             {"type": "subscribed", "ids": 1, "mailbox": True}

@@ -92,6 +92,11 @@ struct LiveWatcher: Sendable {
             }
         case .locations(let outcome):
             if !outcome.updated.isEmpty || !outcome.rejected.isEmpty { await onLocations(outcome) }
+        case .changed(_, let fetch):
+            if let result = try? await RelayHTTP.send(fetch.request), result.status == 200 {
+                let outcome = try await session.app.location.processFetchResponse(result.body)
+                if !outcome.updated.isEmpty || !outcome.rejected.isEmpty { await onLocations(outcome) }
+            }
         case .rejected(let rejection):
             var outcome = FetchOutcome()
             outcome.rejected = [rejection]

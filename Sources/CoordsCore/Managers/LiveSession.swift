@@ -59,6 +59,10 @@ public final class LiveSession: Sendable {
         /// process it with ``MessagesManager/processFetchResponse(_:)``, then call
         /// ``LiveSession/mailboxFetched(server:)``, which says whether to fetch once more.
         case messageWaiting(id: String, fetch: PreparedRequest)
+        /// A watched friend uploaded a position too large for a notice (§8.3 `changed`): perform
+        /// `fetch` (an ordinary fetch of that one friend) and hand the answer to
+        /// ``LocationManager/processFetchResponse(_:)``.
+        case changed(id: String, fetch: RelayAPI.PreparedFetch)
         /// A notice for a key or mailbox this connection did not subscribe, or a message notice
         /// that arrived while the fetch of an earlier one was still out (the burst's one more
         /// fetch comes from ``LiveSession/mailboxFetched(server:)``): nothing to do.
@@ -210,6 +214,10 @@ public final class LiveSession: Sendable {
             }
             if running { return .ignored(id: id) }
             return .messageWaiting(id: id, fetch: try messages.prepareFetch())
+        case .changed(let id):
+            guard state.subscribed.contains(id) else { return .ignored(id: id) }
+            guard let fetch = try RelayAPI.prepareFetches([RelayAPI.FetchTarget(id: id, server: server)]).first else { return .ignored(id: id) }
+            return .changed(id: id, fetch: fetch)
         case .subscribe, .unsubscribe:
             throw WireError.unexpectedJSON("a relay does not send \"subscribe\" frames")
         }

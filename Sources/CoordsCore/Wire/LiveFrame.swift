@@ -16,6 +16,9 @@ public enum LiveFrame: Sendable, Equatable {
     case deleted(id: String, timestamp: UInt64, signature: [UInt8])
     /// An envelope accepted for the watched mailbox (its id only).
     case message(id: String)
+    /// An accepted upload of a watched key whose `location` notice would not fit in
+    /// ``maximumFrameBytes``: the client fetches it (§4) instead.
+    case changed(id: String)
 
     /// The path of the live endpoint.
     public static let path = "/v1/relay/live"
@@ -114,6 +117,8 @@ public enum LiveFrame: Sendable, Equatable {
             ])
         case .message(let id):
             return .object(["type": .string("message"), "id": .string(id)])
+        case .changed(let id):
+            return .object(["type": .string("changed"), "id": .string(id)])
         }
     }
 
@@ -166,6 +171,8 @@ public enum LiveFrame: Sendable, Equatable {
                 signature: try Base64.decode(try Self.field(object, "signature", \.stringValue), field: "signature"))
         case "message":
             self = .message(id: try Self.field(object, "id", \.stringValue))
+        case "changed":
+            self = .changed(id: try Self.field(object, "id", \.stringValue))
         default:
             throw WireError.unexpectedJSON("unknown live frame type \"\(type.prefix(32))\"")
         }

@@ -149,7 +149,8 @@ public final class LiveHub: Sendable {
     // MARK: Publishing
 
     /// Sends `frame` (a `location` or `deleted` notice) to every subscriber watching `key`
-    /// (canonical b64u); serialised once.
+    /// (canonical b64u); serialised once. A notice that would not fit in one frame (a blob over
+    /// about 12 KB) goes out as `changed` instead, and the clients fetch it (§8.3).
     public func publish(_ frame: LiveFrame, key: String) { fanOut(frame) { $0.byKey[key] } }
 
     /// Sends `frame` (a `message` notice) to every subscriber watching the mailbox of `recipient` (hex).
@@ -158,7 +159,8 @@ public final class LiveHub: Sendable {
     private func fanOut(_ frame: LiveFrame, to watchers: (State) -> Set<UInt64>?) {
         let subscribers = state.withLock { state in (watchers(state) ?? []).compactMap { state.entries[$0]?.subscriber } }
         guard !subscribers.isEmpty else { return }
-        let text = frame.text
+        var text = frame.text
+        if case .location(let notice) = frame, text.utf8.count > LiveFrame.maximumFrameBytes { text = LiveFrame.changed(id: notice.id).text }
         for subscriber in subscribers { subscriber.send(text) }
     }
 
