@@ -65,8 +65,14 @@ public struct RelayConfiguration: Sendable {
     public var live = LiveLimits()
     /// Push endpoints for sleeping phones (`/v1/relay/push`, PROTOCOL.md §8.7): see ``PushLimits``.
     public var push = PushLimits()
-    /// Take the client address from the first `X-Forwarded-For` entry (only behind a trusted proxy).
-    public var trustForwardedFor = false
+    /// How a request's client address is found and normalised for the per-address limits
+    /// (IPv6 prefix, trusted proxies): see ``AddressPolicy``.
+    public var addresses = AddressPolicy()
+    /// Read `X-Forwarded-For` from a proxy on this machine (loopback); ``AddressPolicy/trustedProxies`` adds others.
+    public var trustForwardedFor: Bool {
+        get { addresses.trustForwardedFor }
+        set { addresses.trustForwardedFor = newValue }
+    }
     /// The version `GET /api/version` reports (the reference Android app needs ≥ 2026.1.6).
     public var version = "2026.11.0"
     /// Log level.
@@ -95,6 +101,10 @@ public struct LiveLimits: Sendable, Equatable {
     /// A connection that watches nothing (no key, no mailbox) this many seconds after it opened
     /// or after its last unsubscribe is closed with 4408.
     public var idleTimeoutSeconds: UInt64 = 60
+    /// Seconds one frame may take to be written to a client before the connection is dropped
+    /// without further ado: a client that stops reading fills its socket and would otherwise hold
+    /// the connection (and its queue) for ever. Also the longest a closing handshake may take.
+    public var writeTimeoutSeconds: UInt64 = 10
 
     /// The defaults, as documented on each property.
     public init() {}

@@ -23,6 +23,7 @@ enum OptionRange {
 
     static let table: [String: Range] = [
         "--port": .init(lower: 0, upper: 65_535, zeroMeansNoLimit: false),
+        "--ipv6-prefix": .init(lower: 1, upper: 128, zeroMeansNoLimit: false),
         "--postgres-pool-size": .init(lower: 1, upper: 1_000, zeroMeansNoLimit: false),
         "--ttl": .init(lower: 1, upper: 31_536_000, zeroMeansNoLimit: false),
         "--sweep-interval": .init(lower: 1, upper: 86_400, zeroMeansNoLimit: false),
@@ -84,17 +85,31 @@ struct NetworkOptions: ServeOptionGroup {
 
     @Flag(
         name: .customLong("trust-forwarded-for"),
-        help: "Rate-limit by the first X-Forwarded-For address (only behind a trusted proxy) [COORDS_TRUST_FORWARDED_FOR=1].")
+        help: "Count requests from a proxy on this machine (loopback) by their X-Forwarded-For address [COORDS_TRUST_FORWARDED_FOR=1].")
     var trustForwardedFor: Bool = Env.flag("COORDS_TRUST_FORWARDED_FOR")
+
+    @Option(
+        name: .customLong("trusted-proxy"),
+        help: "A proxy (address or CIDR network) whose X-Forwarded-For is read too; repeat it for more [COORDS_TRUSTED_PROXIES, comma-separated].")
+    var trustedProxies: [String] = environment("COORDS_TRUSTED_PROXIES").map { $0.split(separator: ",").map(String.init) } ?? []
+
+    @Option(name: .customLong("ipv6-prefix"), help: "Bits of an IPv6 address that count as one client for the limits [COORDS_IPV6_PREFIX].")
+    var ipv6Prefix: Int = Env.int("COORDS_IPV6_PREFIX", defaults.addresses.ipv6PrefixLength)
 
     func validate() throws {
         try OptionRange.check("--port", port)
+        try OptionRange.check("--ipv6-prefix", ipv6Prefix)
+        for proxy in trustedProxies where IPNetwork(proxy) == nil {
+            throw ValidationError("--trusted-proxy \(proxy) is not an address or a CIDR network (e.g. 10.0.0.0/8, 2001:db8::/32)")
+        }
     }
 
     func apply(to configuration: inout RelayConfiguration) {
         configuration.host = host
         configuration.port = port
         configuration.trustForwardedFor = trustForwardedFor
+        configuration.addresses.trustedProxies = trustedProxies.compactMap(IPNetwork.init)
+        configuration.addresses.ipv6PrefixLength = ipv6Prefix
     }
 }
 

@@ -340,9 +340,12 @@ final class RawSocket: @unchecked Sendable {
     private var fd: Int32
     private(set) var closedByPeer = false
 
-    init(port: Int) throws {
+    /// Connects to `port` on loopback; `receiveBuffer` (bytes) shrinks the socket's receive
+    /// buffer, for a client whose buffer fills quickly once it stops reading.
+    init(port: Int, receiveBuffer: Int32? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw RawSocketError("socket: \(errno)") }
+        if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -356,8 +359,9 @@ final class RawSocket: @unchecked Sendable {
         }
     }
 
-    func send(_ text: String) throws {
-        let bytes = Array(text.utf8)
+    func send(_ text: String) throws { try send(bytes: Array(text.utf8)) }
+
+    func send(bytes: [UInt8]) throws {
         var sent = 0
         while sent < bytes.count {
             let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL)) }
@@ -382,6 +386,36 @@ final class RawSocket: @unchecked Sendable {
                 continuation.resume(returning: self.blockingRead(timeout: timeout))
             }
         }
+    }
+
+    /// Reads an HTTP answer's head (up to the blank line), on a dispatch thread like
+    /// ``readUntilClosed(timeout:)``; what follows it stays unread.
+    func readHead() async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                var tv = timeval(tv_sec: 60, tv_usec: 0)
+                setsockopt(self.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+                var head: [UInt8] = []
+                var byte: UInt8 = 0
+                while !(head.count >= 4 && Array(head.suffix(4)) == [13, 10, 13, 10]) {
+                    guard recv(self.fd, &byte, 1, 0) == 1 else { break }
+                    head.append(byte)
+                }
+                continuation.resume(returning: String(decoding: head, as: UTF8.self))
+            }
+        }
+    }
+
+    /// A client text frame (masked with a zero key, which leaves the payload as it is).
+    static func maskedTextFrame(_ text: String) -> [UInt8] {
+        let payload = Array(text.utf8)
+        var frame: [UInt8] = [0x81]
+        if payload.count < 126 {
+            frame.append(0x80 | UInt8(payload.count))
+        } else {
+            frame += [0x80 | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+        }
+        return frame + [0, 0, 0, 0] + payload
     }
 
     private func blockingRead(timeout: Int) -> String {

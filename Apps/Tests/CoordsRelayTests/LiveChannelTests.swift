@@ -225,6 +225,64 @@ import Testing
         }
     }
 
+    /// Issue 37, defect 11: a notice that would exceed the frame limit goes out as `changed`.
+    @Test func aBlobTooLargeForANoticeIsAnnouncedAsChanged() async throws {
+        let relay = RelayHarness(configuration: Self.configuration())
+        let alice = try Ed25519SigningKey.generate()
+        let id = alice.publicKey.base64URL
+        try await relay.test(.live) { client in
+            let port = try #require(client.port)
+            let seen = try await Self.session(
+                port: port, send: [Self.subscribe([id])],
+                action: {
+                    let big = try await client.location(.put, try relay.uploadBody(alice, blob: [UInt8](repeating: 7, count: 20_000)))
+                    #expect(big.status == .noContent)
+                    relay.clock.advance(byMilliseconds: 1000)
+                    let small = try await client.location(.put, try relay.uploadBody(alice, blob: [UInt8](repeating: 7, count: 100)))
+                    #expect(small.status == .noContent)
+                },
+                until: { $0.count == 3 })
+            #expect(seen.frames.count == 3 && seen.frames[1] == .changed(id: id))
+            guard seen.frames.count == 3, case .location(let notice) = seen.frames[2] else {
+                Issue.record("expected subscribed, changed, location; got \(seen.frames)")
+                return
+            }
+            #expect(notice.blob.count == 100)
+        }
+    }
+
+    /// Issue 37, defect 3: a subscriber that stops reading (its socket full) is dropped once a
+    /// write has waited longer than the write timeout; before, it stayed connected for ever.
+    @Test func aSubscriberThatStopsReadingIsDropped() async throws {
+        let relay = RelayHarness(configuration: Self.configuration { $0.writeTimeoutSeconds = 2 })
+        let alice = try Ed25519SigningKey.generate()
+        let id = alice.publicKey.base64URL
+        try await relay.test(.live) { client in
+            let port = try #require(client.port)
+            let socket = try RawSocket(port: port, receiveBuffer: 4096)
+            defer { socket.close() }
+            try socket.send(
+                "GET \(LiveFrame.path) HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+            #expect(try await socket.readHead().hasPrefix("HTTP/1.1 101"))
+            try socket.send(bytes: RawSocket.maskedTextFrame(Self.subscribe([id])))
+            // Notices of about 15 KB until the relay's socket buffer and the subscriber's queue are full.
+            for _ in 0..<600 {
+                relay.clock.advance(byMilliseconds: 1000)
+                _ = try await client.location(.put, try relay.uploadBody(alice, blob: [UInt8](repeating: 1, count: 11_000)))
+            }
+            // Still not reading: the relay must let the connection go within the write timeout
+            // (and a second of its watchdog), not hold it while its close waits behind the backlog.
+            let deadline = ContinuousClock.now + .seconds(20)
+            while relay.service.live.counts.connections > 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(200)) }
+            let ended = relay.service.live.counts.connections == 0
+            // What the client finds when it reads again: the end of the connection.
+            _ = try await socket.readUntilClosed(timeout: 30)
+            #expect(socket.closedByPeer)
+            #expect(ended, "the relay kept a subscriber that stopped reading")
+        }
+    }
+
     @Test func aPlainGetIs426AndARelayWithoutTheChannelAnswers404() async throws {
         let relay = RelayHarness(configuration: Self.configuration())
         try await relay.test(.live) { client in

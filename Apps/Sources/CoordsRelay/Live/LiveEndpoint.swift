@@ -2,6 +2,7 @@ import CoordsCore
 import HummingbirdWebSocket
 import Logging
 import NIOWebSocket
+import Synchronization
 
 /// The relay's side of one live connection (PROTOCOL.md §8), independent of the socket: what a
 /// client frame does. The WebSocket handler below feeds it; the fuzz target drives it directly.
@@ -43,9 +44,15 @@ extension RelayService {
         case .unsubscribe(let ids):
             live.unsubscribe(subscriber, ids: ids)
             return nil
-        case .subscribed, .location, .deleted, .message:
+        case .subscribed, .location, .deleted, .message, .changed:
             return .malformed("only subscribe and unsubscribe frames are accepted")
         }
+    }
+
+    /// Milliseconds from `origin` to now (monotonic).
+    private static func milliseconds(since origin: ContinuousClock.Instant) -> Int64 {
+        let elapsed = (ContinuousClock.now - origin).components
+        return elapsed.seconds * 1000 + elapsed.attoseconds / 1_000_000_000_000_000
     }
 
     private static func shortReason(_ error: any Error) -> String {
@@ -54,14 +61,42 @@ extension RelayService {
 
     /// Serves one upgraded live connection from `address` until either side closes: admits it
     /// against the live caps, writes queued frames, reads client frames, closes idle connections
-    /// (4408), slow ones (4503) and refused frames with their code.
-    func serveLive(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, address: String, logger: Logger) async throws {
+    /// (4408), slow ones (4503) and refused frames with their code. A frame or close that cannot
+    /// be written within ``LiveLimits/writeTimeoutSeconds`` (a client that stopped reading) calls
+    /// `drop`, which closes the socket without a handshake; so does every ending after that
+    /// grace, so no connection outlives its end by more than the write timeout.
+    func serveLive(
+        inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, address: String, logger: Logger,
+        drop: @escaping @Sendable () -> Void = {}
+    ) async throws {
+        let writeTimeout = Duration.seconds(Int64(clamping: configuration.live.writeTimeoutSeconds))
+        /// Runs `write`; false (and the socket dropped) when it did not finish in time.
+        @Sendable func withinDeadline(_ write: @escaping @Sendable () async throws -> Void) async -> Bool {
+            await withTaskGroup(of: Bool.self) { group in
+                group.addTask { (try? await write()) != nil }
+                group.addTask {
+                    try? await Task.sleep(for: writeTimeout)
+                    return Task.isCancelled
+                }
+                let first = await group.next() ?? false
+                group.cancelAll()
+                if !first { drop() }
+                return first
+            }
+        }
+        defer {
+            // Whatever ended the connection, the socket is gone a write timeout later at the latest.
+            Task {
+                try? await Task.sleep(for: writeTimeout)
+                drop()
+            }
+        }
         let subscriber: LiveHub.Subscriber
         do {
             subscriber = try live.connect(address: address)
         } catch {
             metrics.rejection("live_refused")
-            try await outbound.close(.init(codeNumber: Int(error.code)), reason: error.reason)
+            _ = await withinDeadline { try await outbound.close(.init(codeNumber: Int(error.code)), reason: error.reason) }
             return
         }
         metrics.liveConnections.increment()
@@ -72,12 +107,28 @@ extension RelayService {
             case ended
         }
         let idle = Duration.seconds(Int64(clamping: configuration.live.idleTimeoutSeconds))
+        let origin = ContinuousClock.now
+        let writing = WriteStart()
         let ending = await withTaskGroup(of: Ending.self) { group -> Ending in
             group.addTask {  // writer: the hub's queue, in order
                 for await text in subscriber.frames {
+                    writing.since.store(Self.milliseconds(since: origin), ordering: .releasing)
+                    defer { writing.since.store(-1, ordering: .releasing) }
                     do { try await outbound.write(.text(text)) } catch { return .ended }
                 }
                 return subscriber.fellBehind ? .close(.fellBehind) : .ended
+            }
+            group.addTask {  // write watchdog: a write stuck past the timeout drops the socket
+                let limit = Int64(clamping: self.configuration.live.writeTimeoutSeconds).multipliedReportingOverflow(by: 1000).partialValue
+                while true {
+                    do { try await Task.sleep(for: .seconds(1)) } catch { return .ended }
+                    let since = writing.since.load(ordering: .acquiring)
+                    if since >= 0, Self.milliseconds(since: origin) - since > limit {
+                        self.metrics.connectionClosed("live_write_timeout")
+                        drop()
+                        return .ended
+                    }
+                }
             }
             group.addTask {  // idle: a connection found watching nothing at a check is closed
                 while true {
@@ -101,17 +152,23 @@ extension RelayService {
             return first
         }
         if Task.isCancelled {  // the relay is shutting down: clients reconnect (to this node or another)
-            try? await outbound.close(.goingAway, reason: "the relay is shutting down")
+            _ = await withinDeadline { try await outbound.close(.goingAway, reason: "the relay is shutting down") }
             return
         }
         switch ending {
         case .close(let close):
             metrics.connectionClosed("live_\(close.code)")
-            try await outbound.close(.init(codeNumber: Int(close.code)), reason: close.reason)
+            _ = await withinDeadline { try await outbound.close(.init(codeNumber: Int(close.code)), reason: close.reason) }
         case .failed(let error):
             throw error  // the WebSocket layer closes with the protocol error's code (1002, 1009, …)
         case .ended:
             break
         }
     }
+}
+
+/// When the write under way on a live connection began (ms since the connection opened; -1 when
+/// none is), shared by the writer and its watchdog.
+private final class WriteStart: Sendable {
+    let since = Atomic<Int64>(-1)
 }

@@ -321,7 +321,7 @@ final class UpgradeStageRefusalHandler: ChannelInboundHandler, RemovableChannelH
 /// front (caps, idle timeout, header and body deadlines, JSON refusals). With the live channel on
 /// (``LiveLimits/enabled``) it is the WebSocket-upgradable variant: `GET /v1/relay/live` with
 /// `Upgrade: websocket` becomes a live connection (PROTOCOL.md §8), the guard's HTTP deadlines
-/// stop and ``RelayService/serveLive(inbound:outbound:address:logger:)`` takes over; any other
+/// stop and ``RelayService/serveLive(inbound:outbound:address:logger:drop:)`` takes over; any other
 /// request carrying `Upgrade: websocket` is answered 400. With it off, the channel is plain
 /// HTTP/1 and `/v1/relay/live` is a 404 like on a reference relay.
 struct RelayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
@@ -350,7 +350,7 @@ struct RelayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
 
     func setup(channel: any NIOCore.Channel, logger: Logger) -> EventLoopFuture<Value> {
         let remote = channel.remoteAddress?.ipAddress
-        let address = remote ?? "unknown"
+        let address = service.configuration.addresses.key(forwardedFor: nil, remoteAddress: remote)
         let refusal = registry.open(address: address)
         if refusal == nil {
             metrics.connectionsOpen.set(Int64(registry.count))
@@ -385,10 +385,10 @@ struct RelayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             ) { head, _, _ in
                 guard head.method == .get, head.path == LiveFrame.path else { return .dontUpgrade }
                 guardBox.value.0.enterWebSocket()  // the upgrade decision runs on the connection's event loop
-                let client = clientAddress(
-                    headers: head.headerFields, remoteAddress: remote, trustForwardedFor: service.configuration.trustForwardedFor)
+                let client = clientAddress(headers: head.headerFields, remoteAddress: remote, policy: service.configuration.addresses)
                 return .upgrade([:]) { inbound, outbound, context in
-                    try await service.serveLive(inbound: inbound, outbound: outbound, address: client, logger: context.logger)
+                    try await service.serveLive(
+                        inbound: inbound, outbound: outbound, address: client, logger: context.logger, drop: { channel.close(promise: nil) })
                 }
             }
             return handler.setup(channel: channel, logger: logger).flatMapThrowing { value in

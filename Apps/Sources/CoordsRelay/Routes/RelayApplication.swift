@@ -307,16 +307,13 @@ func queryItems(_ target: String) -> [String: String] {
 
 /// The client's address: the peer, or the first `X-Forwarded-For` entry behind a trusted proxy.
 func clientAddress(_ request: Request, _ context: RelayRequestContext, _ service: RelayService) -> String {
-    clientAddress(headers: request.headers, remoteAddress: context.remoteAddress, trustForwardedFor: service.configuration.trustForwardedFor)
+    clientAddress(headers: request.headers, remoteAddress: context.remoteAddress, policy: service.configuration.addresses)
 }
 
-/// The client's address: the first `X-Forwarded-For` entry when the relay trusts its proxy,
-/// else the peer's address.
-func clientAddress(headers: HTTPFields, remoteAddress: String?, trustForwardedFor: Bool) -> String {
-    if trustForwardedFor, let forwarded = headers[.xForwardedFor], let first = forwarded.split(separator: ",").first {
-        return String(first.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
-    }
-    return remoteAddress ?? "unknown"
+/// The key the per-address limits count a request under (``AddressPolicy/key(forwardedFor:remoteAddress:)``):
+/// the client's address, normalised, from `X-Forwarded-For` only when the peer is a trusted proxy.
+func clientAddress(headers: HTTPFields, remoteAddress: String?, policy: AddressPolicy) -> String {
+    policy.key(forwardedFor: headers[.xForwardedFor], remoteAddress: remoteAddress)
 }
 
 extension HTTPField.Name {
