@@ -12,7 +12,7 @@ import urllib.request
 from e2e_support import BIN, ROOT, Relay, alice_and_bob, coords, data, passphrase_env
 
 SPEC = os.path.join(ROOT, "docs", "openapi.yaml")
-NO_LIMITS = ["--rate", "0", "--key-rate", "0", "--message-rate", "0"]
+NO_LIMITS = ["--rate", "0", "--key-rate", "0", "--message-rate", "0", "--mailbox-per-address", "0"]
 
 
 def test_schemathesis_finds_no_server_error_and_nothing_that_contradicts_the_spec(tmp_path):

@@ -56,6 +56,12 @@ public struct RelayConfiguration: Sendable {
     public var messageRate: Double = 5
     /// Envelopes one sender may post at once before ``messageRate`` applies.
     public var messageBurst: Double = 30
+    /// Envelopes one client address (``AddressPolicy``: an IPv4 address or an IPv6 /64) may
+    /// queue for one recipient: a budget of this many that refills at this many per hour (0
+    /// disables). Sender keys are free to make, so the per-sender rate alone let one address fill
+    /// a stranger's mailbox from fresh keys; with this, filling the 500 slots takes ten addresses
+    /// (or networks) per hour, and a friend on another address still gets through.
+    public var maximumMessagesPerAddressPerRecipient = 50
     /// Most mailbox request signatures remembered at once (§7.3 accepted-once); beyond it signed
     /// mailbox requests get 503 until old ones expire.
     public var maximumSeenSignatures = 1_000_000

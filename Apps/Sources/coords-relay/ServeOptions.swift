@@ -37,6 +37,7 @@ enum OptionRange {
         "--mailbox-size-unsigned": .init(lower: 0, upper: 1_000_000, zeroMeansNoLimit: false),
         "--max-messages": .init(lower: 1, upper: 1_000_000_000, zeroMeansNoLimit: false),
         "--message-rate": .init(lower: 0.001, upper: 1_000_000, zeroMeansNoLimit: true),
+        "--mailbox-per-address": .init(lower: 1, upper: 1_000_000, zeroMeansNoLimit: true),
         "--idle-timeout": .init(lower: 1, upper: 86_400, zeroMeansNoLimit: false),
         "--header-timeout": .init(lower: 1, upper: 3_600, zeroMeansNoLimit: false),
         "--body-timeout": .init(lower: 1, upper: 86_400, zeroMeansNoLimit: false),
@@ -212,6 +213,11 @@ struct MailboxOptions: ServeOptionGroup {
     @Option(name: .customLong("message-rate"), help: "Messages per second per sender, 0 for no limit [COORDS_MESSAGE_RATE].")
     var messageRate: Double = Env.double("COORDS_MESSAGE_RATE", defaults.messageRate)
 
+    @Option(
+        name: .customLong("mailbox-per-address"),
+        help: "Messages one client address may queue for one recipient, refilled per hour; 0 for no limit [COORDS_MAILBOX_PER_ADDRESS].")
+    var mailboxPerAddress: Int = Env.int("COORDS_MAILBOX_PER_ADDRESS", defaults.maximumMessagesPerAddressPerRecipient)
+
     @Flag(name: .customLong("strict-mailbox"), help: "Refuse envelopes without senderKey, so every signature is checked [COORDS_STRICT_MAILBOX=1].")
     var strictMailbox: Bool = Env.flag("COORDS_STRICT_MAILBOX")
 
@@ -221,6 +227,7 @@ struct MailboxOptions: ServeOptionGroup {
         try OptionRange.check("--mailbox-size-unsigned", mailboxSizeUnsigned)
         try OptionRange.check("--max-messages", maximumMessages)
         try OptionRange.check("--message-rate", messageRate)
+        try OptionRange.check("--mailbox-per-address", mailboxPerAddress)
     }
 
     func apply(to configuration: inout RelayConfiguration) {
@@ -229,6 +236,7 @@ struct MailboxOptions: ServeOptionGroup {
         configuration.maximumUnauthenticatedMessagesPerRecipient = mailboxSizeUnsigned
         configuration.maximumMessages = maximumMessages
         configuration.messageRate = messageRate
+        configuration.maximumMessagesPerAddressPerRecipient = mailboxPerAddress
         configuration.strictMailbox = strictMailbox
     }
 }

@@ -93,6 +93,34 @@ import Testing
         }
     }
 
+    /// Issue 37, defect 8: signed junk from fresh keys (which cost nothing) no longer fills a
+    /// victim's mailbox from one address; a friend on another address still gets through.
+    @Test func freshKeysFromOneAddressCannotFillAMailbox() async throws {
+        let relay = try await MailboxTests.relay(.memory) {
+            $0.maximumMessagesPerAddressPerRecipient = 10
+            $0.maximumMessagesPerRecipient = 30
+            $0.trustForwardedFor = true
+        }
+        try await relay.test(.live) { client in
+            func post(_ envelope: Envelope, from address: String) async throws -> HTTPResponse.Status {
+                var headers = RelayHarness.json
+                headers[.xForwardedFor] = address
+                return try await client.execute(uri: "/v1/relay/messages", method: .post, headers: headers, body: MailboxTests.body(envelope)).status
+            }
+            var statuses: [HTTPResponse.Status] = []
+            for _ in 0..<40 {
+                let junk = try MailboxTests.envelope(from: try Ed25519SigningKey.generate(), now: relay.now)
+                statuses.append(try await post(junk, from: "2001:db8:66::\(statuses.count + 1)"))  // one /64
+            }
+            #expect(statuses.filter { $0 == .accepted }.count == 10)
+            #expect(statuses.filter { $0 == .tooManyRequests }.count == 30)
+            #expect(try await post(try MailboxTests.envelope("real", now: relay.now), from: "198.51.100.9") == .accepted)
+            // The budget refills over the hour.
+            relay.clock.advance(byMilliseconds: 360_000)
+            #expect(try await post(try MailboxTests.envelope(from: try Ed25519SigningKey.generate(), now: relay.now), from: "2001:db8:66::99") == .accepted)
+        }
+    }
+
     @Test func unsignedSendersAreRateLimitedByAddressNotByTheirClaimedID() async throws {
         var configuration = RelayHarness.defaultConfiguration()
         configuration.messageRate = 1

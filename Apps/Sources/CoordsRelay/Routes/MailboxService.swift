@@ -67,6 +67,11 @@ extension RelayService {
             throw RelayFailure(429, "rate_limited", "too many messages from this sender; retry in \(retry) s", retryAfter: retry)
         }
         let id = envelope.id.lowercased()
+        if let retry = recipientAddressLimiter.take("a:\(clientAddress)|\(envelope.recipientID.lowercased())", now: clock.now()) {
+            metrics.rejection("address_recipient_limited")
+            throw RelayFailure(
+                429, "rate_limited", "too many messages from this address to this recipient; retry in \(retry) s", retryAfter: retry)
+        }
         let entry = MailboxEntry(
             id: id, recipient: envelope.recipientID.lowercased(), expiresAt: expires, envelope: body,
             authenticated: verifiedSender != nil)
@@ -185,6 +190,7 @@ extension RelayService {
             logger.info("expired messages swept", metadata: ["count": "\(removed)"])
         }
         messageLimiter.prune(now: clock.now())
+        recipientAddressLimiter.prune(now: clock.now())
         let pushRemoved = try await store.pushSweep(now: now)
         if pushRemoved > 0 { logger.info("expired push registrations swept", metadata: ["count": "\(pushRemoved)"]) }
         push?.prune()

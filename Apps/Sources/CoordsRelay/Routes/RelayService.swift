@@ -13,6 +13,8 @@ public final class RelayService: Sendable {
     private let addressLimiter: RateLimiter
     private let keyLimiter: RateLimiter
     let messageLimiter: RateLimiter
+    /// Envelopes per client address and recipient (``RelayConfiguration/maximumMessagesPerAddressPerRecipient``).
+    let recipientAddressLimiter: RateLimiter
     /// This node's live subscribers (§8); every accepted write is published to it.
     public let live: LiveHub
     /// Sends push wakes for accepted envelopes (§8.7); nil when push is off.
@@ -31,6 +33,8 @@ public final class RelayService: Sendable {
         addressLimiter = RateLimiter(rate: configuration.addressRate, burst: configuration.addressBurst)
         keyLimiter = RateLimiter(rate: configuration.keyRate, burst: configuration.keyBurst)
         messageLimiter = RateLimiter(rate: configuration.messageRate, burst: configuration.messageBurst)
+        let perAddress = Double(max(configuration.maximumMessagesPerAddressPerRecipient, 0))
+        recipientAddressLimiter = RateLimiter(rate: perAddress / 3600, burst: perAddress)
         live = LiveHub(limits: configuration.live)
         push =
             configuration.push.enabled
