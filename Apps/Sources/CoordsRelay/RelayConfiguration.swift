@@ -141,6 +141,10 @@ public struct PushLimits: Sendable, Equatable {
     public var failedWakesBeforeDrop = 3
     /// Most endpoints being woken at once; wakes beyond it are skipped (counted in the metrics).
     public var maximumConcurrentWakes = 256
+    /// Of those, most wakes in flight to one endpoint host: endpoints that never answer (one
+    /// host's, however many registrations point there) hold at most this many slots, so the
+    /// other mailboxes' wakes still go out.
+    public var maximumConcurrentWakesPerHost = 16
 
     /// The defaults, as documented on each property.
     public init() {}

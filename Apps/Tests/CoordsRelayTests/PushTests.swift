@@ -250,6 +250,35 @@ import Testing
         }
     }
 
+    /// Issue 37, defect 4: registrations on endpoints that never answer filled every wake slot
+    /// and legitimate wakes were skipped; now one host holds at most its share of the slots.
+    @Test func endpointsThatNeverAnswerCannotTakeEveryWakeSlot() async throws {
+        let blackhole = try Blackhole()
+        defer { blackhole.close() }
+        let configuration = Self.configuration {
+            $0.maximumConcurrentWakes = 8
+            $0.maximumConcurrentWakesPerHost = 4
+            $0.timeoutMilliseconds = 5_000
+        }
+        let receiver = PushReceiver()
+        try await receiver.serve { port in
+            let relay = RelayHarness(configuration: configuration)
+            try await relay.test(.live) { client in
+                for i in 0..<12 {
+                    let victim = try Ed25519SigningKey.generate()
+                    let endpoint = "http://127.0.0.1:\(blackhole.port)/up/\(i)"
+                    #expect(try await Self.register(client, relay, endpoint: endpoint, signer: victim).status == .ok)
+                    #expect(try await client.post(try MailboxTests.envelope(to: victim, now: relay.now)).status == .accepted)
+                }
+                try await Task.sleep(for: .milliseconds(300))
+                // Bob's endpoint is on another host: his wake goes out while the others hang.
+                #expect(try await Self.register(client, relay, endpoint: "http://localhost:\(port)/up/bob").status == .ok)
+                try await Self.post(client, relay)
+                #expect(try await Self.eventually(seconds: 4) { receiver.count == 1 })
+            }
+        }
+    }
+
     @Test func redirectsAreNotFollowed() async throws {
         try await Self.withRegisteredEndpoint(status: 307, Self.configuration { $0.failedWakesBeforeDrop = 1 }) { receiver, _, relay, client in
             #expect(try await Self.eventually { receiver.count == 3 })
@@ -306,4 +335,29 @@ final class PushReceiver: Sendable {
             group.cancelAll()
         }
     }
+}
+
+/// A TCP port on loopback that accepts connections (in the kernel's backlog) and never answers.
+final class Blackhole: Sendable {
+    let fd: Int32
+    let port: Int
+
+    init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard descriptor >= 0, bound == 0, listen(descriptor, 128) == 0 else { throw RawSocketError("blackhole: \(errno)") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        fd = descriptor
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    func close() { _ = Glibc.close(fd) }
 }

@@ -32,6 +32,8 @@ public final class PushDispatcher: Service, Sendable {
         var endpoints: [String: Endpoint] = [:]
         /// Wakes scheduled or sending (bounded by ``PushLimits/maximumConcurrentWakes``).
         var active = 0
+        /// Wakes sending per endpoint host (each bounded by ``PushLimits/maximumConcurrentWakesPerHost``).
+        var perHost: [String: Int] = [:]
     }
 
     private let book = Mutex(Book())
@@ -123,6 +125,36 @@ public final class PushDispatcher: Service, Sendable {
         }
         var outcome = Attempt.failed("cancelled")
         var endpointURL: String?
+        // Fair shares: one host's endpoints (which may never answer) hold a bounded number of slots.
+        var host: String?
+        if let registration = try? await store.pushRegistration(recipient: recipient, now: clock.now() / 1000),
+            let parsed = try? PushEndpoint(parsing: registration.endpoint, allowInsecure: limits.allowLoopback)
+        {
+            let key = parsed.host.lowercased()
+            let admitted = book.withLock { book -> Bool in
+                let current = book.perHost[key] ?? 0
+                guard current < limits.maximumConcurrentWakesPerHost else { return false }
+                book.perHost[key] = current + 1
+                return true
+            }
+            guard admitted else {
+                metrics.pushWake("skipped_host")
+                book.withLock { book in
+                    book.endpoints[recipient]?.sending = false
+                    book.active = max(0, book.active - 1)
+                }
+                return
+            }
+            host = key
+        }
+        defer {
+            if let host {
+                book.withLock { book in
+                    let left = (book.perHost[host] ?? 1) - 1
+                    book.perHost[host] = left > 0 ? left : nil
+                }
+            }
+        }
         for attempt in 0...limits.retryDelaysMilliseconds.count where !Task.isCancelled {
             if attempt > 0 {
                 do { try await Task.sleep(for: .milliseconds(limits.retryDelaysMilliseconds[attempt - 1])) } catch { break }
