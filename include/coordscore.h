@@ -518,7 +518,9 @@ int32_t coords_outbox_enqueue(CoordsApp *app, const char *kind, const char *requ
  * `due_only` is true. */
 int32_t coords_outbox_pending(CoordsApp *app, bool due_only, CoordsBuffer *json_out, CoordsError *out_error);
 
-/* Removes a delivered entry (an unknown id is not an error). */
+/* Removes a delivered entry (an unknown id is not an error). After a delivered "rotation" entry,
+ * call coords_messages_queue_rotation_statements again: a friend owed several statements (the
+ * identity rotated again before they had the first) gets the next one only then. */
 int32_t coords_outbox_mark_delivered(CoordsApp *app, uint64_t id, CoordsError *out_error);
 
 /* Records a failed attempt: the next one is due after 1 s, 2 s, 4 s … 60 s (+ up to 20 % jitter). */

@@ -18,7 +18,24 @@ enum OutboxDelivery {
     /// schedule serves long-running hosts that retry on their own.
     static func flush(_ session: Session) async -> Report {
         var report = Report()
-        let entries = (try? session.app.outbox.pending()) ?? []
+        var tried = Set<UInt64>()
+        // A delivered rotation statement may make the next one of a chain due (the identity
+        // rotated again before a friend had the first): a few more rounds send those too.
+        for _ in 0..<8 {
+            let entries = ((try? session.app.outbox.pending()) ?? []).filter { !tried.contains($0.id) }
+            guard !entries.isEmpty else { break }
+            tried.formUnion(entries.map(\.id))
+            let before = report.delivered.count
+            await flush(entries, session: session, into: &report)
+            let rotations = report.delivered[before...].contains { $0.hasPrefix("rotation ") }
+            guard rotations, let next = try? await session.app.messages.queueRotationStatements(), !next.isEmpty else { break }
+        }
+        // What is left (the failures of this round).
+        if let pending = try? session.app.outbox.pending() { report.stillQueued = pending.count }
+        return report
+    }
+
+    private static func flush(_ entries: [OutboxEntry], session: Session, into report: inout Report) async {
         for entry in entries {
             do {
                 var request = entry.item.request
@@ -58,9 +75,6 @@ enum OutboxDelivery {
                 report.stillQueued += 1
             }
         }
-        // What is left (the failures of this round).
-        if let pending = try? session.app.outbox.pending() { report.stillQueued = pending.count }
-        return report
     }
 
     /// A freshly signed version of a queued request, or nil when it is no longer needed.

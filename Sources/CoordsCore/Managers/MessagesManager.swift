@@ -503,35 +503,55 @@ public actor MessagesManager {
     /// Seals the pending rotation statement (PROTOCOL.md §9.1) to every friend still waiting for
     /// it, from the previous identity (its seed is kept in the keychain until all are delivered),
     /// and queues each in the outbox (kind `rotation`, reference = the friend's id, which is also
-    /// how ``OutboxManager/markDelivered(id:)`` knows whom it reached).
+    /// how ``OutboxManager/markDelivered(id:)`` knows whom it reached). A friend still owed an
+    /// earlier statement (the identity rotated again before it reached them) gets that one first,
+    /// sealed from the key it rotated from; call this again after a delivery to queue the next.
     /// - Returns: the outbox entries to send now.
     /// - Throws: ``WalletManagerError/noIdentity``, keychain and store errors.
     public func queueRotationStatements() async throws -> [OutboxEntry] {
-        guard let state = try context.database.read({ tx in try tx.open(Tables.rotation).get(RotationState.key) }),
-            let text = state.statement, !state.pending.isEmpty,
-            let seed = try context.keychain.load(name: IdentityHolder.previousKeychainName)
-        else { return [] }
-        let old = try Ed25519SigningKey(seed: seed)
-        let statement = try JSONValue.parse(Array(text.utf8))
-        let now = context.clock.now()
-        // Friends removed (or who rotated themselves) since no longer wait: the seed must not be kept for them.
-        let present = try context.database.read { tx in
+        guard let state = try context.database.read({ tx in try tx.open(Tables.rotation).get(RotationState.key) }) else { return [] }
+        // Friends removed (or who rotated themselves) since no longer wait: no seed is kept for them.
+        let present = try context.database.read { tx -> Set<String> in
             let friends = try tx.open(Tables.friends)
-            return try state.pending.filter { id in try (try? Ed25519PublicKey(base64URL: id)).map { try friends.contains($0) } ?? false }
+            let owed = Set(state.pending + (state.older ?? []).flatMap(\.pending))
+            return try owed.filter { id in try (try? Ed25519PublicKey(base64URL: id)).map { try friends.contains($0) } ?? false }
         }
-        if present.count < state.pending.count {
-            let remaining = try context.database.write { tx -> Int in
-                let rotation = try tx.open(Tables.rotation)
-                guard var current = try rotation.get(RotationState.key) else { return 0 }
-                current.pending = current.pending.filter { present.contains($0) }
-                if current.pending.isEmpty { current.statement = nil }
-                try rotation.put(RotationState.key, current)
-                return current.pending.count
+        let wipe = try context.database.write { tx -> [String] in
+            let rotation = try tx.open(Tables.rotation)
+            guard var current = try rotation.get(RotationState.key) else { return [] }
+            var wipe: [String] = []
+            let hadPending = !current.pending.isEmpty
+            current.pending = current.pending.filter { present.contains($0) }
+            if current.pending.isEmpty {
+                current.statement = nil
+                if hadPending { wipe.append(IdentityHolder.previousKeychainName) }
             }
-            if remaining == 0 { try context.keychain.delete(name: IdentityHolder.previousKeychainName) }
+            var older: [RotationLink] = []
+            for var link in current.older ?? [] {
+                link.pending = link.pending.filter { present.contains($0) }
+                if link.pending.isEmpty { wipe.append(RotationLink.keychainName(for: link.from)) } else { older.append(link) }
+            }
+            current.older = older.isEmpty ? nil : older
+            if current != state || !wipe.isEmpty { try rotation.put(RotationState.key, current) }
+            return wipe
         }
+        for name in wipe { try context.keychain.delete(name: name) }
+        guard let state = try context.database.read({ tx in try tx.open(Tables.rotation).get(RotationState.key) }) else { return [] }
+        let now = context.clock.now()
         var queued: [OutboxEntry] = []
-        for friendID in present {
+        for friendID in present.sorted() {
+            // The oldest statement this friend is owed, and the seed of the key it rotated from.
+            let owed: (text: String, seedName: String)
+            if let link = (state.older ?? []).first(where: { $0.pending.contains(friendID) }) {
+                owed = (link.statement, RotationLink.keychainName(for: link.from))
+            } else if let text = state.statement, state.pending.contains(friendID) {
+                owed = (text, IdentityHolder.previousKeychainName)
+            } else {
+                continue
+            }
+            guard let seed = try context.keychain.load(name: owed.seedName) else { continue }
+            let old = try Ed25519SigningKey(seed: seed)
+            let statement = try JSONValue.parse(Array(owed.text.utf8))
             let key = try Ed25519PublicKey(base64URL: friendID)
             guard let friend = try context.database.read({ tx in try tx.open(Tables.friends).get(key) }) else { continue }
             for entry in try outbox.pending() where entry.item.kind == "rotation" && entry.item.reference == friendID {

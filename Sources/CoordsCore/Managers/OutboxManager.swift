@@ -103,19 +103,32 @@ public actor OutboxManager {
     /// - Throws: store errors (an unknown id is not an error: delivery may be reported twice).
     /// A delivered `rotation` entry (PROTOCOL.md §9.1) also takes its friend off the rotation's
     /// pending list; when nobody is left, the previous identity's seed is wiped from the keychain.
+    /// A friend owed several statements (the identity rotated again before they had the first)
+    /// gets them one at a time, oldest first: after this one, call
+    /// ``MessagesManager/queueRotationStatements()`` again to queue the next.
     public func markDelivered(id: UInt64) throws {
-        let wipe = try reconciler.write(context.database) { tx, messages -> Bool in
-            guard let item = try tx.open(Tables.outbox).remove(id) else { return false }
+        let wipe = try reconciler.write(context.database) { tx, messages -> [String] in
+            guard let item = try tx.open(Tables.outbox).remove(id) else { return [] }
             messages.append(.delivered(id: id, kind: item.kind))
-            guard item.kind == "rotation", let friend = item.reference else { return false }
+            guard item.kind == "rotation", let friend = item.reference else { return [] }
             let rotation = try tx.open(Tables.rotation)
-            guard var state = try rotation.get(RotationState.key), state.pending.contains(friend) else { return false }
+            guard var state = try rotation.get(RotationState.key) else { return [] }
+            // The oldest statement owed to this friend is the one that was queued for them.
+            var older = state.older ?? []
+            if let index = older.firstIndex(where: { $0.pending.contains(friend) }) {
+                older[index].pending.removeAll { $0 == friend }
+                let done = older[index].pending.isEmpty ? older.remove(at: index) : nil
+                state.older = older.isEmpty ? nil : older
+                try rotation.put(RotationState.key, state)
+                return done.map { [RotationLink.keychainName(for: $0.from)] } ?? []
+            }
+            guard state.pending.contains(friend) else { return [] }
             state.pending.removeAll { $0 == friend }
             if state.pending.isEmpty { state.statement = nil }
             try rotation.put(RotationState.key, state)
-            return state.pending.isEmpty
+            return state.pending.isEmpty ? [IdentityHolder.previousKeychainName] : []
         }
-        if wipe { try context.keychain.delete(name: IdentityHolder.previousKeychainName) }
+        for name in wipe { try context.keychain.delete(name: name) }
     }
 
     /// Records a failed attempt and schedules the next one (1 s → 60 s, plus up to 20 % jitter).

@@ -207,6 +207,16 @@ public actor WalletManager {
         let friendIDs = try context.database.read { tx in
             try tx.open(Tables.friends).entries().filter { $0.value.trust != .blocked }.map { $0.key.base64URL }
         }
+        // A statement still owed to some friends is kept as a link of the chain they follow, with
+        // the seed it needs under a name of its own (issue 37: rotating twice stranded them).
+        let owed = try context.database.read { tx in try tx.open(Tables.rotation).get(RotationState.key) }
+        var link: RotationLink?
+        if let owed, let text = owed.statement, !owed.pending.isEmpty, let from = owed.previous.last,
+            let seed = try context.keychain.load(name: IdentityHolder.previousKeychainName)
+        {
+            try context.keychain.save(seed, name: RotationLink.keychainName(for: from))
+            link = RotationLink(from: from, statement: text, pending: owed.pending)
+        }
         // Keychain first (the old seed kept under its own name), then the store: a crash between
         // the two leaves the new identity loaded and the statement unsent, which a rotate retry
         // replaces with a fresh one.
@@ -216,6 +226,7 @@ public actor WalletManager {
             try tx.open(Tables.settings).put(SettingKey.server, server)
             let rotation = try tx.open(Tables.rotation)
             var state = try rotation.get(RotationState.key) ?? RotationState()
+            if let link { state.older = (state.older ?? []) + [link] }
             state.previous.append(old.id)
             state.statement = String(decoding: statement.json.serialized(), as: UTF8.self)
             state.pending = friendIDs

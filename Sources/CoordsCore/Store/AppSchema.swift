@@ -326,6 +326,25 @@ public struct RotationState: StoreJSONValue, Equatable {
     /// Friends (ids) whose statement has not been delivered yet; the previous seed stays in the
     /// keychain until this is empty.
     public var pending: [String] = []
+    /// Earlier statements some friend still needs (oldest first): rotating again before every
+    /// friend had the last statement keeps it, so they can follow the whole chain, one link at a
+    /// time. Absent in rows written before issue 37.
+    public var older: [RotationLink]? = nil
+}
+
+/// An earlier rotation statement still owed to some friends (``RotationState/older``). The
+/// seed of the key it rotated from stays in the keychain under ``keychainName(for:)`` until
+/// ``pending`` is empty.
+public struct RotationLink: Codable, Sendable, Equatable {
+    /// The key the statement rotated from (b64u).
+    public var from: String
+    /// The statement's `"rotation"` JSON text.
+    public var statement: String
+    /// Friends (ids) it has not reached yet.
+    public var pending: [String]
+
+    /// Where the seed of `from` is kept while the statement is owed.
+    public static func keychainName(for from: String) -> String { "identity.rotated.\(from).ed25519.seed" }
 }
 
 /// Upload bookkeeping (value of ``Tables/uploadState``).

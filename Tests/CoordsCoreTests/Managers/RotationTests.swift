@@ -196,6 +196,43 @@ import Testing
         #expect(try await c.alice.app.messages.queueRotationStatements().isEmpty)
     }
 
+    /// Issue 37, defect 5: rotating twice before every friend had the first statement removed
+    /// it from the outbox and overwrote the old seed, stranding them at the first key. Now each
+    /// friend follows the chain, one statement at a time, and every seed goes once it is owed to
+    /// nobody.
+    @Test func rotatingTwiceBeforeEveryoneHadTheFirstStatementStrandsNobody() async throws {
+        let c = try await Circle()
+        let first = try await c.alice.app.rotateIdentity()
+        let toBob = try #require(first.statements.first { $0.item.reference == c.bobID })
+        #expect(try await c.bob.app.messages.processFetchResponse(try Circle.packets([toBob.item.request])).rotated == [c.aliceID])
+        try await c.alice.app.outbox.markDelivered(id: toBob.id)  // Carol's has not gone out
+
+        c.clock.advance(byMilliseconds: 1_000)
+        let second = try await c.alice.app.rotateIdentity()
+        #expect(second.id != first.id)
+        let keychain = c.alice.app.context.keychain
+        #expect(try keychain.load(name: RotationLink.keychainName(for: c.aliceID)) != nil)  // the first key, still owed to Carol
+        // Bob gets the second statement; Carol the first (from the key she knows), not the second.
+        let bobsSecond = try #require(second.statements.first { $0.item.reference == c.bobID })
+        let carolsFirst = try #require(second.statements.first { $0.item.reference == c.carolID })
+        #expect(try await c.bob.app.messages.processFetchResponse(try Circle.packets([bobsSecond.item.request])).rotated == [first.id])
+        #expect(try await c.carol.app.messages.processFetchResponse(try Circle.packets([carolsFirst.item.request])).rotated == [c.aliceID])
+        try await c.alice.app.outbox.markDelivered(id: bobsSecond.id)
+        try await c.alice.app.outbox.markDelivered(id: carolsFirst.id)
+        #expect(try keychain.load(name: RotationLink.keychainName(for: c.aliceID)) == nil)  // owed to nobody now
+
+        // Then the next link for Carol.
+        let next = try await c.alice.app.messages.queueRotationStatements()
+        #expect(next.map(\.item.reference) == [c.carolID])
+        #expect(try await c.carol.app.messages.processFetchResponse(try Circle.packets([next[0].item.request])).rotated == [first.id])
+        try await c.alice.app.outbox.markDelivered(id: next[0].id)
+        #expect(try await c.alice.app.messages.queueRotationStatements().isEmpty)
+        #expect(throws: WalletManagerError.noIdentity) { try c.alice.app.wallet.preparePreviousDelete(server: "https://relay.test") }
+        // Both friends know Alice by her newest key.
+        #expect(try c.bob.app.friends.friend(id: second.id) != nil && c.carol.app.friends.friend(id: second.id) != nil)
+        #expect(try c.bob.app.friends.friend(id: first.id) == nil && c.carol.app.friends.friend(id: c.aliceID) == nil)
+    }
+
     @Test func aFriendRemovedBeforeTheStatementReachedThemNoLongerHoldsTheOldSeed() async throws {
         let c = try await Circle()
         let rotation = try await c.alice.app.rotateIdentity()
