@@ -3,6 +3,7 @@ live relay by schemathesis, JSON logs with an access log that carries no secrets
 metrics, and backups and restores exactly as docs/RELAY.md writes them."""
 import datetime
 import json
+import socket
 import os
 import re
 import subprocess
@@ -203,6 +204,34 @@ def test_truncated_data_and_unsafe_directories_are_refused_in_one_line(tmp_path)
     restore = subprocess.run([tool, "restore", "--data-dir", str(data_dir), str(backups)], capture_output=True, text=True, timeout=60)
     assert restore.returncode in (73, 75) and "writable by other users" in restore.stderr, (restore.returncode, restore.stderr)
     assert not any(p.name.startswith(".restore") for p in data_dir.iterdir())
+
+
+def raw_exchange(port, data, wait=5):
+    """Sends `data` on a new connection and returns everything read until the relay closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as sock:
+        sock.sendall(data)
+        out = b""
+        try:
+            while chunk := sock.recv(65536):
+                out += chunk
+        except socket.timeout:
+            pass
+        return out
+
+
+def test_refusals_are_answered_head_is_get_without_a_body(tmp_path):
+    """Issue 37, defect 15: HEAD on GET routes answered 404; a malformed chunked body closed the
+    connection without an answer."""
+    with Relay(tmp_path / "relay", args=NO_LIMITS) as relay:
+        answer = raw_exchange(relay.port, b"HEAD /api/version HTTP/1.1\r\nHost: x\r\n\r\n"
+                                          b"GET /api/version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        head, _, rest = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200") and b"Content-Length: 39" in head, answer
+        assert rest.startswith(b"HTTP/1.1 200"), answer  # no body after the HEAD answer: the next answer follows at once
+        assert rest.endswith(b'"name":"coords","version":"2026.11.0"}'), answer
+        broken = raw_exchange(relay.port, b"POST /api/location HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                                          b"Content-Type: application/json\r\n\r\nzz\r\nabc\r\n0\r\n\r\n")
+        assert broken.startswith(b"HTTP/1.1 400") and b'"error":"malformed_body"' in broken, broken
 
 
 def fetch_ids(relay, ids):

@@ -239,12 +239,25 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data), closeAfterResponse {
+            // The answer to a request whose body could not be decoded: sent, then the connection goes.
+            let channel = context.channel
+            let done = context.eventLoop.makePromise(of: Void.self)
+            done.futureResult.whenComplete { _ in channel.close(promise: nil) }
+            done.futureResult.cascade(to: promise)
+            context.writeAndFlush(data, promise: done)
+            return
+        }
         if case .end = unwrapOutboundIn(data), shared.phase == .responding {
             shared.phase = .idle
             arm(limits.idleTimeoutSeconds, reason: "idle")
         }
         context.write(data, promise: promise)
     }
+
+    /// A body the decoder refused (malformed chunked encoding): the relay's own 400 answer goes
+    /// out first, then the connection closes (it cannot be read any further).
+    private var closeAfterResponse = false
 
     private func arm(_ seconds: UInt64, reason: String) {
         guard let guardContext else { return }
@@ -257,6 +270,13 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         metrics.connectionClosed("malformed_request")
+        if shared.phase == .readingBody, !shared.closedByGuard {
+            // The route handler sees the error in its body stream and answers 400 (JSON);
+            // the body deadline still runs in case it never does.
+            closeAfterResponse = true
+            context.fireErrorCaught(error)
+            return
+        }
         shared.cancelTimer()
         guard !shared.closedByGuard, shared.phase == .readingHead || shared.phase == .idle else {
             shared.closedByGuard = true

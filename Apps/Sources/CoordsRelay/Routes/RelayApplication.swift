@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
 import ServiceLifecycle
 
 #if canImport(Glibc)
@@ -185,7 +186,7 @@ private func assemble(service: RelayService, router: Router<RelayRequestContext>
     let registry = ConnectionRegistry(limits: limits)
     let metrics = service.metrics
     var app = Application(
-        router: router,
+        responder: HeadAsGet(inner: router.buildResponder()),
         server: HTTPServerBuilder { responder in
             RelayHTTPChannel(responder: responder, limits: limits, registry: registry, metrics: metrics, service: service)
         },
@@ -273,6 +274,8 @@ func handle(
             buffer = try await request.collectBody(upTo: limit)
         } catch is NIOTooManyBytesError {
             throw RelayFailure(413, "body_too_large", "the body is larger than \(limit) bytes")
+        } catch is HTTPParserError {
+            throw RelayFailure(400, "malformed_body", "the request body is not valid HTTP/1.1 (e.g. broken chunked encoding)")
         }
         return try await body(Array(buffer.readableBytesView))
     }
@@ -366,6 +369,23 @@ struct RelayMiddleware: RouterMiddleware {
                 "response_bytes": "\(response.body.contentLength ?? 0)"
             ])
         return response
+    }
+}
+
+/// Answers HEAD like GET without the body (RFC 9110 §9.3.2): the same status and headers, the
+/// length the body would have. The router matches routes by method, so HEAD is turned into GET
+/// before routing.
+struct HeadAsGet<Inner: HTTPResponder>: HTTPResponder where Inner.Context == RelayRequestContext {
+    let inner: Inner
+
+    func respond(to request: Request, context: RelayRequestContext) async throws -> Response {
+        guard request.method == .head else { return try await inner.respond(to: request, context: context) }
+        var head = request.head
+        head.method = .get
+        let full = try await inner.respond(to: Request(head: head, body: request.body), context: context)
+        var headers = full.headers
+        if let length = full.body.contentLength { headers[.contentLength] = String(length) }
+        return Response(status: full.status, headers: headers, body: ResponseBody())
     }
 }
 
