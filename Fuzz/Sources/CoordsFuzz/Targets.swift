@@ -40,7 +40,10 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "push-endpoint": pushEndpoint,
     "rotation": rotation,
     "app-responses": appResponses,
-    "postgres-url": postgresURL
+    "postgres-url": postgresURL,
+    "client-address": clientAddress,
+    "data-file": dataFile,
+    "response-limit": responseLimit
 ]
 
 /// A failed property: crash loudly so libFuzzer keeps the input.
@@ -89,6 +92,8 @@ enum Fixture {
     }()
     static let responder = buildRouter(service: service).buildResponder()
     static let keychainPath = "/tmp/coords-fuzz-keychain-\(getpid())"
+    /// Where the data-file target writes its `data.mdb`.
+    static let dataFileDirectory = "/tmp/coords-fuzz-datafile-\(getpid())"
 }
 
 @_cdecl("LLVMFuzzerInitialize")
@@ -475,4 +480,53 @@ public func coordsFuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMut
     var count = argc
     var arguments = argv
     return runFuzzerDriver(&count, &arguments) { data, size in fuzzerTestOneInput(data, size) }
+}
+
+/// The per-address key of a request (issue 37): the first byte picks the IPv6 prefix, the rest is
+/// `peer|X-Forwarded-For|trusted proxy`. Never traps; the key is "unknown", dotted IPv4, or an
+/// IPv6 prefix ending in `/<length>`; an untrusted peer's header never counts.
+@Sendable func clientAddress(_ bytes: [UInt8]) {
+    guard let first = bytes.first else { return }
+    let parts = String(decoding: bytes.dropFirst(), as: UTF8.self).split(separator: "|", maxSplits: 2, omittingEmptySubsequences: false)
+    var policy = AddressPolicy()
+    policy.ipv6PrefixLength = Int(first % 130)  // 0 and 129 too: clamped, never a trap
+    policy.trustForwardedFor = first & 1 == 1
+    if parts.count > 2, let network = IPNetwork(String(parts[2])) { policy.trustedProxies = [network] }
+    let peer = parts.first.map(String.init)
+    let forwarded = parts.count > 1 ? String(parts[1]) : nil
+    let key = policy.key(forwardedFor: forwarded, remoteAddress: peer)
+    check(key == "unknown" || key.contains("/") || key.split(separator: ".").count == 4, "a key is unknown, IPv4 or an IPv6 prefix")
+    let withoutHeader = policy.key(forwardedFor: nil, remoteAddress: peer)
+    if let peer, let address = IPAddress(parsing: Substring(peer)), !policy.trusts(address) {
+        check(key == withoutHeader, "an untrusted peer's X-Forwarded-For changed the key")
+    }
+}
+
+/// A `data.mdb` of any bytes is checked before LMDB would map it (issue 37): the check never
+/// traps, and passes a non-empty file only when the file holds every page its meta pages name.
+@Sendable func dataFile(_ bytes: [UInt8]) {
+    let directory = Fixture.dataFileDirectory
+    mkdir(directory, 0o700)
+    let path = directory + "/data.mdb"
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    guard fd >= 0 else { return }
+    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
+    let problem = DataFileCheck.problem(directory: directory)
+    if problem == nil, !bytes.isEmpty {
+        check(bytes.count >= 2 * 512, "a file shorter than two meta pages passed")
+    }
+}
+
+/// The answer cap of any method and URL (PROTOCOL.md §4.1): one of the three limits, never a trap.
+@Sendable func responseLimit(_ bytes: [UInt8]) {
+    let text = String(decoding: bytes, as: UTF8.self)
+    let (method, url) = text.split(separator: " ", maxSplits: 1).map(String.init).splitFirst
+    let limit = ClientLimits.maximumResponseBytes(method: method, url: url)
+    check([ClientLimits.smallAnswerBytes, ClientLimits.fetchAnswerBytes, ClientLimits.mailboxAnswerBytes].contains(limit), "an unknown limit")
+}
+
+extension Array where Element == String {
+    /// The first element and the second (empty strings when missing).
+    fileprivate var splitFirst: (String, String) { (first ?? "", count > 1 ? self[1] : "") }
 }
