@@ -871,3 +871,25 @@ with cc.App({str(tmp_path / "a")!r}, passphrase="a", keychain_cost="minimum", ba
         script = script.replace(f"app.pause({bob_id!r})", f"app.share_with({bob_id!r})")
         subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=60)
         assert alice.prepare_upload(cc.Location(52.52, 13.405, timestamp_ms=start + 2)).recipient_count == 2
+
+
+def test_a_python_host_is_bounded_by_what_a_hostile_relay_answers(tmp_path):
+    """Issue 37: the core, not the host, refuses what a hostile mailbox answer would make it sign,
+    and tells every host how much of each answer to read (PROTOCOL.md §4.1)."""
+    with friends(tmp_path) as (alice, alice_id, bob, bob_id):
+        fetch = bob.prepare_message_fetch()
+        assert fetch.max_response_bytes == 17_681_200
+        assert [r.max_response_bytes for r in bob.prepare_fetches()] == [4_394_800]
+        packet_id = "0f7c1b52-8a3e-4d6f-9b0a-1c2d3e4f5a6b"
+        repeated = bob.process_messages(json.dumps({"packets": [{"id": packet_id}] * 100}).encode())
+        assert [a.url.rsplit("/", 2)[1] for a in repeated.acks] == [packet_id]
+        with pytest.raises(cc.CoordsException) as caught:
+            bob.process_messages(json.dumps({"packets": [{"id": packet_id}] * 20_000}).encode())
+        assert caught.value.code == cc.ERR_INVALID_MAILBOX_RESPONSE
+        # Signed timestamps stay within 120 s of the clock however many acks were signed.
+        many = [{"id": f"0f7c1b52-8a3e-4d6f-9b0a-{i:012x}"} for i in range(100)]
+        stamps = []
+        for _ in range(3):
+            outcome = bob.process_messages(json.dumps({"packets": many}).encode())
+            stamps += [int(a.headers["X-Coords-Timestamp"]) for a in outcome.acks]
+        assert len(stamps) == 300 and max(stamps) <= time.time() + 121
