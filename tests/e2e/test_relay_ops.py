@@ -221,7 +221,7 @@ def raw_exchange(port, data, wait=5):
 
 def test_refusals_are_answered_head_is_get_without_a_body(tmp_path):
     """Issue 37, defect 15: HEAD on GET routes answered 404; a malformed chunked body closed the
-    connection without an answer."""
+    connection without an answer; so did a request asking for an Upgrade other than websocket."""
     with Relay(tmp_path / "relay", args=NO_LIMITS) as relay:
         answer = raw_exchange(relay.port, b"HEAD /api/version HTTP/1.1\r\nHost: x\r\n\r\n"
                                           b"GET /api/version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -232,6 +232,10 @@ def test_refusals_are_answered_head_is_get_without_a_body(tmp_path):
         broken = raw_exchange(relay.port, b"POST /api/location HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
                                           b"Content-Type: application/json\r\n\r\nzz\r\nabc\r\n0\r\n\r\n")
         assert broken.startswith(b"HTTP/1.1 400") and b'"error":"malformed_body"' in broken, broken
+        # An Upgrade the relay does not offer (curl --http2 sends h2c) is ignored, and the request answered.
+        h2c = raw_exchange(relay.port, b"GET /api/version HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings, close\r\n"
+                                       b"Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n")
+        assert h2c.startswith(b"HTTP/1.1 200") and h2c.endswith(b'"version":"2026.11.0"}'), h2c
 
 
 def fetch_ids(relay, ids):

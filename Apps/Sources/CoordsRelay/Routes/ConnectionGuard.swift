@@ -413,6 +413,9 @@ struct RelayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             }
             return handler.setup(channel: channel, logger: logger).flatMapThrowing { value in
                 let (guardHandler, shared) = guardBox.value
+                // Right after the HTTP decoder: an Upgrade to anything but websocket is ignored.
+                let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+                try channel.pipeline.syncOperations.addHandler(IgnoreUnknownUpgrade(), position: .after(decoder))
                 try channel.pipeline.syncOperations.addHandler(UpgradeStageRefusalHandler(shared: shared, guardHandler: guardHandler))
                 return Value.upgradable(value, handler)
             }
@@ -460,5 +463,29 @@ struct UpgradeNoiseFilter: LogHandler {
             event.level = .debug
         }
         inner.log(event: event)
+    }
+}
+
+/// Removes an `Upgrade` request header that does not ask for `websocket` (and the `upgrade`
+/// token of `Connection`), so the request is answered as plain HTTP/1.1 — RFC 9110 §7.8 lets a
+/// server ignore an upgrade it does not offer. NIO's upgrade stage would otherwise take the head
+/// of such a request (`curl --http2` sends `Upgrade: h2c`) and the connection ended unanswered.
+final class IgnoreUnknownUpgrade: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .head(var head) = unwrapInboundIn(data), head.headers.contains(name: "upgrade"),
+            !head.headers["upgrade"].contains(where: { $0.lowercased().contains("websocket") })
+        else {
+            context.fireChannelRead(data)
+            return
+        }
+        head.headers.remove(name: "upgrade")
+        let connection = head.headers["connection"].flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingSpaces }.filter { $0.lowercased() != "upgrade" }
+        head.headers.remove(name: "connection")
+        if !connection.isEmpty { head.headers.add(name: "Connection", value: connection.joined(separator: ", ")) }
+        context.fireChannelRead(wrapInboundOut(.head(head)))
     }
 }
