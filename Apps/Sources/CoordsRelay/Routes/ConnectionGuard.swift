@@ -470,14 +470,21 @@ struct UpgradeNoiseFilter: LogHandler {
 /// token of `Connection`), so the request is answered as plain HTTP/1.1 — RFC 9110 §7.8 lets a
 /// server ignore an upgrade it does not offer. NIO's upgrade stage would otherwise take the head
 /// of such a request (`curl --http2` sends `Upgrade: h2c`) and the connection ended unanswered.
+/// Only the connection's first request reaches the upgrade stage, so the handler leaves the
+/// pipeline after the first head: after a WebSocket upgrade the bytes that follow are frames,
+/// not request parts.
 final class IgnoreUnknownUpgrade: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard case .head(var head) = unwrapInboundIn(data), head.headers.contains(name: "upgrade"),
-            !head.headers["upgrade"].contains(where: { $0.lowercased().contains("websocket") })
-        else {
+        guard case .head(var head) = unwrapInboundIn(data) else {
+            context.fireChannelRead(data)
+            return
+        }
+        // Passed on first, then out of the pipeline (a removed context forwards nothing).
+        defer { context.pipeline.syncOperations.removeHandler(context: context, promise: nil) }
+        guard head.headers.contains(name: "upgrade"), !head.headers["upgrade"].contains(where: { $0.lowercased().contains("websocket") }) else {
             context.fireChannelRead(data)
             return
         }
