@@ -118,13 +118,6 @@ public final class PushDispatcher: Service, Sendable {
             if wait == .zero { break }
             try? await Task.sleep(for: wait)
         }
-        book.withLock { book in
-            book.endpoints[recipient, default: Endpoint()].scheduled = false
-            book.endpoints[recipient, default: Endpoint()].sending = true
-            book.endpoints[recipient, default: Endpoint()].lastSent = .now
-        }
-        var outcome = Attempt.failed("cancelled")
-        var endpointURL: String?
         // Fair shares: one host's endpoints (which may never answer) hold a bounded number of slots.
         var host: String?
         if let registration = try? await store.pushRegistration(recipient: recipient, now: clock.now() / 1000),
@@ -140,7 +133,7 @@ public final class PushDispatcher: Service, Sendable {
             guard admitted else {
                 metrics.pushWake("skipped_host")
                 book.withLock { book in
-                    book.endpoints[recipient]?.sending = false
+                    book.endpoints[recipient]?.scheduled = false
                     book.active = max(0, book.active - 1)
                 }
                 return
@@ -155,6 +148,13 @@ public final class PushDispatcher: Service, Sendable {
                 }
             }
         }
+        book.withLock { book in
+            book.endpoints[recipient, default: Endpoint()].scheduled = false
+            book.endpoints[recipient, default: Endpoint()].sending = true
+            book.endpoints[recipient, default: Endpoint()].lastSent = .now
+        }
+        var outcome = Attempt.failed("cancelled")
+        var endpointURL: String?
         for attempt in 0...limits.retryDelaysMilliseconds.count where !Task.isCancelled {
             if attempt > 0 {
                 do { try await Task.sleep(for: .milliseconds(limits.retryDelaysMilliseconds[attempt - 1])) } catch { break }
