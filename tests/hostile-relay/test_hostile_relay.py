@@ -284,3 +284,42 @@ def test_message_notice_flood_costs_one_fetch_per_burst(relay, homes, tmp_path):
         assert max(signed) <= time.time() + 121
     finally:
         watch.stop()
+
+
+def test_changed_notice_flood_stays_bounded(relay, homes, tmp_path):
+    """§8.3 `changed` (a position too large for a notice): each asks for one ordinary fetch, done
+    one at a time; a flood of them costs fetches to that relay only, never memory."""
+    alice, bob = homes
+    bob_id = json.loads(ok(bob, "whoami", "--json").stdout)["id"]
+    notices = [ws_frame(json.dumps({"type": "changed", "id": bob_id})) for _ in range(500)]
+    notices += [ws_frame(json.dumps({"type": "changed", "id": "A" * 43}))] * 100  # not subscribed: ignored
+    relay.attack("GET", "/v1/relay/live", live_upgrade_then(frames=notices, seconds=15))
+    watch = Watch(alice, tmp_path)
+    try:
+        time.sleep(8)
+        assert watch.process.poll() is None, watch.output()
+        assert watch.peak_rss_mib() < 256
+        fetches = relay.received("POST", "/api/location")
+        assert 1 <= len(fetches) <= 502, len(fetches)  # the catch-up, then at most one per notice for Bob
+        assert all(json.loads(f.body)["ids"] == [bob_id] for f in fetches)
+    finally:
+        watch.stop()
+
+
+def test_close_reasons_and_live_refusals_are_escaped(relay, homes, tmp_path):
+    """Text a relay puts in a close frame or in the answer to a live fetch reaches the terminal escaped."""
+    alice, bob = homes
+    bob_id = json.loads(ok(bob, "whoami", "--json").stdout)["id"]
+    close = ws_frame((4400).to_bytes(2, "big") + "\x1b]0;owned\x07\u202e".encode(), opcode=0x8)
+    relay.attack("GET", "/v1/relay/live",
+                 live_upgrade_then(frames=[ws_frame(json.dumps({"type": "changed", "id": bob_id})), close], seconds=2))
+    relay.attack("POST", "/api/location", answer(400, {"error": "\x1b[2J", "message": "\x9b31mred"}))
+    watch = Watch(alice, tmp_path)
+    try:
+        watch.wait_for("closed (4400", timeout=20)
+        time.sleep(1)
+        output = watch.output()
+        assert not CONTROLS.search(output), repr(output)
+        assert "\\u{1B}]0;owned" in output
+    finally:
+        watch.stop()

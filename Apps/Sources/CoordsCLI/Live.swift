@@ -66,11 +66,38 @@ struct LiveWatcher: Sendable {
 
     /// Performs a message notice's mailbox fetch, and one more for as long as the core says notices
     /// arrived meanwhile (one signed request per burst, PROTOCOL.md §8.5).
+    /// A failure is reported and ends the burst; the next notice (or the reconnect's catch-up) fetches again.
     private func syncMailbox(_ first: PreparedRequest, _ connection: LiveSession.Connection) async {
         var fetch: PreparedRequest? = first
         while let next = fetch, !Task.isCancelled {
-            if let messages = try? await MessageDelivery.sync(session, fetch: next) { await onMessages(messages) }
-            fetch = try? session.app.live.mailboxFetched(server: connection.server)
+            do {
+                await onMessages(try await MessageDelivery.sync(session, fetch: next))
+            } catch {
+                onStatus("Live: fetching your mailbox from \(connection.server) failed: \(describe(error)).")
+            }
+            do {
+                fetch = try session.app.live.mailboxFetched(server: connection.server)
+            } catch {
+                onStatus("Live: cannot prepare the next mailbox fetch: \(describe(error)).")
+                fetch = nil
+            }
+        }
+    }
+
+    /// Performs one of the core's prepared location fetches (a catch-up, or a `changed` notice's)
+    /// and processes the answer; a relay that fails or refuses is reported, never fatal to the
+    /// connection. The outcome is empty then.
+    private func fetchLocations(_ fetch: RelayAPI.PreparedFetch) async -> FetchOutcome {
+        do {
+            let result = try await RelayHTTP.send(fetch.request)
+            guard result.status == 200 else {
+                onStatus("Live: " + RelayHTTP.refusal(result, action: "answer the fetch") + ".")
+                return FetchOutcome()
+            }
+            return try await session.app.location.processFetchResponse(result.body)
+        } catch {
+            onStatus("Live: fetching from \(fetch.server) failed: \(describe(error)).")
+            return FetchOutcome()
         }
     }
 
@@ -81,22 +108,21 @@ struct LiveWatcher: Sendable {
         case .subscribed(let ids, let mailbox):
             onStatus("Live: watching \(ids) friend\(ids == 1 ? "" : "s")\(mailbox ? " and your mailbox" : "") on \(connection.server).")
             var outcome = FetchOutcome()
-            for fetch in opened.catchUp {
-                if let result = try? await RelayHTTP.send(fetch.request), result.status == 200 {
-                    outcome.merge(try await session.app.location.processFetchResponse(result.body))
-                }
-            }
+            for fetch in opened.catchUp { outcome.merge(await fetchLocations(fetch)) }
             if !outcome.updated.isEmpty || !outcome.rejected.isEmpty { await onLocations(outcome) }
-            if let fetch = opened.mailboxFetch, let messages = try? await MessageDelivery.sync(session, fetch: fetch), !messages.received.isEmpty {
-                await onMessages(messages)
+            if let fetch = opened.mailboxFetch {
+                do {
+                    let messages = try await MessageDelivery.sync(session, fetch: fetch)
+                    if !messages.received.isEmpty { await onMessages(messages) }
+                } catch {
+                    onStatus("Live: fetching your mailbox from \(connection.server) failed: \(describe(error)).")
+                }
             }
         case .locations(let outcome):
             if !outcome.updated.isEmpty || !outcome.rejected.isEmpty { await onLocations(outcome) }
         case .changed(_, let fetch):
-            if let result = try? await RelayHTTP.send(fetch.request), result.status == 200 {
-                let outcome = try await session.app.location.processFetchResponse(result.body)
-                if !outcome.updated.isEmpty || !outcome.rejected.isEmpty { await onLocations(outcome) }
-            }
+            let outcome = await fetchLocations(fetch)
+            if !outcome.updated.isEmpty || !outcome.rejected.isEmpty { await onLocations(outcome) }
         case .rejected(let rejection):
             var outcome = FetchOutcome()
             outcome.rejected = [rejection]

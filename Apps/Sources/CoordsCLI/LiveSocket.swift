@@ -66,6 +66,7 @@ enum LiveSocket {
                 return channel.eventLoop.makeCompletedFuture { try configure(channel, target, broken) }
             }
         } catch {
+            // Closing a channel that failed to connect may itself fail (already closed): the connect error is the one to report.
             try? await channelBox.withLockedValue { $0 }?.close()
             throw error
         }
@@ -81,14 +82,20 @@ enum LiveSocket {
             deadline.cancel()
         } catch {
             deadline.cancel()
+            // A limit may have closed it already (then close fails); the upgrade's failure is what to report.
             try? await channel.close()
             throw Failure.badUpgrade(broken.withLockedValue { $0 } ?? Self.reason(error))
         }
         guard case .websocket(let socket) = upgrade else {
-            try? await channel.close()
+            try? await channel.close()  // it may be closed already; the refusal is what to report
             throw Failure.notUpgraded
         }
-        try? await channel.pipeline.removeHandler(name: UpgradeGuard.name)
+        do {
+            try await channel.pipeline.removeHandler(name: UpgradeGuard.name)
+        } catch {
+            try? await channel.close()  // it may be closed already; the failure is what to report
+            throw Failure.badUpgrade("the connection ended during the upgrade: \(Self.reason(error))")
+        }
         do {
             return try await socket.executeThenClose { inbound, outbound in
                 // A relay may break the protocol before our first frame is out: what it sent
