@@ -138,6 +138,7 @@ enum LiveSocket {
                 let reason = data.readString(length: min(data.readableBytes, 123))
                 var echo = ByteBuffer()
                 if let code { echo.writeInteger(UInt16(clamping: code)) }
+                // The echo is a courtesy: a relay that already went away cannot receive it.
                 try? await outbound.write(WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: echo))
                 return Close(code: code, reason: reason.map { Terminal.safe($0) })
             }
@@ -251,7 +252,7 @@ enum LiveSocket {
             } else {
                 port = tls ? 443 : 80
             }
-            isIPAddress = (try? SocketAddress(ipAddress: host, port: 0)) != nil
+            isIPAddress = (try? SocketAddress(ipAddress: host, port: 0)) != nil  // a question, not an error: a name does not parse
         }
     }
 }

@@ -11,6 +11,8 @@ enum OutboxDelivery {
         /// Entries left in the outbox afterwards (failed now, or not due yet after an earlier failure).
         var stillQueued = 0
         var dropped: [String] = []
+        /// What went wrong besides the entries themselves (printed, never fatal to the command).
+        var problems: [String] = []
     }
 
     /// Tries every queued entry once, oldest first. A command is a person (or a script) asking
@@ -28,7 +30,13 @@ enum OutboxDelivery {
             let before = report.delivered.count
             await flush(entries, session: session, into: &report)
             let rotations = report.delivered[before...].contains { $0.hasPrefix("rotation ") }
-            guard rotations, let next = try? await session.app.messages.queueRotationStatements(), !next.isEmpty else { break }
+            guard rotations else { break }
+            do {
+                guard try await !session.app.messages.queueRotationStatements().isEmpty else { break }
+            } catch {
+                report.problems.append("could not queue the next rotation statements: \(describe(error))")
+                break
+            }
         }
         // What is left (the failures of this round).
         if let pending = try? session.app.outbox.pending() { report.stillQueued = pending.count }
@@ -96,8 +104,10 @@ enum OutboxDelivery {
         }
     }
 
-    /// Prints what a flush did (nothing when nothing happened).
+    /// Prints what a flush did (nothing when nothing happened); problems go to standard error
+    /// also with `--json`.
     static func print(_ report: Report, json: Bool) {
+        for problem in report.problems { printError("coords: outbox: \(problem)") }
         guard !json else { return }
         if !report.delivered.isEmpty { printLine("Outbox: delivered \(report.delivered.joined(separator: ", ")).") }
         for note in report.dropped { printLine("Outbox: dropped \(note)") }

@@ -73,9 +73,9 @@ extension RelayService {
         /// Runs `write`; false (and the socket dropped) when it did not finish in time.
         @Sendable func withinDeadline(_ write: @escaping @Sendable () async throws -> Void) async -> Bool {
             await withTaskGroup(of: Bool.self) { group in
-                group.addTask { (try? await write()) != nil }
+                group.addTask { (try? await write()) != nil }  // a failed write means the socket is gone: drop it
                 group.addTask {
-                    try? await Task.sleep(for: writeTimeout)
+                    try? await Task.sleep(for: writeTimeout)  // cancelled when the write finished first
                     return Task.isCancelled
                 }
                 let first = await group.next() ?? false
@@ -87,7 +87,7 @@ extension RelayService {
         defer {
             // Whatever ended the connection, the socket is gone a write timeout later at the latest.
             Task {
-                try? await Task.sleep(for: writeTimeout)
+                try? await Task.sleep(for: writeTimeout)  // cancelled only at shutdown, which drops it anyway
                 drop()
             }
         }

@@ -119,6 +119,8 @@ public final class PushDispatcher: Service, Sendable {
             try? await Task.sleep(for: wait)
         }
         // Fair shares: one host's endpoints (which may never answer) hold a bounded number of slots.
+        // A registration that cannot be read here (store outage, none left) takes no share: the
+        // attempt loop below reads it again and reports or ends the wake.
         var host: String?
         if let registration = try? await store.pushRegistration(recipient: recipient, now: clock.now() / 1000),
             let parsed = try? PushEndpoint(parsing: registration.endpoint, allowInsecure: limits.allowLoopback)
