@@ -1,8 +1,10 @@
 """Shared helpers of the end-to-end suites: a coords-relay process on loopback and the CLI."""
 import json
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -62,6 +64,64 @@ class Relay:
     def log(self):
         with open(self.log_path, errors="replace") as f:
             return f.read()
+
+
+class Nginx:
+    """Debian's nginx running deploy/nginx/coords-relay.conf exactly as shipped, except that its
+    listen address and the relay addresses of its upstreams are the test's loopback ports.
+    Everything (configuration, pid, logs, temporary files) lives in a temporary directory.
+    `with Nginx([relay.port]) as proxy:` starts it and stops it when the block ends."""
+
+    SITE = os.path.join(ROOT, "deploy", "nginx", "coords-relay.conf")
+    SERVERS = "    server 127.0.0.1:8081 max_fails=3 fail_timeout=5s;\n    server 127.0.0.1:8082 max_fails=3 fail_timeout=5s;\n"
+
+    def __init__(self, relay_ports):
+        self.relay_ports, self.port, self.dir, self.process = list(relay_ports), free_port(), None, None
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self):
+        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+        assert os.access(nginx, os.X_OK), "nginx is not installed (make deps installs Debian's nginx)"
+        self.dir = tempfile.mkdtemp(prefix="coords-e2e-nginx-")
+        site = open(self.SITE).read()
+        assert site.count(self.SERVERS) == 2 and "listen 127.0.0.1:8080;" in site, "the shipped nginx file changed shape"
+        servers = "".join(f"    server 127.0.0.1:{p} max_fails=3 fail_timeout=5s;\n" for p in self.relay_ports)
+        site = site.replace(self.SERVERS, servers).replace("127.0.0.1:8080", f"127.0.0.1:{self.port}")
+        with open(os.path.join(self.dir, "site.conf"), "w") as f:
+            f.write(site)
+        temp = "".join(f"    {k}_temp_path {self.dir}/{k};\n" for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+        with open(os.path.join(self.dir, "nginx.conf"), "w") as f:
+            f.write(f"daemon off;\nworker_processes 1;\npid {self.dir}/nginx.pid;\nerror_log {self.dir}/error.log warn;\n"
+                    f"events {{ worker_connections 1024; }}\nhttp {{\n    access_log off;\n{temp}    include {self.dir}/site.conf;\n}}\n")
+        self.process = subprocess.Popen([nginx, "-p", self.dir, "-c", os.path.join(self.dir, "nginx.conf"),
+                                         "-e", os.path.join(self.dir, "error.log")],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"nginx exited with {self.process.returncode}: {self.error_log()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("nginx did not start: " + self.error_log())
+
+    def __exit__(self, *exc):
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def error_log(self):
+        try:
+            with open(os.path.join(self.dir, "error.log"), errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
 
 
 def passphrase_env(**extra):
