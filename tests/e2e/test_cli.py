@@ -61,16 +61,26 @@ def test_two_friends_share_fetch_remove_delete_and_survive_an_outage(world):
     chat = data(env, alice, "chat", "Bob")["messages"]
     assert [(m["text"], m["status"]) for m in chat] == [("on my way 🚲", "delivered"), ("see you", "received")]
     assert "no friend" in coords(env, alice, "send", "Nobody", "hi", expect=1).stderr
+    # A text that starts with "-" goes after "--" (which ends the options, so --home comes first).
+    sent = subprocess.run([os.path.join(BIN, "coords"), "send", "--home", str(alice), "Bob", "--", "-5 °C here"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert sent.returncode == 0, sent.stderr
+    assert [m["text"] for m in data(env, bob, "inbox")["received"]][-1] == "-5 °C here"
 
     # Sharing an older position than the relay has is impossible (stale), a newer one works.
     coords(env, alice, "share", "--lat", "47.40", "--lon", "8.55")
+
+    # The western and southern hemispheres: negative values follow their option (issue 38).
+    assert "Shared -33.86880, -9.14000" in coords(env, alice, "share", "--lat", "-33.8688", "--lon", "-9.14", "--alt", "-12").stdout
+    moved = data(env, bob, "fetch")["friends"][0]["location"]
+    assert (moved["latitude"], moved["longitude"]) == (-33.8688, -9.14)
 
     # Alice removes Bob: her next position is not sealed for him.
     assert "Removed Bob" in coords(env, alice, "remove", "Bob").stdout
     assert "with 0 friends" in coords(env, alice, "share", "--lat", "1", "--lon", "2").stdout
     after = data(env, bob, "fetch")
     assert [r["code"] for r in after["rejected"]] == [313]  # not a recipient
-    assert after["friends"][0]["location"]["latitude"] == 47.3769  # the last one he fetched and could open
+    assert after["friends"][0]["location"]["latitude"] == -33.8688  # the last one he fetched and could open
 
     # The relay goes down: Alice's share is queued, then delivered by her next command.
     relay.stop()

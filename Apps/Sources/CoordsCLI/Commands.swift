@@ -274,7 +274,7 @@ struct Verify: SessionCommand {
     @Argument(help: "Name or id.") var friend: String
     @Flag(help: "Block instead: stop sharing with and fetching from them.") var block = false
     @Flag(help: "Back to unverified.") var reset = false
-    @Option(help: "In a key conflict: the key (id) you compared and keep.") var key: String?
+    @Option(parsing: .unconditional, help: "In a key conflict: the key (id) you compared and keep (an id may start with -).") var key: String?
 
     func run(in session: Session) async throws {
         let found = try findFriend(friend, in: session)

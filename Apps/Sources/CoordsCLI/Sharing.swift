@@ -32,9 +32,9 @@ func share(_ fix: Location, session: Session) async throws -> (message: String, 
 struct Share: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "Share your position with your friends.")
     @OptionGroup var options: CommandOptions
-    @Option(help: "Latitude in degrees.") var lat: Double
-    @Option(help: "Longitude in degrees.") var lon: Double
-    @Option(help: "Altitude in metres.") var alt: Double = 0
+    @Option(parsing: .unconditional, help: "Latitude in degrees (south is negative: --lat -33.87).") var lat: Double
+    @Option(parsing: .unconditional, help: "Longitude in degrees (west is negative: --lon -9.14).") var lon: Double
+    @Option(parsing: .unconditional, help: "Altitude in metres (below sea level is negative).") var alt: Double = 0
     @Option(help: "Accuracy radius in metres.") var accuracy: Float = 0
 
     func run(in session: Session) async throws {
@@ -179,8 +179,8 @@ struct Watch: AsyncParsableCommand {
             --poll only polls. Failures back off from 1 s to 60 s; Ctrl-C stops.
             """)
     @OptionGroup var global: GlobalOptions
-    @Option(help: "Latitude to share (omit both to only fetch).") var lat: Double?
-    @Option(help: "Longitude to share.") var lon: Double?
+    @Option(parsing: .unconditional, help: "Latitude to share (omit both to only fetch; south is negative).") var lat: Double?
+    @Option(parsing: .unconditional, help: "Longitude to share (west is negative).") var lon: Double?
     @Option(help: "Seconds between rounds.") var interval: Int = 60
     @Option(help: "Stop after this many rounds (0: never).") var count: Int = 0
     @Flag(help: "Only poll every round; no live connection.") var poll = false
