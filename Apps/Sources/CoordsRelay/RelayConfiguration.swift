@@ -145,6 +145,10 @@ public struct PushLimits: Sendable, Equatable {
     /// host's, however many registrations point there) hold at most this many slots, so the
     /// other mailboxes' wakes still go out.
     public var maximumConcurrentWakesPerHost = 16
+    /// And most wakes in flight for the registrations of one client address (normalised like the
+    /// rate limits: an IPv6 client by its prefix): one address registering many mailboxes on
+    /// endpoints that never answer — on as many hosts as it likes — holds at most this many.
+    public var maximumConcurrentWakesPerAddress = 16
 
     /// The defaults, as documented on each property.
     public init() {}

@@ -75,10 +75,11 @@ import Testing
 
     static func register(
         _ client: some TestClientProtocol, _ relay: RelayHarness, endpoint: String, ttl: UInt64? = nil, signer: Ed25519SigningKey = bob,
-        timestamp: UInt64? = nil
+        timestamp: UInt64? = nil, forwardedFor: String? = nil
     ) async throws -> TestResponse {
         var headers = MailboxTests.signedHeaders(signer, "PUT", "/v1/relay/push", timestamp ?? relay.now)
         headers[.contentType] = "application/json"
+        if let forwardedFor { headers[.xForwardedFor] = forwardedFor }
         var fields: [(String, JSONValue)] = [("endpoint", .string(endpoint))]
         if let ttl { fields.append(("ttl", .number(String(ttl)))) }
         return try await client.execute(
@@ -153,6 +154,34 @@ import Testing
             #expect(try await store.pushCount() == 0)
             await store.close()
         }
+    }
+
+    /// Every store keeps the registering address (and replaces it with the registration); an
+    /// LMDB value of the first layout, written before the address was kept, still reads.
+    @Test func everyStoreKeepsTheRegisteringAddress() async throws {
+        for kind in StoreKind.allCases {
+            let store = try await StoreUnderTest.store(kind)
+            #expect(
+                try await store.pushRegister(
+                    recipient: "r1", PushRegistration(endpoint: "https://a/", expiresAt: 100, registeredBy: "2001:db8:1:2::/64"), capacity: 10))
+            #expect(try await store.pushRegistration(recipient: "r1", now: 50)?.registeredBy == "2001:db8:1:2::/64", "\(kind)")
+            #expect(
+                try await store.pushRegister(recipient: "r1", PushRegistration(endpoint: "https://b/", expiresAt: 100, registeredBy: "192.0.2.1"), capacity: 10)
+            )
+            #expect(
+                try await store.pushRegistration(recipient: "r1", now: 50)
+                    == PushRegistration(endpoint: "https://b/", expiresAt: 100, registeredBy: "192.0.2.1"), "\(kind)")
+            await store.close()
+        }
+        let oldLayout: [UInt8] = [1, 0, 0, 0, 0, 0, 0, 0, 100] + Array("https://a/".utf8)
+        let old = try oldLayout.withUnsafeBytes { try PushRegistration(storeBytes: $0) }
+        #expect(old == PushRegistration(endpoint: "https://a/", expiresAt: 100, registeredBy: ""))
+        let new = PushRegistration(endpoint: "https://a/", expiresAt: 100, registeredBy: "192.0.2.1")
+        #expect(try new.withStoreBytes { try PushRegistration(storeBytes: $0) } == new)
+        for hostile: [UInt8] in [[3, 0, 0, 0, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 0, 0, 0, 1, 200, 65], [2, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0xFF]] {
+            #expect(throws: (any Error).self) { try hostile.withUnsafeBytes { try PushRegistration(storeBytes: $0) } }
+        }
+        #expect(PushRegistration(endpoint: "https://a/", expiresAt: 1, registeredBy: String(repeating: "x", count: 256)).registeredBy.isEmpty)
     }
 
     @Test func aRelayWithoutPushAnswers404() async throws {
@@ -275,6 +304,43 @@ import Testing
                 #expect(try await Self.register(client, relay, endpoint: "http://localhost:\(port)/up/bob").status == .ok)
                 try await Self.post(client, relay)
                 #expect(try await Self.eventually(seconds: 4) { receiver.count == 1 })
+            }
+        }
+    }
+
+    /// Issue 37, defect 4, the other half: one client address registering mailboxes on endpoints
+    /// that never answer — here with a per-host share too large to help, as with endpoints on as
+    /// many hosts as the attacker names — holds at most its address's share of the wake slots.
+    @Test func oneAddressCannotTakeEveryWakeSlotWhateverTheHosts() async throws {
+        let blackhole = try Blackhole()
+        defer { blackhole.close() }
+        var configuration = Self.configuration {
+            $0.maximumConcurrentWakes = 8
+            $0.maximumConcurrentWakesPerHost = 100
+            $0.maximumConcurrentWakesPerAddress = 4
+            $0.timeoutMilliseconds = 5_000
+        }
+        configuration.trustForwardedFor = true
+        let receiver = PushReceiver()
+        try await receiver.serve { [configuration] port in
+            let relay = RelayHarness(configuration: configuration)
+            try await relay.test(.live) { client in
+                for i in 0..<12 {
+                    let victim = try Ed25519SigningKey.generate()
+                    let endpoint = "http://127.0.0.1:\(blackhole.port)/up/\(i)"
+                    #expect(try await Self.register(client, relay, endpoint: endpoint, signer: victim, forwardedFor: "203.0.113.7").status == .ok)
+                    #expect(try await client.post(try MailboxTests.envelope(to: victim, now: relay.now)).status == .accepted)
+                }
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(
+                    try await Self.register(client, relay, endpoint: "http://localhost:\(port)/up/bob", forwardedFor: "198.51.100.9").status == .ok)
+                #expect(
+                    try await relay.store.pushRegistration(recipient: PeerID(Self.bob.publicKey).hex, now: relay.now)?.registeredBy
+                        == "198.51.100.9")
+                try await Self.post(client, relay)
+                #expect(try await Self.eventually(seconds: 4) { receiver.count == 1 })
+                let metrics = try await client.execute(uri: "/metrics", method: .get)
+                #expect(String(buffer: metrics.body).contains("result=\"skipped_address\""))
             }
         }
     }

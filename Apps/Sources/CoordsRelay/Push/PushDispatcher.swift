@@ -34,6 +34,9 @@ public final class PushDispatcher: Service, Sendable {
         var active = 0
         /// Wakes sending per endpoint host (each bounded by ``PushLimits/maximumConcurrentWakesPerHost``).
         var perHost: [String: Int] = [:]
+        /// Wakes sending per registering address (each bounded by
+        /// ``PushLimits/maximumConcurrentWakesPerAddress``; registrations of unknown origin take none).
+        var perAddress: [String: Int] = [:]
     }
 
     private let book = Mutex(Book())
@@ -118,35 +121,44 @@ public final class PushDispatcher: Service, Sendable {
             if wait == .zero { break }
             try? await Task.sleep(for: wait)
         }
-        // Fair shares: one host's endpoints (which may never answer) hold a bounded number of slots.
-        // A registration that cannot be read here (store outage, none left) takes no share: the
-        // attempt loop below reads it again and reports or ends the wake.
-        var host: String?
+        // Fair shares: one host's endpoints (which may never answer), and one client address's
+        // registrations, hold a bounded number of slots each. A registration that cannot be read
+        // here (store outage, none left) takes no share: the attempt loop below reads it again
+        // and reports or ends the wake.
+        var shares: (host: String, address: String?)?
         if let registration = try? await store.pushRegistration(recipient: recipient, now: clock.now() / 1000),
             let parsed = try? PushEndpoint(parsing: registration.endpoint, allowInsecure: limits.allowLoopback)
         {
-            let key = parsed.host.lowercased()
-            let admitted = book.withLock { book -> Bool in
-                let current = book.perHost[key] ?? 0
-                guard current < limits.maximumConcurrentWakesPerHost else { return false }
-                book.perHost[key] = current + 1
-                return true
+            let host = parsed.host.lowercased()
+            let address = registration.registeredBy.isEmpty ? nil : registration.registeredBy
+            let refusal = book.withLock { book -> String? in
+                let onHost = book.perHost[host] ?? 0
+                guard onHost < limits.maximumConcurrentWakesPerHost else { return "skipped_host" }
+                let fromAddress = address.map { book.perAddress[$0] ?? 0 } ?? 0
+                guard fromAddress < limits.maximumConcurrentWakesPerAddress else { return "skipped_address" }
+                book.perHost[host] = onHost + 1
+                if let address { book.perAddress[address] = fromAddress + 1 }
+                return nil
             }
-            guard admitted else {
-                metrics.pushWake("skipped_host")
+            if let refusal {
+                metrics.pushWake(refusal)
                 book.withLock { book in
                     book.endpoints[recipient]?.scheduled = false
                     book.active = max(0, book.active - 1)
                 }
                 return
             }
-            host = key
+            shares = (host, address)
         }
         defer {
-            if let host {
+            if let shares {
                 book.withLock { book in
-                    let left = (book.perHost[host] ?? 1) - 1
-                    book.perHost[host] = left > 0 ? left : nil
+                    let left = (book.perHost[shares.host] ?? 1) - 1
+                    book.perHost[shares.host] = left > 0 ? left : nil
+                    if let address = shares.address {
+                        let left = (book.perAddress[address] ?? 1) - 1
+                        book.perAddress[address] = left > 0 ? left : nil
+                    }
                 }
             }
         }

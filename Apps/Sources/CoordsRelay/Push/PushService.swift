@@ -5,9 +5,10 @@ import NIOPosix
 extension RelayService {
     /// `PUT /v1/relay/push` with `{"endpoint": "https://…", "ttl": seconds}` → 200
     /// `{"endpoint": …, "expiresAt": unix seconds}`; replaces the mailbox's earlier registration.
-    /// Refusals: 400 (`invalid_json`, `invalid_ttl`, `endpoint_refused` with the reason), 401
-    /// (the §7.3 headers), 507 (`push_full`).
-    public func registerPush(body: [UInt8], pathWithQuery: String, headers: [String: String]) async throws -> RelayReply {
+    /// `clientAddress` (the normalised address of the caller, ``AddressPolicy``) is stored with it:
+    /// the dispatcher shares wake slots per registering address. Refusals: 400 (`invalid_json`,
+    /// `invalid_ttl`, `endpoint_refused` with the reason), 401 (the §7.3 headers), 507 (`push_full`).
+    public func registerPush(body: [UInt8], pathWithQuery: String, headers: [String: String], clientAddress: String = "") async throws -> RelayReply {
         let recipient = try await authenticateCaller(method: "PUT", pathWithQuery: pathWithQuery, headers: headers)
         let limits = configuration.push
         let (endpoint, ttl) = try Self.parseRegistration(body, limits: limits)
@@ -21,7 +22,8 @@ extension RelayService {
         let expiresAt = nowSeconds.addingSaturating(ttl)
         guard
             try await store.pushRegister(
-                recipient: recipient.hex, PushRegistration(endpoint: endpoint.url, expiresAt: expiresAt), capacity: limits.maximumRegistrations)
+                recipient: recipient.hex, PushRegistration(endpoint: endpoint.url, expiresAt: expiresAt, registeredBy: clientAddress),
+                capacity: limits.maximumRegistrations)
         else {
             throw RelayFailure(507, "push_full", "the relay holds its maximum number of push registrations; keep polling")
         }

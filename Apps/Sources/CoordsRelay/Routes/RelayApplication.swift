@@ -154,7 +154,9 @@ func pushRoutes(service: RelayService) -> RouteCollection<RelayRequestContext> {
         await handle(request, context, service, needsBody: true) { body in
             var headers: [String: String] = [:]
             for field in request.headers { headers[field.name.canonicalName] = field.value }
-            return try await service.registerPush(body: body, pathWithQuery: request.head.path ?? request.uri.description, headers: headers)
+            return try await service.registerPush(
+                body: body, pathWithQuery: request.head.path ?? request.uri.description, headers: headers,
+                clientAddress: clientAddress(request, context, service))
         }
     }
     routes.delete("v1/relay/push") { request, context in

@@ -128,26 +128,41 @@ extension MailboxEntry: StoreValue {
     }
 }
 
-/// `push-registration/1`: `1 | expiresAt u64 BE | endpoint (UTF-8)`.
+/// `push-registration/1`, written in its second layout:
+/// `2 | expiresAt u64 BE | n u8 | registeredBy (n bytes UTF-8) | endpoint (UTF-8)`.
+/// The first layout, `1 | expiresAt u64 BE | endpoint (UTF-8)` (relays before the registering
+/// address was kept), still reads, with an empty `registeredBy`.
 extension PushRegistration: StoreValue {
     public static var storeTypeName: String { "push-registration/1" }
 
     public func withStoreBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        var writer = ByteWriter(capacity: 9 + endpoint.utf8.count)
-        writer.write(UInt8(1))
+        let registrant = Array(registeredBy.utf8.count <= Self.maximumRegistrantBytes ? registeredBy.utf8 : "".utf8)
+        var writer = ByteWriter(capacity: 10 + registrant.count + endpoint.utf8.count)
+        writer.write(UInt8(2))
         writer.write(expiresAt)
+        writer.write(UInt8(truncatingIfNeeded: registrant.count))
+        writer.write(registrant)
         writer.write(Array(endpoint.utf8))
         return try writer.bytes.withUnsafeBytes { try body($0) }
     }
 
     public init(storeBytes: UnsafeRawBufferPointer) throws {
         var reader = ByteReader(storeBytes)
-        guard try reader.read(UInt8.self) == 1 else { throw StoreCodecError("not a push-registration/1 value") }
+        let layout = try reader.read(UInt8.self)
+        guard layout == 1 || layout == 2 else { throw StoreCodecError("not a push-registration/1 value (layout \(layout))") }
         let expiresAt = try reader.read(UInt64.self)
+        var registeredBy = ""
+        if layout == 2 {
+            let count = Int(try reader.read(UInt8.self))
+            guard let text = String(validating: try reader.read(count: count), as: UTF8.self) else {
+                throw StoreCodecError("a push registrant is not UTF-8")
+            }
+            registeredBy = text
+        }
         guard let endpoint = String(validating: reader.readRemaining(), as: UTF8.self) else {
             throw StoreCodecError("a push endpoint is not UTF-8")
         }
-        self.init(endpoint: endpoint, expiresAt: expiresAt)
+        self.init(endpoint: endpoint, expiresAt: expiresAt, registeredBy: registeredBy)
     }
 }
 

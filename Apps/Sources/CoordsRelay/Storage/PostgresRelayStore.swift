@@ -162,7 +162,7 @@ final class Deadline: Sendable {
 /// applied version); a relay refuses a database whose schema is newer than it knows.
 public final class PostgresRelayStore: RelayStore, Sendable {
     /// The schema version this code writes.
-    public static let schemaVersion = 4
+    public static let schemaVersion = 5
     /// Migrations by version: each runs once, in order, inside the migration transaction.
     static let migrations: [(version: Int, statements: [PostgresQuery])] = [
         (
@@ -276,6 +276,12 @@ public final class PostgresRelayStore: RelayStore, Sendable {
                 "CREATE TABLE push_endpoints (recipient TEXT PRIMARY KEY, endpoint TEXT NOT NULL, expires_at BIGINT NOT NULL)",
                 "CREATE INDEX push_endpoints_expires ON push_endpoints (expires_at)"
             ]
+        ),
+        // Version 5: the normalised address that registered a push endpoint, so wakes are shared
+        // fairly per registering address (RELAY.md, "Fairness"); rows of version 4 read as ''.
+        (
+            5,
+            ["ALTER TABLE push_endpoints ADD COLUMN registered_by TEXT NOT NULL DEFAULT ''"]
         )
     ]
     /// The advisory lock that serialises migrations of several nodes starting at once.
@@ -759,11 +765,12 @@ public final class PostgresRelayStore: RelayStore, Sendable {
             var stored = false
             for try await _ in try await client.query(
                 """
-                INSERT INTO push_endpoints (recipient, endpoint, expires_at)
-                SELECT \(recipient), \(registration.endpoint), \(Self.int(registration.expiresAt))
+                INSERT INTO push_endpoints (recipient, endpoint, expires_at, registered_by)
+                SELECT \(recipient), \(registration.endpoint), \(Self.int(registration.expiresAt)), \(registration.registeredBy)
                 WHERE EXISTS (SELECT 1 FROM push_endpoints WHERE recipient = \(recipient))
                    OR (SELECT count(*) FROM push_endpoints) < \(Int64(clamping: capacity))
-                ON CONFLICT (recipient) DO UPDATE SET endpoint = EXCLUDED.endpoint, expires_at = EXCLUDED.expires_at
+                ON CONFLICT (recipient) DO UPDATE SET endpoint = EXCLUDED.endpoint, expires_at = EXCLUDED.expires_at,
+                                                      registered_by = EXCLUDED.registered_by
                 RETURNING 1
                 """, logger: logger
             ).decode(Int.self) { stored = true }
@@ -774,9 +781,12 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     public func pushRegistration(recipient: String, now: UInt64) async throws -> PushRegistration? {
         try await run("read a push endpoint") { client, logger in
             var found: PushRegistration?
-            for try await (endpoint, expires) in try await client.query(
-                "SELECT endpoint, expires_at FROM push_endpoints WHERE recipient = \(recipient) AND expires_at > \(Self.int(now))", logger: logger
-            ).decode((String, Int64).self) { found = PushRegistration(endpoint: endpoint, expiresAt: UInt64(clamping: expires)) }
+            for try await (endpoint, expires, registrant) in try await client.query(
+                "SELECT endpoint, expires_at, registered_by FROM push_endpoints WHERE recipient = \(recipient) AND expires_at > \(Self.int(now))",
+                logger: logger
+            ).decode((String, Int64, String).self) {
+                found = PushRegistration(endpoint: endpoint, expiresAt: UInt64(clamping: expires), registeredBy: registrant)
+            }
             return found
         }
     }

@@ -202,11 +202,19 @@ public struct PushRegistration: Sendable, Equatable {
     public var endpoint: String
     /// Unix seconds; the registration is gone from then on (swept with the mailbox).
     public var expiresAt: UInt64
+    /// The normalised address of the client that registered it (``AddressPolicy``: an IPv6
+    /// client by its prefix), at most ``maximumRegistrantBytes`` bytes; empty when unknown (a
+    /// registration stored by an older relay). Wakes are shared fairly per registering address.
+    public var registeredBy: String
+
+    /// The longest ``registeredBy`` stored; a longer one is stored empty.
+    public static let maximumRegistrantBytes = 255
 
     /// A registration from its parts.
-    public init(endpoint: String, expiresAt: UInt64) {
+    public init(endpoint: String, expiresAt: UInt64, registeredBy: String = "") {
         self.endpoint = endpoint
         self.expiresAt = expiresAt
+        self.registeredBy = registeredBy.utf8.count <= Self.maximumRegistrantBytes ? registeredBy : ""
     }
 }
 
