@@ -29,7 +29,7 @@ SWIFT_FORMAT_PATHS := Package.swift Sources Tests Apps/Package.swift Apps/Source
 FUZZ_TIME ?= 600
 FUZZ_TEST_TIME ?= 12
 
-.PHONY: bench-check format test-format man docs wheel test-wheel test-docs install test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
+.PHONY: bench-check format test-format man docs wheel test-wheel test-docs install uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
 
 all: build
 
@@ -49,6 +49,7 @@ help:
 	@echo "make wheel   the Python package (dist/coordscore-*.whl, carrying the portable library)"
 	@echo "make man     man pages and bash/zsh/fish completions of coords and coords-relay, into $(GENERATED)"
 	@echo "make install install libcoordscore.so, coordscore.h, coordscore.pc, coords, coords-relay, man pages, completions (PREFIX=/usr/local DESTDIR=)"
+	@echo "make uninstall remove what make install installed (same PREFIX and DESTDIR)"
 	@echo "make clean   remove build output"
 
 deps:
@@ -198,6 +199,28 @@ install: lib-portable
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|; s|@INCLUDEDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))|; s|@VERSION@|$(VERSION)|' \
 		coordscore.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/coordscore.pc
 	@echo "install: libcoordscore $(VERSION) (ABI $(ABI_MAJOR)) into $(DESTDIR)$(PREFIX)"
+	$(call refresh-ldconfig)
+
+# Into the live system (no DESTDIR), the dynamic loader's cache is refreshed so programs find
+# libcoordscore.so.$(ABI_MAJOR) at once; a package build (DESTDIR set) leaves that to the package.
+define refresh-ldconfig
+	@if [ -z "$(DESTDIR)" ]; then \
+		if [ "$$(id -u)" -eq 0 ] && command -v ldconfig >/dev/null 2>&1; then ldconfig && echo "install: ran ldconfig"; \
+		else echo "install: run 'sudo ldconfig' so programs find libcoordscore.so.$(ABI_MAJOR) in $(LIBDIR)"; fi; \
+	fi
+endef
+
+# Removes what `make install` put under $(DESTDIR)$(PREFIX) (same PREFIX and DESTDIR as the install).
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/coords $(DESTDIR)$(BINDIR)/coords-relay
+	rm -f $(DESTDIR)$(MANDIR)/man1/coords.1 $(DESTDIR)$(MANDIR)/man1/coords-relay.1
+	rm -f $(DESTDIR)$(DATAROOTDIR)/bash-completion/completions/coords $(DESTDIR)$(DATAROOTDIR)/bash-completion/completions/coords-relay
+	rm -f $(DESTDIR)$(DATAROOTDIR)/zsh/site-functions/_coords $(DESTDIR)$(DATAROOTDIR)/zsh/site-functions/_coords-relay
+	rm -f $(DESTDIR)$(DATAROOTDIR)/fish/vendor_completions.d/coords.fish $(DESTDIR)$(DATAROOTDIR)/fish/vendor_completions.d/coords-relay.fish
+	rm -f $(DESTDIR)$(LIBDIR)/libcoordscore.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libcoordscore.so.$(ABI_MAJOR) $(DESTDIR)$(LIBDIR)/libcoordscore.so
+	rm -f $(DESTDIR)$(LIBDIR)/pkgconfig/coordscore.pc $(DESTDIR)$(INCLUDEDIR)/coordscore.h
+	$(call refresh-ldconfig)
+	@echo "uninstall: removed libcoordscore $(VERSION), coords and coords-relay from $(DESTDIR)$(PREFIX)"
 
 # `make install` into a staging directory, then the README's C program built with pkg-config
 # alone, run, and the versions compared everywhere (scripts/check-install.sh).

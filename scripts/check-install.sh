@@ -21,9 +21,13 @@ soname=$(readelf -d "$lib/libcoordscore.so.$version" | sed -n 's/.*(SONAME).*\[\
 [ "$soname" = "libcoordscore.so.$abi" ] || fail "SONAME is '$soname', expected libcoordscore.so.$abi"
 [ -f "$stage/usr/include/coordscore.h" ] || fail "the header was not installed"
 
-# The README's C program, with pkg-config alone (--define-prefix maps /usr to the stage).
+# The README's C program, with pkg-config alone (--define-prefix maps /usr to the stage). Only
+# the staged .pc is visible (PKG_CONFIG_LIBDIR), as on a machine without libsodium-dev and
+# liblmdb-dev: the header needs neither, and the library records them itself.
 python3 scripts/doc-snippets.py extract README.md c 0 > "$stage/demo.c"
-flags=$(PKG_CONFIG_PATH="$lib/pkgconfig" pkg-config --define-prefix --cflags --libs coordscore)
+! grep -q "^Requires" "$lib/pkgconfig/coordscore.pc" || fail "coordscore.pc requires other packages' .pc files"
+flags=$(PKG_CONFIG_LIBDIR="$lib/pkgconfig" pkg-config --define-prefix --cflags --libs coordscore) \
+    || fail "pkg-config --cflags --libs coordscore fails without the -dev packages' .pc files"
 case "$flags" in *"$stage"*) ;; *) fail "pkg-config did not point into the stage: $flags" ;; esac
 cc -std=c99 -Wall -Wextra -Werror "$stage/demo.c" $flags -o "$stage/demo"
 readelf -d "$stage/demo" | grep -q "NEEDED.*libcoordscore.so.$abi" || fail "the program does not record libcoordscore.so.$abi"
@@ -72,3 +76,9 @@ grep -q "^Version: $version$" "$lib/pkgconfig/coordscore.pc" || fail "coordscore
 grep -q "^version = \"$version\"" python/pyproject.toml || fail "python/pyproject.toml does not say $version"
 grep -q "^## $version" CHANGELOG.md || fail "CHANGELOG.md has no section for $version"
 echo "check-install: SONAME libcoordscore.so.$abi, symlinks, pkg-config and version $version agree"
+
+# `make uninstall` with the same DESTDIR and PREFIX leaves nothing of ours behind.
+make --no-print-directory uninstall DESTDIR="$stage" PREFIX=/usr >/dev/null
+left=$(find "$stage/usr" \( -type f -o -type l \) | sed "s|^$stage||")
+[ -z "$left" ] || fail "make uninstall left: $left"
+echo "check-install: make uninstall removed every installed file"
