@@ -313,7 +313,11 @@ import Testing
                 #expect(fetch.json?.objectValue?["error"]?.stringValue == "store_unavailable")
                 // Two 5 s deadlines and their HTTP round trips: bounded, even on a loaded machine.
                 #expect(ContinuousClock.now - started < .seconds(30))
+                // Alive, but not ready: a load balancer checking /readyz stops sending traffic here.
                 #expect(try await HTTPProbe.status(port: cluster.nginx.port, method: .get, path: "/healthz") == .ok)
+                let notReady = try await HTTPProbe.request(port: cluster.a.port, method: .get, path: "/readyz")
+                #expect(notReady.status == .serviceUnavailable)
+                #expect(notReady.json?.objectValue?["error"]?.stringValue == "store_unavailable")
                 try await server.control("start")
                 // Back within a few seconds, on both nodes, with what was acknowledged before.
                 for (offset, port) in [cluster.a.port, cluster.b.port].enumerated() {
@@ -327,6 +331,7 @@ import Testing
                         if status != .noContent { try await Task.sleep(for: .milliseconds(200)) }
                     }
                     #expect(status == .noContent)
+                    #expect(try await HTTPProbe.status(port: port, method: .get, path: "/readyz") == .ok)
                 }
                 #expect(try await Self.storedTimestamps(port: cluster.nginx.port, [key])[key.publicKey.base64URL] == t - 89)
             }

@@ -183,6 +183,25 @@ import Testing
             """)
         #expect((Int(encrypted.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) >= 1, "\(encrypted)")
         await store.close()
+        // Without sslmode: libpq's default, prefer — encrypted because the server offers TLS
+        // (its self-signed certificate is not verified, as with libpq; verify-full does that).
+        let plain = try PostgresLocation(url: server.url(database: database))
+        #expect(plain.sslMode == "prefer")
+        let preferring = try await PostgresRelayStore(location: plain, poolSize: 1, logger: StoreUnderTest.quietLogger)
+        #expect(try await preferring.put(key: try Self.key(8), record: Self.record(5)) == .stored)
+        let encryptedToo = try await server.query(
+            """
+            SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a ON a.pid = s.pid
+            WHERE a.datname = '\(database)' AND s.ssl AND a.backend_type = 'client backend' AND a.pid <> pg_backend_pid()
+            """)
+        #expect((Int(encryptedToo.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) >= 1, "\(encryptedToo)")
+        let unencrypted = try await server.query(
+            """
+            SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a ON a.pid = s.pid
+            WHERE a.datname = '\(database)' AND NOT s.ssl AND a.backend_type = 'client backend' AND a.pid <> pg_backend_pid()
+            """)
+        #expect(unencrypted.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(unencrypted)")
+        await preferring.close()
         let strict = try PostgresLocation(url: server.url(database: database) + "?sslmode=verify-full")
         do {
             let refused = try await PostgresRelayStore(location: strict, operationTimeout: .seconds(5), logger: StoreUnderTest.quietLogger)

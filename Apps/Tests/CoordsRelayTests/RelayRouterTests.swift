@@ -34,6 +34,8 @@ extension TestingSetup: @retroactive CustomTestStringConvertible {
                 #expect(version.name == "coords" && version.isCompatible)
             }
             #expect(try await client.execute(uri: "/healthz", method: .get).status == .ok)
+            let ready = try await client.execute(uri: "/readyz", method: .get)
+            #expect(ready.status == .ok && String(buffer: ready.body) == #"{"status":"ready"}"#)
             let missing = try await client.execute(uri: "/nope", method: .get)
             #expect(missing.status == .notFound)
             #expect(missing.errorCode == "not_found")

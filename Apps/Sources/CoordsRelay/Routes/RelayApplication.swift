@@ -165,11 +165,20 @@ func pushRoutes(service: RelayService) -> RouteCollection<RelayRequestContext> {
     return routes
 }
 
-/// The operator's endpoints: `GET healthz` and `GET metrics` (Prometheus text).
+/// The operator's endpoints: `GET healthz` (liveness: the process serves HTTP), `GET readyz`
+/// (readiness: the store answers too; 503 `store_unavailable` otherwise) and `GET metrics`
+/// (Prometheus text).
 func operatorRoutes(service: RelayService) -> RouteCollection<RelayRequestContext> {
     let routes = RouteCollection(context: RelayRequestContext.self)
     routes.get("healthz") { _, _ in
         response(.json(.object(["status": .string("ok")])))
+    }
+    routes.get("readyz") { _, _ in
+        response(
+            await service.reply {
+                try await service.store.checkReady()
+                return .json(.object(["status": .string("ready")]))
+            })
     }
     routes.get("metrics") { _, _ in
         Response(
@@ -229,6 +238,7 @@ let knownRoutes: [(path: [String], methods: [String])] = {
     routes.append((["v1", "relay", "live"], ["GET"]))
     routes.append((["v1", "relay", "push"], ["PUT", "DELETE"]))
     routes.append((["healthz"], ["GET"]))
+    routes.append((["readyz"], ["GET"]))
     routes.append((["metrics"], ["GET"]))
     return routes
 }()

@@ -82,7 +82,7 @@ public struct PostgresLocation: Sendable, Equatable {
         self.username = Self.percentDecoded(user)
         self.password = password.map(Self.percentDecoded) ?? environmentPassword
         self.database = path.isEmpty ? self.username : Self.percentDecoded(path)
-        var mode = "disable"
+        var mode = "prefer"  // libpq's default: TLS when the server offers it, not verified
         for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1)
             if parts.count == 2, parts[0] == "sslmode" { mode = String(parts[1]) }
@@ -358,7 +358,10 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     private static func tls(_ mode: String) throws -> PostgresClient.Configuration.TLS {
         switch mode {
         case "disable": return .disable
-        case "allow", "prefer": return .prefer(.makeClientConfiguration())
+        case "allow", "prefer":
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.certificateVerification = .none  // libpq's prefer: encrypted if offered, not verified
+            return .prefer(configuration)
         case "require":
             var configuration = TLSConfiguration.makeClientConfiguration()
             configuration.certificateVerification = .none  // libpq's require: encrypted, not verified
@@ -374,7 +377,10 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         let tls: PostgresConnection.Configuration.TLS
         switch location.sslMode {
         case "disable": tls = .disable
-        case "allow", "prefer": tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        case "allow", "prefer":
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.certificateVerification = .none
+            tls = .prefer(try NIOSSLContext(configuration: configuration))
         case "require":
             var configuration = TLSConfiguration.makeClientConfiguration()
             configuration.certificateVerification = .none
@@ -638,6 +644,11 @@ public final class PostgresRelayStore: RelayStore, Sendable {
 
     public func count() async throws -> Int {
         try await run("count uploads") { client, logger in try await Self.scalar("SELECT count(*) FROM relay_records", client, logger) }
+    }
+
+    /// One `SELECT 1` through the pool, under the store's usual deadline.
+    public func checkReady() async throws {
+        _ = try await run("check readiness") { client, logger in try await Self.scalar("SELECT 1", client, logger) }
     }
 
     // MARK: Mailbox

@@ -53,6 +53,10 @@ public protocol RelayStore: MailboxStore, PushStore {
     func sweep(updatedBefore: UInt64, tombstonesBefore: UInt64) async throws -> Int
     /// Number of stored records (expired ones included until swept).
     func count() async throws -> Int
+    /// Returns when the store can serve requests now (one cheap round trip to a database);
+    /// throws the store's error otherwise (``RelayStoreUnavailable`` when it cannot be reached).
+    /// `GET /readyz` answers with it.
+    func checkReady() async throws
     /// Finishes pending writes and releases the store.
     func close() async
     /// Tells the other relay nodes sharing this store about an accepted write (live channel,
@@ -64,6 +68,8 @@ public protocol RelayStore: MailboxStore, PushStore {
 }
 
 extension RelayStore {
+    /// Local stores (LMDB, memory) are ready when they can count their records.
+    public func checkReady() async throws { _ = try await count() }
     public func announce(_ payload: String) {}
     public func announcements() -> AsyncStream<String>? { nil }
 }
