@@ -75,6 +75,12 @@ grep -q "#define COORDS_ABI_VERSION ${abi}u" include/coordscore.h || fail "COORD
 grep -q "^Version: $version$" "$lib/pkgconfig/coordscore.pc" || fail "coordscore.pc does not say $version"
 grep -q "^version = \"$version\"" python/pyproject.toml || fail "python/pyproject.toml does not say $version"
 grep -q "^## $version" CHANGELOG.md || fail "CHANGELOG.md has no section for $version"
+# Versions the docs print: the Swift dependency line (README, DocC) and the ABI's release string.
+for doc in README.md Sources/CoordsCore/CoordsCore.docc/GettingStarted.md; do
+    stated=$(sed -n 's/.*\.package(url: "[^"]*", from: "\([^"]*\)").*/\1/p' "$doc")
+    [ "$stated" = "$version" ] || fail "$doc's dependency line says from: \"$stated\", VERSION is $version"
+done
+grep -q "\"$version\" today" docs/ABI.md || fail "docs/ABI.md does not state the release $version"
 echo "check-install: SONAME libcoordscore.so.$abi, symlinks, pkg-config and version $version agree"
 
 # `make uninstall` with the same DESTDIR and PREFIX leaves nothing of ours behind.

@@ -19,19 +19,24 @@ import base64
 import ctypes
 import ctypes.util
 import json
+import logging
 import os
 import threading
+import warnings
 from ctypes import (CFUNCTYPE, POINTER, Structure, byref, c_bool, c_char_p, c_double, c_float, c_int32, c_int64,
                     c_size_t, c_uint8, c_uint32, c_uint64, c_void_p)
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, TypeVar
+
+_logger = logging.getLogger("coordscore")
 
 __version__ = "1.0.0"
 """The CoordsCore release (the same as `coords_version()`, `coords --version`)."""
 
 ABI_VERSION = 1
 
-# Error codes (include/coordscore.h). Every code the library returns is listed there.
+# Error codes: every COORDS_ERR_* of include/coordscore.h, with the same name and value
+# (tests/python/test_errors.py holds the two against each other).
 OK = 0
 ERR_NULL_ARGUMENT = 100
 ERR_INVALID_LENGTH = 101
@@ -39,30 +44,43 @@ ERR_INVALID_UTF8 = 102
 ERR_INVALID_ARGUMENT = 103
 ERR_INVALID_HANDLE = 104
 ERR_TOO_LARGE = 105
-ERR_AUTHENTICATION_FAILED = 205
+ERR_ABI_MISMATCH = 106
+ERR_INTERNAL = 199
+ERR_CRYPTO_INIT = 200
+ERR_UNSUPPORTED_HARDWARE = 201
+ERR_INVALID_KEY_LENGTH = 202
 ERR_INVALID_PUBLIC_KEY = 203
+ERR_INVALID_NONCE_LENGTH = 204
+ERR_AUTHENTICATION_FAILED = 205
+ERR_CIPHERTEXT_TOO_SHORT = 206
+ERR_WEAK_PUBLIC_KEY = 207
+ERR_INVALID_CRYPTO_PARAMETER = 208
+ERR_RANDOM_SOURCE = 209
+ERR_CRYPTO_OUT_OF_MEMORY = 210
 ERR_INVALID_LOCATION = 300
+ERR_INVALID_WIRE_LOCATION = 301
+ERR_BLOB_TOO_SHORT = 310
+ERR_UNSUPPORTED_BLOB_VERSION = 311
+ERR_BLOB_TRUNCATED = 312
 ERR_NOT_A_RECIPIENT = 313
+ERR_INVALID_EPHEMERAL_KEY = 314
 ERR_BLOB_TAMPERED = 315
+ERR_INVALID_LOCATION_PLAINTEXT = 316
 ERR_TOO_MANY_RECIPIENTS = 317
+ERR_NO_RECIPIENTS = 318
+ERR_INVALID_RECIPIENT_KEY = 319
+ERR_INVALID_BASE64 = 330
+ERR_INVALID_BYTE_LENGTH = 331
 ERR_INVALID_JSON = 332
 ERR_UNEXPECTED_JSON = 333
 ERR_INVALID_SERVER_URL = 340
 ERR_INVALID_PUBLIC_KEY_ID = 341
 ERR_TAMPERED_ENTRY = 342
+ERR_UNVERIFIED_ENTRY = 343
+ERR_ROLLBACK = 344
+ERR_RELAY_ERROR = 345
 ERR_STALE_LOCATION = 346
 ERR_INVALID_FRIEND_LINK = 350
-ERR_STORE_ALREADY_OPEN = 401
-ERR_CLOSED = 502
-ERR_TIMED_OUT = 503
-ERR_NO_IDENTITY = 600
-ERR_IDENTITY_EXISTS = 601
-ERR_WRONG_BACKUP_PASSPHRASE = 603
-ERR_FRIEND_NOT_FOUND = 610
-ERR_CANNOT_ADD_SELF = 611
-ERR_NOT_IN_CONFLICT = 612
-ERR_IN_CONFLICT = 613
-ERR_WRONG_PASSPHRASE = 650
 ERR_INVALID_ENVELOPE = 360
 ERR_ENVELOPE_SIGNATURE = 361
 ERR_ENVELOPE_NOT_FOR_ME = 362
@@ -70,10 +88,48 @@ ERR_ENVELOPE_EXPIRED = 363
 ERR_ENVELOPE_TAMPERED = 364
 ERR_INVALID_ROTATION = 370
 ERR_RETIRED_KEY = 371
+ERR_STORE_OPEN_FAILED = 400
+ERR_STORE_ALREADY_OPEN = 401
+ERR_STORE_FULL = 402
+ERR_STORE_CORRUPTED = 403
+ERR_STORE_FAILURE = 404
+ERR_STORE_CLOSED = 405
+ERR_UNKNOWN_TABLE = 410
+ERR_TABLE_TYPE_MISMATCH = 411
+ERR_TOO_MANY_TABLES = 412
+ERR_TRANSACTION_CLOSED = 420
+ERR_NESTED_WRITE = 421
+ERR_DECODING_FAILED = 430
+ERR_ENCODING_FAILED = 431
+ERR_INVALID_KEY_SIZE = 432
+ERR_SCHEMA_TOO_NEW = 440
+ERR_MIGRATION_FAILED = 441
+ERR_EMPTY = 500
+ERR_FULL = 501
+ERR_CLOSED = 502
+ERR_TIMED_OUT = 503
+ERR_CANCELLED = 504
+ERR_NO_IDENTITY = 600
+ERR_IDENTITY_EXISTS = 601
+ERR_INVALID_BACKUP = 602
+ERR_WRONG_BACKUP_PASSPHRASE = 603
+ERR_UNSUPPORTED_BACKUP_VERSION = 604
+ERR_NO_SERVER = 605
+ERR_FRIEND_NOT_FOUND = 610
+ERR_CANNOT_ADD_SELF = 611
+ERR_NOT_IN_CONFLICT = 612
+ERR_IN_CONFLICT = 613
+ERR_UNKNOWN_UPLOAD = 620
+ERR_FIX_IN_FUTURE = 621
 ERR_FRIEND_BLOCKED = 630
 ERR_MESSAGE_TOO_LONG = 631
 ERR_INVALID_MAILBOX_RESPONSE = 632
 ERR_INVALID_PUSH_ENDPOINT = 633
+ERR_WRONG_PASSPHRASE = 650
+ERR_KEYCHAIN_CORRUPTED = 651
+ERR_KEYCHAIN_IO = 652
+ERR_KEYCHAIN_INVALID_NAME = 653
+ERR_HOST_KEYCHAIN = 654
 ERR_INVALID_COORDINATE = 700
 ERR_DAMAGED_PLACE_DATA = 701
 ERR_UNSUPPORTED_PLACE_DATA = 702
@@ -332,17 +388,38 @@ def _bytes(data: bytes, name: str, size: Optional[int] = None):
 
 
 def _text(value: Optional[str]) -> Optional[bytes]:
-    return None if value is None else value.encode("utf-8")
+    return None if value is None else _utf8(value, "text")
+
+
+def _utf8(value: str, name: str) -> bytes:
+    """`value` as UTF-8 for the library; TypeError (naming the Python parameter) for anything but str."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be str, got {type(value).__name__}")
+    return value.encode("utf-8")
 
 
 @dataclass(frozen=True)
 class Location:
-    """A position fix: degrees, metres, and the fix time in ms since the epoch."""
+    """A position fix: degrees, metres, and the fix time in ms since the epoch.
+
+    `timestamp_ms` is required (there is no silent default: a fix dated 1970 would be refused as
+    stale everywhere); for "now" pass `int(time.time() * 1000)`. Raises TypeError when it is
+    missing or a field has the wrong type (range checks are the library's: ERR_INVALID_LOCATION)."""
     latitude: float
     longitude: float
     altitude: float = 0.0
     accuracy: float = 0.0
-    timestamp_ms: int = 0
+    timestamp_ms: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        if self.timestamp_ms is None:
+            raise TypeError("Location needs timestamp_ms (ms since the epoch, e.g. int(time.time() * 1000))")
+        if isinstance(self.timestamp_ms, bool) or not isinstance(self.timestamp_ms, int) or self.timestamp_ms < 0:
+            raise TypeError(f"timestamp_ms must be a non-negative int (ms since the epoch), got {self.timestamp_ms!r}")
+        for name in ("latitude", "longitude", "altitude", "accuracy"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{name} must be a number, got {type(value).__name__}")
 
     def __getitem__(self, key: str) -> Any:
         """Dict-style read access (`location["latitude"]`), as for the other records."""
@@ -808,12 +885,31 @@ def verify(public_key: bytes, message: bytes, signature: bytes) -> bool:
         raise
 
 
+def _as_location(value: Any, name: str) -> "Location":
+    """`value` when it is a Location; TypeError (not AttributeError) for a tuple, dict, …"""
+    if not isinstance(value, Location):
+        raise TypeError(f"{name} must be a coordscore.Location, got {type(value).__name__}")
+    return value
+
+
+def _key_list(recipients: Any) -> list:
+    """`recipients` as a list of bytes; TypeError for one bytes value or anything not a list of bytes."""
+    if isinstance(recipients, (bytes, bytearray, str)) or not isinstance(recipients, (list, tuple)):
+        raise TypeError(f"recipients must be a list of 32-byte public keys, got {type(recipients).__name__}")
+    if not all(isinstance(key, (bytes, bytearray)) for key in recipients):
+        raise TypeError("every recipient must be bytes (a 32-byte public key)")
+    return list(recipients)
+
+
 def seal(location: Location, recipients: list[bytes]) -> bytes:
-    """Seals `location` for 32-byte public keys, the sender's own first."""
+    """Seals `location` for 32-byte public keys, the sender's own first.
+    Raises TypeError for arguments of the wrong type, ValueError for a key of the wrong length,
+    WireError (ERR_INVALID_LOCATION, ERR_TOO_MANY_RECIPIENTS, …) for what the library refuses."""
+    recipients = _key_list(recipients)
     keys = b"".join(recipients)
     if any(len(key) != 32 for key in recipients):
         raise ValueError("every recipient must be a 32-byte public key")
-    c_location = location.to_c()
+    c_location = _as_location(location, "location").to_c()
     return _buffer_call(lib.coords_blob_seal, byref(c_location), _bytes(keys, "recipients"), len(recipients))
 
 
@@ -827,9 +923,9 @@ def open_blob(seed: bytes, blob: bytes) -> Location:
 
 def prepare_upload(seed: bytes, location: Location, friend_ids: list[str], server: str) -> Request:
     """A signed upload request for `server`, sealed for the sender and `friend_ids` (send it with any HTTP client)."""
-    c_location = location.to_c()
+    c_location = _as_location(location, "location").to_c()
     return Request.from_json(_json_call(lib.coords_prepare_upload, _bytes(seed, "seed", 32), byref(c_location),
-                      json.dumps(friend_ids).encode(), server.encode()))
+                      json.dumps(friend_ids).encode(), _utf8(server, "server")))
 
 
 def prepare_fetch(friends: list[dict]) -> list[Request]:
@@ -845,18 +941,18 @@ def process_fetch_response(seed: bytes, body: bytes) -> list[FetchResult]:
 
 def friend_link(public_key: bytes, server: str, name: str) -> str:
     """The `coord://` link for a public key, relay and display name."""
-    return _buffer_call(lib.coords_friend_link_generate, _bytes(public_key, "public_key", 32), server.encode(),
-                        name.encode()).decode()
+    return _buffer_call(lib.coords_friend_link_generate, _bytes(public_key, "public_key", 32), _utf8(server, "server"),
+                        _utf8(name, "name")).decode()
 
 
 def parse_friend_link(link: str) -> FriendLink:
     """Parses a `coord://` link. Raises WireError (ERR_INVALID_FRIEND_LINK) naming what is wrong."""
-    record = _json_call(lib.coords_friend_link_parse, link.encode())
+    record = _json_call(lib.coords_friend_link_parse, _utf8(link, "link"))
     return FriendLink(record["pubkey"], record["server"], record["name"])
 
 
 def safety_number(a: bytes, b: bytes) -> str:
-    """The 60-digit safety number two people compare in person (the same from both sides)."""
+    """The safety number two people compare in person: 30 digits in six groups of five (the same from both sides)."""
     return _buffer_call(lib.coords_safety_number, _bytes(a, "a", 32), _bytes(b, "b", 32)).decode()
 
 
@@ -864,7 +960,7 @@ def may_reuse_fix(fix_timestamp_ms: int, now_ms: int, reason: str) -> bool:
     """Whether a fix taken at `fix_timestamp_ms` may be uploaded again for `reason`
     ("background", "explicit", …). Raises ArgumentError for an unknown reason."""
     out = c_bool()
-    _call(lib.coords_may_reuse_fix, fix_timestamp_ms, now_ms, reason.encode(), byref(out))
+    _call(lib.coords_may_reuse_fix, fix_timestamp_ms, now_ms, _utf8(reason, "reason"), byref(out))
     return out.value
 
 
@@ -886,6 +982,9 @@ def nearest_place(latitude: float, longitude: float, accuracy_m: float = 0.0) ->
     """The nearest named place from the bundled data, offline (no coordinate leaves the process).
     Raises GeocodingError (ERR_INVALID_COORDINATE) for positions not on Earth."""
     return Place.from_json(_json_call(lib.coords_geocode_nearest, float(latitude), float(longitude), float(accuracy_m)))
+
+
+_Handle = TypeVar("_Handle", bound="_NativeHandle")
 
 
 class _NativeHandle:
@@ -910,11 +1009,23 @@ class _NativeHandle:
             handle, self._handle = self._handle, None
             _call(getattr(lib, self._release), handle)
 
-    def __enter__(self):
+    def __enter__(self: _Handle) -> _Handle:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def __del__(self) -> None:
+        # A handle dropped without close() still keeps its resources (an App keeps its data
+        # directory locked: opening it again raises StoreError 401). Release it, and say so the
+        # way Python's own files do.
+        if self._handle is None:
+            return
+        try:
+            warnings.warn(f"unclosed {self._what} (call close() or use `with`)", ResourceWarning, source=self, stacklevel=2)
+            self.close()
+        except Exception:  # the interpreter may be shutting down: never raise from a finalizer
+            pass
 
 
 class Places(_NativeHandle):
@@ -925,7 +1036,7 @@ class Places(_NativeHandle):
 
     def __init__(self, path: str):
         handle = c_void_p()
-        _call(lib.coords_places_open, path.encode(), byref(handle))
+        _call(lib.coords_places_open, _utf8(path, "path"), byref(handle))
         self._handle = handle
 
     def nearest(self, latitude: float, longitude: float, accuracy_m: float = 0.0) -> Place:
@@ -990,10 +1101,10 @@ class App(_NativeHandle):
         self._callbacks = None
         self._update_callback = None
         if keychain is None:
-            _call(lib.coords_app_open, directory.encode(), json.dumps(options).encode(), byref(handle))
+            _call(lib.coords_app_open, _utf8(directory, "directory"), json.dumps(options).encode(), byref(handle))
         else:
             self._callbacks = self._bridge(keychain)
-            _call(lib.coords_app_open_with_keychain, directory.encode(), json.dumps(options).encode(),
+            _call(lib.coords_app_open_with_keychain, _utf8(directory, "directory"), json.dumps(options).encode(),
                   byref(self._callbacks), byref(handle))
         self._handle = handle
 
@@ -1046,8 +1157,14 @@ class App(_NativeHandle):
             out.append(update)
         return out
 
-    def set_update_callback(self, callback: Optional[Callable[[dict], None]]) -> None:
-        """Calls `callback(update)` from a library thread for every update; None stops it."""
+    def set_update_callback(self, callback: Optional[Callable[[dict], None]],
+                            on_error: Optional[Callable[[BaseException], None]] = None) -> None:
+        """Calls `callback(update)` from a library thread for every update; None stops it.
+
+        An exception raised by `callback` cannot travel through C to your code: it is passed to
+        `on_error(exception)` when given, and otherwise logged with its traceback on the
+        `coordscore` logger (logging.getLogger("coordscore")). Either way the next update still
+        arrives. The callback runs on a library thread while holding the GIL; keep it short."""
         if callback is None:
             _call(lib.coords_app_set_update_callback, self.handle, UPDATE_CALLBACK(), None)
             self._update_callback = None
@@ -1056,8 +1173,14 @@ class App(_NativeHandle):
         def trampoline(_context, data, length):
             try:
                 callback(json.loads(ctypes.string_at(data, length)))
-            except Exception:  # never let an exception unwind into C
-                pass
+            except Exception as error:  # never let an exception unwind into C
+                try:
+                    if on_error is not None:
+                        on_error(error)
+                    else:
+                        _logger.error("an update callback raised %r", error, exc_info=error)
+                except Exception:
+                    _logger.exception("an update callback's on_error raised")
 
         self._update_callback = UPDATE_CALLBACK(trampoline)
         _call(lib.coords_app_set_update_callback, self.handle, self._update_callback, None)
@@ -1065,12 +1188,12 @@ class App(_NativeHandle):
     # Wallet
     def create_identity(self, name: str, server: str) -> str:
         """Creates this app's identity; returns its public key id. Raises ManagerError (ERR_IDENTITY_EXISTS) when there is one."""
-        return _buffer_call(lib.coords_wallet_create_identity, self.handle, name.encode(), server.encode()).decode()
+        return _buffer_call(lib.coords_wallet_create_identity, self.handle, _utf8(name, "name"), _utf8(server, "server")).decode()
 
     def import_seed(self, seed: bytes, name: str, server: str) -> str:
         """Imports an identity from its 32-byte seed; returns its public key id."""
-        return _buffer_call(lib.coords_wallet_import_seed, self.handle, _bytes(seed, "seed", 32), name.encode(),
-                            server.encode()).decode()
+        return _buffer_call(lib.coords_wallet_import_seed, self.handle, _bytes(seed, "seed", 32), _utf8(name, "name"),
+                            _utf8(server, "server")).decode()
 
     def set_profile(self, name: Optional[str] = None, server: Optional[str] = None) -> None:
         """Changes the display name and/or relay of the identity (None leaves a field as it is)."""
@@ -1106,17 +1229,17 @@ class App(_NativeHandle):
 
     def export_backup(self, passphrase: str) -> bytes:
         """An encrypted backup of the identity and friends (Argon2id + AES-256-GCM)."""
-        return _buffer_call(lib.coords_wallet_export_backup, self.handle, passphrase.encode())
+        return _buffer_call(lib.coords_wallet_export_backup, self.handle, _utf8(passphrase, "passphrase"))
 
     def import_backup(self, backup: bytes, passphrase: str) -> str:
         """Restores a backup into this (empty) app; returns the identity's id. Raises ManagerError (ERR_WRONG_BACKUP_PASSPHRASE)."""
         return _buffer_call(lib.coords_wallet_import_backup, self.handle, _bytes(backup, "backup"), len(backup),
-                            passphrase.encode()).decode()
+                            _utf8(passphrase, "passphrase")).decode()
 
     # Friends
     def add_friend_link(self, link: str) -> Friend:
         """Adds a friend from a `coord://` link; returns the friend record."""
-        return Friend.from_json(_json_call(lib.coords_friends_add_link, self.handle, link.encode()))
+        return Friend.from_json(_json_call(lib.coords_friends_add_link, self.handle, _utf8(link, "link")))
 
     def add_friend(self, id: str, server: str, name: str = "", share_with: bool = True, fetch_from: bool = True) -> Friend:
         """Adds a friend by public key id and relay; returns the friend record."""
@@ -1125,11 +1248,11 @@ class App(_NativeHandle):
 
     def update_friend(self, id: str, **changes) -> Friend:
         """Changes fields of a friend (name, share_with, fetch_from, verified, colour, …); returns the record."""
-        return Friend.from_json(_json_call(lib.coords_friends_update, self.handle, id.encode(), json.dumps(changes).encode()))
+        return Friend.from_json(_json_call(lib.coords_friends_update, self.handle, _utf8(id, "id"), json.dumps(changes).encode()))
 
     def remove_friend(self, id: str) -> None:
         """Forgets a friend. Raises ManagerError (ERR_FRIEND_NOT_FOUND)."""
-        _call(lib.coords_friends_remove, self.handle, id.encode())
+        _call(lib.coords_friends_remove, self.handle, _utf8(id, "id"))
 
     def share_with(self, id: str, until_ms: Optional[int] = None) -> Friend:
         """Shares with a friend until `until_ms` (ms since the epoch; None: no end), resuming a
@@ -1139,14 +1262,14 @@ class App(_NativeHandle):
         until = 0 if until_ms is None else until_ms
         if until < 0 or until >= 2**64:
             raise ValueError("until_ms must be 0 … 2**64-1")
-        return Friend.from_json(_json_call(lib.coords_friends_share, self.handle, id.encode(), until))
+        return Friend.from_json(_json_call(lib.coords_friends_share, self.handle, _utf8(id, "id"), until))
 
     def resolve_conflict(self, id: str, keep: str) -> Friend:
         """Ends a key conflict (PROTOCOL.md §9.2) after comparing safety numbers again: `keep`
         (one of the friend's conflict_keys) becomes their key, verified.
 
         Raises ManagerError (ERR_NOT_IN_CONFLICT, ERR_FRIEND_NOT_FOUND)."""
-        return Friend.from_json(_json_call(lib.coords_friends_resolve_conflict, self.handle, id.encode(), keep.encode()))
+        return Friend.from_json(_json_call(lib.coords_friends_resolve_conflict, self.handle, _utf8(id, "id"), _utf8(keep, "keep")))
 
     def rotate(self, server: Optional[str] = None, revoke: bool = False) -> dict:
         """Rotates the identity (PROTOCOL.md §9.1): returns {"id", "statement", "statements"
@@ -1172,7 +1295,7 @@ class App(_NativeHandle):
         """Pauses sharing with a friend (fetching goes on); then send prepare_reseal().
 
         Raises ManagerError (ERR_FRIEND_NOT_FOUND)."""
-        return Friend.from_json(_json_call(lib.coords_friends_pause, self.handle, id.encode()))
+        return Friend.from_json(_json_call(lib.coords_friends_pause, self.handle, _utf8(id, "id")))
 
     def friends(self) -> list[Friend]:
         """Every friend record."""
@@ -1181,7 +1304,7 @@ class App(_NativeHandle):
     # Location
     def prepare_upload(self, fix: Location) -> Upload:
         """A signed upload of `fix` for every friend shared with: {"request", "fix_timestamp_ms", …}."""
-        c_fix = fix.to_c()
+        c_fix = _as_location(fix, "fix").to_c()
         return Upload.from_json(_json_call(lib.coords_location_prepare_upload, self.handle, byref(c_fix)))
 
     def prepare_reseal(self, force: bool = False) -> Optional[Upload]:
@@ -1209,7 +1332,7 @@ class App(_NativeHandle):
 
     def mark_upload_failed(self, fix_timestamp_ms: int, reason: str) -> None:
         """Records that the upload of this fix failed (kept for a retry)."""
-        _call(lib.coords_location_mark_upload_failed, self.handle, fix_timestamp_ms, reason.encode())
+        _call(lib.coords_location_mark_upload_failed, self.handle, fix_timestamp_ms, _utf8(reason, "reason"))
 
     def prepare_fetches(self) -> list[Request]:
         """Fetch requests for every friend fetched from, one per relay and 50 ids."""
@@ -1228,7 +1351,7 @@ class App(_NativeHandle):
         """Queues a prepared request in the outbox; returns its id (ids are never reused)."""
         out = c_uint64()
         record = request.to_json() if isinstance(request, Request) else request
-        _call(lib.coords_outbox_enqueue, self.handle, kind.encode(), json.dumps(record).encode(), _text(reference), byref(out))
+        _call(lib.coords_outbox_enqueue, self.handle, _utf8(kind, "kind"), json.dumps(record).encode(), _text(reference), byref(out))
         return out.value
 
     def outbox(self, due_only: bool = False) -> list[OutboxEntry]:
@@ -1241,7 +1364,7 @@ class App(_NativeHandle):
 
     def mark_failed(self, id: int, reason: str) -> None:
         """Records a failed attempt; the request is retried with backoff."""
-        _call(lib.coords_outbox_mark_failed, self.handle, id, reason.encode())
+        _call(lib.coords_outbox_mark_failed, self.handle, id, _utf8(reason, "reason"))
 
     def remove_queued(self, id: int) -> None:
         """Drops a queued request."""
@@ -1252,11 +1375,11 @@ class App(_NativeHandle):
     def send_message(self, friend_id: str, text: str) -> Sent:
         """Seals `text` for a friend and queues it. Send `.request`, then call mark_message_sent on
         202 or 409."""
-        return Sent.from_json(_json_call(lib.coords_messages_send, self.handle, friend_id.encode(), text.encode()))
+        return Sent.from_json(_json_call(lib.coords_messages_send, self.handle, _utf8(friend_id, "friend_id"), _utf8(text, "text")))
 
     def mark_message_sent(self, message_id: str) -> None:
         """Marks a message as accepted by the relay (after 202 or 409)."""
-        _call(lib.coords_messages_mark_sent, self.handle, message_id.encode())
+        _call(lib.coords_messages_mark_sent, self.handle, _utf8(message_id, "message_id"))
 
     def prepare_message_fetch(self) -> Request:
         """A recipient-signed GET of our mailbox (sign a fresh one per attempt)."""
@@ -1272,7 +1395,7 @@ class App(_NativeHandle):
         ttl = 0 if ttl_seconds is None else ttl_seconds
         if ttl < 0 or ttl >= 2**64:
             raise ValueError("ttl_seconds must be 0 … 2**64-1")
-        return Request.from_json(_json_call(lib.coords_messages_prepare_push_register, self.handle, endpoint.encode(), ttl))
+        return Request.from_json(_json_call(lib.coords_messages_prepare_push_register, self.handle, _utf8(endpoint, "endpoint"), ttl))
 
     def prepare_push_unregister(self) -> Request:
         """A signed DELETE of our relay's /v1/relay/push: no more wakes.
@@ -1291,11 +1414,11 @@ class App(_NativeHandle):
 
     def history(self, friend_id: str, limit: int = 0) -> list[Message]:
         """The messages with a friend, oldest first (the last `limit` when > 0)."""
-        return [Message.from_json(x) for x in _json_call(lib.coords_messages_history, self.handle, friend_id.encode(), limit)]
+        return [Message.from_json(x) for x in _json_call(lib.coords_messages_history, self.handle, _utf8(friend_id, "friend_id"), limit)]
 
     def set_disappearing(self, friend_id: str, seconds: Optional[int]) -> None:
         """Deletes local copies of a conversation's messages after `seconds` (None: keep)."""
-        _call(lib.coords_messages_set_disappearing, self.handle, friend_id.encode(), seconds or 0)
+        _call(lib.coords_messages_set_disappearing, self.handle, _utf8(friend_id, "friend_id"), seconds or 0)
 
     def sweep_expired_messages(self) -> list[str]:
         """Deletes messages past their disappearing time; returns their ids."""
@@ -1310,24 +1433,24 @@ class App(_NativeHandle):
 
     def live_opened(self, server: str) -> LiveOpened:
         """A connection to `server` opened: the frames to send and the catch-up to perform."""
-        return LiveOpened.from_json(_json_call(lib.coords_live_opened, self.handle, server.encode()))
+        return LiveOpened.from_json(_json_call(lib.coords_live_opened, self.handle, _utf8(server, "server")))
 
     def live_process(self, server: str, frame: bytes) -> LiveEvent:
         """One text frame (UTF-8 bytes or str) received from `server`. Raises CoordsError for a
         malformed frame (close with 4400 and reconnect)."""
-        data = frame.encode() if isinstance(frame, str) else frame
-        return LiveEvent.from_json(_json_call(lib.coords_live_process, self.handle, server.encode(), _bytes(data, "frame"), len(data)))
+        data = _utf8(frame, "frame") if isinstance(frame, str) else frame
+        return LiveEvent.from_json(_json_call(lib.coords_live_process, self.handle, _utf8(server, "server"), _bytes(data, "frame"), len(data)))
 
     def live_mailbox_fetched(self, server: str) -> Optional[Request]:
         """The mailbox fetch of a "message_waiting" event from `server` was performed (or given
         up). Returns one more signed fetch when message notices arrived meanwhile (perform it and
         call this again), None when the burst is done. Raises CoordsError (NO_IDENTITY, NO_SERVER)."""
-        fetch = _json_call(lib.coords_live_mailbox_fetched, self.handle, server.encode())
+        fetch = _json_call(lib.coords_live_mailbox_fetched, self.handle, _utf8(server, "server"))
         return None if fetch is None else Request.from_json(fetch)
 
     def live_closed(self, server: str, close_code: Optional[int] = None, upgrade_status: Optional[int] = None) -> Optional[int]:
         """The connection to `server` closed (`close_code` the relay sent) or could not be opened
         (`upgrade_status`: the upgrade's HTTP status). Returns the milliseconds to wait before
         reconnecting, or None when the relay has no live channel (404): poll it instead."""
-        nxt = _json_call(lib.coords_live_closed, self.handle, server.encode(), close_code or 0, upgrade_status or 0)
+        nxt = _json_call(lib.coords_live_closed, self.handle, _utf8(server, "server"), close_code or 0, upgrade_status or 0)
         return nxt["after_ms"] if nxt["action"] == "reconnect" else None

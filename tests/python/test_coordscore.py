@@ -259,7 +259,8 @@ def test_invalid_utf8_and_malformed_json():
 
 def test_invalid_values():
     seed, public = cc.generate_identity()
-    for location in [cc.Location(float("nan"), 0), cc.Location(0, float("inf")), cc.Location(90.5, 0), cc.Location(0, -180.1)]:
+    for location in [cc.Location(float("nan"), 0, timestamp_ms=1), cc.Location(0, float("inf"), timestamp_ms=1),
+                     cc.Location(90.5, 0, timestamp_ms=1), cc.Location(0, -180.1, timestamp_ms=1)]:
         with pytest.raises(cc.CoordsException) as error:
             cc.seal(location, [public])
         assert error.value.code == cc.ERR_INVALID_LOCATION
@@ -269,12 +270,12 @@ def test_invalid_values():
     with pytest.raises(ValueError):
         cc.open_blob(seed[:31], b"x")
     with pytest.raises(ValueError):
-        cc.seal(cc.Location(0, 0), [public[:16]])
+        cc.seal(cc.Location(0, 0, timestamp_ms=1), [public[:16]])
     with pytest.raises(cc.CoordsException) as error:
-        cc.prepare_upload(seed, cc.Location(0, 0), ["not an id"], "https://x")
+        cc.prepare_upload(seed, cc.Location(0, 0, timestamp_ms=1), ["not an id"], "https://x")
     assert error.value.code == cc.ERR_INVALID_PUBLIC_KEY_ID
     with pytest.raises(cc.CoordsException) as error:
-        cc.prepare_upload(seed, cc.Location(0, 0), [], "ftp://x")
+        cc.prepare_upload(seed, cc.Location(0, 0, timestamp_ms=1), [], "ftp://x")
     assert error.value.code == cc.ERR_INVALID_SERVER_URL
 
 

@@ -122,7 +122,7 @@ struct StorageOptions: ServeOptionGroup {
     @Option(
         name: .customLong("postgres"),
         help:
-            "Keep the data in PostgreSQL instead of LMDB: postgres://user:password@host:port/db[?sslmode=verify-full] (sslmode defaults to prefer, as libpq; password also from PGPASSWORD) [COORDS_POSTGRES_URL]."
+            "Keep the data in PostgreSQL instead of LMDB: postgres://user:password@host:port/db[?sslmode=require] (without sslmode: prefer, as libpq; password also from PGPASSWORD) [COORDS_POSTGRES_URL]."
     )
     var postgresOption: String?
     /// `--postgres`, else `COORDS_POSTGRES_URL` (an optional option takes no default value).
