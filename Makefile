@@ -29,7 +29,7 @@ SWIFT_FORMAT_PATHS := Package.swift Sources Tests Apps/Package.swift Apps/Source
 FUZZ_TIME ?= 600
 FUZZ_TEST_TIME ?= 12
 
-.PHONY: bench-check format test-format man docs wheel test-wheel test-docs install uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
+.PHONY: bench-check format test-format man docs wheel test-wheel test-docs install install-lib install-tools uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
 
 all: build
 
@@ -49,6 +49,7 @@ help:
 	@echo "make wheel   the Python package (dist/coordscore-*.whl, carrying the portable library)"
 	@echo "make man     man pages and bash/zsh/fish completions of coords and coords-relay, into $(GENERATED)"
 	@echo "make install install libcoordscore.so, coordscore.h, coordscore.pc, coords, coords-relay, man pages, completions (PREFIX=/usr/local DESTDIR=)"
+	@echo "make install-lib / install-tools  only the library (header, .pc) / only coords and coords-relay"
 	@echo "make uninstall remove what make install installed (same PREFIX and DESTDIR)"
 	@echo "make clean   remove build output"
 
@@ -172,25 +173,13 @@ test-docs: lib docs tools
 docs: deps
 	scripts/docs.sh
 
-# Installs the portable library the way C libraries install: libcoordscore.so.$(VERSION) with the
-# SONAME libcoordscore.so.$(ABI_MAJOR) and the usual symlinks, the header, and coordscore.pc, so
+# `make install` = install-lib + install-tools (each can run alone; install-lib builds no app).
+install: install-lib install-tools
+
+# The portable library, the way C libraries install: libcoordscore.so.$(VERSION) with the SONAME
+# libcoordscore.so.$(ABI_MAJOR) and the usual symlinks, the header, and coordscore.pc, so
 # `pkg-config --cflags --libs coordscore` is all a C program needs.
-# The CLI and the relay (built in $(APPS_CONFIG)) go to $(BINDIR), with their man pages and
-# shell completions where man, bash-completion, zsh and fish look for them.
-install: lib-portable
-	$(SWIFT) build $(APPS) -c $(APPS_CONFIG) --product coords
-	$(SWIFT) build $(APPS) -c $(APPS_CONFIG) --product coords-relay
-	scripts/gen-cli-files.sh Apps/.build/$(APPS_CONFIG) $(GENERATED)/$(APPS_CONFIG)
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATAROOTDIR)/bash-completion/completions \
-		$(DESTDIR)$(DATAROOTDIR)/zsh/site-functions $(DESTDIR)$(DATAROOTDIR)/fish/vendor_completions.d
-	install -m 0755 Apps/.build/$(APPS_CONFIG)/coords Apps/.build/$(APPS_CONFIG)/coords-relay $(DESTDIR)$(BINDIR)/
-	install -m 0644 $(GENERATED)/$(APPS_CONFIG)/man/coords.1 $(GENERATED)/$(APPS_CONFIG)/man/coords-relay.1 $(DESTDIR)$(MANDIR)/man1/
-	install -m 0644 $(GENERATED)/$(APPS_CONFIG)/completions/bash/coords $(GENERATED)/$(APPS_CONFIG)/completions/bash/coords-relay \
-		$(DESTDIR)$(DATAROOTDIR)/bash-completion/completions/
-	install -m 0644 $(GENERATED)/$(APPS_CONFIG)/completions/zsh/_coords $(GENERATED)/$(APPS_CONFIG)/completions/zsh/_coords-relay \
-		$(DESTDIR)$(DATAROOTDIR)/zsh/site-functions/
-	install -m 0644 $(GENERATED)/$(APPS_CONFIG)/completions/fish/coords.fish $(GENERATED)/$(APPS_CONFIG)/completions/fish/coords-relay.fish \
-		$(DESTDIR)$(DATAROOTDIR)/fish/vendor_completions.d/
+install-lib: lib-portable
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
 	install -m 0755 $(PORTABLE_DIR)/libcoordscore.so $(DESTDIR)$(LIBDIR)/libcoordscore.so.$(VERSION)
 	ln -sf libcoordscore.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libcoordscore.so.$(ABI_MAJOR)
@@ -200,6 +189,26 @@ install: lib-portable
 		coordscore.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/coordscore.pc
 	@echo "install: libcoordscore $(VERSION) (ABI $(ABI_MAJOR)) into $(DESTDIR)$(PREFIX)"
 	$(call refresh-ldconfig)
+
+# The CLI and the relay (built in $(APPS_CONFIG)) into $(BINDIR), stripped and self-contained:
+# the Swift runtime they load is copied to $(LIBDIR)/coords and found through RUNPATH
+# $$ORIGIN/../lib/coords, so they run where no Swift toolchain is (scripts/install-tools.sh).
+# Their man pages and shell completions go where man, bash-completion, zsh and fish look.
+install-tools: deps
+	$(SWIFT) build $(APPS) -c $(APPS_CONFIG) --product coords
+	$(SWIFT) build $(APPS) -c $(APPS_CONFIG) --product coords-relay
+	scripts/gen-cli-files.sh Apps/.build/$(APPS_CONFIG) $(GENERATED)/$(APPS_CONFIG)
+	scripts/install-tools.sh Apps/.build/$(APPS_CONFIG) "$(DESTDIR)" $(BINDIR) $(LIBDIR)
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATAROOTDIR)/bash-completion/completions \
+		$(DESTDIR)$(DATAROOTDIR)/zsh/site-functions $(DESTDIR)$(DATAROOTDIR)/fish/vendor_completions.d
+	install -m 0644 $(GENERATED)/$(APPS_CONFIG)/man/coords.1 $(GENERATED)/$(APPS_CONFIG)/man/coords-relay.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(GENERATED)/$(APPS_CONFIG)/completions/bash/coords $(GENERATED)/$(APPS_CONFIG)/completions/bash/coords-relay \
+		$(DESTDIR)$(DATAROOTDIR)/bash-completion/completions/
+	install -m 0644 $(GENERATED)/$(APPS_CONFIG)/completions/zsh/_coords $(GENERATED)/$(APPS_CONFIG)/completions/zsh/_coords-relay \
+		$(DESTDIR)$(DATAROOTDIR)/zsh/site-functions/
+	install -m 0644 $(GENERATED)/$(APPS_CONFIG)/completions/fish/coords.fish $(GENERATED)/$(APPS_CONFIG)/completions/fish/coords-relay.fish \
+		$(DESTDIR)$(DATAROOTDIR)/fish/vendor_completions.d/
+	@echo "install: coords and coords-relay $(VERSION) into $(DESTDIR)$(BINDIR)"
 
 # Into the live system (no DESTDIR), the dynamic loader's cache is refreshed so programs find
 # libcoordscore.so.$(ABI_MAJOR) at once; a package build (DESTDIR set) leaves that to the package.
@@ -213,6 +222,7 @@ endef
 # Removes what `make install` put under $(DESTDIR)$(PREFIX) (same PREFIX and DESTDIR as the install).
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/coords $(DESTDIR)$(BINDIR)/coords-relay
+	rm -rf $(DESTDIR)$(LIBDIR)/coords
 	rm -f $(DESTDIR)$(MANDIR)/man1/coords.1 $(DESTDIR)$(MANDIR)/man1/coords-relay.1
 	rm -f $(DESTDIR)$(DATAROOTDIR)/bash-completion/completions/coords $(DESTDIR)$(DATAROOTDIR)/bash-completion/completions/coords-relay
 	rm -f $(DESTDIR)$(DATAROOTDIR)/zsh/site-functions/_coords $(DESTDIR)$(DATAROOTDIR)/zsh/site-functions/_coords-relay

@@ -35,6 +35,33 @@ out=$(LD_LIBRARY_PATH="$lib" "$stage/demo")
 echo "check-install: $out"
 case "$out" in "libcoordscore $version: Bob sees 47.3769 8.5417") ;; *) fail "unexpected output: $out" ;; esac
 
+# The tools run where no Swift toolchain is: RUNPATH only $ORIGIN-relative, and with the
+# toolchain hidden (a private mount namespace with an empty tmpfs over it) and an empty
+# environment they start, and `coords init` works.
+toolchain=$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")
+for tool in coords coords-relay; do
+    runpath=$(readelf -d "$stage/usr/bin/$tool" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
+    [ "$runpath" = '$ORIGIN/../lib/coords' ] || fail "$tool's RUNPATH is '$runpath', not \$ORIGIN/../lib/coords"
+    ! readelf -d "$stage/usr/bin/$tool" | grep -q "(RPATH)" || fail "$tool has an RPATH"
+done
+if [ "$(id -u)" -eq 0 ]; then hide=(unshare --mount); else hide=(unshare --map-root-user --mount); fi
+hidden=$("${hide[@]}" sh -c '
+    set -e
+    mount -t tmpfs none "$1"
+    [ ! -e "$1/bin/swift" ] || { echo "the toolchain is still visible"; exit 1; }
+    for tool in coords coords-relay; do
+        ! ldd "$2/usr/bin/$tool" | grep -E "not found|$1" || { echo "$tool still needs the toolchain"; exit 1; }
+        env -i "$2/usr/bin/$tool" --version
+    done
+    home=$(mktemp -d)
+    env -i COORDS_PASSPHRASE="correct horse battery" COORDS_KEYCHAIN_COST=minimum \
+        "$2/usr/bin/coords" init --home "$home/h" --server http://127.0.0.1:9 --name Toolless --json >/dev/null
+    rm -rf "$home"
+    echo initialised' _ "$toolchain" "$stage") || fail "the installed tools do not run without the toolchain ($toolchain hidden): $hidden"
+[ "$hidden" = "$(printf '%s\n%s\n%s' "$version" "$version" initialised)" ] || fail "without the toolchain: $hidden"
+sizes=$(stat -c '%n %s' "$stage/usr/bin/coords" "$stage/usr/bin/coords-relay" | awk '{ sub(".*/", "", $1); printf "%s %d MiB, ", $1, $2 / 1048576 }')
+echo "check-install: coords and coords-relay run with $toolchain hidden under env -i (${sizes%, }, stripped)"
+
 # The tools, their man pages and completions.
 for tool in coords coords-relay; do
     [ "$("$stage/usr/bin/$tool" --version)" = "$version" ] || fail "$stage/usr/bin/$tool --version is not $version"

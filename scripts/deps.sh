@@ -22,6 +22,8 @@ packages_for_missing() {
     command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)  # verifies deploy/systemd/coords-relay.service
     command -v readelf >/dev/null 2>&1 || missing+=(binutils)
     command -v prlimit >/dev/null 2>&1 || missing+=(util-linux)  # the hostile-relay suite limits the client's memory
+    # make install points the installed tools at their bundled Swift runtime (RUNPATH $ORIGIN/…).
+    command -v patchelf >/dev/null 2>&1 || missing+=(patchelf)
     # The instruction-count gate (make bench-check) runs under callgrind and includes its client requests.
     { command -v valgrind >/dev/null 2>&1 && [ -f /usr/include/valgrind/callgrind.h ]; } || missing+=(valgrind)
     # make install's man pages and completions are checked with groff/man, bash, zsh and fish.
