@@ -60,14 +60,19 @@ build: deps
 	$(SWIFT) build
 	$(SWIFT) build $(APPS)
 
+# libcoordscore.so exports the C ABI and nothing else (include/coordscore.map, a linker version
+# script: Swift and swift-log symbols stay local, so they cannot clash with another Swift
+# library in the host process). Only the link step sees the script: nothing is recompiled.
+EXPORTS := -Xlinker --version-script=$(CURDIR)/include/coordscore.map
+
 lib: deps
-	$(SWIFT) build --product coordscore
+	$(SWIFT) build --product coordscore $(EXPORTS)
 
 # A libcoordscore.so that runs on machines without the Swift toolchain (needs only libsodium,
 # liblmdb and the C/C++ runtimes): the Swift runtime and FoundationEssentials are linked in.
 lib-portable: deps
 	$(SWIFT) build -c release --product coordscore --scratch-path .build-static \
-		-Xswiftc -static-stdlib -Xlinker -L$(SWIFT_STATIC_LIBS) -Xlinker -soname=libcoordscore.so.$(ABI_MAJOR)
+		-Xswiftc -static-stdlib -Xlinker -L$(SWIFT_STATIC_LIBS) -Xlinker -soname=libcoordscore.so.$(ABI_MAJOR) $(EXPORTS)
 
 test: deps test-format test-swift test-tsan test-release bench-check test-abi test-c test-python test-portable test-install test-wheel test-docs test-e2e test-hostile test-deploy test-fuzz
 
