@@ -155,11 +155,13 @@ test-portable: lib-portable
 	scripts/check-abi.sh $(PORTABLE_DIR)/libcoordscore.so
 	COORDSCORE_LIB=$(CURDIR)/$(PORTABLE_DIR)/libcoordscore.so python3 -m pytest -q tests/python
 
-# The Python package as a wheel carrying the portable library: dist/coordscore-<version>-py3-none-linux_<arch>.whl.
+# The Python package as a manylinux wheel carrying the portable library, libsodium and liblmdb
+# (auditwheel): dist/coordscore-<version>-py3-none-manylinux_<glibc>_<arch>.whl.
 wheel: lib-portable
 	scripts/build-wheel.sh
 
-# The wheel installed in a fresh venv: the README snippet under env -i, then the Python suite.
+# The wheel installed in a fresh venv with the system's libsodium and liblmdb hidden: the README
+# snippet under env -i, then the Python suite.
 test-wheel: wheel
 	scripts/test-wheel.sh
 

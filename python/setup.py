@@ -1,11 +1,21 @@
-"""The wheel carries a compiled libcoordscore.so, so it is tagged for the platform
-(py3-none-linux_<arch>) although the Python code itself is pure: any Python 3 can load it."""
+"""The wheel carries a compiled libcoordscore.so, so it is a platform wheel: its files go to
+platlib (auditwheel repairs only platlib wheels) and it is tagged py3-none-<platform>, because
+the Python code itself is pure ctypes and any Python 3 can load it. `make wheel` then lets
+auditwheel bundle libsodium and liblmdb and set the manylinux tag."""
 from setuptools import setup
+from setuptools.dist import Distribution
 
 try:
     from setuptools.command.bdist_wheel import bdist_wheel
 except ImportError:  # setuptools < 70
     from wheel.bdist_wheel import bdist_wheel
+
+
+class BinaryDistribution(Distribution):
+    """A distribution with a native library: installed to platlib, not purelib."""
+
+    def has_ext_modules(self):
+        return True
 
 
 class PlatformWheel(bdist_wheel):
@@ -18,4 +28,4 @@ class PlatformWheel(bdist_wheel):
         return "py3", "none", platform
 
 
-setup(cmdclass={"bdist_wheel": PlatformWheel})
+setup(distclass=BinaryDistribution, cmdclass={"bdist_wheel": PlatformWheel})
