@@ -35,6 +35,38 @@ out=$(LD_LIBRARY_PATH="$lib" "$stage/demo")
 echo "check-install: $out"
 case "$out" in "libcoordscore $version: Bob sees 47.3769 8.5417") ;; *) fail "unexpected output: $out" ;; esac
 
+# The README's C quick start exactly as printed, into the live system: its two shell lines run in
+# a private mount namespace where /usr/local and /etc are overlays on temporary directories (so
+# `make install PREFIX=/usr/local` and its ldconfig change nothing outside), with no
+# LD_LIBRARY_PATH and no PKG_CONFIG_PATH. Without ldconfig the program failed with
+# "libcoordscore.so.1: cannot open shared object file".
+quick="$stage/quick-start"
+mkdir -p "$quick"
+python3 scripts/doc-snippets.py extract README.md c 0 > "$quick/demo.c"
+awk '/^## From C/ { section = 1 } section && /^```sh/ { block = 1; next } block && /^```/ { exit } block { print }' README.md > "$quick/steps.sh"
+grep -q "^make install PREFIX=/usr/local" "$quick/steps.sh" && grep -q "pkg-config --cflags --libs coordscore" "$quick/steps.sh" \
+    || fail "the README's C quick start changed shape: $(cat "$quick/steps.sh")"
+if [ "$(id -u)" -eq 0 ]; then isolate=(unshare --mount); else isolate=(unshare --map-root-user --mount); fi
+cat > "$quick/live.sh" <<'LIVE'
+set -euo pipefail
+quick=$1 repo=$2
+for dir in usr/local etc; do
+    mkdir -p "$quick/upper/$dir" "$quick/work/$dir"
+    mount -t overlay overlay -o "lowerdir=/$dir,upperdir=$quick/upper/$dir,workdir=$quick/work/$dir" "/$dir"
+done
+cd "$quick"
+# The README's lines, run from the repository for `make` and from here for the program.
+while IFS= read -r line; do
+    case "$line" in
+        make*) (cd "$repo" && APPS_CONFIG=debug eval "$line" >/dev/null) ;;
+        *) eval "$line" ;;
+    esac
+done < steps.sh
+LIVE
+out=$("${isolate[@]}" env -u LD_LIBRARY_PATH -u PKG_CONFIG_PATH bash "$quick/live.sh" "$quick" "$PWD" 2>&1) || fail "the README's C quick start failed: $out"
+case "$out" in *"libcoordscore $version: Bob sees 47.3769 8.5417"*) ;; *) fail "the README's C quick start printed: $out" ;; esac
+echo "check-install: the README's C quick start, as printed, into /usr/local (overlaid) runs: $(tail -1 <<<"$out")"
+
 # The tools run where no Swift toolchain is: RUNPATH only $ORIGIN-relative, and with the
 # toolchain hidden (a private mount namespace with an empty tmpfs over it) and an empty
 # environment they start, and `coords init` works.
