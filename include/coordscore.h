@@ -340,7 +340,7 @@ int32_t coords_app_open_with_keychain(const char *data_dir, const char *options_
 int32_t coords_app_close(CoordsApp *app, CoordsError *out_error);
 
 /* Waits up to timeout_ms (negative: without limit) for the next update of any manager and
- * returns it as JSON {"manager": "wallet"|"friends"|"location"|"outbox", "type": "…", …}.
+ * returns it as JSON {"manager": "wallet"|"friends"|"location"|"outbox"|"messages", "type": "…", …}.
  * Returns COORDS_OK with a message, COORDS_ERR_TIMED_OUT when none came, or COORDS_ERR_CLOSED
  * once the app is closed. Competes with the update callback: each update is delivered once. */
 int32_t coords_app_next_update(CoordsApp *app, int64_t timeout_ms, CoordsBuffer *message_json_out, CoordsError *out_error);

@@ -110,6 +110,9 @@ def walk(c, path):
             print("_".join(path + [s["commandName"]])); walk(s, path + [s["commandName"]])
 walk(json.load(sys.stdin)["command"], [])'); do
         grep -q "^ *$tool ${command//_/ }\b" <<<"$rendered" || fail "$tool.1 has no section for '$tool ${command//_/ }'"
+        # Help text has no stray line-continuation backslashes (a `\\` at a line end of a Swift
+        # multi-line string prints a literal one).
+        ! "$stage/usr/bin/$tool" ${command//_/ } --help | grep -q '\\$' || fail "'$tool ${command//_/ } --help' prints a line ending in a backslash"
     done
     bash -n "$stage/usr/share/bash-completion/completions/$tool" || fail "the bash completion of $tool does not parse"
     zsh -n "$stage/usr/share/zsh/site-functions/_$tool" || fail "the zsh completion of $tool does not parse"

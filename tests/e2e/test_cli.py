@@ -81,6 +81,7 @@ def test_two_friends_share_fetch_remove_delete_and_survive_an_outage(world):
     after = data(env, bob, "fetch")
     assert [r["code"] for r in after["rejected"]] == [313]  # not a recipient
     assert after["friends"][0]["location"]["latitude"] == -33.8688  # the last one he fetched and could open
+    assert "has not shared with your current key yet" in coords(env, bob, "fetch").stdout  # with what it means
 
     # The relay goes down: Alice's share is queued, then delivered by her next command.
     relay.stop()

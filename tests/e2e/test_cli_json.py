@@ -206,6 +206,9 @@ def test_usage_errors_exit_1_and_help_and_version_exit_0(tmp_path):
         result = subprocess.run([tool, *args], capture_output=True, text=True, env=env)
         assert result.returncode == 0 and result.stdout.strip(), (args, result)
     assert "Exit status: 0 done; 1 usage" in " ".join(subprocess.run([tool, "--help"], capture_output=True, text=True).stdout.split())
+    # A misspelt command is named as such (it used to be "Unknown option '--home'"), with the nearest one.
+    typo = subprocess.run([tool, "shrae", "--home", str(tmp_path / "h")], capture_output=True, text=True, env=env)
+    assert typo.returncode == USAGE and "unknown command 'shrae'" in typo.stderr and "did you mean 'share'" in typo.stderr, typo
 
 
 def test_init_is_atomic_and_never_replaces_an_identity(relays, tmp_path):

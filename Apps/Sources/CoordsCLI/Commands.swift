@@ -16,8 +16,9 @@ public struct CoordsCommand: AsyncParsableCommand {
             positions. Requests the relay could not take are queued in the outbox; every command \
             that talks to a relay sends the outbox first. Friends' positions are named offline from \
             bundled GeoNames data; set COORDS_PLACES_FILE to a CGEO file \
-            (scripts/build-geodata.py --large) for the larger set. Every data command takes \
-            --json (one object, schemas in docs/CLI.md; times in milliseconds, keys ending _ms).
+            (built by the source tree's build-geodata script) for the larger set. Every data command takes \
+            --json (one object; times in milliseconds, keys ending _ms). Its schemas, and \
+            everything else a script relies on: https://github.com/coords/coordscore/blob/main/docs/CLI.md
 
             Exit status: 0 done; 1 usage or input error, or a refusal; 2 a fetch reached only \
             some relays; 69 no relay could be reached; 75 queued in the outbox for later. Errors \
@@ -36,6 +37,10 @@ public struct CoordsCommand: AsyncParsableCommand {
     /// 2 a fetch reached only some relays, 69 it reached none, 75 work queued for later.
     /// Help and `--version` print to standard output and exit 0.
     public static func main(arguments: [String]) async -> Never {
+        if let unknown = unknownCommand(arguments) {
+            printError(unknown)
+            Glibc.exit(ExitStatus.usage)
+        }
         do {
             var command = try parseAsRoot(arguments)
             if var asynchronous = command as? any AsyncParsableCommand {
@@ -51,6 +56,38 @@ public struct CoordsCommand: AsyncParsableCommand {
             }
             exit(withError: error)
         }
+    }
+}
+
+extension CoordsCommand {
+    /// The refusal for a first word that is no command (`coords shrae --home X` used to say
+    /// "Unknown option '--home'", blaming the next word), with the nearest command when one is
+    /// close; nil when the first word is an option or a command.
+    static func unknownCommand(_ arguments: [String]) -> String? {
+        guard let first = arguments.first, !first.hasPrefix("-") else { return nil }
+        let names = configuration.subcommands.map { $0._commandName } + ["help"]
+        guard !names.contains(first) else { return nil }
+        let word = Terminal.safe(first)
+        let nearest = names.map { ($0, editDistance($0, first)) }.min { $0.1 < $1.1 }
+        if let (name, distance) = nearest, distance <= 2 {
+            return "coords: unknown command '\(word)' — did you mean '\(name)'? (coords --help lists the commands)"
+        }
+        return "coords: unknown command '\(word)' (coords --help lists the commands)"
+    }
+
+    /// Levenshtein distance between two short words (Unicode scalars), for suggestions.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a.unicodeScalars.prefix(64))
+        let b = Array(b.unicodeScalars.prefix(64))
+        var previous = Array(0...b.count)
+        for (i, x) in a.enumerated() {
+            var current = [i + 1] + Array(repeating: 0, count: b.count)
+            for (j, y) in b.enumerated() {
+                current[j + 1] = Swift.min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
     }
 }
 

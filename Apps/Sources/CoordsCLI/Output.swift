@@ -37,6 +37,29 @@ func age(since then: UInt64, now: UInt64) -> String {
     }
 }
 
+/// How long until `end` (ms), rounded up to the minute from a minute on: a share made "--for 2h"
+/// says "2 h left", not "1 h" (as a rounded-down age would, a few milliseconds later);
+/// "1 h 30 min", "45 min", "30 s", "2 d 3 h".
+func timeLeft(until end: UInt64, now: UInt64) -> String {
+    guard end > now else { return "0 s" }
+    let seconds = (end - now).quotientRoundingUp(1000)
+    if seconds < 60 { return "\(seconds) s" }
+    let minutes = seconds.quotientRoundingUp(60)
+    if minutes < 60 { return "\(minutes) min" }
+    let (hours, restMinutes) = minutes.quotientAndRemainder(dividingBy: 60)
+    if hours < 48 { return restMinutes == 0 ? "\(hours) h" : "\(hours) h \(restMinutes) min" }
+    let (days, restHours) = hours.quotientAndRemainder(dividingBy: 24)
+    return restHours == 0 ? "\(days) d" : "\(days) d \(restHours) h"
+}
+
+extension UInt64 {
+    /// `self / divisor`, rounded up (no overflow: the remainder decides).
+    fileprivate func quotientRoundingUp(_ divisor: UInt64) -> UInt64 {
+        let (quotient, remainder) = quotientAndRemainder(dividingBy: divisor)
+        return remainder == 0 ? quotient : quotient + 1
+    }
+}
+
 /// "47.37690, 8.54170 ±12 m".
 func describe(_ location: Location) -> String {
     func f(_ value: Double) -> String {

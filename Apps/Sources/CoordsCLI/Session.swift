@@ -30,7 +30,7 @@ public struct GlobalOptions: ParsableArguments {
 /// The options of commands that print data: the data directory and `--json`.
 public struct CommandOptions: ParsableArguments {
     @OptionGroup var global: GlobalOptions
-    @Flag(name: .long, help: "Print one JSON object for scripts (its schema: docs/CLI.md).")
+    @Flag(name: .long, help: "Print one JSON object for scripts (its schema: the CLI guide, see coords --help).")
     var json = false
 
     public init() {}
@@ -383,7 +383,7 @@ enum RelayHTTP {
         case (409, _): advice = " — the relay already has a newer upload from you"
         case (413, _): advice = " — too many friends for one upload"
         case (429, _): advice = " — the relay is rate limiting; try again later"
-        case (500..<600, _): advice = " — the relay has a problem; the request stays queued"
+        case (500..<600, _): advice = " — the relay has a problem; try again later"  // callers that queue say so themselves
         default: advice = ""
         }
         return "the relay refused to \(action) (\(status)\(code.map { " \(Terminal.safe($0))" } ?? "")): \(Terminal.safe(message))\(advice)"

@@ -117,8 +117,7 @@ func sharingText(_ friend: Friend, now: UInt64) -> String {
     case .expired: return "expired"
     case .until:
         let end = friend.shareUntil ?? now
-        let left = age(since: now, now: end)
-        return "until \(RFC3339.format(end / 1000)) (\(left) left)"
+        return "until \(RFC3339.format(end / 1000)) (\(timeLeft(until: end, now: now)) left)"
     }
 }
 

@@ -166,7 +166,18 @@ func report(_ outcome: FetchOutcome, failures: [FetchFailure], session: Session,
         }
         printLine(table.render())
     }
-    for rejection in outcome.rejected { printLine("Refused \(Terminal.safe(rejection.id.prefix(8)))…: \(Terminal.safe(rejection.error.description))") }
+    for rejection in outcome.rejected { printLine(rejectionLine(rejection)) }
+}
+
+/// "Refused abcdefgh…: <why>", with what to do when the answer is ordinary: a blob not sealed for
+/// this identity is what friends upload until they have seen the user's new key (after `coords
+/// rotate`) or added the user at all.
+func rejectionLine(_ rejection: FetchRejection) -> String {
+    let line = "Refused \(Terminal.safe(rejection.id.prefix(8)))…: \(Terminal.safe(rejection.error.description))"
+    guard case .notARecipient = rejection.error else { return line }
+    return line
+        + " — this friend has not shared with your current key yet (after `coords rotate` they reseal once they fetch"
+        + " your rotation statement; a friend who has not added you shares nothing); it clears when they next share"
 }
 
 /// `coords watch`: a session command without `--json` (it prints lines as things happen).
@@ -273,7 +284,7 @@ func printLive(_ outcome: FetchOutcome) {
         let place = friend.place.map { ", " + $0.phrase(accuracyMetres: Double(location.accuracy)) } ?? ""
         printLine("\(Terminal.safe(name)) is at \(describe(location))\(place) (live)")
     }
-    for rejection in outcome.rejected { printLine("Refused \(Terminal.safe(rejection.id.prefix(8)))…: \(Terminal.safe(rejection.error.description))") }
+    for rejection in outcome.rejected { printLine(rejectionLine(rejection)) }
 }
 
 /// One line per message that arrived.

@@ -10,9 +10,9 @@ struct Backup: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Copy the LMDB relay's data into a new directory while it serves.",
         discussion: """
-            Writes DIR/data.mdb from one consistent snapshot (compacted; DIR 0700, the file 0600), \\
-            then opens the copy to check it and prints what it holds. The relay may keep serving. \\
-            Exit status 0 when done, 66 when --data-dir holds no relay, 73 when DIR exists and is \\
+            Writes DIR/data.mdb from one consistent snapshot (compacted; DIR 0700, the file 0600), \
+            then opens the copy to check it and prints what it holds. The relay may keep serving. \
+            Exit status 0 when done, 66 when --data-dir holds no relay, 73 when DIR exists and is \
             not empty, 74 when copying fails. On PostgreSQL use pg_dump instead.
             """)
 
@@ -35,9 +35,9 @@ struct Restore: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Replace a stopped relay's data by a backup.",
         discussion: """
-            Stop the relay first: restore takes the data directory's lock and refuses while a relay \\
-            serves it (exit 75). The backup is copied next to the data and checked before it \\
-            replaces data.mdb in one rename, so a failed restore leaves the old data. Exit status 0 \\
+            Stop the relay first: restore takes the data directory's lock and refuses while a relay \
+            serves it (exit 75). The backup is copied next to the data and checked before it \
+            replaces data.mdb in one rename, so a failed restore leaves the old data. Exit status 0 \
             when done, 66 when DIR holds no backup, 73/74 when copying fails.
             """)
 

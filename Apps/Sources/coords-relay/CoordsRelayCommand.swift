@@ -24,7 +24,7 @@ struct CoordsRelayCommand: AsyncParsableCommand {
         abstract: "The untrusted Coords relay: stores and forwards opaque, signed location blobs.",
         discussion: """
             Without a subcommand, coords-relay serves (see `coords-relay serve --help` for every \
-            option). `coords-relay migrate` moves an LMDB relay's data into PostgreSQL; `backup` and `restore` copy an LMDB relay. See docs/RELAY.md.
+            option). `coords-relay migrate` moves an LMDB relay's data into PostgreSQL; `backup` and `restore` copy an LMDB relay. Operator's guide: https://github.com/coords/coordscore/blob/main/docs/RELAY.md
             """,
         version: CoordsVersion.string,
         subcommands: [Serve.self, Migrate.self, Backup.self, Restore.self, CheckStore.self],
@@ -40,7 +40,7 @@ struct Serve: AsyncParsableCommand {
             GET /api/version) with the CoordsCore extensions: signature stamps on fetches, replay \
             and rollback refusal, signed deletes, expiry, rate limits, persistence (LMDB, or \
             PostgreSQL shared by several relays). Every option can also be set through the \
-            environment variable in brackets. See docs/RELAY.md.
+            environment variable in brackets. Operator's guide: https://github.com/coords/coordscore/blob/main/docs/RELAY.md
             """)
 
     @OptionGroup(title: "Network") var network: NetworkOptions

@@ -9,10 +9,10 @@ struct Migrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Copy an LMDB relay's data into PostgreSQL.",
         discussion: """
-            Copies uploads, deletions, mailbox envelopes, acknowledged ids and used request \\
-            signatures. Idempotent: a second run copies only what changed, and never rolls the \\
-            target back, so it can run once while the LMDB relay still serves and once more after \\
-            it stopped. Prints a progress line on standard error. Exit status 0 when done, 66 when \\
+            Copies uploads, deletions, mailbox envelopes, acknowledged ids and used request \
+            signatures. Idempotent: a second run copies only what changed, and never rolls the \
+            target back, so it can run once while the LMDB relay still serves and once more after \
+            it stopped. Prints a progress line on standard error. Exit status 0 when done, 66 when \
             the source holds no relay data, 69 when PostgreSQL is unreachable or refuses.
             """)
 
