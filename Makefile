@@ -24,7 +24,7 @@ GENERATED := .build/generated
 # Every Swift file of the repository's packages, formatted by the toolchain's `swift format`
 # with .swift-format (4 spaces, 160 columns; camelCase and forEach rules off: test vectors mirror
 # snake_case JSON keys, and Table.forEach returns Bool to stop early).
-SWIFT_FORMAT_PATHS := Package.swift Sources Tests Apps/Package.swift Apps/Sources Apps/Tests \
+SWIFT_FORMAT_PATHS := Package.swift Sources Tests Apps/Package.swift Apps/Sources Apps/Tests Apps/Plugins \
 	Fuzz/Package.swift Fuzz/Sources Benchmarks/Package.swift Benchmarks/Sources Benchmarks/Benchmarks
 FUZZ_TIME ?= 600
 FUZZ_TEST_TIME ?= 12

@@ -43,12 +43,15 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1")
     ],
     targets: [
-        .target(name: "CoordsRelay", dependencies: [core, log] + relayStack),
-        .executableTarget(name: "coords-relay", dependencies: ["CoordsRelay", core, argumentParser, hummingbird, log]),
+        // The git commit the tools are built from (generated before each build).
+        .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
+        .target(name: "CoordsBuildInfo", dependencies: [core], plugins: ["BuildInfoPlugin"]),
+        .target(name: "CoordsRelay", dependencies: [core, log, "CoordsBuildInfo"] + relayStack),
+        .executableTarget(name: "coords-relay", dependencies: ["CoordsRelay", "CoordsBuildInfo", core, argumentParser, hummingbird, log]),
         .target(
             name: "CoordsCLI",
             dependencies: [
-                core, argumentParser, httpClient, nio, nioHTTP1, log, .product(name: "NIOPosix", package: "swift-nio"),
+                core, "CoordsBuildInfo", argumentParser, httpClient, nio, nioHTTP1, log, .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl")
             ]),

@@ -141,12 +141,27 @@ def test_clear_errors_for_bad_input(world):
 def test_one_version_everywhere(world):
     _, server, _, _ = world
     version = open(os.path.join(ROOT, "VERSION")).read().strip()
+    # The release, the commit built from (two builds that both say the release differ here), and
+    # for the relay the schemas of its stores.
+    import re
+    git = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
+    head = git.stdout.strip() if git.returncode == 0 else "unknown"  # a source tarball is not a checkout
+    assert re.fullmatch(r"[0-9a-f]{12}|unknown", head), head
+    lines = {}
     for tool in ("coords", "coords-relay"):
         result = subprocess.run([os.path.join(BIN, tool), "--version"], capture_output=True, text=True, timeout=30)
-        assert result.returncode == 0 and result.stdout.strip() == version, (tool, result.stdout, result.stderr)
+        assert result.returncode == 0, (tool, result.stdout, result.stderr)
+        lines[tool] = result.stdout.strip()
+    assert re.fullmatch(re.escape(version) + r" \(commit " + head + r"(-dirty)?\)", lines["coords"]), lines
+    relay = re.fullmatch(re.escape(version) + r" \(commit " + head + r"(-dirty)?, LMDB schema (\d+), PostgreSQL schema (\d+)\)", lines["coords-relay"])
+    assert relay, lines
     import urllib.request
     metrics = urllib.request.urlopen(server + "/metrics", timeout=10).read().decode()
-    assert f'coords_relay_build_info{{version="{version}"}} 1' in metrics
+    info = re.search(r'^coords_relay_build_info\{([^}]*)\} 1(\.0)?$', metrics, re.M)
+    assert info, metrics[:500]
+    labels = dict(re.findall(r'(\w+)="([^"]*)"', info.group(1)))
+    assert labels["version"] == version and labels["commit"].startswith(head), labels
+    assert (labels["lmdb_schema"], labels["postgres_schema"]) == (relay.group(2), relay.group(3)), labels
     import yaml
     with open(os.path.join(ROOT, "docs", "openapi.yaml")) as f:
         assert yaml.safe_load(f)["info"]["version"] == version  # the API description of this relay

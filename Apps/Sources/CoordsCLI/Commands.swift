@@ -1,4 +1,5 @@
 import ArgumentParser
+import CoordsBuildInfo
 import CoordsCore
 
 #if canImport(Glibc)
@@ -24,7 +25,7 @@ public struct CoordsCommand: AsyncParsableCommand {
             some relays; 69 no relay could be reached; 75 queued in the outbox for later. Errors \
             go to standard error, data to standard output.
             """,
-        version: CoordsVersion.string,
+        version: BuildVersion.line(),
         subcommands: [
             Init.self, WhoAmI.self, Add.self, Friends.self, Verify.self, Remove.self, Share.self, Fetch.self,
             Watch.self, Delete.self, ShareWith.self, Pause.self, Rotate.self, Revoke.self, Send.self, Inbox.self, Chat.self, Push.self, Backup.self, Outbox.self

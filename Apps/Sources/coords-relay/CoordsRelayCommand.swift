@@ -1,4 +1,5 @@
 import ArgumentParser
+import CoordsBuildInfo
 import CoordsCore
 import CoordsRelay
 import Hummingbird
@@ -26,7 +27,7 @@ struct CoordsRelayCommand: AsyncParsableCommand {
             Without a subcommand, coords-relay serves (see `coords-relay serve --help` for every \
             option). `coords-relay migrate` moves an LMDB relay's data into PostgreSQL; `backup` and `restore` copy an LMDB relay. Operator's guide: https://github.com/coords/coordscore/blob/main/docs/RELAY.md
             """,
-        version: CoordsVersion.string,
+        version: BuildVersion.line(adding: RelaySchemaVersions.summary),
         subcommands: [Serve.self, Migrate.self, Backup.self, Restore.self, CheckStore.self],
         defaultSubcommand: Serve.self)
 }

@@ -209,6 +209,78 @@ import Testing
         }
     }
 
+    /// docs/UPGRADING.md as an operator runs it, from the previous schema: a database exactly as
+    /// the previous release left it (its migrations only) holding an upload and a push
+    /// registration; node A of the new release starts and migrates it while the other node still
+    /// runs the old statements (they keep working: the new column has a default); then node B.
+    /// Nothing written before is lost, both nodes serve it, and a database migrated by a newer
+    /// release than a node's is refused at that node's start with the sentence the guide quotes.
+    @Test func upgradingATwoNodeClusterFromThePreviousSchema() async throws {
+        let server = try await PostgresTestServer.shared()
+        let database = try await server.freshDatabase().database
+        let url = server.url(database: database)
+        let previous = PostgresRelayStore.schemaVersion - 1
+        var script = "CREATE TABLE coords_relay_migrations (version INT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now());\n"
+        for migration in PostgresRelayStore.migrations where migration.version <= previous {
+            for statement in migration.statements { script += statement.sql + ";\n" }
+            script += "INSERT INTO coords_relay_migrations (version) VALUES (\(migration.version));\n"
+        }
+        try await server.sql(script, database: database)
+        // What the previous release stored: an upload and a push registration (its INSERT).
+        let key = try Ed25519SigningKey.generate()
+        let t = Self.now
+        let hex = { (bytes: [UInt8]) in "'\\x" + bytes.map { String(format: "%02x", $0) }.joined() + "'" }
+        try await server.sql(
+            """
+            INSERT INTO relay_records (key, blob, ts, signature, updated)
+                VALUES (\(hex(key.publicKey.rawRepresentation)), \(hex([1, 2, 3])), \(t - 50), \(hex([UInt8](repeating: 7, count: 64))), \(t));
+            INSERT INTO push_endpoints (recipient, endpoint, expires_at) VALUES ('old-node-recipient', 'https://push.example/up', \(t + 3600));
+            """, database: database)
+        // Node A of the new release: migrates at start.
+        let a = try await RelayNode.start(["--postgres", url, "--postgres-pool-size", "2", "--no-live"])
+        try await withCleanup {
+            let version = try await server.query("SELECT max(version) FROM coords_relay_migrations", database: database)
+            #expect(version.trimmingCharacters(in: .whitespacesAndNewlines) == String(PostgresRelayStore.schemaVersion))
+            // An old node still running: its statements work on the new schema.
+            try await server.sql(
+                """
+                INSERT INTO push_endpoints (recipient, endpoint, expires_at) VALUES ('old-node-later', 'https://push.example/up2', \(t + 3600));
+                SELECT endpoint, expires_at FROM push_endpoints WHERE recipient = 'old-node-recipient';
+                """, database: database)
+            // Node B of the new release.
+            let b = try await RelayNode.start(["--postgres", url, "--postgres-pool-size", "2", "--no-live"])
+            try await withCleanup {
+                for port in [a.port, b.port] {
+                    #expect(try await Self.storedTimestamps(port: port, [key])[key.publicKey.base64URL] == t - 50)
+                    #expect(try await HTTPProbe.status(port: port, method: .get, path: "/readyz") == .ok)
+                }
+                #expect(
+                    try await HTTPProbe.status(
+                        port: b.port, method: .put, path: "/api/location", headers: Self.json, body: try Self.upload(key, timestamp: t - 40))
+                        == .noContent)
+                #expect(try await Self.storedTimestamps(port: a.port, [key])[key.publicKey.base64URL] == t - 40)
+                let store = try await PostgresRelayStore(location: PostgresLocation(url: url), poolSize: 1, logger: StoreUnderTest.quietLogger)
+                #expect(try await store.pushRegistration(recipient: "old-node-recipient", now: t)?.registeredBy == "")
+                #expect(try await store.pushRegistration(recipient: "old-node-later", now: t)?.endpoint == "https://push.example/up2")
+                await store.close()
+            } cleanup: {
+                await b.process.stop()
+            }
+            // A database a newer release migrated: a node of this one refuses to start, saying so.
+            try await server.sql(
+                "INSERT INTO coords_relay_migrations (version) VALUES (\(PostgresRelayStore.schemaVersion + 1))", database: database)
+            do {
+                let refused = try await RelayNode.start(["--postgres", url, "--no-live"])
+                await refused.process.stop()
+                Issue.record("a relay started on a database of a newer schema")
+            } catch {
+                #expect("\(error)".contains("newer than this relay's"), "\(error)")
+            }
+        } cleanup: {
+            await a.process.stop()
+        }
+    }
+
     @Test func racingUploadsFromBothNodesLeaveExactlyTheNewest() async throws {
         try await Cluster.with { cluster in
             let key = try Ed25519SigningKey.generate()

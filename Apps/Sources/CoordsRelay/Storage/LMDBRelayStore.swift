@@ -59,14 +59,27 @@ enum RelayTables {
     /// Recipient id (64 hex digits) → its push endpoint (§8.7).
     static let pushEndpoints = TableDefinition<String, PushRegistration>("push_endpoints")
     /// Version 2 added the mailbox tables, version 3 the seen signatures, version 4 the push
-    /// endpoints (created at open; nothing to convert).
+    /// endpoints (created at open; nothing to convert), version 5 the registering address in push
+    /// registrations (their second layout; the first still reads, so nothing is converted — the
+    /// bump keeps an older relay, which cannot read the second layout, from opening the file).
     static let schema = Schema(
-        version: 4,
+        version: 5,
         tables: [
             records.erased, tombstones.erased, mailbox.erased, mailboxIndex.erased,
             mailboxTombstones.erased, mailboxMeta.erased, seenSignatures.erased, pushEndpoints.erased
         ],
-        migrations: [Migration(to: 2) { _ in }, Migration(to: 3) { _ in }, Migration(to: 4) { _ in }])
+        migrations: [Migration(to: 2) { _ in }, Migration(to: 3) { _ in }, Migration(to: 4) { _ in }, Migration(to: 5) { _ in }])
+}
+
+/// The schema versions this relay writes, for `--version`, the `build_info` metric and
+/// docs/UPGRADING.md: a store written by a newer schema is refused at start.
+public enum RelaySchemaVersions {
+    /// The LMDB store's schema (its metadata table).
+    public static var lmdb: UInt32 { RelayTables.schema.version }
+    /// The PostgreSQL store's schema (`coords_relay_migrations`).
+    public static var postgres: Int { PostgresRelayStore.schemaVersion }
+    /// "LMDB schema 5, PostgreSQL schema 5".
+    public static var summary: String { "LMDB schema \(lmdb), PostgreSQL schema \(postgres)" }
 }
 
 /// `mailbox-entry/1` (the table's type name; the value carries its own version byte):

@@ -1,3 +1,4 @@
+import CoordsBuildInfo
 import CoordsCore
 import Prometheus
 
@@ -73,8 +74,11 @@ final class RelayMetrics: Sendable {
             ]
         ).set(Int64(1))
         registry.makeGauge(
-            descriptor: Self.name("build", "info", "The relay's version (value 1)"),
-            labels: [("version", CoordsVersion.string)]
+            descriptor: Self.name("build", "info", "The relay's version, commit and store schemas (value 1)"),
+            labels: [
+                ("version", CoordsVersion.string), ("commit", BuildInfo.commit), ("lmdb_schema", String(RelaySchemaVersions.lmdb)),
+                ("postgres_schema", String(RelaySchemaVersions.postgres))
+            ]
         ).set(Int64(1))
     }
 
