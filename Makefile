@@ -147,6 +147,8 @@ example-c: lib
 
 test-python: lib
 	COORDSCORE_LIB=$(CURDIR)/$(LIB_DIR)/libcoordscore.so python3 -m pytest -q tests/python
+	@mkdir -p .build/mypy && python3 scripts/doc-snippets.py extract README.md python 0 > .build/mypy/readme_snippet.py
+	MYPYPATH=$(CURDIR)/python python3 -m mypy --strict --cache-dir .build/mypy/cache python/coordscore tests/python/typed_usage.py .build/mypy/readme_snippet.py
 
 # The portable library: no Swift runtime dependency, and the Python suite passes against it.
 test-portable: lib-portable

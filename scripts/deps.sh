@@ -35,13 +35,18 @@ packages_for_missing() {
     echo "${missing[@]:-}"
 }
 
-# From PyPI, installed when missing: pytest (the Python suites), schemathesis (holds
+# From PyPI, installed when missing: pytest (the Python suites), mypy (the package is typed:
+# mypy --strict on it and on its documented usage), schemathesis (holds
 # docs/openapi.yaml against a live relay; brings jsonschema and PyYAML, which
 # scripts/openapi-check.py uses too) and openapi-spec-validator (the spec itself is valid OpenAPI 3.1).
 ensure_pytest() {
     if ! python3 -c "import pytest" >/dev/null 2>&1; then
         echo "deps: pytest missing — installing with pip"
         python3 -m pip install --quiet pytest || { echo "deps: error: pip could not install pytest" >&2; exit 1; }
+    fi
+    if ! python3 -c "import mypy" >/dev/null 2>&1; then
+        echo "deps: mypy missing — installing with pip (make test-python type-checks the package with it)"
+        python3 -m pip install --quiet mypy || { echo "deps: error: pip could not install mypy" >&2; exit 1; }
     fi
     if ! python3 -c "import schemathesis, jsonschema, yaml, openapi_spec_validator" >/dev/null 2>&1; then
         echo "deps: schemathesis or openapi-spec-validator missing — installing with pip"

@@ -25,7 +25,7 @@ import threading
 import warnings
 from ctypes import (CFUNCTYPE, POINTER, Structure, byref, c_bool, c_char_p, c_double, c_float, c_int32, c_int64,
                     c_size_t, c_uint8, c_uint32, c_uint64, c_void_p)
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Optional, TypeVar
 
 _logger = logging.getLogger("coordscore")
@@ -345,7 +345,7 @@ lib = _load()
 """The raw library, with every signature declared (for callers that want the C functions)."""
 
 
-def _call(function, *args) -> None:
+def _call(function: Any, *args: Any) -> None:
     """Calls a fallible C function with a trailing CoordsError and raises on failure."""
     error = CoordsErrorStruct()
     code = function(*args, byref(error))
@@ -363,7 +363,7 @@ def _take(buffer: CoordsBuffer) -> bytes:
         lib.coords_buffer_free(byref(buffer))
 
 
-def _buffer_call(function, *args) -> bytes:
+def _buffer_call(function: Any, *args: Any) -> bytes:
     buffer = CoordsBuffer()
     try:
         _call(function, *args, byref(buffer))
@@ -373,11 +373,11 @@ def _buffer_call(function, *args) -> bytes:
     return _take(buffer)
 
 
-def _json_call(function, *args) -> Any:
+def _json_call(function: Any, *args: Any) -> Any:
     return json.loads(_buffer_call(function, *args).decode("utf-8"))
 
 
-def _bytes(data: bytes, name: str, size: Optional[int] = None):
+def _bytes(data: bytes, name: str, size: Optional[int] = None) -> Any:
     """A read-only view of `data` as uint8_t* (checking fixed sizes here, where C cannot)."""
     if not isinstance(data, (bytes, bytearray)):
         raise TypeError(f"{name} must be bytes")
@@ -437,7 +437,7 @@ class Location:
         return cls(c.latitude, c.longitude, c.altitude, c.accuracy, c.timestamp_ms)
 
     @classmethod
-    def from_json(cls, obj: dict) -> "Location":
+    def from_json(cls, obj: dict[str, Any]) -> "Location":
         """A Location from the library's JSON record."""
         return cls(obj["latitude"], obj["longitude"], obj["altitude"], obj["accuracy"], obj["timestamp_ms"])
 
@@ -461,7 +461,7 @@ class _Record:
         except KeyError:
             return default
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The record as the library's JSON object (nested records converted too)."""
         def convert(value: Any) -> Any:
             if isinstance(value, _Record):
@@ -472,10 +472,10 @@ class _Record:
             if isinstance(value, list):
                 return [convert(item) for item in value]
             return value
-        return {name: convert(getattr(self, name)) for name in self.__dataclass_fields__}
+        return {f.name: convert(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
 
 
-def _location(value: Optional[dict]) -> Optional["Location"]:
+def _location(value: Optional[dict[str, Any]]) -> Optional["Location"]:
     return None if value is None else Location.from_json(value)
 
 
@@ -486,7 +486,7 @@ class ErrorInfo(_Record):
     message: str
 
     @classmethod
-    def from_json(cls, obj: Optional[dict]) -> Optional["ErrorInfo"]:
+    def from_json(cls, obj: Optional[dict[str, Any]]) -> Optional["ErrorInfo"]:
         """An ErrorInfo from JSON (None stays None)."""
         return None if obj is None else cls(int(obj["code"]), obj["message"])
 
@@ -496,11 +496,11 @@ class Request(_Record):
     """A prepared HTTP request: send it with any HTTP client and give the response back."""
     url: str
     method: str
-    headers: dict
+    headers: dict[str, Any]
     body_base64: str
     server: Optional[str] = None
     """Fetch requests only: the relay they go to."""
-    ids: Optional[list] = None
+    ids: Optional[list[Any]] = None
     """Fetch requests only: the public key ids asked for (at most 50)."""
     max_response_bytes: Optional[int] = None
     """The most bytes to read of the answer (PROTOCOL.md §4.1): refuse a longer one."""
@@ -511,14 +511,14 @@ class Request(_Record):
         return base64.b64decode(self.body_base64)
 
     @classmethod
-    def from_json(cls, obj: dict) -> "Request":
+    def from_json(cls, obj: dict[str, Any]) -> "Request":
         """A Request from the library's JSON."""
         return cls(obj["url"], obj["method"], dict(obj["headers"]), obj["body_base64"], obj.get("server"), obj.get("ids"),
                    obj.get("max_response_bytes"))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The library's JSON (the fetch-only keys when present)."""
-        out = {"url": self.url, "method": self.method, "headers": self.headers, "body_base64": self.body_base64}
+        out: dict[str, Any] = {"url": self.url, "method": self.method, "headers": self.headers, "body_base64": self.body_base64}
         if self.server is not None:
             out["server"] = self.server
         if self.ids is not None:
@@ -540,7 +540,7 @@ class FetchResult(_Record):
     error: Optional[ErrorInfo]
 
     @classmethod
-    def from_json(cls, obj: dict) -> "FetchResult":
+    def from_json(cls, obj: dict[str, Any]) -> "FetchResult":
         """A FetchResult from the library's JSON."""
         return cls(obj["pubkey"], _location(obj["location"]), obj["updated"], obj["upload_timestamp"], obj["authenticity"],
                    ErrorInfo.from_json(obj["error"]))
@@ -562,11 +562,11 @@ class Friend(_Record):
     """"on", "until" (see share_until), "expired" or "paused" (PROTOCOL.md §9.3), when read."""
     share_until: Optional[int] = None
     """When sharing ends (ms since the epoch), or None for no end."""
-    conflict_keys: list = field(default_factory=list)
+    conflict_keys: list[Any] = field(default_factory=list)
     """While trust is "conflict" (two different rotations of their old key, §9.2): the candidate keys."""
 
     @classmethod
-    def from_json(cls, obj: dict) -> "Friend":
+    def from_json(cls, obj: dict[str, Any]) -> "Friend":
         """A Friend from the library's JSON."""
         return cls(obj["id"], obj["name"], obj["server"], obj["share_with"], obj["fetch_from"], obj["added_at"], obj["trust"],
                    obj["marker_color"], obj.get("sharing", "on"), obj.get("share_until"), list(obj.get("conflict_keys", [])))
@@ -585,7 +585,7 @@ class FriendLocation(_Record):
     place: Optional["Place"]
 
     @classmethod
-    def from_json(cls, obj: dict) -> "FriendLocation":
+    def from_json(cls, obj: dict[str, Any]) -> "FriendLocation":
         """A FriendLocation from the library's JSON."""
         place = obj.get("place")
         return cls(obj["id"], obj["name"], _location(obj["location"]), obj["updated"], obj["fetched_at"], obj["authenticity"],
@@ -602,7 +602,7 @@ class Upload(_Record):
     blob_size: int
 
     @classmethod
-    def from_json(cls, obj: dict) -> "Upload":
+    def from_json(cls, obj: dict[str, Any]) -> "Upload":
         """An Upload from the library's JSON."""
         return cls(Request.from_json(obj["request"]), obj["fix_timestamp"], obj["upload_timestamp"], obj["recipient_count"],
                    obj["blob_size"])
@@ -615,23 +615,26 @@ class Rejection(_Record):
     error: ErrorInfo
 
     @classmethod
-    def from_json(cls, obj: dict) -> "Rejection":
+    def from_json(cls, obj: dict[str, Any]) -> "Rejection":
         """A Rejection from the library's JSON."""
-        return cls(obj["id"], ErrorInfo.from_json(obj["error"]))
+        error = ErrorInfo.from_json(obj["error"])
+        if error is None:
+            raise WireError(ERR_UNEXPECTED_JSON, "a rejection without its error")
+        return cls(obj["id"], error)
 
 
 @dataclass(frozen=True)
 class FetchOutcome(_Record):
     """What a processed fetch response changed."""
-    updated: list
+    updated: list[Any]
     """FriendLocation for every friend whose position changed."""
-    unchanged: list
-    rejected: list
+    unchanged: list[Any]
+    rejected: list[Any]
     """Rejection for every entry refused (tampered, rolled back, not for us)."""
-    ignored: list
+    ignored: list[Any]
 
     @classmethod
-    def from_json(cls, obj: dict) -> "FetchOutcome":
+    def from_json(cls, obj: dict[str, Any]) -> "FetchOutcome":
         """A FetchOutcome from the library's JSON."""
         return cls([FriendLocation.from_json(x) for x in obj["updated"]], list(obj["unchanged"]),
                    [Rejection.from_json(x) for x in obj["rejected"]], list(obj["ignored"]))
@@ -651,7 +654,7 @@ class OutboxEntry(_Record):
     location: Optional["Location"]
 
     @classmethod
-    def from_json(cls, obj: dict) -> "OutboxEntry":
+    def from_json(cls, obj: dict[str, Any]) -> "OutboxEntry":
         """An OutboxEntry from the library's JSON."""
         return cls(obj["id"], obj["kind"], Request.from_json(obj["request"]), obj["attempts"], obj["next_attempt_at"],
                    obj["created_at"], obj["last_error"], obj["reference"], _location(obj["location"]))
@@ -672,7 +675,7 @@ class Message(_Record):
     disappears_at: Optional[int]
 
     @classmethod
-    def from_json(cls, obj: dict) -> "Message":
+    def from_json(cls, obj: dict[str, Any]) -> "Message":
         """A Message from the library's JSON."""
         return cls(obj["id"], obj["friend_id"], obj["outgoing"], obj["kind"], obj["text"], obj["sent_at"], obj["stored_at"],
                    obj["status"], obj["disappears_at"])
@@ -686,7 +689,7 @@ class Sent(_Record):
     outbox_id: int
 
     @classmethod
-    def from_json(cls, obj: dict) -> "Sent":
+    def from_json(cls, obj: dict[str, Any]) -> "Sent":
         """A Sent from the library's JSON."""
         return cls(Message.from_json(obj["message"]), Request.from_json(obj["request"]), obj["outbox_id"])
 
@@ -697,13 +700,13 @@ class LiveConnection(_Record):
     server: str
     url: str
     """ws:// or wss://…/v1/relay/live"""
-    ids: list
+    ids: list[Any]
     """Friend ids watched on this relay."""
     mailbox: bool
     """Whether this is the user's own relay (it also carries the mailbox)."""
 
     @classmethod
-    def from_json(cls, obj: dict) -> "LiveConnection":
+    def from_json(cls, obj: dict[str, Any]) -> "LiveConnection":
         """A LiveConnection from the library's JSON."""
         return cls(obj["server"], obj["url"], list(obj["ids"]), bool(obj["mailbox"]))
 
@@ -712,12 +715,12 @@ class LiveConnection(_Record):
 class LiveOpened(_Record):
     """What to do when a live connection opened: send `frames` (text), then perform `catch_up`
     (fetches) and `mailbox_fetch`, so nothing published while disconnected is missed."""
-    frames: list
-    catch_up: list
+    frames: list[Any]
+    catch_up: list[Any]
     mailbox_fetch: Optional[Request]
 
     @classmethod
-    def from_json(cls, obj: dict) -> "LiveOpened":
+    def from_json(cls, obj: dict[str, Any]) -> "LiveOpened":
         """A LiveOpened from the library's JSON."""
         mailbox = obj["mailbox_fetch"]
         return cls(list(obj["frames"]), [Request.from_json(x) for x in obj["catch_up"]],
@@ -740,14 +743,14 @@ class LiveEvent(_Record):
     fetch: Optional[Request] = None
 
     @classmethod
-    def from_json(cls, obj: dict) -> "LiveEvent":
+    def from_json(cls, obj: dict[str, Any]) -> "LiveEvent":
         """A LiveEvent from the library's JSON."""
         outcome, fetch = obj.get("outcome"), obj.get("fetch")
         return cls(obj["type"], obj.get("id"), obj.get("ids"), obj.get("mailbox"),
                    None if outcome is None else FetchOutcome.from_json(outcome), ErrorInfo.from_json(obj.get("error")),
                    None if fetch is None else Request.from_json(fetch))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The library's JSON (only the keys this type carries)."""
         full = super().to_json()
         return {key: value for key, value in full.items() if value is not None}
@@ -756,19 +759,19 @@ class LiveEvent(_Record):
 @dataclass(frozen=True)
 class MessagesOutcome(_Record):
     """What a mailbox response brought: send `acks` to our relay and `receipts` to each friend's."""
-    received: list
-    delivered: list
-    duplicates: list
-    rejected: list
-    acks: list
-    receipts: list
-    rotated: list = field(default_factory=list)
+    received: list[Any]
+    delivered: list[Any]
+    duplicates: list[Any]
+    rejected: list[Any]
+    acks: list[Any]
+    receipts: list[Any]
+    rotated: list[Any] = field(default_factory=list)
     """Friends (old ids) whose rotation statement was applied or put them in conflict (PROTOCOL.md §9)."""
-    conflicts: list = field(default_factory=list)
+    conflicts: list[Any] = field(default_factory=list)
     """Friends (current ids) a rotation put in conflict: compare safety numbers, then resolve_conflict."""
 
     @classmethod
-    def from_json(cls, obj: dict) -> "MessagesOutcome":
+    def from_json(cls, obj: dict[str, Any]) -> "MessagesOutcome":
         """A MessagesOutcome from the library's JSON."""
         return cls([Message.from_json(x) for x in obj["received"]], list(obj["delivered"]), list(obj["duplicates"]),
                    [Rejection.from_json(x) for x in obj["rejected"]], [Request.from_json(x) for x in obj["acks"]],
@@ -786,7 +789,7 @@ class Conversation(_Record):
     disappear_after_seconds: Optional[int]
 
     @classmethod
-    def from_json(cls, obj: dict) -> "Conversation":
+    def from_json(cls, obj: dict[str, Any]) -> "Conversation":
         """A Conversation from the library's JSON."""
         last = obj["last_message"]
         return cls(obj["friend_id"], obj["name"], None if last is None else Message.from_json(last), obj["message_count"],
@@ -804,7 +807,7 @@ class WalletInfo(_Record):
     strict_mode: bool
 
     @classmethod
-    def from_json(cls, obj: dict) -> "WalletInfo":
+    def from_json(cls, obj: dict[str, Any]) -> "WalletInfo":
         """A WalletInfo from the library's JSON."""
         return cls(obj["has_identity"], obj["id"], obj["name"], obj["server"], obj["link"], obj["strict_mode"])
 
@@ -826,7 +829,7 @@ class Place(_Record):
     """"in Lisbon, Portugal" or "near …", chosen from the fix's accuracy."""
 
     @classmethod
-    def from_json(cls, obj: dict) -> "Place":
+    def from_json(cls, obj: dict[str, Any]) -> "Place":
         """Builds a Place from the library's JSON record."""
         return cls(obj["name"], obj["country_code"], obj["country"], obj.get("state"), int(obj["population"]),
                    float(obj["latitude"]), float(obj["longitude"]), float(obj["distance_km"]), obj["display"], obj["phrase"])
@@ -847,7 +850,7 @@ def b64url(data: bytes) -> str:
 
 def version() -> str:
     """The loaded library's version (equal to `__version__` for a matching wheel)."""
-    return lib.coords_version().decode("utf-8")
+    return str(lib.coords_version().decode("utf-8"))
 
 
 # ---- Stateless functions -----------------------------------------------------------------
@@ -892,7 +895,7 @@ def _as_location(value: Any, name: str) -> "Location":
     return value
 
 
-def _key_list(recipients: Any) -> list:
+def _key_list(recipients: Any) -> list[Any]:
     """`recipients` as a list of bytes; TypeError for one bytes value or anything not a list of bytes."""
     if isinstance(recipients, (bytes, bytearray, str)) or not isinstance(recipients, (list, tuple)):
         raise TypeError(f"recipients must be a list of 32-byte public keys, got {type(recipients).__name__}")
@@ -928,7 +931,7 @@ def prepare_upload(seed: bytes, location: Location, friend_ids: list[str], serve
                       json.dumps(friend_ids).encode(), _utf8(server, "server")))
 
 
-def prepare_fetch(friends: list[dict]) -> list[Request]:
+def prepare_fetch(friends: list[dict[str, Any]]) -> list[Request]:
     """Fetch requests for [{"pubkey", "server"}], grouped by relay, at most 50 ids each."""
     return [Request.from_json(x) for x in _json_call(lib.coords_prepare_fetch, json.dumps(friends).encode())]
 
@@ -964,14 +967,15 @@ def may_reuse_fix(fix_timestamp_ms: int, now_ms: int, reason: str) -> bool:
     return out.value
 
 
-def seal_envelope(seed: bytes, recipient: bytes, payload: bytes, created_at: int, ttl_seconds: int = 86400) -> dict:
+def seal_envelope(seed: bytes, recipient: bytes, payload: bytes, created_at: int, ttl_seconds: int = 86400) -> dict[str, Any]:
     """Seals a §7.2 payload (UTF-8 JSON bytes) from `seed`'s identity to `recipient` (32-byte
     Ed25519 public key); returns the §7.1 envelope as a dict."""
-    return _json_call(lib.coords_envelope_seal, _bytes(seed, "seed", 32), _bytes(recipient, "recipient", 32),
-                      _bytes(payload, "payload"), len(payload), created_at, ttl_seconds)
+    envelope: dict[str, Any] = _json_call(lib.coords_envelope_seal, _bytes(seed, "seed", 32), _bytes(recipient, "recipient", 32),
+                                          _bytes(payload, "payload"), len(payload), created_at, ttl_seconds)
+    return envelope
 
 
-def open_envelope(seed: bytes, sender: bytes, envelope: dict, now: int) -> bytes:
+def open_envelope(seed: bytes, sender: bytes, envelope: dict[str, Any], now: int) -> bytes:
     """Verifies and opens an envelope from `sender` to `seed`'s identity; returns the plaintext.
     Raises CoordsException (ERR_ENVELOPE_SIGNATURE, ERR_ENVELOPE_TAMPERED, ERR_ENVELOPE_EXPIRED, …)."""
     return _buffer_call(lib.coords_envelope_open, _bytes(seed, "seed", 32), _bytes(sender, "sender", 32),
@@ -992,12 +996,12 @@ class _NativeHandle:
     block. A subclass names the C function that releases it (`_release`) and itself (`_what`, for
     the error a closed handle raises)."""
 
-    _handle = None
+    _handle: Optional[Any] = None
     _release = ""
     _what = ""
 
     @property
-    def handle(self):
+    def handle(self) -> Any:
         """The raw handle (raises ArgumentError once closed)."""
         if self._handle is None:
             raise ArgumentError(ERR_INVALID_HANDLE, f"the {self._what} is closed")
@@ -1050,7 +1054,7 @@ class Places(_NativeHandle):
         return count.value
 
 
-def request_body(request) -> bytes:
+def request_body(request: Any) -> bytes:
     """The body bytes of a prepared request (a Request or its JSON dict)."""
     return base64.b64decode(request["body_base64"])
 
@@ -1060,7 +1064,7 @@ def request_body(request) -> bytes:
 class Keychain:
     """Subclass to keep the identity in your own store; the default keeps it in memory."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.entries: dict[str, bytes] = {}
         self.lock = threading.Lock()
 
@@ -1092,14 +1096,14 @@ class App(_NativeHandle):
     _release, _what = "coords_app_close", "app"
 
     def __init__(self, directory: str, passphrase: Optional[str] = None, key: Optional[bytes] = None,
-                 keychain: Optional[Keychain] = None, **options):
+                 keychain: Optional[Keychain] = None, **options: Any):
         if passphrase is not None:
             options["passphrase"] = passphrase
         if key is not None:
             options["key_base64"] = base64.b64encode(key).decode()
         handle = _APP()
         self._callbacks = None
-        self._update_callback = None
+        self._update_callback: Optional[Any] = None
         if keychain is None:
             _call(lib.coords_app_open, _utf8(directory, "directory"), json.dumps(options).encode(), byref(handle))
         else:
@@ -1110,14 +1114,14 @@ class App(_NativeHandle):
 
     @staticmethod
     def _bridge(keychain: Keychain) -> CoordsKeychainCallbacks:
-        def save(_context, name, secret, length):
+        def save(_context: Any, name: bytes, secret: Any, length: int) -> int:
             try:
                 keychain.save(name.decode(), ctypes.string_at(secret, length))
                 return 0
             except Exception:
                 return 3
 
-        def load(_context, name, out, capacity, out_length):
+        def load(_context: Any, name: bytes, out: Any, capacity: int, out_length: Any) -> int:
             try:
                 secret = keychain.load(name.decode())
                 if secret is None:
@@ -1130,7 +1134,7 @@ class App(_NativeHandle):
             except Exception:
                 return 3
 
-        def remove(_context, name):
+        def remove(_context: Any, name: bytes) -> int:
             try:
                 keychain.remove(name.decode())
                 return 0
@@ -1141,23 +1145,24 @@ class App(_NativeHandle):
         return CoordsKeychainCallbacks(None, KEYCHAIN_SAVE(save), KEYCHAIN_LOAD(load), KEYCHAIN_REMOVE(remove))
 
     # Updates
-    def next_update(self, timeout_ms: int = 0) -> Optional[dict]:
+    def next_update(self, timeout_ms: int = 0) -> Optional[dict[str, Any]]:
         """The next update as a dict, or None when none came within timeout_ms (-1: wait)."""
         try:
-            return _json_call(lib.coords_app_next_update, self.handle, timeout_ms)
+            update: dict[str, Any] = _json_call(lib.coords_app_next_update, self.handle, timeout_ms)
+            return update
         except CoordsError as error:
             if error.code == ERR_TIMED_OUT:
                 return None
             raise
 
-    def updates(self) -> list[dict]:
+    def updates(self) -> list[dict[str, Any]]:
         """Every update queued right now."""
         out = []
         while (update := self.next_update(0)) is not None:
             out.append(update)
         return out
 
-    def set_update_callback(self, callback: Optional[Callable[[dict], None]],
+    def set_update_callback(self, callback: Optional[Callable[[dict[str, Any]], None]],
                             on_error: Optional[Callable[[BaseException], None]] = None) -> None:
         """Calls `callback(update)` from a library thread for every update; None stops it.
 
@@ -1170,7 +1175,7 @@ class App(_NativeHandle):
             self._update_callback = None
             return
 
-        def trampoline(_context, data, length):
+        def trampoline(_context: Any, data: Any, length: int) -> None:
             try:
                 callback(json.loads(ctypes.string_at(data, length)))
             except Exception as error:  # never let an exception unwind into C
@@ -1246,7 +1251,7 @@ class App(_NativeHandle):
         record = {"id": id, "server": server, "name": name, "share_with": share_with, "fetch_from": fetch_from}
         return Friend.from_json(_json_call(lib.coords_friends_add, self.handle, json.dumps(record).encode()))
 
-    def update_friend(self, id: str, **changes) -> Friend:
+    def update_friend(self, id: str, **changes: Any) -> Friend:
         """Changes fields of a friend (name, share_with, fetch_from, verified, colour, …); returns the record."""
         return Friend.from_json(_json_call(lib.coords_friends_update, self.handle, _utf8(id, "id"), json.dumps(changes).encode()))
 
@@ -1271,7 +1276,7 @@ class App(_NativeHandle):
         Raises ManagerError (ERR_NOT_IN_CONFLICT, ERR_FRIEND_NOT_FOUND)."""
         return Friend.from_json(_json_call(lib.coords_friends_resolve_conflict, self.handle, _utf8(id, "id"), _utf8(keep, "keep")))
 
-    def rotate(self, server: Optional[str] = None, revoke: bool = False) -> dict:
+    def rotate(self, server: Optional[str] = None, revoke: bool = False) -> dict[str, Any]:
         """Rotates the identity (PROTOCOL.md §9.1): returns {"id", "statement", "statements"
         (OutboxEntry list: send each), "upload" (Upload or None), "delete_previous" (Request)}.
         `revoke` declares the old key compromised (§9.2).
@@ -1347,7 +1352,7 @@ class App(_NativeHandle):
         return [FriendLocation.from_json(x) for x in _json_call(lib.coords_location_friend_locations, self.handle)]
 
     # Outbox
-    def enqueue(self, kind: str, request, reference: Optional[str] = None) -> int:
+    def enqueue(self, kind: str, request: Any, reference: Optional[str] = None) -> int:
         """Queues a prepared request in the outbox; returns its id (ids are never reused)."""
         out = c_uint64()
         record = request.to_json() if isinstance(request, Request) else request
@@ -1422,7 +1427,8 @@ class App(_NativeHandle):
 
     def sweep_expired_messages(self) -> list[str]:
         """Deletes messages past their disappearing time; returns their ids."""
-        return _json_call(lib.coords_messages_sweep_expired, self.handle)
+        swept: list[str] = _json_call(lib.coords_messages_sweep_expired, self.handle)
+        return swept
 
     # Live channel (PROTOCOL.md §8): this module prepares and processes; you own the WebSockets.
 
