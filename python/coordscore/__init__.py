@@ -1097,6 +1097,9 @@ class App(_NativeHandle):
 
     def __init__(self, directory: str, passphrase: Optional[str] = None, key: Optional[bytes] = None,
                  keychain: Optional[Keychain] = None, **options: Any):
+        if passphrase is None and key is None and keychain is None and "key_base64" not in options:
+            # In Python's words (the library would name its C parameter, options_json).
+            raise ArgumentError(ERR_INVALID_ARGUMENT, "App needs passphrase=, key= (32 bytes) or keychain= to seal the keychain")
         if passphrase is not None:
             options["passphrase"] = passphrase
         if key is not None:

@@ -116,6 +116,12 @@ def test_wrong_types_raise_type_error_naming_the_python_parameter(tmp_path):
         cc.open_blob("not bytes", b"x")
 
 
+def test_errors_speak_python_not_c(tmp_path):
+    with pytest.raises(cc.ArgumentError) as error:
+        cc.App(str(tmp_path / "h"))
+    assert "passphrase=" in str(error.value) and "options_json" not in str(error.value)
+
+
 def test_a_location_needs_its_timestamp_and_numbers():
     with pytest.raises(TypeError, match="timestamp_ms"):
         cc.Location(47.37, 8.54)
