@@ -126,10 +126,11 @@ test-deploy: tools
 test-e2e: tools
 	python3 -m pytest -q tests/e2e
 
-# The CLI against a scripted hostile relay (tests/hostile-relay): huge, endless, slow, malformed,
-# repeated, redirected and someone else's answers, the client under a memory limit (prlimit).
-test-hostile: tools
-	python3 -m pytest -q tests/hostile-relay
+# The CLI and the Python host (an App with coordscore.transport) against a scripted hostile relay
+# (tests/hostile-relay): huge, endless, slow, malformed, repeated, redirected and someone else's
+# answers, the CLI under a memory limit (prlimit).
+test-hostile: tools lib
+	COORDSCORE_LIB=$(CURDIR)/$(LIB_DIR)/libcoordscore.so python3 -m pytest -q tests/hostile-relay
 
 test-abi: lib
 	scripts/check-abi.sh $(LIB_DIR)/libcoordscore.so

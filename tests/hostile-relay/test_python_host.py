@@ -1,0 +1,120 @@
+"""The Python host against the hostile relay (issue 37): an App from the coordscore package,
+talking to the scripted relay through coordscore.transport.send, as a Python host does. Every
+attack ends with a clear exception within the stated deadline, with bounded memory (the answer
+is never read past its cap), and with the App's stored state unchanged.
+
+The library comes from the build (COORDSCORE_LIB, `make lib`) like tests/python; the package
+from the checkout.
+"""
+import json
+import os
+import resource
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+os.environ.setdefault("COORDSCORE_LIB", os.path.join(ROOT, ".build", "debug", "libcoordscore.so"))
+
+import coordscore as cc  # noqa: E402
+from coordscore import transport  # noqa: E402
+from hostile_relay import HostileRelay, answer, endless_body, silent, slow_body  # noqa: E402
+
+
+@pytest.fixture
+def relay():
+    with HostileRelay() as hostile:
+        yield hostile
+
+
+@pytest.fixture
+def app(relay, tmp_path):
+    """An App with an identity on the hostile relay and one friend there."""
+    with cc.App(str(tmp_path / "home"), passphrase="correct horse battery", keychain_cost="minimum") as app:
+        app.create_identity("Alice", relay.url)
+        _, friend = cc.generate_identity()
+        app.add_friend(cc.b64url(friend), relay.url, "Bob")
+        yield app
+
+
+def state(app):
+    return [f.to_json() for f in app.friends()], [f.to_json() for f in app.friend_locations()]
+
+
+def fetch_request(app):
+    requests = app.prepare_fetches()
+    assert len(requests) == 1 and requests[0].max_response_bytes == 4394800
+    return requests[0]
+
+
+def test_the_defaults_are_the_protocols_limits():
+    assert (transport.CONNECT_TIMEOUT, transport.IDLE_TIMEOUT, transport.TOTAL_TIMEOUT) == (5.0, 15.0, 30.0)
+
+
+def test_an_endless_answer_is_cut_at_the_fetch_limit(relay, app):
+    before = state(app)
+    relay.attack("POST", "/api/location", endless_body())
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.time()
+    with pytest.raises(transport.AnswerTooLarge, match="more than 4394800 bytes"):
+        transport.send(fetch_request(app))
+    assert time.time() - started < 30
+    # Never more than the cap held: the peak grew by a few MiB at most, not by what was sent.
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before < 64 * 1024  # KiB
+    assert state(app) == before
+
+
+def test_a_slow_answer_meets_the_whole_request_deadline(relay, app):
+    relay.attack("POST", "/api/location", slow_body(interval=0.5, seconds=60))
+    started = time.time()
+    with pytest.raises(transport.RelayUnreachable, match="no complete answer within 3 s"):
+        transport.send(fetch_request(app), total_timeout=3)
+    assert 2.5 <= time.time() - started < 8
+
+
+def test_a_silent_relay_is_given_up_after_the_silence_limit(relay, app):
+    relay.attack("GET", "/v1/relay/messages", silent(seconds=60))
+    started = time.time()
+    with pytest.raises(transport.RelayUnreachable, match="silent for 2 s"):
+        transport.send(app.prepare_message_fetch(), idle_timeout=2)
+    assert time.time() - started < 8
+
+
+def test_a_redirect_is_the_answer_not_followed(relay, app):
+    with HostileRelay() as elsewhere:
+        relay.attack("POST", "/api/location", answer(307, b"", [("Location", elsewhere.url + "/api/location")]))
+        reply = transport.send(fetch_request(app))
+        assert reply.status == 307 and reply.body == b""
+        assert elsewhere.requests == []
+
+
+def test_a_malformed_answer_is_refused_and_changes_nothing(relay, app):
+    before = state(app)
+    for body in [b"not json", b"[]", b'{"x": 1}', b"{" * 100000, json.dumps({"A" * 43: {"blob": "!!", "updated": -1}}).encode()]:
+        relay.attack("POST", "/api/location", answer(200, body))
+        reply = transport.send(fetch_request(app))
+        assert reply.status == 200
+        try:
+            app.process_fetch_response(reply.body)
+        except cc.CoordsError:
+            pass
+    assert state(app) == before
+
+
+def test_an_oversized_mailbox_answer_is_refused_before_it_is_parsed(relay, app):
+    request = app.prepare_message_fetch()
+    assert request.max_response_bytes == 17681200
+    relay.attack("GET", "/v1/relay/messages", endless_body())
+    with pytest.raises(transport.AnswerTooLarge):
+        transport.send(request)
+
+
+def test_wrong_types_and_urls_are_refused_before_any_io():
+    with pytest.raises(TypeError):
+        transport.send("http://127.0.0.1:9/")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        transport.send(cc.Request("ftp://x/", "GET", {}, ""))
+    with pytest.raises(transport.RelayUnreachable, match="cannot reach"):
+        transport.send(cc.Request("http://127.0.0.1:9/api/version", "GET", {}, ""))
