@@ -91,12 +91,6 @@ enum LiveSocket {
             throw Failure.notUpgraded
         }
         do {
-            try await channel.pipeline.removeHandler(name: UpgradeGuard.name)
-        } catch {
-            try? await channel.close()  // it may be closed already; the failure is what to report
-            throw Failure.badUpgrade("the connection ended during the upgrade: \(Self.reason(error))")
-        }
-        do {
             return try await socket.executeThenClose { inbound, outbound in
                 // A relay may break the protocol before our first frame is out: what it sent
                 // explains a failed write better than the write's own error does.
@@ -181,7 +175,12 @@ enum LiveSocket {
         let upgrader = NIOTypedWebSocketClientUpgrader<Upgrade>(maxFrameSize: LiveFrame.maximumFrameBytes, enableAutomaticErrorHandling: false) {
             channel, _ in
             channel.eventLoop.makeCompletedFuture {
-                Upgrade.websocket(
+                // The upgrade is complete: the guard stops counting here, on the event loop, before
+                // the bytes that came with the 101 are read as frames. (Removed later, from the
+                // awaiting task, a frame that arrived in between counted as upgrade bytes: under
+                // load a 20 KB frame tripped the 16 KiB guard instead of the frame limit.)
+                channel.pipeline.syncOperations.removeHandler(name: UpgradeGuard.name, promise: nil)
+                return Upgrade.websocket(
                     try NIOAsyncChannel<WebSocketFrame, WebSocketFrame>(
                         wrappingChannelSynchronously: channel, configuration: .init(backPressureStrategy: .init(lowWatermark: 2, highWatermark: 8))))
             }
@@ -257,8 +256,10 @@ enum LiveSocket {
     }
 }
 
-/// Closes the connection when more than `limit` bytes arrive before the upgrade completed (it is
-/// removed once the WebSocket is up).
+/// Closes the connection when the relay's answer to the upgrade request has more than `limit`
+/// bytes of head. Only the head counts: bytes after its blank line are the first frames, which
+/// may arrive in the same read (under load a 20 KB frame right behind the 101 counted as head
+/// and tripped this guard instead of the frame limit). Removed once the WebSocket is up.
 private final class UpgradeGuard: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -266,12 +267,27 @@ private final class UpgradeGuard: ChannelInboundHandler, RemovableChannelHandler
     private let limit: Int
     private let broken: NIOLockedValueBox<String?>
     private var received = 0
+    /// The last four bytes seen, to find the head's end (CR LF CR LF) across reads.
+    private var window: UInt32 = 0
+    private var headComplete = false
 
     init(limit: Int, broken: NIOLockedValueBox<String?>) { (self.limit, self.broken) = (limit, broken) }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let bytes = unwrapInboundIn(data).readableBytes
-        received = received > limit - bytes ? limit + 1 : received + bytes
+        guard !headComplete else {
+            context.fireChannelRead(data)
+            return
+        }
+        var headBytes = 0
+        for byte in unwrapInboundIn(data).readableBytesView {
+            headBytes += 1
+            window = window << 8 | UInt32(byte)
+            if window == 0x0D0A_0D0A {
+                headComplete = true
+                break
+            }
+        }
+        received = received > limit - headBytes ? limit + 1 : received + headBytes
         guard received <= limit else {
             broken.withLockedValue { $0 = $0 ?? "more than \(limit) bytes before the upgrade completed" }
             context.close(promise: nil)
