@@ -94,24 +94,30 @@ public final class CoordsApp: Sendable {
     private let spine: UpdateSpine
 
     /// Opens (creating if needed) the app in `directory` and loads the identity if there is one.
+    /// The store is sealed at rest under a key kept in the keychain (`store.dek`, made on first
+    /// open); a store written in the clear by 1.0.0 is migrated into a new sealed file first.
     /// - Throws: ``KeychainError/wrongPassphrase`` (checked at open), ``StoreError`` (including
-    ///   ``StoreError/alreadyOpen(path:)`` when this directory is already open in this process),
+    ///   ``StoreError/alreadyOpen(path:)`` when this directory is already open in this process,
+    ///   ``StoreError/storeKeyMissing`` and ``StoreError/wrongStoreKey`` when the keychain does not
+    ///   hold this store's key),
     ///   ``KeychainError``, ``CryptoError``.
     public static func open(directory: String, options: Options) throws -> CoordsApp {
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
             throw StoreError.openFailed(path: directory, .system(errno))
         }
-        let database = try Database.open(path: directory + "/store", options: options.store, schema: AppSchema.current)
+        let keychain: any Keychain
+        switch options.keychain {
+        case .file(let unlock):
+            keychain = try FileKeychain(
+                path: directory + "/keychain.bin", unlock: unlock,
+                parameters: options.keychainParameters, random: options.random)
+        case .custom(let custom):
+            keychain = custom
+        }
+        let database = try SealedStore.open(
+            directory: directory, options: options.store, keychain: keychain, random: options.random,
+            progress: { options.logger.notice("\($0)") })
         do {
-            let keychain: any Keychain
-            switch options.keychain {
-            case .file(let unlock):
-                keychain = try FileKeychain(
-                    path: directory + "/keychain.bin", unlock: unlock,
-                    parameters: options.keychainParameters, random: options.random)
-            case .custom(let custom):
-                keychain = custom
-            }
             let identity = IdentityHolder()
             if let seed = try keychain.load(name: IdentityHolder.keychainName) {
                 identity.set(try Identity(signing: Ed25519SigningKey(seed: seed)))
@@ -125,6 +131,15 @@ public final class CoordsApp: Sendable {
             database.close()
             throw error
         }
+    }
+
+    /// Replaces the store's key (DEK): a new random key, every value sealed again under it, the
+    /// old key destroyed (docs/STORE.md, "Rekey"). Crash-safe: after a kill at any point the
+    /// store opens with the old key or the new one. Other transactions wait while it runs.
+    /// - Throws: ``StoreError`` (``StoreError/sealedValueRejected(table:reason:)`` for a damaged
+    ///   value: nothing changes then), ``KeychainError``.
+    public func rekeyStore() throws {
+        try SealedStore.rekey(database: context.database, keychain: context.keychain, random: context.random)
     }
 
     private init(directory: String, context: AppContext, capacity: Int) {

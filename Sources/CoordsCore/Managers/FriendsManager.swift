@@ -297,7 +297,7 @@ public actor FriendsManager {
             moved.append(contentsOf: key.dropFirst(32))
             message.peer = newID
             try messages.delete(key)
-            try messages.put(moved, message)
+            try messages.put(moved, message, expiringAt: message.disappearsAt)
             try ids.put(message.id, moved)
         }
     }

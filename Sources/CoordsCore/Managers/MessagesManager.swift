@@ -34,6 +34,11 @@ public struct MessageRecord: StoreJSONValue, Equatable {
     public var disappearsAt: UInt64?
 }
 
+extension MessageRecord {
+    /// Whether its disappearing timer ran out by `now` (ms).
+    public func hasDisappeared(at now: UInt64) -> Bool { disappearsAt.map { $0 <= now } ?? false }
+}
+
 /// A friend's messaging settings (value of ``Tables/conversations``).
 public struct ConversationSettings: StoreJSONValue, Equatable {
     public static var storeTypeName: String { "json:ConversationSettings/1" }
@@ -585,13 +590,29 @@ public actor MessagesManager {
         }
     }
 
-    /// Deletes local copies whose disappearing timer ran out; returns their ids (also sent as
-    /// ``MessagesManagerReconcileMessage/messagesExpired(ids:)``).
-    /// - Throws: store errors.
+    /// Deletes local copies whose disappearing timer ran out, then destroys the keys they were
+    /// sealed under once their minute has passed (crypto-shredding: docs/STORE.md), so they open
+    /// in no copy of the store taken later; returns their ids (also sent as
+    /// ``MessagesManagerReconcileMessage/messagesExpired(ids:)``). Call it at ``nextExpiry()``.
+    /// - Throws: store and keychain errors.
     @discardableResult
     public func sweepExpired() throws -> [String] {
         let now = context.clock.now()
-        return try reconciler.write(context.database) { tx, messages in
+        let ids = try deleteExpired(now: now)
+        try context.database.destroyShredGroups(endingBy: now, tables: [Tables.messages.erased])
+        return ids
+    }
+
+    /// When ``sweepExpired()`` should run next (ms since the epoch), or nil when no stored
+    /// message disappears: the end of the minute in which the earliest one expires (its key is
+    /// destroyed then). ``history(with:limit:)`` hides a message from its own expiry on.
+    /// - Throws: store errors.
+    public nonisolated func nextExpiry() throws -> UInt64? {
+        try context.database.nextShredTime()
+    }
+
+    private func deleteExpired(now: UInt64) throws -> [String] {
+        try reconciler.write(context.database) { tx, messages in
             let table = try tx.open(Tables.messages)
             var expired: [([UInt8], String)] = []
             try table.forEach { key, record in
@@ -612,8 +633,9 @@ public actor MessagesManager {
             let messages = try tx.open(Tables.messages)
             let settings = try tx.open(Tables.conversations)
             var result: [Conversation] = []
+            let now = context.clock.now()
             for (key, friend) in try tx.open(Tables.friends).entries() {
-                let history = try messages.entries(prefix: key.rawRepresentation)
+                let history = try messages.entries(prefix: key.rawRepresentation).filter { !$0.value.hasDisappeared(at: now) }
                 let timer = try settings.get(key)?.disappearAfterSeconds
                 guard !history.isEmpty || timer != nil else { continue }
                 result.append(
@@ -625,11 +647,15 @@ public actor MessagesManager {
         }
     }
 
-    /// A conversation's messages, oldest first (the last `limit` when given).
+    /// A conversation's messages, oldest first (the last `limit` when given). A message whose
+    /// disappearing timer ran out is never returned, swept or not.
     /// - Throws: ``WireError/invalidPublicKeyID(_:)``, store errors.
     public nonisolated func history(with friendID: String, limit: Int? = nil) throws -> [MessageRecord] {
         let key = try Ed25519PublicKey(base64URL: friendID)
-        let all = try context.database.read { tx in try tx.open(Tables.messages).entries(prefix: key.rawRepresentation).map(\.value) }
+        let now = context.clock.now()
+        let all = try context.database.read { tx in
+            try tx.open(Tables.messages).entries(prefix: key.rawRepresentation).map(\.value).filter { !$0.hasDisappeared(at: now) }
+        }
         return limit.map { Array(all.suffix(max(0, $0))) } ?? all
     }
 
@@ -643,7 +669,7 @@ public actor MessagesManager {
         try settings.put(SettingKey.messageNextSequence, sequence + 1)
         var key = try Ed25519PublicKey(base64URL: record.peer).rawRepresentation
         key.appendBigEndian(sequence)
-        try tx.open(Tables.messages).put(key, record)
+        try tx.open(Tables.messages).put(key, record, expiringAt: record.disappearsAt)
         try tx.open(Tables.messageIDs).put(record.id, key)
     }
 
@@ -655,7 +681,7 @@ public actor MessagesManager {
         let before = record
         change(&record)
         guard record != before else { return false }
-        try table.put(key, record)
+        try table.put(key, record, expiringAt: record.disappearsAt)
         return true
     }
 

@@ -8,11 +8,13 @@ public enum Tables {
     public static let uploadState = TableDefinition<String, UploadState>("upload_state")
     /// Settings by name (``SettingKey``); values are strings.
     public static let settings = TableDefinition<String, String>("settings")
-    /// Prepared requests waiting to be sent, by increasing id.
-    public static let outbox = TableDefinition<UInt64, OutboxItem>("outbox")
+    /// Prepared requests waiting to be sent, by increasing id (ids are visible when sealed: they
+    /// reveal only how many requests were queued).
+    public static let outbox = TableDefinition<UInt64, OutboxItem>("outbox", keys: .visible)
     /// Messages by `friend public key (32) | sequence u64 BE`: a prefix scan is a conversation,
-    /// oldest first.
-    public static let messages = TableDefinition<[UInt8], MessageRecord>("messages")
+    /// oldest first. Sealed, the friend key is hidden and the sequence kept, so a conversation
+    /// still reads in order.
+    public static let messages = TableDefinition<[UInt8], MessageRecord>("messages", keys: .hiddenPrefix(32))
     /// Message and envelope ids already processed → their ``messages`` key (empty for receipts):
     /// de-duplication and receipt lookup.
     public static let messageIDs = TableDefinition<String, [UInt8]>("message_ids")
@@ -35,7 +37,9 @@ public enum AppSchema {
     /// Version 2: messages, message_ids, conversations (new tables; nothing to convert).
     /// Version 3: share_limits, retired_keys, rotation_state (new tables; friends gain optional
     /// `shareUntil` and `conflictKeys`, trust may be `conflict`).
-    public static let version: UInt32 = 3
+    /// Version 4: sealed at rest (every value sealed, keys hidden; docs/STORE.md). A version-3
+    /// store is copied into a new sealed file by ``CoordsApp/open(directory:options:)``.
+    public static let version: UInt32 = 4
 
     /// Every table, in creation order.
     public static var tables: [AnyTableDefinition] {
@@ -47,7 +51,7 @@ public enum AppSchema {
     }
 
     /// The schema ``Database/open(path:options:schema:)`` is given for a data directory.
-    public static var current: Schema { Schema(version: version, tables: tables, migrations: [Migration(to: 2) { _ in }, Migration(to: 3) { _ in }]) }
+    public static var current: Schema { Schema(version: version, tables: tables, migrations: [Migration(to: 2) { _ in }, Migration(to: 3) { _ in }, Migration(to: 4) { _ in }]) }
 }
 
 /// The rows of ``Tables/settings``, each with its type: the table stores text, but every read and

@@ -50,6 +50,10 @@ public final class Database: @unchecked Sendable {
         public var durability: Durability = .durable
         /// Permissions of the files (0600: only the owner).
         public var fileMode: UInt32 = 0o600
+        /// Seals every value and hides keys under a DEK (docs/STORE.md); nil keeps them as they
+        /// are (the relay's store, whose values are already sealed blobs). A sealed store opens
+        /// only with its sealer.
+        public var sealer: StoreSealer?
         /// Testing only: fails chosen LMDB calls (see ``StoreFaultInjector``).
         @_spi(Testing) public var faultInjector: StoreFaultInjector?
 
@@ -60,21 +64,28 @@ public final class Database: @unchecked Sendable {
     /// The directory of the environment.
     public let path: String
     let options: Options
-    private let env: OpaquePointer
+    let env: OpaquePointer
     let maximumKeySize: Int
-    private var tables: [String: (dbi: MDB_dbi, signature: String)] = [:]  // fixed after open
-    private let lifecycle = Mutex<(closed: Bool, writer: pthread_t?)>((false, nil))
-    private let writeLock = PthreadMutex()
-    private let resizeLock = ReadWriteLock()
+    private(set) var tables: [String: (dbi: MDB_dbi, signature: String)] = [:]  // fixed after open
+    /// How each declared table shows its keys when sealed (fixed after open).
+    private(set) var visibilities: [String: KeyVisibility] = [:]
+    let lifecycle = Mutex<(closed: Bool, writer: pthread_t?)>((false, nil))
+    let writeLock = PthreadMutex()
+    let resizeLock = ReadWriteLock()
+    /// The sealer in use (``rekey(to:)`` replaces it while no transaction runs).
+    let sealerBox: Mutex<StoreSealer?>
 
     private static let openPaths = Mutex<Set<String>>([])
     static let metadataTable = "__meta"
     static let schemaVersionKey = "schema_version"
+    /// The metadata key of a sealed store's check value.
+    static let sealCheckKey = "store_seal"
 
     private init(path: String, env: OpaquePointer, options: Options) {
         self.path = path
         self.env = env
         self.options = options
+        sealerBox = Mutex(options.sealer)
         maximumKeySize = Int(mdb_env_get_maxkeysize(env))
     }
 
@@ -167,7 +178,7 @@ public final class Database: @unchecked Sendable {
         resizeLock.lockShared()
         defer { resizeLock.unlock() }
         let txn = try begin(readOnly: true)
-        let state = TransactionState(txn: txn, writable: false, database: self)
+        let state = TransactionState(txn: txn, writable: false, database: self, sealer: currentSealer)
         defer { state.finish(commit: false) }
         return try body(ReadTransaction(state: state))
     }
@@ -201,7 +212,7 @@ public final class Database: @unchecked Sendable {
             resizeLock.lockShared()
             let state: TransactionState
             do {
-                state = TransactionState(txn: try begin(readOnly: false), writable: true, database: self)
+                state = TransactionState(txn: try begin(readOnly: false), writable: true, database: self, sealer: currentSealer)
             } catch {
                 resizeLock.unlock()
                 throw error
@@ -230,7 +241,7 @@ public final class Database: @unchecked Sendable {
         }
     }
 
-    private func begin(readOnly: Bool) throws -> OpaquePointer {
+    func begin(readOnly: Bool) throws -> OpaquePointer {
         guard !isClosed else { throw StoreError.closed }
         var txn: OpaquePointer?
         var rc = injectedFault(readOnly ? .beginRead : .beginWrite) ?? mdb_txn_begin(env, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn)
@@ -315,7 +326,7 @@ public final class Database: @unchecked Sendable {
     /// use, so most writes never see MAP_FULL. Waits for every transaction of this process to end.
     /// - Throws: ``StoreError/closed``; ``StoreError/mapFull(mapSize:maximumMapSize:)`` when
     ///   `force` is set and the map is already at its maximum.
-    private func grow(force: Bool) throws {
+    func grow(force: Bool) throws {
         resizeLock.lockExclusive()
         defer { resizeLock.unlock() }
         guard !isClosed else { throw StoreError.closed }
@@ -370,11 +381,21 @@ public final class Database: @unchecked Sendable {
 
     private func openTables(schema: Schema) throws {
         let txn = try begin(readOnly: false)
-        let state = TransactionState(txn: txn, writable: true, database: self)
+        let state = TransactionState(txn: txn, writable: true, database: self, sealer: currentSealer)
         do {
             let meta = try openDBI(Self.metadataTable, txn: txn)
             tables[Self.metadataTable] = (meta, AnyTableDefinition.metadata.typeSignature)
             let stored = try state.get(dbi: meta, table: Self.metadataTable, key: Self.schemaVersionKey, as: UInt32.self)
+            let check = try Self.sealCheckKey.withStoreBytes { k in try state.rawGet(dbi: meta, key: k, table: Self.metadataTable).map { Array($0) } }
+            switch (options.sealer, check) {
+            case (let sealer?, let check?):
+                guard check.withUnsafeBytes({ sealer.verifyCheckValue($0) }) else { throw StoreError.wrongStoreKey }
+            case (let sealer?, nil):
+                guard stored == nil else { throw StoreError.unsealedStore }
+                try state.put(dbi: meta, key: Self.sealCheckKey, value: try sealer.makeCheckValue())
+            case (nil, _?): throw StoreError.storeKeyRequired
+            case (nil, nil): break
+            }
             if let stored {
                 guard stored <= schema.version else { throw StoreError.schemaTooNew(stored: stored, supported: schema.version) }
                 state.isMigrating = true
@@ -398,6 +419,7 @@ public final class Database: @unchecked Sendable {
                 }
                 try state.put(dbi: meta, key: key, value: definition.typeSignature)
                 tables[definition.name] = (dbi, definition.typeSignature)
+                visibilities[definition.name] = definition.visibility
             }
             try state.put(dbi: meta, key: Self.schemaVersionKey, value: schema.version)
             let rc = state.finish(commit: true)
@@ -408,6 +430,12 @@ public final class Database: @unchecked Sendable {
             throw error
         }
     }
+
+    /// The sealer transactions use now.
+    var currentSealer: StoreSealer? { sealerBox.withLock { $0 } }
+
+    /// Whether values are sealed at rest.
+    public var isSealed: Bool { currentSealer != nil }
 
     /// The metadata table's handle (nil before the schema was opened).
     var metadataDBI: MDB_dbi? { tables[Self.metadataTable]?.dbi }

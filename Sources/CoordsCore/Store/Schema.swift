@@ -7,6 +7,8 @@ public struct TableDefinition<Key: StoreKey, Value: StoreValue>: Sendable, Hasha
     public let name: String
     /// Whether writes to the table advance its change stamp (``ReadTransaction/changeStamp(of:)``).
     public let stamped: Bool
+    /// How its keys appear in a sealed store's file (hidden unless declared otherwise).
+    public let visibility: KeyVisibility
 
     /// Creates a definition.
     /// - Parameters:
@@ -15,14 +17,18 @@ public struct TableDefinition<Key: StoreKey, Value: StoreValue>: Sendable, Hasha
     ///     remove, delete, removeAll) also advances a counter kept in the store's metadata, so a
     ///     reader can keep something derived from the table and know, with one small read, whether
     ///     it is still current — across processes too, since the counter lives in the file.
-    public init(_ name: String, stamped: Bool = false) {
+    ///   - keys: how keys appear in a sealed store (``KeyVisibility``): hidden by default; keep a
+    ///     suffix in order only where a scan needs order, and keep keys visible only when they
+    ///     reveal nothing but a count. Unsealed stores keep every key as it is.
+    public init(_ name: String, stamped: Bool = false, keys: KeyVisibility = .hidden) {
         self.name = name
         self.stamped = stamped
+        self.visibility = keys
     }
 
     /// The type-erased form used in a ``Schema``.
     public var erased: AnyTableDefinition {
-        AnyTableDefinition(name: name, keyTypeName: Key.storeTypeName, valueTypeName: Value.storeTypeName)
+        AnyTableDefinition(name: name, keyTypeName: Key.storeTypeName, valueTypeName: Value.storeTypeName, visibility: visibility)
     }
 }
 
@@ -34,6 +40,16 @@ public struct AnyTableDefinition: Sendable, Hashable {
     public let keyTypeName: String
     /// The value codec's ``StoreCodable/storeTypeName``.
     public let valueTypeName: String
+    /// How its keys appear in a sealed store's file.
+    public var visibility: KeyVisibility = .hidden
+
+    /// A definition by names (the metadata table's, or a table a migration reads).
+    public init(name: String, keyTypeName: String, valueTypeName: String, visibility: KeyVisibility = .hidden) {
+        self.name = name
+        self.keyTypeName = keyTypeName
+        self.valueTypeName = valueTypeName
+        self.visibility = visibility
+    }
 
     /// The signature recorded in the metadata table, e.g. `u64 -> json:OutboxItem/1`.
     public var typeSignature: String { "\(keyTypeName) -> \(valueTypeName)" }

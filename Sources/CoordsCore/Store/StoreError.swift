@@ -159,6 +159,25 @@ public enum StoreError: CoordsCoreError, Equatable {
     /// A migration threw.
     case migrationFailed(from: UInt32, to: UInt32, reason: String)
 
+    // 450–459 sealing at rest
+    /// A sealed value does not open: a flipped bit, a value copied from another key or table, a
+    /// truncated value, a file from another installation, or an expired value whose key is gone.
+    case sealedValueRejected(table: String, reason: String)
+    /// The store key (DEK) does not open this store: another installation's store or a wrong key.
+    /// Nothing was changed.
+    case wrongStoreKey
+    /// The store is sealed and was opened without its key.
+    case storeKeyRequired
+    /// The store key is missing from the keychain while the store is sealed: restore the keychain
+    /// (or a backup). Nothing was changed.
+    case storeKeyMissing
+    /// The store was written in the clear (1.0.0) and must be migrated before a sealed open
+    /// (``CoordsApp/open(directory:options:)`` does that).
+    case unsealedStore
+    /// A range or prefix scan of a table whose keys are hidden (``KeyVisibility``) names less
+    /// than the kept part of the key.
+    case unsupportedScan(table: String)
+
     /// The stable numeric code.
     public var code: Int32 {
         switch self {
@@ -178,6 +197,12 @@ public enum StoreError: CoordsCoreError, Equatable {
         case .invalidKeySize: 432
         case .schemaTooNew: 440
         case .migrationFailed: 441
+        case .sealedValueRejected: 450
+        case .wrongStoreKey: 451
+        case .storeKeyRequired: 452
+        case .storeKeyMissing: 453
+        case .unsealedStore: 454
+        case .unsupportedScan: 455
         }
     }
 
@@ -205,6 +230,15 @@ public enum StoreError: CoordsCoreError, Equatable {
         case .schemaTooNew(let stored, let supported):
             "the store was written by schema version \(stored) but this build knows up to \(supported); update the app"
         case .migrationFailed(let from, let to, let reason): "migration from schema \(from) to \(to) failed: \(reason)"
+        case .sealedValueRejected(let table, let reason):
+            "a value in table \"\(table)\" was refused: \(reason); restore the store from a backup if this persists"
+        case .wrongStoreKey:
+            "the store key does not open this store (another installation's store, or the wrong keychain); nothing was changed"
+        case .storeKeyRequired: "the store is sealed at rest: open it with its store key"
+        case .storeKeyMissing:
+            "the store is sealed but its key (store.dek) is not in the keychain: restore the keychain or import a backup; nothing was changed"
+        case .unsealedStore: "the store was written in the clear by 1.0.0 and must be migrated (open it through CoordsApp)"
+        case .unsupportedScan(let table): "table \"\(table)\" hides its keys: scan it whole or by a full hidden prefix"
         }
     }
 

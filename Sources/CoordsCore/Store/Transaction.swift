@@ -1,4 +1,5 @@
 internal import CLMDB
+internal import CSodium
 
 /// The live state behind a transaction value: the LMDB handle until the transaction ends.
 /// Every table operation checks it, so a table used after its closure returned throws
@@ -7,6 +8,8 @@ internal import CLMDB
     private(set) var txn: OpaquePointer?
     let writable: Bool
     unowned let database: Database
+    /// The sealer of the values (nil: an unsealed store), fixed for the transaction.
+    @usableFromInline let sealer: StoreSealer?
     var isMigrating = false
     /// The stamped tables this write transaction already advanced (once per transaction is enough).
     private var advancedStamps: [String] = []
@@ -15,10 +18,11 @@ internal import CLMDB
     /// through its unowned reference.
     let maximumKeySize: Int
 
-    init(txn: OpaquePointer, writable: Bool, database: Database) {
+    init(txn: OpaquePointer, writable: Bool, database: Database, sealer: StoreSealer?) {
         self.txn = txn
         self.writable = writable
         self.database = database
+        self.sealer = sealer
         maximumKeySize = database.maximumKeySize
     }
 
@@ -90,18 +94,94 @@ internal import CLMDB
     }
 
     func put<K: StoreCodable, V: StoreCodable>(dbi: MDB_dbi, key: K, value: V) throws {
-        let txn = try live()
         try key.withStoreBytes { k in
             try database.validateKey(k)
-            try value.withStoreBytes { v in
-                var keyVal = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
-                var dataVal = MDB_val(mv_size: v.count, mv_data: UnsafeMutableRawPointer(mutating: v.baseAddress))
-                let rc = database.injectedFault(.put) ?? mdb_put(txn, dbi, &keyVal, &dataVal, 0)
-                if rc == MDB_MAP_FULL { throw database.lockedMapFullError() }
-                if rc == MDB_BAD_VALSIZE { throw StoreError.invalidKeySize(size: k.count, maximum: database.maximumKeySize) }
-                guard rc == 0 else { throw StoreError.lmdb(rc, "put") }
+            try value.withStoreBytes { v in try rawPut(dbi: dbi, key: k, value: v) }
+        }
+    }
+
+    /// Writes stored bytes as they are.
+    func rawPut(dbi: MDB_dbi, key k: UnsafeRawBufferPointer, value v: UnsafeRawBufferPointer) throws {
+        let txn = try live()
+        var keyVal = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+        var dataVal = MDB_val(mv_size: v.count, mv_data: UnsafeMutableRawPointer(mutating: v.baseAddress))
+        let rc = database.injectedFault(.put) ?? mdb_put(txn, dbi, &keyVal, &dataVal, 0)
+        if rc == MDB_MAP_FULL { throw database.lockedMapFullError() }
+        if rc == MDB_BAD_VALSIZE { throw StoreError.invalidKeySize(size: k.count, maximum: database.maximumKeySize) }
+        guard rc == 0 else { throw StoreError.lmdb(rc, "put") }
+    }
+
+    // MARK: Sealed values
+
+    /// Lends the (opened) value of `k` to `body`; nil when absent. Unsealed stores lend LMDB's
+    /// memory directly; sealed ones a wiped temporary buffer.
+    @usableFromInline func lend<R>(
+        dbi: UInt32, table: String, visibility: KeyVisibility, sealed: Bool, key k: UnsafeRawBufferPointer,
+        _ body: (UnsafeRawBufferPointer) throws -> R
+    ) throws -> R? {
+        guard sealed, let sealer else { return try rawGet(dbi: dbi, key: k, table: table).map(body) }
+        guard k.count >= 1, k.count <= maximumKeySize else { throw StoreError.invalidKeySize(size: k.count, maximum: maximumKeySize) }
+        return try sealer.withStoredKey(table: table, visibility: visibility, key: k) { storedKey -> R? in
+            guard let stored = try rawGet(dbi: dbi, key: storedKey, table: table) else { return nil }
+            return try sealer.open(table: table, storedKey: storedKey, stored: stored) { plain, _ in
+                let (embedded, value) = try Self.split(plain, visibility: visibility, table: table)
+                if let embedded, !embedded.elementsEqual(k) {
+                    throw StoreError.sealedValueRejected(table: table, reason: "it belongs to another key")
+                }
+                return try body(value)
             }
         }
+    }
+
+    /// Splits an opened value into its embedded key (tables that hide keys) and the value.
+    static func split(_ plain: UnsafeRawBufferPointer, visibility: KeyVisibility, table: String) throws -> (UnsafeRawBufferPointer?, UnsafeRawBufferPointer) {
+        if visibility == .visible { return (nil, plain) }
+        guard plain.count >= 2 else { throw StoreError.sealedValueRejected(table: table, reason: "a value without its key") }
+        let length = Int(plain[0]) << 8 | Int(plain[1])
+        guard length <= plain.count - 2 else { throw StoreError.sealedValueRejected(table: table, reason: "a value whose key overruns it") }
+        return (
+            UnsafeRawBufferPointer(rebasing: plain[2..<(2 + length)]),
+            UnsafeRawBufferPointer(rebasing: plain[(2 + length)...])
+        )
+    }
+
+    /// Seals `v` for key `k` (its stored form `storedKey`) and writes it; `shred` names the
+    /// shred group to seal under (recorded in the metadata so the key is destroyed in time).
+    func sealedPut(
+        dbi: MDB_dbi, table: String, visibility: KeyVisibility, sealer: StoreSealer, key k: UnsafeRawBufferPointer,
+        storedKey: UnsafeRawBufferPointer, value v: UnsafeRawBufferPointer, shred: UInt64?
+    ) throws {
+        func write(_ plain: UnsafeRawBufferPointer) throws {
+            try sealer.seal(table: table, storedKey: storedKey, plaintext: plain, shred: shred) { stored in
+                try rawPut(dbi: dbi, key: storedKey, value: stored)
+            }
+        }
+        if visibility == .visible {
+            try write(v)
+        } else {
+            let total = 2 + k.count + v.count
+            try withUnsafeTemporaryAllocation(byteCount: total, alignment: 1) { buffer in
+                guard let base = buffer.baseAddress else { throw StoreError.encodingFailed(type: table, reason: "no memory") }
+                defer { sodium_memzero(base, total) }
+                base.storeBytes(of: UInt8(truncatingIfNeeded: k.count >> 8), as: UInt8.self)
+                (base + 1).storeBytes(of: UInt8(truncatingIfNeeded: k.count), as: UInt8.self)
+                if let kb = k.baseAddress { (base + 2).copyMemory(from: kb, byteCount: k.count) }
+                if let vb = v.baseAddress { (base + 2 + k.count).copyMemory(from: vb, byteCount: v.count) }
+                try write(UnsafeRawBufferPointer(buffer))
+            }
+        }
+        if let shred, sealer.shredKeys != nil { try recordShredGroup(shred) }
+    }
+
+    /// The metadata key that lists shred group `id` (hex, so key order is numeric order).
+    static func shredIndexKey(_ id: UInt64) -> String {
+        let hex = String(id, radix: 16)
+        return "shred:" + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    func recordShredGroup(_ id: UInt64) throws {
+        guard let meta = database.metadataDBI else { throw StoreError.unknownTable(Database.metadataTable) }
+        try put(dbi: meta, key: Self.shredIndexKey(id), value: UInt8(1))
     }
 
     /// ``decode(_:bytes:table:)`` of the bytes `val` points at.
@@ -114,7 +194,9 @@ extension TransactionState {
     /// The typed access to `definition`'s table in this (still live) transaction.
     func access<K, V>(_ definition: TableDefinition<K, V>) throws -> TableAccess<K, V> {
         _ = try live()
-        return TableAccess(state: self, dbi: try database.handle(for: definition.erased, in: self), name: definition.name, stamped: definition.stamped)
+        return TableAccess(
+            state: self, dbi: try database.handle(for: definition.erased, in: self), name: definition.name, stamped: definition.stamped,
+            visibility: definition.visibility, sealed: sealer != nil && definition.name != Database.metadataTable)
     }
 }
 
@@ -169,13 +251,29 @@ public struct WriteTransaction: ~Copyable {
     @usableFromInline let name: String
     /// Whether changes advance the table's stamp (``TableDefinition/stamped``).
     let stamped: Bool
+    /// How keys appear in a sealed store.
+    @usableFromInline let visibility: KeyVisibility
+    /// Whether values are sealed (a sealed store's tables; never the metadata).
+    @usableFromInline let sealed: Bool
 
     func get(_ key: Key) throws -> Value? {
-        try state.get(dbi: dbi, table: name, key: key, as: Value.self)
+        try key.withStoreBytes { k in try lend(k) { try state.decode(Value.self, bytes: $0, table: name) } }
+    }
+
+    /// Lends the (opened) value of stored key bytes `k` to `body`.
+    @usableFromInline func lend<R>(_ k: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        try state.lend(dbi: dbi, table: name, visibility: visibility, sealed: sealed, key: k, body)
+    }
+
+    /// Calls `body` with the bytes `k` is stored under (its keyed hash in a sealed store).
+    func withStoredKey<R>(_ k: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        guard sealed, let sealer = state.sealer else { return try body(k) }
+        try state.database.validateKey(k)
+        return try sealer.withStoredKey(table: name, visibility: visibility, key: k, body)
     }
 
     func contains(_ key: Key) throws -> Bool {
-        try key.withStoreBytes { k in try state.rawGet(dbi: dbi, key: k, table: name) != nil }
+        try key.withStoreBytes { k in try withStoredKey(k) { try state.rawGet(dbi: dbi, key: $0, table: name) != nil } }
     }
 
     func count() throws -> Int {
@@ -185,24 +283,35 @@ public struct WriteTransaction: ~Copyable {
         return stat.ms_entries
     }
 
-    func put(_ key: Key, _ value: Value) throws {
-        try state.put(dbi: dbi, key: key, value: value)
+    func put(_ key: Key, _ value: Value, shred: UInt64? = nil) throws {
+        if sealed, let sealer = state.sealer {
+            try key.withStoreBytes { k in
+                try state.database.validateKey(k)
+                try value.withStoreBytes { v in
+                    try sealer.withStoredKey(table: name, visibility: visibility, key: k) { storedKey in
+                        try state.sealedPut(
+                            dbi: dbi, table: name, visibility: visibility, sealer: sealer, key: k, storedKey: storedKey, value: v, shred: shred)
+                    }
+                }
+            }
+        } else {
+            try state.put(dbi: dbi, key: key, value: value)
+        }
         if stamped { try state.advanceStamp(of: name) }
     }
 
     func remove(_ key: Key) throws -> Value? {
         try key.withStoreBytes { k -> Value? in
-            guard let stored = try state.rawGet(dbi: dbi, key: k, table: name) else { return nil }
             // Decode before deleting: the value's memory is only valid until the page changes. A
             // value that does not decode is an error and stays (``delete(_:)`` removes it unread).
-            let previous = try state.decode(Value.self, bytes: stored, table: name)
-            _ = try deleteStored(k)
+            guard let previous = try lend(k, { try state.decode(Value.self, bytes: $0, table: name) }) else { return nil }
+            _ = try withStoredKey(k) { try deleteStored($0) }
             return previous
         }
     }
 
     func delete(_ key: Key) throws -> Bool {
-        try key.withStoreBytes { k in try deleteStored(k) }
+        try key.withStoreBytes { k in try withStoredKey(k) { try deleteStored($0) } }
     }
 
     /// Deletes the key whose stored bytes are `k`, advancing the stamp; false when it was absent.
@@ -227,14 +336,45 @@ public struct WriteTransaction: ~Copyable {
     /// given, limits the walk to keys whose bytes start with its encoding. `body` returns
     /// `false` to stop.
     func forEach(from: Key?, to: Key?, prefix: Key?, reverse: Bool, _ body: (Key, Value) throws -> Bool) throws {
-        try forEachRaw(from: from, to: to, prefix: prefix, reverse: reverse) { keyVal, dataVal in
-            try body(try state.decode(Key.self, keyVal, table: name), try state.decode(Value.self, dataVal, table: name))
+        try forEachRaw(from: from, to: to, prefix: prefix, reverse: reverse) { k, v in
+            try body(try state.decode(Key.self, bytes: k, table: name), try state.decode(Value.self, bytes: v, table: name))
         }
+    }
+
+    /// Every iteration: `body` gets each entry's key and value (opened, in a sealed store), valid
+    /// only during the call. Bounds and prefixes of tables that hide keys must name at least the
+    /// hidden part (``StoreError/unsupportedScan(table:)``).
+    func forEachRaw(
+        from: Key?, to: Key?, prefix: Key?, reverse: Bool, _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        guard sealed, let sealer = state.sealer else {
+            return try forEachStored(from: from, to: to, prefix: prefix, reverse: reverse) { k, v in
+                try body(UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size), UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+            }
+        }
+        func stored(_ key: Key?) throws -> [UInt8]? {
+            guard let key else { return nil }
+            if visibility == .hidden { throw StoreError.unsupportedScan(table: name) }
+            return try key.withStoreBytes { k in k.isEmpty ? [] : try sealer.withStoredKey(table: name, visibility: visibility, key: k) { Array($0) } }
+        }
+        try forEachStoredBytes(from: try stored(from), to: try stored(to), prefix: try stored(prefix), reverse: reverse) { k, v in
+            let storedKey = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
+            return try sealer.open(table: name, storedKey: storedKey, stored: UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)) { plain, _ in
+                let (embedded, value) = try TransactionState.split(plain, visibility: visibility, table: name)
+                return try body(embedded ?? storedKey, value)
+            }
+        }
+    }
+
+    /// The cursor walk over stored bytes with typed bounds (unsealed stores).
+    func forEachStored(from: Key?, to: Key?, prefix: Key?, reverse: Bool, _ body: (MDB_val, MDB_val) throws -> Bool) throws {
+        func bytes(_ key: Key?) throws -> [UInt8]? { try key.map { try $0.withStoreBytes { Array($0) } } }
+        try forEachStoredBytes(from: try bytes(from), to: try bytes(to), prefix: try bytes(prefix), reverse: reverse, body)
     }
 
     /// The cursor walk behind every iteration: `body` gets each entry's key and value as LMDB
     /// hands them (valid only during the call).
-    func forEachRaw(from: Key?, to: Key?, prefix: Key?, reverse: Bool, _ body: (MDB_val, MDB_val) throws -> Bool) throws {
+    func forEachStoredBytes(from: [UInt8]?, to: [UInt8]?, prefix: [UInt8]?, reverse: Bool, _ body: (MDB_val, MDB_val) throws -> Bool) throws {
         let txn = try state.live()
         var cursor: OpaquePointer?
         var rc = mdb_cursor_open(txn, dbi, &cursor)
@@ -242,10 +382,10 @@ public struct WriteTransaction: ~Copyable {
         defer { mdb_cursor_close(cursor) }
 
         // An empty bound or prefix is no bound (LMDB refuses an empty key to position at).
-        func bytes(_ key: Key?) throws -> [UInt8]? { try key.map { try $0.withStoreBytes { Array($0) } }.flatMap { $0.isEmpty ? nil : $0 } }
-        let prefixBytes = try bytes(prefix)
-        let lower = try prefixBytes ?? bytes(from)
-        let upper = try bytes(to)
+        func bytes(_ key: [UInt8]?) -> [UInt8]? { key.flatMap { $0.isEmpty ? nil : $0 } }
+        let prefixBytes = bytes(prefix)
+        let lower = prefixBytes ?? bytes(from)
+        let upper = bytes(to)
         var keyVal = MDB_val()
         var dataVal = MDB_val()
 
@@ -327,18 +467,18 @@ public struct TableHandle<Key: StoreKey, Value: StoreValue, Access>: ~Copyable {
     /// - Throws: ``StoreError/invalidKeySize(size:maximum:)``, ``StoreError/decodingFailed(table:type:reason:)``,
     ///   ``StoreError/transactionClosed``, LMDB failures.
     @inlinable public func get(_ key: Key) throws -> Value? {
-        try key.withStoreBytes { k in
-            try access.state.rawGet(dbi: access.dbi, key: k, table: access.name).map { try access.state.decode(Value.self, bytes: $0, table: access.name) }
-        }
+        try key.withStoreBytes { k in try access.lend(k) { try access.state.decode(Value.self, bytes: $0, table: access.name) } }
     }
-    /// Lends `key`'s stored bytes to `body` without decoding or copying them (a borrowing read
-    /// straight from LMDB's memory map); nil when the key is absent. The bytes are valid only
-    /// inside `body` — do not let the pointer escape — and, in a write transaction, only until
-    /// the next write. Decode with ``StoreCodable/init(storeBytes:)`` when a typed value is needed.
+    /// Lends `key`'s value bytes to `body` without decoding or copying them into an array (a
+    /// borrowing read: straight from LMDB's memory map in an unsealed store, from a wiped
+    /// temporary buffer the value was opened into in a sealed one); nil when the key is absent.
+    /// The bytes are valid only inside `body` — do not let the pointer escape — and, in a write
+    /// transaction, only until the next write. Decode with ``StoreCodable/init(storeBytes:)``
+    /// when a typed value is needed.
     /// - Throws: ``StoreError/invalidKeySize(size:maximum:)``, ``StoreError/transactionClosed``,
-    ///   LMDB failures, and whatever `body` throws.
+    ///   ``StoreError/sealedValueRejected(table:reason:)``, LMDB failures, and whatever `body` throws.
     @inlinable public func withValue<R>(_ key: Key, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
-        try key.withStoreBytes { k in try access.state.rawGet(dbi: access.dbi, key: k, table: access.name).map(body) }
+        try key.withStoreBytes { k in try access.lend(k, body) }
     }
     /// Whether `key` has a value.
     public func contains(_ key: Key) throws -> Bool { try access.contains(key) }
@@ -363,9 +503,7 @@ public struct TableHandle<Key: StoreKey, Value: StoreValue, Access>: ~Copyable {
     /// `false` to stop. The bytes are valid only inside `body`.
     /// - Throws: ``StoreError/transactionClosed``, LMDB failures, and whatever `body` throws.
     public func forEachValue(prefix: Key, reverse: Bool = false, _ body: (UnsafeRawBufferPointer) throws -> Bool) throws {
-        try access.forEachRaw(from: nil, to: nil, prefix: prefix, reverse: reverse) { _, value in
-            try body(UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))
-        }
+        try access.forEachRaw(from: nil, to: nil, prefix: prefix, reverse: reverse) { _, value in try body(value) }
     }
     /// The entries with `from ≤ key < to`, in order, at most `limit`.
     public func entries(from: Key? = nil, to: Key? = nil, reverse: Bool = false, limit: Int? = nil) throws -> [(key: Key, value: Value)] {
@@ -391,6 +529,14 @@ extension TableHandle where Access == ReadWriteAccess {
     }
     /// Stores `value` under `key` without reading the old value (cheaper than ``insert(_:_:)``).
     public func put(_ key: Key, _ value: Value) throws { try access.put(key, value) }
+    /// Stores `value` under `key`, sealed in a sealed store under the key of the shred group of
+    /// `expiringAt` (ms since the epoch; ``StoreSealer/shredGroup(expiringAt:)``) instead of the
+    /// DEK: once ``Database/destroyShredGroups(endingBy:)`` has run past that minute, the value
+    /// opens in no copy of the file. nil is ``put(_:_:)``.
+    /// - Throws: as ``put(_:_:)``, and the keychain's errors when the group's key is made.
+    public func put(_ key: Key, _ value: Value, expiringAt: UInt64?) throws {
+        try access.put(key, value, shred: expiringAt.map(StoreSealer.shredGroup(expiringAt:)))
+    }
     /// Removes `key`, returning its value (nil if absent).
     /// - Throws: ``StoreError/decodingFailed(table:type:reason:)`` when the value does not decode
     ///   (it stays; ``delete(_:)`` removes it unread), LMDB failures.

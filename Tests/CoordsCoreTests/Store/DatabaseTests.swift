@@ -289,7 +289,7 @@ import Testing
         var leaked: TransactionState?
         try store.db.write { tx in leaked = tx.state }
         let state = try #require(leaked)
-        let access = TableAccess<String, UInt64>(state: state, dbi: 0, name: "names", stamped: true)
+        let access = TableAccess<String, UInt64>(state: state, dbi: 0, name: "names", stamped: true, visibility: .hidden, sealed: false)
         #expect(throws: StoreError.transactionClosed) { try access.get("x") }
         #expect(throws: StoreError.transactionClosed) { try access.put("x", 1) }
         #expect(throws: StoreError.transactionClosed) { try access.count() }
