@@ -2,7 +2,11 @@
 // it can and acknowledges each one on stdout ("ack N") only after `write` returned. The parent
 // kills it with SIGKILL at a random moment and checks the reopened store.
 //
-// Usage: store-crash-child <directory> <durable|nosync>
+// Usage: store-crash-child <directory> <durable|nosync|sealed|rekey>
+//   sealed: the same commits into a store sealed under ``CrashSchema.dek``.
+//   rekey:  opens a CoordsApp (file keychain, host key ``CrashSchema.hostKey``) holding
+//           ``CrashSchema.friendCount`` friends and rekeys its store over and over ("ack N" after
+//           each); the parent checks that the app still opens and reads every friend.
 import CoordsCore
 
 #if canImport(Glibc)
@@ -10,7 +14,7 @@ import Glibc
 #endif
 
 enum CrashSchema {
-    static let records = TableDefinition<UInt64, [UInt8]>("records")
+    static let records = TableDefinition<UInt64, [UInt8]>("records", keys: .visible)
     static let head = TableDefinition<String, UInt64>("head")
     static let schema = Schema(version: 1, tables: [records.erased, head.erased])
     /// Records written by transaction `n`: keys n*perTransaction ..< (n+1)*perTransaction.
@@ -21,6 +25,21 @@ enum CrashSchema {
     static let pattern: [UInt8] = (0..<2040).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }
     static func value(for key: UInt64) -> [UInt8] {
         withUnsafeBytes(of: key.bigEndian) { Array($0) } + pattern
+    }
+
+    /// The DEK of the sealed mode.
+    static let dek = [UInt8](repeating: 0x5a, count: 32)
+    /// The file keychain's host key in the rekey mode.
+    static let hostKey = [UInt8](repeating: 0x33, count: 32)
+    /// Friends the rekey mode's app holds.
+    static let friendCount = 40
+
+    /// Options of the sealed mode's store.
+    static func sealedOptions() throws -> Database.Options {
+        var options = Database.Options()
+        options.mapSize = 1 << 24
+        options.sealer = try StoreSealer(dek: SecretBytes(copying: dek))
+        return options
     }
 }
 
@@ -35,9 +54,31 @@ guard arguments.count >= 2 else {
     say("usage: store-crash-child <directory> [durable|nosync]", to: 2)
     exit(2)
 }
+let mode = arguments.count > 2 ? arguments[2] : "durable"
+if mode == "rekey" {
+    do {
+        let app = try CoordsApp.open(directory: arguments[1], options: .init(keychain: .file(.key(SecretBytes(copying: CrashSchema.hostKey)))))
+        say("ready 0")
+        var n: UInt64 = 0
+        while true {
+            try app.rekeyStore()
+            say("ack \(n)")
+            n += 1
+        }
+    } catch {
+        say("store-crash-child: \(error)", to: 2)
+        exit(1)
+    }
+}
 var options = Database.Options()
 options.mapSize = 1 << 24
-options.durability = arguments.count > 2 && arguments[2] == "nosync" ? .noSync : .durable
+options.durability = mode == "nosync" ? .noSync : .durable
+if mode == "sealed" {
+    do { options = try CrashSchema.sealedOptions() } catch {
+        say("store-crash-child: \(error)", to: 2)
+        exit(1)
+    }
+}
 do {
     let db = try Database.open(path: arguments[1], options: options, schema: CrashSchema.schema)
     var next = try db.read { tx in try tx.open(CrashSchema.head).get("next") } ?? 0

@@ -72,30 +72,82 @@ import Testing
             #expect(errors.isEmpty, "child failed: \(errors)")
             totalAcks += acks.count
             let db = try Database.open(path: directory.path, schema: Self.schema)
-            let (next, count, intact) = try db.read { tx -> (UInt64, Int, Bool) in
-                let next = try tx.open(Self.head).get("next") ?? 0
-                let records = try tx.open(Self.records)
-                var intact = true
-                var expectedKey: UInt64 = 0
-                try records.forEach { key, value in
-                    if key != expectedKey || !Self.matches(value, key: key) { intact = false }
-                    expectedKey += 1
-                    return intact
-                }
-                return (next, try records.count(), intact)
-            }
-            db.close()
-            // Every record of transactions < next, none beyond: no torn transaction.
-            #expect(intact, "round \(round): a record is missing or damaged")
-            #expect(UInt64(count) == next * Self.perTransaction, "round \(round): \(count) records for \(next) transactions")
-            // Every acknowledged transaction is there; at most one unacknowledged one made it.
-            let floor = (acks.last.map { $0 + 1 }) ?? committed
-            #expect(next >= floor, "round \(round): acknowledged \(floor) transactions, found \(next)")
-            #expect(next <= floor + 1, "round \(round): found \(next) transactions, only \(floor) acknowledged")
-            #expect(next >= committed, "round \(round): the store went backwards")
-            committed = next
+            try checkPrefix(db, round: round, acks: acks, committed: &committed)
         }
         #expect(totalAcks > 24, "the child should have committed during most rounds")
+    }
+
+    /// The same walk on a store sealed at rest: every value sealed, keys hidden.
+    @Test func killedWriterOfASealedStoreLeavesExactlyAPrefixOfItsCommits() throws {
+        let directory = try Fixtures.makeTemporaryDirectory("crash-sealed")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var committed: UInt64 = 0
+        var totalAcks = 0
+        for round in 0..<16 {
+            let (acks, errors) = try runAndKill(directory: directory, mode: "sealed", killAfter: 0.05 + Double.random(in: 0...0.15))
+            #expect(errors.isEmpty, "child failed: \(errors)")
+            totalAcks += acks.count
+            let db = try Database.open(path: directory.path, options: try CrashSchema.sealedOptions(), schema: Self.schema)
+            try checkPrefix(db, round: round, acks: acks, committed: &committed)
+        }
+        #expect(totalAcks > 16, "the child should have committed during most rounds")
+        // Nothing of the records is in the file in the clear.
+        let data = try Data(contentsOf: directory.appendingPathComponent("data.mdb"))
+        #expect(data.range(of: Data(CrashSchema.pattern.prefix(64))) == nil, "a record's bytes are in the sealed file")
+    }
+
+    /// A process rekeying its app's store is killed at random moments: the app opens every time
+    /// (with the old key or the new one, never neither) and reads every friend.
+    @Test func killedRekeyAlwaysLeavesAStoreThatOpens() async throws {
+        let directory = try Fixtures.makeTemporaryDirectory("crash-rekey")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let options = CoordsApp.Options(keychain: .file(.key(SecretBytes(copying: CrashSchema.hostKey))))
+        do {
+            let app = try CoordsApp.open(directory: directory.path, options: options)
+            _ = try await app.wallet.createIdentity(name: "Crash", server: "https://relay.example")
+            for i in 0..<CrashSchema.friendCount {
+                let friend = try Identity(signing: Ed25519SigningKey(seed: SecretBytes(copying: [UInt8](repeating: UInt8(i + 1), count: 32))))
+                _ = try await app.friends.add(id: friend.publicKey.base64URL, server: "https://relay.example", name: "Friend \(i)")
+            }
+            app.close()
+        }
+        var totalAcks = 0
+        for round in 0..<16 {
+            let (acks, errors) = try runAndKill(directory: directory, mode: "rekey", killAfter: 0.1 + Double.random(in: 0...0.3))
+            #expect(errors.isEmpty, "child failed: \(errors)")
+            totalAcks += acks.count
+            let app = try CoordsApp.open(directory: directory.path, options: options)
+            let names = try app.friends.list().map(\.name)
+            #expect(names.count == CrashSchema.friendCount, "round \(round): \(names.count) friends")
+            app.close()
+        }
+        #expect(totalAcks > 16, "the child should have rekeyed during most rounds")
+    }
+
+    /// Checks that `db` holds exactly a prefix of the child's commits including every acknowledged one.
+    func checkPrefix(_ db: Database, round: Int, acks: [UInt64], committed: inout UInt64) throws {
+        let (next, count, intact) = try db.read { tx -> (UInt64, Int, Bool) in
+            let next = try tx.open(Self.head).get("next") ?? 0
+            let records = try tx.open(Self.records)
+            var intact = true
+            var expectedKey: UInt64 = 0
+            try records.forEach { key, value in
+                if key != expectedKey || !Self.matches(value, key: key) { intact = false }
+                expectedKey += 1
+                return intact
+            }
+            return (next, try records.count(), intact)
+        }
+        db.close()
+        // Every record of transactions < next, none beyond: no torn transaction.
+        #expect(intact, "round \(round): a record is missing or damaged")
+        #expect(UInt64(count) == next * Self.perTransaction, "round \(round): \(count) records for \(next) transactions")
+        // Every acknowledged transaction is there; at most one unacknowledged one made it.
+        let floor = (acks.last.map { $0 + 1 }) ?? committed
+        #expect(next >= floor, "round \(round): acknowledged \(floor) transactions, found \(next)")
+        #expect(next <= floor + 1, "round \(round): found \(next) transactions, only \(floor) acknowledged")
+        #expect(next >= committed, "round \(round): the store went backwards")
+        committed = next
     }
 }
 

@@ -32,8 +32,9 @@ import Testing
         return acknowledged
     }
 
-    static func options(_ injector: StoreFaultInjector?) -> Database.Options {
+    static func options(_ injector: StoreFaultInjector?, sealed: Bool = false) -> Database.Options {
         var options = Database.Options()
+        if sealed { options.sealer = try? StoreSealer(dek: SecretBytes(copying: [UInt8](repeating: 0x6b, count: 32))) }
         options.mapSize = 1 << 20
         options.durability = .noSync
         options.faultInjector = injector
@@ -51,12 +52,13 @@ import Testing
         return done.wait(timeout: .now() + 10) == .success
     }
 
-    @Test func everyFailurePointLeavesAWorkingDatabase() throws {
+    /// Unsealed, and sealed at rest (every value sealed, keys hidden).
+    @Test(arguments: [false, true]) func everyFailurePointLeavesAWorkingDatabase(sealed: Bool) throws {
         // Count the calls of one clean run.
         let probe = StoreFaultInjector()
         let clean = try Fixtures.makeTemporaryDirectory("fault")
         defer { try? FileManager.default.removeItem(at: clean) }
-        let cleanDB = try Database.open(path: clean.path, options: Self.options(probe), schema: TestTables.schema)
+        let cleanDB = try Database.open(path: clean.path, options: Self.options(probe, sealed: sealed), schema: TestTables.schema)
         let expected = Self.writePath(cleanDB)
         #expect(expected.count == 91)  // 120 written, 29 removed
         #expect(Self.closesPromptly(cleanDB))
@@ -72,11 +74,11 @@ import Testing
             defer { try? FileManager.default.removeItem(at: directory) }
             let db: Database
             do {
-                db = try Database.open(path: directory.path, options: Self.options(injector), schema: TestTables.schema)
+                db = try Database.open(path: directory.path, options: Self.options(injector, sealed: sealed), schema: TestTables.schema)
             } catch {
                 // A failed open leaves nothing half-open: the same directory opens cleanly.
                 failedOperations.formUnion(injector.injected.map(\.operation))
-                let again = try Database.open(path: directory.path, options: Self.options(nil), schema: TestTables.schema)
+                let again = try Database.open(path: directory.path, options: Self.options(nil, sealed: sealed), schema: TestTables.schema)
                 #expect(Self.closesPromptly(again))
                 continue
             }
@@ -101,6 +103,7 @@ import Testing
         }
         // The walk reached every kind of call on the path.
         #expect(failedOperations.isSuperset(of: [.open, .beginWrite, .put, .delete, .commit, .resize]))
+        if sealed { #expect(cleanDB.isSealed) }
     }
 
     @Test func aFailedCommitNoLongerLeaksTheResizeLock() throws {
