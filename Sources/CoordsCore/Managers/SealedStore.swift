@@ -124,23 +124,29 @@ enum SealedStore {
             let sealed = try Database.open(path: temporary, options: sealedOptions, schema: AppSchema.current)
             defer { sealed.close() }
             progress?("sealing the store at rest (a one-time migration from 1.0.0)")
-            try copy(Tables.friends, plain, sealed)
-            try copy(Tables.locations, plain, sealed)
-            try copy(Tables.uploadState, plain, sealed)
-            try copy(Tables.settings, plain, sealed)
-            try copy(Tables.outbox, plain, sealed)
-            try copy(Tables.messages, plain, sealed, progress: progress) { $0.disappearsAt }
-            try copy(Tables.messageIDs, plain, sealed)
-            try copy(Tables.conversations, plain, sealed)
-            try copy(Tables.shareLimits, plain, sealed)
-            try copy(Tables.retiredKeys, plain, sealed)
-            try copy(Tables.rotation, plain, sealed)
+            try copyAll(from: plain, to: sealed, progress: progress)
             try sealed.sync()
         }
         try syncDirectory(temporary)
         guard rename(temporary, path + ".new") == 0 else { throw StoreError.openFailed(path: path + ".new", .system(errno)) }
         try syncDirectory(parent(of: path))
         try recover(path: path)
+    }
+
+    /// Copies every table of ``AppSchema`` (messages with their expiry, so a sealed target seals
+    /// them under their shred groups).
+    static func copyAll(from plain: Database, to sealed: Database, progress: ((String) -> Void)? = nil) throws {
+        try copy(Tables.friends, plain, sealed)
+        try copy(Tables.locations, plain, sealed)
+        try copy(Tables.uploadState, plain, sealed)
+        try copy(Tables.settings, plain, sealed)
+        try copy(Tables.outbox, plain, sealed)
+        try copy(Tables.messages, plain, sealed, progress: progress) { $0.disappearsAt }
+        try copy(Tables.messageIDs, plain, sealed)
+        try copy(Tables.conversations, plain, sealed)
+        try copy(Tables.shareLimits, plain, sealed)
+        try copy(Tables.retiredKeys, plain, sealed)
+        try copy(Tables.rotation, plain, sealed)
     }
 
     /// Copies one table in batches (one read snapshot of the source, a write per batch).
