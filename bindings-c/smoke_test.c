@@ -71,39 +71,59 @@ static void base64url(const uint8_t *in, size_t len, char *out) {
     out[o] = '\0';
 }
 
-/* A host keychain in memory, guarded by a mutex (the library may call from any thread). */
+/* A host keychain in memory, guarded by a mutex (the library may call from any thread). It
+ * keeps several named entries: the identity seed and the store's key at least. */
+#define KC_SLOTS 16
 typedef struct {
-    pthread_mutex_t lock;
     char name[64];
     uint8_t secret[64];
     size_t len;
     int has;
+} KeychainSlot;
+
+typedef struct {
+    pthread_mutex_t lock;
+    KeychainSlot slots[KC_SLOTS];
     int saves;
 } MemoryKeychain;
 
+/* The slot holding `name`, or NULL; with `create`, a free slot for it. */
+static KeychainSlot *kc_slot(MemoryKeychain *k, const char *name, int create) {
+    KeychainSlot *free_slot = NULL;
+    for (int i = 0; i < KC_SLOTS; i++) {
+        if (k->slots[i].has && strcmp(k->slots[i].name, name) == 0) return &k->slots[i];
+        if (!k->slots[i].has && free_slot == NULL) free_slot = &k->slots[i];
+    }
+    return create ? free_slot : NULL;
+}
+
 static int32_t kc_save(void *ctx, const char *name, const uint8_t *secret, size_t len) {
     MemoryKeychain *k = ctx;
-    if (len > sizeof k->secret || strlen(name) >= sizeof k->name) return 5;
+    if (len > sizeof k->slots[0].secret || strlen(name) >= sizeof k->slots[0].name) return 5;
     pthread_mutex_lock(&k->lock);
-    strcpy(k->name, name);
-    memcpy(k->secret, secret, len);
-    k->len = len;
-    k->has = 1;
-    k->saves++;
+    KeychainSlot *slot = kc_slot(k, name, 1);
+    if (slot != NULL) {
+        strcpy(slot->name, name);
+        memcpy(slot->secret, secret, len);
+        slot->len = len;
+        slot->has = 1;
+        k->saves++;
+    }
     pthread_mutex_unlock(&k->lock);
-    return 0;
+    return slot != NULL ? 0 : 6;
 }
 
 static int32_t kc_load(void *ctx, const char *name, uint8_t *out, size_t capacity, size_t *out_len) {
     MemoryKeychain *k = ctx;
     int32_t rc = 1;
     pthread_mutex_lock(&k->lock);
-    if (k->has && strcmp(k->name, name) == 0) {
-        if (k->len > capacity) {
+    KeychainSlot *slot = kc_slot(k, name, 0);
+    if (slot != NULL) {
+        if (slot->len > capacity) {
             rc = 2;
         } else {
-            memcpy(out, k->secret, k->len);
-            *out_len = k->len;
+            memcpy(out, slot->secret, slot->len);
+            *out_len = slot->len;
             rc = 0;
         }
     }
@@ -114,9 +134,19 @@ static int32_t kc_load(void *ctx, const char *name, uint8_t *out, size_t capacit
 static int32_t kc_remove(void *ctx, const char *name) {
     MemoryKeychain *k = ctx;
     pthread_mutex_lock(&k->lock);
-    if (k->has && strcmp(k->name, name) == 0) k->has = 0;
+    KeychainSlot *slot = kc_slot(k, name, 0);
+    if (slot != NULL) slot->has = 0;
     pthread_mutex_unlock(&k->lock);
     return 0;
+}
+
+/* Whether the keychain holds `name` with a secret of `len` bytes. */
+static int kc_holds(MemoryKeychain *k, const char *name, size_t len) {
+    pthread_mutex_lock(&k->lock);
+    KeychainSlot *slot = kc_slot(k, name, 0);
+    int holds = slot != NULL && slot->len == len;
+    pthread_mutex_unlock(&k->lock);
+    return holds;
 }
 
 static pthread_mutex_t updates_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -396,6 +426,17 @@ static void test_apps(void) {
     CHECK(contains(&json, "\"sharing\":\"on\"") && contains(&json, "\"share_until\":null"));
     coords_buffer_free(&json);
     EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_location_next_share_expiry(alice, NULL, &e_));
+
+    /* The store sealed at rest (docs/STORE.md): no message disappears yet; a rekey keeps everything. */
+    uint64_t due = 1;
+    EXPECT(COORDS_OK, coords_messages_next_expiry(alice, &due, &e_));
+    CHECK(due == 0);
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_messages_next_expiry(alice, NULL, &e_));
+    EXPECT(COORDS_OK, coords_app_rekey(alice, &e_));
+    EXPECT(COORDS_OK, coords_friends_list(alice, &json, &e_));
+    CHECK(contains(&json, bob_id));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_app_rekey(NULL, &e_));
     EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_friends_pause(alice, NULL, &json, &e_));
 
     uint8_t keys[64];
@@ -594,7 +635,8 @@ static void test_apps(void) {
     EXPECT(COORDS_ERR_TOO_LARGE, coords_wallet_import_backup(host, backup.data, (size_t)-1, "backup pw", &id, &e_));
     EXPECT(COORDS_OK, coords_wallet_import_backup(host, backup.data, backup.len, "backup pw", &id, &e_));
     CHECK(strcmp((const char *)id.data, alice_id) == 0);
-    CHECK(memory.has && memory.len == 32 && memory.saves == 1);
+    /* The store's key (saved at open) and the restored identity, nothing else. */
+    CHECK(kc_holds(&memory, "identity.ed25519.seed", 32) && kc_holds(&memory, "store.dek", 32) && memory.saves == 2);
     coords_buffer_free(&id);
     coords_buffer_free(&backup);
     EXPECT(COORDS_OK, coords_friends_list(host, &json, &e_));

@@ -121,6 +121,13 @@ extern "C" {
 #define COORDS_ERR_INVALID_KEY_SIZE 432
 #define COORDS_ERR_SCHEMA_TOO_NEW 440
 #define COORDS_ERR_MIGRATION_FAILED 441
+/* 450–459 the store sealed at rest (docs/STORE.md) */
+#define COORDS_ERR_SEALED_VALUE_REJECTED 450 /* a stored value does not open: damaged, moved, foreign */
+#define COORDS_ERR_WRONG_STORE_KEY 451       /* the keychain's store key does not open this store */
+#define COORDS_ERR_STORE_KEY_REQUIRED 452    /* a sealed store opened without its key */
+#define COORDS_ERR_STORE_KEY_MISSING 453     /* the store is sealed, the keychain has no store key */
+#define COORDS_ERR_UNSEALED_STORE 454        /* a 1.0.0 store in the clear (coords_app_open migrates it) */
+#define COORDS_ERR_UNSUPPORTED_SCAN 455      /* a scan that needs the order of hidden key bytes */
 
 /* 500–599 channels and lifetime */
 #define COORDS_ERR_EMPTY 500
@@ -325,8 +332,12 @@ int32_t coords_may_reuse_fix(uint64_t fix_timestamp_ms, uint64_t now_ms, const c
  *   sealed; optional "keychain_cost" and "backup_cost": "minimum" | "interactive" | "moderate"
  *   or {"ops_limit": n, "mem_limit": n}; "update_capacity": n; "durability": "durable" |
  *   "no_meta_sync" | "no_sync".
+ * The store is sealed at rest under a key the keychain keeps ("store.dek", made on first open);
+ * a 1.0.0 store written in the clear is copied into a new sealed file on the first open (the
+ * plaintext file is overwritten and removed), which can take a while for a large store.
  * Errors: NULL_ARGUMENT, INVALID_UTF8, INVALID_JSON, INVALID_ARGUMENT, WRONG_PASSPHRASE,
- * STORE_ALREADY_OPEN, STORE_OPEN_FAILED, STORE_CORRUPTED, KEYCHAIN_*. */
+ * STORE_ALREADY_OPEN, STORE_OPEN_FAILED, STORE_CORRUPTED, STORE_KEY_MISSING (the keychain lost
+ * the store key: nothing is changed), WRONG_STORE_KEY, KEYCHAIN_*. */
 int32_t coords_app_open(const char *data_dir, const char *options_json, CoordsApp **app_out, CoordsError *out_error);
 
 /* Like coords_app_open, but the identity lives in the host's keychain (`keychain` is copied;
@@ -334,6 +345,13 @@ int32_t coords_app_open(const char *data_dir, const char *options_json, CoordsAp
 int32_t coords_app_open_with_keychain(const char *data_dir, const char *options_json,
                                       const CoordsKeychainCallbacks *keychain, CoordsApp **app_out,
                                       CoordsError *out_error);
+
+/* Replaces the store's key: a new random key, every stored value sealed again under it, the
+ * old key destroyed in the keychain. Crash-safe (after a kill at any point the app opens with
+ * the old key or the new one). Other calls on the app wait while it runs. Thread-safe.
+ * Errors: INVALID_HANDLE, SEALED_VALUE_REJECTED (a damaged value: nothing changes),
+ * STORE_*, KEYCHAIN_*. */
+int32_t coords_app_rekey(CoordsApp *app, CoordsError *out_error);
 
 /* Closes an app: stops its update callback, ends its updates, closes its store. NULL is a
  * no-op that succeeds; a second close returns COORDS_ERR_INVALID_HANDLE. */
@@ -593,7 +611,15 @@ int32_t coords_messages_history(CoordsApp *app, const char *friend_id, uint32_t 
  * after they were stored (0 turns it off). Errors: FRIEND_NOT_FOUND. */
 int32_t coords_messages_set_disappearing(CoordsApp *app, const char *friend_id, uint64_t seconds, CoordsError *out_error);
 
-/* Deletes local messages whose timer ran out; writes their ids as a JSON array. */
+/* When coords_messages_sweep_expired should run next (ms since the epoch; 0 = no message
+ * disappears): the end of the minute in which the earliest disappearing message expires, when
+ * its key is destroyed. Schedule one wake-up for it. History hides a message from its own
+ * expiry on. Errors: NULL_ARGUMENT, INVALID_HANDLE, STORE_*. */
+int32_t coords_messages_next_expiry(CoordsApp *app, uint64_t *at_ms_out, CoordsError *out_error);
+
+/* Deletes local messages whose timer ran out, then destroys the keys of expired messages once
+ * their minute has passed (no copy of the store taken later opens them); writes their ids as a
+ * JSON array. Errors: INVALID_HANDLE, STORE_*, KEYCHAIN_*. */
 int32_t coords_messages_sweep_expired(CoordsApp *app, CoordsBuffer *ids_json_out, CoordsError *out_error);
 
 /* ---- Live channel (PROTOCOL.md section 8; the host owns the WebSockets) ----------------- */

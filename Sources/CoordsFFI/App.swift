@@ -60,6 +60,11 @@ public func ffiAppOpenWithKeychain(
     }
 }
 
+@_cdecl("coords_app_rekey")
+public func ffiAppRekey(_ handle: Handle, _ error: ErrorOut) -> Int32 {
+    exported(error) { try apps.get(handle).app.rekeyStore() }
+}
+
 @_cdecl("coords_app_close")
 public func ffiAppClose(_ handle: Handle, _ error: ErrorOut) -> Int32 {
     exported(error) {

@@ -153,6 +153,14 @@ public func ffiMessagesSetDisappearing(_ handle: Handle, _ friendID: CString, _ 
     }
 }
 
+@_cdecl("coords_messages_next_expiry")
+public func ffiMessagesNextExpiry(_ handle: Handle, _ atOut: UnsafeMutablePointer<UInt64>?, _ error: ErrorOut) -> Int32 {
+    exported(error) {
+        let out = try Argument.output(atOut, "at_ms_out")
+        out.pointee = try apps.get(handle).app.messages.nextExpiry() ?? 0
+    }
+}
+
 @_cdecl("coords_messages_sweep_expired")
 public func ffiMessagesSweepExpired(_ handle: Handle, _ idsOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(idsOut, "ids_json_out", app: handle, error) { app in

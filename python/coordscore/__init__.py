@@ -104,6 +104,12 @@ ERR_ENCODING_FAILED = 431
 ERR_INVALID_KEY_SIZE = 432
 ERR_SCHEMA_TOO_NEW = 440
 ERR_MIGRATION_FAILED = 441
+ERR_SEALED_VALUE_REJECTED = 450
+ERR_WRONG_STORE_KEY = 451
+ERR_STORE_KEY_REQUIRED = 452
+ERR_STORE_KEY_MISSING = 453
+ERR_UNSEALED_STORE = 454
+ERR_UNSUPPORTED_SCAN = 455
 ERR_EMPTY = 500
 ERR_FULL = 501
 ERR_CLOSED = 502
@@ -249,6 +255,7 @@ _SIGNATURES = [
     ("coords_app_open", c_int32, [c_char_p, c_char_p, POINTER(_APP), _ERR]),
     ("coords_app_open_with_keychain", c_int32, [c_char_p, c_char_p, POINTER(CoordsKeychainCallbacks), POINTER(_APP), _ERR]),
     ("coords_app_close", c_int32, [_APP, _ERR]),
+    ("coords_app_rekey", c_int32, [_APP, _ERR]),
     ("coords_app_next_update", c_int32, [_APP, c_int64, _BUF, _ERR]),
     ("coords_app_set_update_callback", c_int32, [_APP, UPDATE_CALLBACK, c_void_p, _ERR]),
     ("coords_wallet_create_identity", c_int32, [_APP, c_char_p, c_char_p, _BUF, _ERR]),
@@ -299,6 +306,7 @@ _SIGNATURES = [
     ("coords_messages_history", c_int32, [_APP, c_char_p, c_uint32, _BUF, _ERR]),
     ("coords_messages_set_disappearing", c_int32, [_APP, c_char_p, c_uint64, _ERR]),
     ("coords_messages_sweep_expired", c_int32, [_APP, _BUF, _ERR]),
+    ("coords_messages_next_expiry", c_int32, [_APP, POINTER(c_uint64), _ERR]),
     ("coords_live_connections", c_int32, [_APP, _BUF, _ERR]),
     ("coords_live_opened", c_int32, [_APP, c_char_p, _BUF, _ERR]),
     ("coords_live_process", c_int32, [_APP, c_char_p, _U8, c_size_t, _BUF, _ERR]),
@@ -1429,9 +1437,31 @@ class App(_NativeHandle):
         _call(lib.coords_messages_set_disappearing, self.handle, _utf8(friend_id, "friend_id"), seconds or 0)
 
     def sweep_expired_messages(self) -> list[str]:
-        """Deletes messages past their disappearing time; returns their ids."""
+        """Deletes messages past their disappearing time and destroys the keys they were sealed
+        under once their minute has passed (no later copy of the store opens them); returns
+        their ids.
+
+        Raises StoreError, ManagerError (ERR_KEYCHAIN_*)."""
         swept: list[str] = _json_call(lib.coords_messages_sweep_expired, self.handle)
         return swept
+
+    def next_message_expiry(self) -> Optional[int]:
+        """When sweep_expired_messages() should run next (ms since the epoch), or None when no
+        stored message disappears. history() hides a message from its own expiry on.
+
+        Raises StoreError."""
+        out = c_uint64()
+        _call(lib.coords_messages_next_expiry, self.handle, byref(out))
+        return out.value or None
+
+    def rekey(self) -> None:
+        """Replaces the store's key: a new random key, every value sealed again under it, the
+        old key destroyed. Crash-safe: after a kill at any point the app opens with the old key
+        or the new one. Other calls wait while it runs.
+
+        Raises StoreError (ERR_SEALED_VALUE_REJECTED for a damaged value: nothing changes),
+        ManagerError (ERR_KEYCHAIN_*)."""
+        _call(lib.coords_app_rekey, self.handle)
 
     # Live channel (PROTOCOL.md §8): this module prepares and processes; you own the WebSockets.
 

@@ -894,3 +894,29 @@ def test_a_python_host_is_bounded_by_what_a_hostile_relay_answers(tmp_path):
             outcome = bob.process_messages(json.dumps({"packets": many}).encode())
             stamps += [int(a.headers["X-Coords-Timestamp"]) for a in outcome.acks]
         assert len(stamps) == 300 and max(stamps) <= time.time() + 121
+
+
+def test_the_store_is_sealed_under_a_key_the_host_keychain_keeps(tmp_path):
+    keychain = cc.Keychain()
+    directory = str(tmp_path / "sealed")
+    with cc.App(directory, keychain=keychain, **FAST) as app:
+        me = app.create_identity("Marker Person", "https://relay-secret.test")
+        friend = cc.b64url(cc.generate_identity()[1])
+        app.add_friend(friend, "https://relay-secret.test", "Zoë Marker")
+        assert app.next_message_expiry() is None
+        app.set_disappearing(friend, 60)
+        old = keychain.entries["store.dek"]
+        assert len(old) == 32
+        app.rekey()
+        assert keychain.entries["store.dek"] != old and "store.dek.next" not in keychain.entries
+        assert [f["name"] for f in app.friends()] == ["Zoë Marker"]
+    data = open(os.path.join(directory, "store", "data.mdb"), "rb").read()
+    for secret in ("Marker Person", "Zoë Marker", "relay-secret", me, friend):
+        assert secret.encode() not in data
+    # Without its key the store is refused, and nothing is written.
+    del keychain.entries["store.dek"]
+    with pytest.raises(cc.StoreError) as caught:
+        cc.App(directory, keychain=keychain, **FAST)
+    assert caught.value.code == cc.ERR_STORE_KEY_MISSING
+    assert "store.dek" not in keychain.entries
+    assert open(os.path.join(directory, "store", "data.mdb"), "rb").read() == data
