@@ -193,6 +193,11 @@ def test_each_command_prints_json_that_matches_its_schema_and_the_exit_statuses_
     assert rotated["revoked"] is False and rotated["id"] != rotated["previous_id"] and rotated["statements_queued"] == 0
     revoked, _ = check("revoke", "revoke", home=tmp_path / "alice2")
     assert revoked["revoked"] is True and revoked["previous_id"] == links_id(links[alice])
+    # The store sealed under a new key (docs/STORE.md); Bob's friends are all still there.
+    friends_before = coords(env, bob, "friends", "--json").stdout
+    rekeyed, _ = check("rekey", "rekey", home=bob)
+    assert rekeyed["rekeyed"] is True and rekeyed["elapsed_ms"] >= 0
+    assert coords(env, bob, "friends", "--json").stdout == friends_before
     assert set(checked) == set(SCHEMAS), set(SCHEMAS) - set(checked)
 
 

@@ -26,6 +26,27 @@ struct Revoke: AsyncParsableCommand {
     func run() async throws { try await rotateIdentity(options, server: server, revoke: true) }
 }
 
+/// `coords rekey`: a new store key; every stored value sealed again (docs/STORE.md).
+struct Rekey: SessionCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Seal the local store under a new key and destroy the old one.",
+        discussion: """
+            Everything this device keeps (friends, positions, messages, settings, the outbox) is sealed at \
+            rest under a random store key kept in the keychain. rekey makes a new key, seals every value \
+            again and destroys the old key, so a copy of the store taken earlier no longer opens with \
+            what the keychain holds. Safe to interrupt: the store opens with the old key or the new one.
+            """)
+    @OptionGroup var options: CommandOptions
+
+    func run(in session: Session) async throws {
+        let started = nowMilliseconds()
+        try session.app.rekeyStore()
+        let elapsed = nowMilliseconds().subtractingSaturating(started)
+        if options.json { return printJSON(.object(["rekeyed": .bool(true), "elapsed_ms": .integer(elapsed)])) }
+        printLine("The store is sealed under a new key; the old key is destroyed (\(elapsed) ms).")
+    }
+}
+
 /// The shared path of `rotate` and `revoke`: rotate, send the statements, the new identity's
 /// upload and the delete of the old blob; queue what cannot be sent (exit 75).
 private func rotateIdentity(_ options: CommandOptions, server: String?, revoke: Bool) async throws {

@@ -256,20 +256,30 @@ struct Watch: AsyncParsableCommand {
             failures = failed ? failures + 1 : 0
             let delay = failures == 0 ? interval : min(60, 1 << min(failures - 1, 6))
             if failures > 0 { printLine("Retrying in \(delay) s.") }
-            try await sleepHandlingShareEnds(seconds: delay, session: session)
+            try await sleepHandlingTimers(seconds: delay, session: session)
         }
     }
 
     /// Sleeps `seconds`, waking when a share ends (PROTOCOL.md §9.3) to seal the last position
-    /// again without that friend at once.
-    private static func sleepHandlingShareEnds(seconds: Int, session: Session) async throws {
+    /// again without that friend at once, and when disappearing messages are due, to delete
+    /// them and destroy their keys on time (docs/STORE.md).
+    private static func sleepHandlingTimers(seconds: Int, session: Session) async throws {
         let deadline = nowMilliseconds().addingSaturating(UInt64(max(seconds, 0)).multipliedSaturating(by: 1000))
         while case let now = nowMilliseconds(), now < deadline {
             let expiry = (try? session.app.location.nextShareExpiry()) ?? nil
-            let wake = min(deadline, expiry ?? deadline)
+            let sweep = (try? session.app.messages.nextExpiry()) ?? nil
+            let wake = min(deadline, expiry ?? deadline, sweep ?? deadline)
             try await Task.sleep(for: .milliseconds(Int64(clamping: wake.subtractingSaturating(now))))
             if let expiry, nowMilliseconds() >= expiry, let message = (try? await sendReseal(session: session))?.message {
                 printLine("A share ended. " + message)
+            }
+            if let sweep, nowMilliseconds() >= sweep {
+                do {
+                    let gone = try await session.app.messages.sweepExpired()
+                    if !gone.isEmpty { printLine(gone.count == 1 ? "1 message disappeared." : "\(gone.count) messages disappeared.") }
+                } catch {
+                    printLine("Could not delete disappearing messages: \(describe(error))")
+                }
             }
         }
     }

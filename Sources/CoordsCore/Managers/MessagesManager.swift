@@ -604,11 +604,13 @@ public actor MessagesManager {
     }
 
     /// When ``sweepExpired()`` should run next (ms since the epoch), or nil when no stored
-    /// message disappears: the end of the minute in which the earliest one expires (its key is
-    /// destroyed then). ``history(with:limit:)`` hides a message from its own expiry on.
+    /// message disappears: the earliest message's own expiry, then the end of its minute, when
+    /// the key of every message expiring in that minute is destroyed (docs/STORE.md). Schedule
+    /// one wake-up for it and ask again after the sweep. ``history(with:limit:)`` hides a message
+    /// from its own expiry on, swept or not.
     /// - Throws: store errors.
     public nonisolated func nextExpiry() throws -> UInt64? {
-        try context.database.nextShredTime()
+        try context.database.nextExpiry(after: context.clock.now())
     }
 
     private func deleteExpired(now: UInt64) throws -> [String] {

@@ -92,14 +92,26 @@ extension Database {
     /// says when each is due).
     /// - Throws: ``StoreError/closed``, LMDB failures.
     public func shredGroups() throws -> [UInt64] {
-        try read { tx in try tx.state.shredGroups() }
+        try read { tx in try tx.state.shredIndex().map(\.group) }
     }
 
-    /// When the next shred group is due (ms since the epoch), or nil when there is none: the time
-    /// a host should call the sweep that ends in ``destroyShredGroups(endingBy:tables:)``.
+    /// When the next shred group is due (ms since the epoch), or nil when there is none: the end
+    /// of its minute, when ``destroyShredGroups(endingBy:tables:)`` destroys its key.
     /// - Throws: ``StoreError/closed``, LMDB failures.
     public func nextShredTime() throws -> UInt64? {
         try shredGroups().first.map(StoreSealer.shredTime(of:))
+    }
+
+    /// When something sealed under a shred group is next due after `now` (ms): a group's earliest
+    /// expiry while it is still ahead, then the group's end (its later values are not tracked one
+    /// by one; they are due by the end of the minute at the latest). nil when there is no group.
+    /// - Throws: ``StoreError/closed``, LMDB failures.
+    public func nextExpiry(after now: UInt64) throws -> UInt64? {
+        try read { tx in
+            try tx.state.shredIndex().map { group, earliest in
+                earliest.map { $0 > now ? $0 : StoreSealer.shredTime(of: group) } ?? StoreSealer.shredTime(of: group)
+            }.min()
+        }
     }
 
     /// Destroys the keys of every shred group that ended by `now` (ms): first deletes, unread,
@@ -162,15 +174,16 @@ extension Database {
 }
 
 extension TransactionState {
-    /// The shred groups listed in the metadata, in order.
-    func shredGroups() throws -> [UInt64] {
+    /// The shred groups listed in the metadata, in order, with the earliest expiry put under each.
+    func shredIndex() throws -> [(group: UInt64, earliest: UInt64?)] {
         guard let meta = database.metadataDBI else { throw StoreError.unknownTable(Database.metadataTable) }
-        var groups: [UInt64] = []
+        var groups: [(group: UInt64, earliest: UInt64?)] = []
         let prefix = Array("shred:".utf8)
         try TableAccess<[UInt8], [UInt8]>(state: self, dbi: meta, name: Database.metadataTable, stamped: false, visibility: .visible, sealed: false)
-            .forEachStoredBytes(from: nil, to: nil, prefix: prefix, reverse: false) { k, _ in
+            .forEachStoredBytes(from: nil, to: nil, prefix: prefix, reverse: false) { k, v in
                 let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
-                if let id = UInt64(String(decoding: key.dropFirst(prefix.count), as: UTF8.self), radix: 16) { groups.append(id) }
+                let earliest = try? UInt64(storeBytes: UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+                if let id = UInt64(String(decoding: key.dropFirst(prefix.count), as: UTF8.self), radix: 16) { groups.append((id, earliest)) }
                 return true
             }
         return groups

@@ -170,7 +170,6 @@ internal import CSodium
                 try write(UnsafeRawBufferPointer(buffer))
             }
         }
-        if let shred, sealer.shredKeys != nil { try recordShredGroup(shred) }
     }
 
     /// The metadata key that lists shred group `id` (hex, so key order is numeric order).
@@ -179,9 +178,13 @@ internal import CSodium
         return "shred:" + String(repeating: "0", count: 16 - hex.count) + hex
     }
 
-    func recordShredGroup(_ id: UInt64) throws {
+    /// Lists shred group `id` in the metadata with the earliest expiry put under it (u64 ms), so
+    /// ``Database/nextExpiry(after:)`` can name the first value's own expiry.
+    func recordShredGroup(_ id: UInt64, expiresAt: UInt64) throws {
         guard let meta = database.metadataDBI else { throw StoreError.unknownTable(Database.metadataTable) }
-        try put(dbi: meta, key: Self.shredIndexKey(id), value: UInt8(1))
+        let key = Self.shredIndexKey(id)
+        let earliest = (try? get(dbi: meta, table: Database.metadataTable, key: key, as: UInt64.self)) ?? nil
+        try put(dbi: meta, key: key, value: min(earliest ?? expiresAt, expiresAt))
     }
 
     /// ``decode(_:bytes:table:)`` of the bytes `val` points at.
@@ -283,8 +286,9 @@ public struct WriteTransaction: ~Copyable {
         return stat.ms_entries
     }
 
-    func put(_ key: Key, _ value: Value, shred: UInt64? = nil) throws {
+    func put(_ key: Key, _ value: Value, expiringAt: UInt64? = nil) throws {
         if sealed, let sealer = state.sealer {
+            let shred = sealer.shredKeys == nil ? nil : expiringAt.map(StoreSealer.shredGroup(expiringAt:))
             try key.withStoreBytes { k in
                 try state.database.validateKey(k)
                 try value.withStoreBytes { v in
@@ -294,6 +298,7 @@ public struct WriteTransaction: ~Copyable {
                     }
                 }
             }
+            if let shred, let expiringAt { try state.recordShredGroup(shred, expiresAt: expiringAt) }
         } else {
             try state.put(dbi: dbi, key: key, value: value)
         }
@@ -535,7 +540,7 @@ extension TableHandle where Access == ReadWriteAccess {
     /// opens in no copy of the file. nil is ``put(_:_:)``.
     /// - Throws: as ``put(_:_:)``, and the keychain's errors when the group's key is made.
     public func put(_ key: Key, _ value: Value, expiringAt: UInt64?) throws {
-        try access.put(key, value, shred: expiringAt.map(StoreSealer.shredGroup(expiringAt:)))
+        try access.put(key, value, expiringAt: expiringAt)
     }
     /// Removes `key`, returning its value (nil if absent).
     /// - Throws: ``StoreError/decodingFailed(table:type:reason:)`` when the value does not decode

@@ -179,6 +179,9 @@ import Testing
         }
         #expect(try store.db.shredGroups() == [StoreSealer.shredGroup(expiringAt: t0 + 1), StoreSealer.shredGroup(expiringAt: t0 + 120_001)])
         #expect(try store.db.nextShredTime() == t0 + 60_000)
+        // The first value's own expiry, then its group's end.
+        #expect(try store.db.nextExpiry(after: t0) == t0 + 1)
+        #expect(try store.db.nextExpiry(after: t0 + 1) == t0 + 60_000)
         #expect(keys.keys.count == 2)
         let soon = try #require(try Self.stored(store.db, "people").first { $0.1.first == StoreSealer.formatShred })
         // Not due yet: nothing happens.
