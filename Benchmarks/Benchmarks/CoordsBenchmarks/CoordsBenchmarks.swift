@@ -129,12 +129,15 @@ func storeBenchmarks() {
         metrics: [.wallClock, .throughput], warmupIterations: 0,
         maxDuration: .seconds(quick ? 1 : 6), maxIterations: quick ? 2 : 8)
 
-    @Sendable func ourDatabase(_ path: String, durability: Database.Durability) -> Database? {
+    @Sendable func ourDatabase(_ path: String, durability: Database.Durability, sealed: Bool = false) -> Database? {
         var options = Database.Options()
         options.mapSize = 1 << 32
         options.durability = durability
+        if sealed { options.sealer = try? StoreSealer(dek: SecretBytes(copying: sealKey)) }
         return try? Database.open(path: path, options: options, schema: Schema(version: 1, tables: [benchTable.erased]))
     }
+    // The C side of the sealed rows seals under this key (ours derives its own subkeys from it).
+    let sealKey = randomBytes(32)
 
     Benchmark("Store insert one transaction ×\(count) [ours]", configuration: storeConfiguration) { benchmark in
         let path = temporaryDirectory("ours")
@@ -220,23 +223,28 @@ func storeBenchmarks() {
     // work, and it is long enough that a timer tick cannot dominate it), or 500 single-put
     // transactions without fsync.
     let perRead = 1_000
-    @Sendable func filledStores(durable: Bool = false) throws -> (ours: Database, raw: SendableHandle, close: () -> Void) {
+    @Sendable func filledStores(durable: Bool = false, sealed: Bool = false) throws -> (ours: Database, raw: SendableHandle, close: () -> Void) {
         let (oursPath, rawPath) = (temporaryDirectory("ours"), temporaryDirectory("raw"))
-        guard let db = ourDatabase(oursPath, durability: durable ? .durable : .noSync), let raw = cb_lmdb_open(rawPath, durable ? 0 : 1) else {
+        guard let db = ourDatabase(oursPath, durability: durable ? .durable : .noSync, sealed: sealed), let raw = cb_lmdb_open(rawPath, durable ? 0 : 1)
+        else {
             throw BenchmarkSetupError("cannot open the paired stores")
         }
         try db.write { tx in
             let table = try tx.open(benchTable)
             for key in keys { try table.put(key, value) }
         }
-        _ = cb_lmdb_put_one_txn(raw, rawKeys, count, value, value.count)
+        if sealed {
+            _ = cb_lmdb_put_sealed_one_txn(raw, rawKeys, count, value, value.count, sealKey)
+        } else {
+            _ = cb_lmdb_put_one_txn(raw, rawKeys, count, value, value.count)
+        }
         // Every page touched once on both sides first: the mapped files' first-touch faults
         // would otherwise land in whichever batch reaches a page first.
         try db.read { tx in
             let table = try tx.open(benchTable)
             for key in shuffled { blackHole(try table.withValue(key) { $0.count }) }
         }
-        blackHole(cb_lmdb_get(raw, rawShuffled, count))
+        blackHole(sealed ? cb_lmdb_get_sealed(raw, rawShuffled, count, sealKey) : cb_lmdb_get(raw, rawShuffled, count))
         let handle = SendableHandle(pointer: raw)
         return (
             db, handle,
@@ -272,6 +280,48 @@ func storeBenchmarks() {
                 close: close
             )
         }
+    }
+    // Sealed at rest (docs/STORE.md): ours hashes the key and opens the value into a wiped
+    // buffer; the floor is LMDB plus one XChaCha20-Poly1305 open of the same value in C.
+    pairedWithSetup("Store random get, borrowing, sealed", ops: count / perRead) {
+        let (db, raw, close) = try filledStores(sealed: true)
+        let (next, rawNext) = (Cursor(), Cursor())
+        return (
+            ours: {
+                let start = next.advance(by: perRead, wrappingAt: count)
+                blackHole(
+                    try db.read { tx in
+                        let table = try tx.open(benchTable)
+                        var total = 0
+                        for key in shuffled[start..<(start + perRead)] { total += try table.withValue(key) { $0.count } ?? 0 }
+                        return total
+                    })
+            },
+            raw: {
+                let start = rawNext.advance(by: perRead, wrappingAt: count)
+                blackHole(rawShuffled.withUnsafeBufferPointer { cb_lmdb_get_sealed(raw.pointer, $0.baseAddress.map { $0 + start * 32 }, perRead, sealKey) })
+            },
+            close: close
+        )
+    }
+    // A durable sealed insert (20 a batch) against LMDB's durable put plus one seal in C.
+    pairedWithSetup("Store insert one transaction each, durable, sealed", ops: 20, heavy: true) {
+        let (db, raw, close) = try filledStores(durable: true, sealed: true)
+        let (next, rawNext) = (Cursor(), Cursor())
+        return (
+            ours: {
+                let index = next.advance(by: 1, wrappingAt: count)
+                try db.write { tx in try tx.open(benchTable).put(shuffled[index], value) }
+            },
+            raw: {
+                let index = rawNext.advance(by: 1, wrappingAt: count)
+                blackHole(
+                    rawShuffled.withUnsafeBufferPointer {
+                        cb_lmdb_put_sealed_per_txn(raw.pointer, $0.baseAddress.map { $0 + index * 32 }, 1, value, value.count, sealKey)
+                    })
+            },
+            close: close
+        )
     }
     // One durable transaction inserting the next 5,000 keys (empty stores at the start).
     pairedWithSetup("Store insert one transaction", ops: 1, heavy: true) {

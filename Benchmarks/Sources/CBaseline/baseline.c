@@ -168,6 +168,65 @@ size_t cb_lmdb_get(cb_lmdb *db, const uint8_t *keys, size_t n) {
     return total;
 }
 
+/* ---- The store sealed at rest (docs/STORE.md): the floor is LMDB plus one XChaCha20-Poly1305
+ * seal or open of the same value (format byte, 24-byte nonce, ciphertext, 16-byte tag). ------ */
+
+int cb_lmdb_put_sealed_per_txn(cb_lmdb *db, const uint8_t *keys, size_t n, const uint8_t *value, size_t vlen,
+                               const uint8_t key[32]) {
+    uint8_t sealed[1 + 24 + 1024 + 16];
+    if (vlen > 1024) return -1;
+    for (size_t i = 0; i < n; i++) {
+        sealed[0] = 1;
+        randombytes_buf(sealed + 1, 24);
+        crypto_aead_xchacha20poly1305_ietf_encrypt(sealed + 25, NULL, value, vlen, NULL, 0, NULL, sealed + 1, key);
+        MDB_txn *txn;
+        int rc = mdb_txn_begin(db->env, NULL, 0, &txn);
+        if (rc) return rc;
+        if ((rc = put(txn, db->dbi, keys + 32 * i, sealed, 1 + 24 + vlen + 16))) {
+            mdb_txn_abort(txn);
+            return rc;
+        }
+        if ((rc = mdb_txn_commit(txn))) return rc;
+    }
+    return 0;
+}
+
+int cb_lmdb_put_sealed_one_txn(cb_lmdb *db, const uint8_t *keys, size_t n, const uint8_t *value, size_t vlen,
+                               const uint8_t key[32]) {
+    uint8_t sealed[1 + 24 + 1024 + 16];
+    if (vlen > 1024) return -1;
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(db->env, NULL, 0, &txn);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        sealed[0] = 1;
+        randombytes_buf(sealed + 1, 24);
+        crypto_aead_xchacha20poly1305_ietf_encrypt(sealed + 25, NULL, value, vlen, NULL, 0, NULL, sealed + 1, key);
+        rc = put(txn, db->dbi, keys + 32 * i, sealed, 1 + 24 + vlen + 16);
+    }
+    if (rc) {
+        mdb_txn_abort(txn);
+        return rc;
+    }
+    return mdb_txn_commit(txn);
+}
+
+size_t cb_lmdb_get_sealed(cb_lmdb *db, const uint8_t *keys, size_t n, const uint8_t key[32]) {
+    MDB_txn *txn;
+    size_t total = 0;
+    uint8_t plain[1024];
+    if (mdb_txn_begin(db->env, NULL, MDB_RDONLY, &txn)) return 0;
+    for (size_t i = 0; i < n; i++) {
+        MDB_val k = {32, (void *)(keys + 32 * i)}, v;
+        if (mdb_get(txn, db->dbi, &k, &v) == 0 && v.mv_size >= 41 && v.mv_size - 41 <= sizeof plain) {
+            const uint8_t *stored = v.mv_data;
+            if (crypto_aead_xchacha20poly1305_ietf_decrypt(plain, NULL, NULL, stored + 25, v.mv_size - 25, NULL, 0, stored + 1, key) == 0)
+                total += v.mv_size - 41;
+        }
+    }
+    mdb_txn_abort(txn);
+    return total;
+}
+
 /* ---- Envelope v2 (PROTOCOL.md §7): the libsodium sequence of Envelope.seal / open ---------- */
 
 static void hex(const uint8_t *in, size_t len, char *out) { sodium_bin2hex(out, len * 2 + 1, in, len); }

@@ -187,6 +187,23 @@ let operations: [Operation] = [
         )
     },
     storeGet(borrowing: true), storeGet(borrowing: false),
+    Operation(name: "store-put-sealed", iterations: 200, budget: 1.6) {
+        let (db, raw) = try stores(sealed: true)
+        let keys = try (0..<2_000).map { _ in try Bytes32(randomBytes(32)) }
+        let rawKeys = keys.flatMap(\.bytes)
+        let value = randomBytes(200)
+        let sealKey = randomBytes(32)
+        let next = Counter()
+        let rawNext = Counter()
+        return (
+            ours: .sync { try db.write { tx in try tx.open(storeTable).put(keys[next.take() % keys.count], value) } },
+            c: {
+                let i = rawNext.take() % keys.count
+                keep(rawKeys.withUnsafeBufferPointer { cb_lmdb_put_sealed_per_txn(raw, $0.baseAddress.map { $0 + i * 32 }, 1, value, value.count, sealKey) })
+            }
+        )
+    },
+    storeGetSealed(),
     prepareUpload(friends: 8), prepareUpload(friends: 64), processFetch()
 ]
 
@@ -274,6 +291,36 @@ func storeGet(borrowing: Bool) -> Operation {
     }
 }
 
+/// 1,000 random borrowing gets of 200-byte values from a store sealed at rest (the key hashed,
+/// the value opened into a wiped buffer) against LMDB plus one XChaCha20-Poly1305 open per value
+/// in C: the issue-39 floor.
+func storeGetSealed() -> Operation {
+    Operation(name: "store-get-1000-borrowing-sealed", iterations: 1, budget: 1.25) {
+        let (db, raw) = try stores(sealed: true)
+        let keys = try (0..<1_000).map { _ in try Bytes32(randomBytes(32)) }
+        let rawKeys = keys.flatMap(\.bytes)
+        let value = randomBytes(200)
+        let sealKey = randomBytes(32)
+        try db.write { tx in
+            let table = try tx.open(storeTable)
+            for key in keys { try table.put(key, value) }
+        }
+        keep(cb_lmdb_put_sealed_one_txn(raw, rawKeys, keys.count, value, value.count, sealKey))
+        return (
+            ours: .sync {
+                keep(
+                    try db.read { tx in
+                        let table = try tx.open(storeTable)
+                        var total = 0
+                        for key in keys { total += try table.withValue(key) { $0.count } ?? 0 }
+                        return total
+                    })
+            },
+            c: { keep(cb_lmdb_get_sealed(raw, rawKeys, keys.count, sealKey)) }
+        )
+    }
+}
+
 // MARK: Support
 
 let storeTable = TableDefinition<Bytes32, [UInt8]>("gate")
@@ -294,9 +341,10 @@ func scratchDirectory() -> String {
     }
 }
 
-func stores() throws -> (Database, OpaquePointer) {
+func stores(sealed: Bool = false) throws -> (Database, OpaquePointer) {
     var options = Database.Options()
     options.durability = .noSync
+    if sealed { options.sealer = try StoreSealer(dek: SecretBytes(copying: randomBytes(32))) }
     let db = try Database.open(path: scratchDirectory(), options: options, schema: Schema(version: 1, tables: [storeTable.erased]))
     guard let raw = cb_lmdb_open(scratchDirectory(), 1) else { fail("cannot open the raw LMDB store") }
     return (db, raw)

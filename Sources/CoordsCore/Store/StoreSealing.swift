@@ -33,7 +33,8 @@ public protocol ShredKeyStore: Sendable {
 ///
 /// Every value is XChaCha20-Poly1305 under a subkey of the DEK with a fresh random 24-byte nonce,
 /// authenticated with the table's name and the stored key, so a value moved to another key or
-/// table does not open. Keys are replaced by keyed BLAKE2b hashes (``KeyVisibility``). The exact
+/// table does not open. Keys are replaced by a keyed hash, libsodium's SipHash-2-4 with a 128-bit
+/// output (``KeyVisibility``), under another subkey. The exact
 /// layout is in docs/STORE.md. Immutable and thread-safe; the subkeys live in ``SecretBytes``.
 public final class StoreSealer: Sendable {
     /// The DEK's size: 32 bytes.
@@ -42,8 +43,10 @@ public final class StoreSealer: Sendable {
     static let nonceByteCount = 24
     /// Tag size (`crypto_aead_xchacha20poly1305_ietf_abytes()`).
     static let tagByteCount = 16
-    /// Size of a stored key's hashed part.
-    static let hashByteCount = 32
+    /// Size of a stored key's hashed part (`crypto_shorthash_siphashx24_BYTES`).
+    static let hashByteCount = 16
+    /// Size of the key-hashing subkey (`crypto_shorthash_siphashx24_KEYBYTES`).
+    static let hashKeyByteCount = 16
     /// First byte of a value sealed under the DEK's value key.
     static let formatDEK: UInt8 = 1
     /// First byte of a value sealed under a shred group's key (followed by the group id, u64 BE).
@@ -66,18 +69,18 @@ public final class StoreSealer: Sendable {
     public init(dek: SecretBytes, shredKeys: (any ShredKeyStore)? = nil) throws {
         guard dek.count == Self.keyByteCount else { throw StoreError.wrongStoreKey }
         try Sodium.ensureInitialized()
-        func derive(_ id: UInt64) throws -> SecretBytes {
-            try SecretBytes(count: 32) { out in
+        func derive(_ id: UInt64, count: Int = 32) throws -> SecretBytes {
+            try SecretBytes(count: count) { out in
                 let rc = dek.withUnsafeBytes { k -> Int32 in
                     guard let target = out.baseAddress, let source = k.baseAddress else { return -1 }
                     return crypto_kdf_derive_from_key(
-                        target.assumingMemoryBound(to: UInt8.self), 32, id, "coordsst", source.assumingMemoryBound(to: UInt8.self))
+                        target.assumingMemoryBound(to: UInt8.self), count, id, "coordsst", source.assumingMemoryBound(to: UInt8.self))
                 }
                 guard rc == 0 else { throw StoreError.wrongStoreKey }
             }
         }
         valueKey = try derive(1)
-        hashKey = try derive(2)
+        hashKey = try derive(2, count: Self.hashKeyByteCount)
         checkKey = try derive(3)
         self.shredKeys = shredKeys
     }
@@ -126,9 +129,9 @@ public final class StoreSealer: Sendable {
             defer { sodium_memzero(input, inputCount) }
             let rc = hashKey.withUnsafeBytes { k -> Int32 in
                 guard let hk = k.baseAddress else { return -1 }
-                return crypto_generichash(
-                    base.assumingMemoryBound(to: UInt8.self), Self.hashByteCount, input.assumingMemoryBound(to: UInt8.self), UInt64(inputCount),
-                    hk.assumingMemoryBound(to: UInt8.self), k.count)
+                return crypto_shorthash_siphashx24(
+                    base.assumingMemoryBound(to: UInt8.self), input.assumingMemoryBound(to: UInt8.self), UInt64(inputCount),
+                    hk.assumingMemoryBound(to: UInt8.self))
             }
             guard rc == 0 else { throw StoreError.encodingFailed(type: table, reason: "key hashing failed") }
             if hidden < key.count, let source = key.baseAddress {
@@ -140,16 +143,34 @@ public final class StoreSealer: Sendable {
 
     // MARK: Values
 
-    /// The associated data of a value: label, table, stored key and the value's header.
-    private func withAssociatedData<R>(table: String, storedKey: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        var ad: [UInt8] = Array("coords-store/1".utf8)
-        ad.append(0)
-        ad.append(contentsOf: table.utf8)
-        ad.append(0)
-        ad.append(contentsOf: storedKey)
-        ad.append(contentsOf: header)
-        return try ad.withUnsafeBytes(body)
+    /// The associated data of a value: label, table, stored key and the value's header (built in
+    /// a stack buffer: this runs on every read and write).
+    private func withAssociatedData<R>(
+        table: String, storedKey: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R
+    ) rethrows -> R {
+        var name = table
+        return try name.withUTF8 { tableBytes in
+            let total = Self.label.count + tableBytes.count + 1 + storedKey.count + header.count
+            return try withUnsafeTemporaryAllocation(byteCount: total, alignment: 1) { buffer in
+                var at = 0
+                func append(_ bytes: UnsafeRawBufferPointer) {
+                    guard let source = bytes.baseAddress, let target = buffer.baseAddress, !bytes.isEmpty else { return }
+                    (target + at).copyMemory(from: source, byteCount: bytes.count)
+                    at += bytes.count
+                }
+                Self.label.withUnsafeBytes { append($0) }
+                append(UnsafeRawBufferPointer(tableBytes))
+                buffer[at] = 0
+                at += 1
+                append(storedKey)
+                append(header)
+                return try body(UnsafeRawBufferPointer(buffer))
+            }
+        }
     }
+
+    /// The associated data's label and separator: `coords-store/1` 0x00.
+    private static let label: [UInt8] = Array("coords-store/1".utf8) + [0]
 
     /// The key of shred group `id`; made (and kept by the ``ShredKeyStore``) when `create` is set.
     func shredKey(_ id: UInt64, create: Bool) throws -> SecretBytes? {

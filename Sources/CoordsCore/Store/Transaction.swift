@@ -133,6 +133,13 @@ internal import CSodium
         }
     }
 
+    /// The sealed read behind every get: opens `k`'s value and lends it to `body`; false when absent.
+    @usableFromInline func lendOpened(
+        dbi: UInt32, table: String, visibility: KeyVisibility, key k: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> Void
+    ) throws -> Bool {
+        try lend(dbi: dbi, table: table, visibility: visibility, sealed: true, key: k, body) != nil
+    }
+
     /// Splits an opened value into its embedded key (tables that hide keys) and the value.
     static func split(_ plain: UnsafeRawBufferPointer, visibility: KeyVisibility, table: String) throws -> (UnsafeRawBufferPointer?, UnsafeRawBufferPointer) {
         if visibility == .visible { return (nil, plain) }
@@ -264,8 +271,11 @@ public struct WriteTransaction: ~Copyable {
     }
 
     /// Lends the (opened) value of stored key bytes `k` to `body`.
-    @usableFromInline func lend<R>(_ k: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
-        try state.lend(dbi: dbi, table: name, visibility: visibility, sealed: sealed, key: k, body)
+    @inlinable func lend<R>(_ k: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        var result: R?
+        // Not generic below this line: the sealed path is compiled once, specialised, in the core.
+        guard try state.lendOpened(dbi: dbi, table: name, visibility: visibility, key: k, { result = try body($0) }) else { return nil }
+        return result
     }
 
     /// Calls `body` with the bytes `k` is stored under (its keyed hash in a sealed store).
@@ -472,7 +482,13 @@ public struct TableHandle<Key: StoreKey, Value: StoreValue, Access>: ~Copyable {
     /// - Throws: ``StoreError/invalidKeySize(size:maximum:)``, ``StoreError/decodingFailed(table:type:reason:)``,
     ///   ``StoreError/transactionClosed``, LMDB failures.
     @inlinable public func get(_ key: Key) throws -> Value? {
-        try key.withStoreBytes { k in try access.lend(k) { try access.state.decode(Value.self, bytes: $0, table: access.name) } }
+        try key.withStoreBytes { k in
+            // Unsealed stores decode straight from the map, specialised here in the caller.
+            guard access.sealed else {
+                return try access.state.rawGet(dbi: access.dbi, key: k, table: access.name).map { try access.state.decode(Value.self, bytes: $0, table: access.name) }
+            }
+            return try access.lend(k) { try access.state.decode(Value.self, bytes: $0, table: access.name) }
+        }
     }
     /// Lends `key`'s value bytes to `body` without decoding or copying them into an array (a
     /// borrowing read: straight from LMDB's memory map in an unsealed store, from a wiped
@@ -483,7 +499,10 @@ public struct TableHandle<Key: StoreKey, Value: StoreValue, Access>: ~Copyable {
     /// - Throws: ``StoreError/invalidKeySize(size:maximum:)``, ``StoreError/transactionClosed``,
     ///   ``StoreError/sealedValueRejected(table:reason:)``, LMDB failures, and whatever `body` throws.
     @inlinable public func withValue<R>(_ key: Key, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
-        try key.withStoreBytes { k in try access.lend(k, body) }
+        try key.withStoreBytes { k in
+            guard access.sealed else { return try access.state.rawGet(dbi: access.dbi, key: k, table: access.name).map(body) }
+            return try access.lend(k, body)
+        }
     }
     /// Whether `key` has a value.
     public func contains(_ key: Key) throws -> Bool { try access.contains(key) }

@@ -45,5 +45,11 @@ int cb_lmdb_put_one_txn(cb_lmdb *db, const uint8_t *keys, size_t n, const uint8_
 int cb_lmdb_put_per_txn(cb_lmdb *db, const uint8_t *keys, size_t n, const uint8_t *value, size_t vlen);
 /* Reads n keys (copying each value) in one read transaction; returns bytes read. */
 size_t cb_lmdb_get(cb_lmdb *db, const uint8_t *keys, size_t n);
+/* The sealed store's floor: LMDB plus one XChaCha20-Poly1305 seal/open per value. */
+int cb_lmdb_put_sealed_per_txn(cb_lmdb *db, const uint8_t *keys, size_t n, const uint8_t *value, size_t vlen,
+                               const uint8_t key[32]);
+int cb_lmdb_put_sealed_one_txn(cb_lmdb *db, const uint8_t *keys, size_t n, const uint8_t *value, size_t vlen,
+                               const uint8_t key[32]);
+size_t cb_lmdb_get_sealed(cb_lmdb *db, const uint8_t *keys, size_t n, const uint8_t key[32]);
 
 #endif
