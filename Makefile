@@ -285,8 +285,9 @@ bench: bench-deps
 	cd Benchmarks && COORDS_BENCH_OUT=$(CURDIR)/Benchmarks/.build/results COORDS_PLACES_1000=$(CURDIR)/.build/geodata/places1000.cgeo $(SWIFT) package benchmark --format jmh --path .build/results --no-progress
 	python3 scripts/bench-relay.py Benchmarks/.build/results/relay.json
 	COORDSCORE_LIB=$(CURDIR)/.build/release/libcoordscore.so python3 scripts/bench-live.py Benchmarks/.build/results/live.json
-	cd Benchmarks && $(SWIFT) build -c release --product InstructionGate
+	cd Benchmarks && $(SWIFT) build -c release --product InstructionGate && $(SWIFT) build -c release --product MigrationBench
 	python3 scripts/bench-check.py --json Benchmarks/.build/results/instructions.json
+	scripts/bench-migration.sh Benchmarks/.build/results/migration.json
 	python3 scripts/bench-report.py Benchmarks/.build/results/Current_run.jmh.json Benchmarks/.build/results/relay.json docs/PERFORMANCE.md
 
 bench-quick: bench-deps

@@ -35,6 +35,12 @@ let package = Package(
             dependencies: [.product(name: "CoordsCore", package: "CoordsCore"), "CBaseline", "GateMarkers", "BenchSupport"],
             path: "Sources/InstructionGate"
         ),
+        // The migration of a 1.0.0 store into the sealed store: time and peak memory (make bench).
+        .executableTarget(
+            name: "MigrationBench",
+            dependencies: [.product(name: "CoordsCore", package: "CoordsCore")],
+            path: "Sources/MigrationBench"
+        ),
         // Prepares signed request bodies for the relay load test (run before wrk).
         .executableTarget(
             name: "RelayLoadBodies",

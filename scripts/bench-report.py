@@ -466,6 +466,7 @@ def main():
                "| Operation | Ours | C | Ratio | Budget | Result |", "|---|---|---|---|---|---|"]
         md += [f"| {r['operation']} | {r['ours']:,.0f} | {r['c']:,.0f} | {r['ratio']:.3f}× | ≤ {r['budget']:.2f}× | "
                f"{'pass' if r['pass'] else 'OVER'} |" for r in gate]
+    md += migration_section(os.path.join(os.path.dirname(relay_path), "migration.json"))
     md += growth_section(os.path.dirname(jmh), relay or {})
     md += agreement_section(os.path.dirname(jmh))
     md += ["", "## Misses", ""]
@@ -487,6 +488,20 @@ def main():
         print(f"\nwrote {out}")
     except BrokenPipeError:
         pass
+
+
+def migration_section(path):
+    """The migration of a 1.0.0 store into the sealed store (scripts/bench-migration.sh)."""
+    if not os.path.exists(path):
+        return []
+    m = json.load(open(path))
+    return ["", "## Migrating a 1.0.0 store (sealed at rest)", "",
+            "`scripts/bench-migration.sh` writes a 1.0.0 data directory (plaintext store, schema 3: 50 friends and",
+            "the messages below) in one process and opens it with `CoordsApp` in another, which seals it into a new",
+            "file, durably, and wipes the old one (docs/STORE.md). Peak RSS is the migrating process's own (VmHWM).", "",
+            "| Messages | Time | Peak RSS | Store before | Store after |", "|---|---|---|---|---|",
+            f"| {m['messages']:,} | {m['migrate_ms'] / 1000:.2f} s | {m['peak_rss_kib'] / 1024:.1f} MiB | "
+            f"{m['plain_kib'] / 1024:.1f} MiB | {m['sealed_kib'] / 1024:.1f} MiB |"]
 
 
 if __name__ == "__main__":

@@ -43,7 +43,8 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "postgres-url": postgresURL,
     "client-address": clientAddress,
     "data-file": dataFile,
-    "response-limit": responseLimit
+    "response-limit": responseLimit,
+    "sealed-value": sealedValue
 ]
 
 /// A failed property: crash loudly so libFuzzer keeps the input.
@@ -94,6 +95,20 @@ enum Fixture {
     static let keychainPath = "/tmp/coords-fuzz-keychain-\(getpid())"
     /// Where the data-file target writes its `data.mdb`.
     static let dataFileDirectory = "/tmp/coords-fuzz-datafile-\(getpid())"
+    /// A store sealer with a fixed DEK and one shred group (id 5) whose key exists.
+    static let sealer: StoreSealer = {
+        guard let sealer = try? StoreSealer(dek: SecretBytes(copying: [UInt8](repeating: 9, count: 32)), shredKeys: FuzzShredKeys()) else {
+            fatalError("libsodium did not start")
+        }
+        return sealer
+    }()
+}
+
+/// One shred group key (group 5), fixed, and nothing else.
+struct FuzzShredKeys: ShredKeyStore {
+    func loadShredKey(_ id: UInt64) throws -> SecretBytes? { id == 5 ? SecretBytes(copying: [UInt8](repeating: 5, count: 32)) : nil }
+    func saveShredKey(_ key: SecretBytes, id: UInt64) throws {}
+    func deleteShredKey(_ id: UInt64) throws {}
 }
 
 @_cdecl("LLVMFuzzerInitialize")
@@ -516,6 +531,41 @@ public func coordsFuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMut
     if problem == nil, !bytes.isEmpty {
         check(bytes.count >= 2 * 512, "a file shorter than two meta pages passed")
     }
+}
+
+/// A stored value of the sealed store (docs/STORE.md) as a hostile file would hold it: the first
+/// byte picks the key visibility, the next 16 are the stored key, the rest the stored value.
+/// Opening never traps and never succeeds on bytes nobody sealed; splitting an opened value never
+/// traps; a value sealed here opens to its plaintext, and with any one bit flipped does not.
+@Sendable func sealedValue(_ bytes: [UInt8]) {
+    guard let selector = bytes.first else { return }
+    let visibility: KeyVisibility = [.hidden, .visible, .hiddenPrefix(4)][Int(selector) % 3]
+    let storedKey = Array(bytes.dropFirst().prefix(16))
+    let stored = Array(bytes.dropFirst(17))
+    let sealer = Fixture.sealer
+    let forged = try? stored.withUnsafeBytes { v in
+        try storedKey.withUnsafeBytes { k in try sealer.open(table: "fuzz", storedKey: k, stored: v) { plain, _ in Array(plain) } }
+    }
+    check(forged == nil, "bytes nobody sealed opened")
+    _ = try? stored.withUnsafeBytes { try TransactionState.split($0, visibility: visibility, table: "fuzz") }
+    // A genuine value: sealed under the DEK or shred group 5, opened, then one bit flipped.
+    let shred: UInt64? = selector & 0x80 == 0 ? nil : 5
+    guard
+        let sealed = try? stored.withUnsafeBytes({ plain in
+            try storedKey.withUnsafeBytes { k in try sealer.seal(table: "fuzz", storedKey: k, plaintext: plain, shred: shred) { Array($0) } }
+        })
+    else { return check(false, "sealing failed") }
+    let opened = try? sealed.withUnsafeBytes { v in
+        try storedKey.withUnsafeBytes { k in try sealer.open(table: "fuzz", storedKey: k, stored: v) { plain, group in (Array(plain), group) } }
+    }
+    check(opened?.0 == stored && opened?.1 == shred, "a sealed value opens to its plaintext and group")
+    var flipped = sealed
+    let bit = Int(selector) % (flipped.count * 8)
+    flipped[bit / 8] ^= UInt8(1) << (bit % 8)
+    let tampered = try? flipped.withUnsafeBytes { v in
+        try storedKey.withUnsafeBytes { k in try sealer.open(table: "fuzz", storedKey: k, stored: v) { _, _ in true } }
+    }
+    check(tampered == nil, "a value with a flipped bit opened")
 }
 
 /// The answer cap of any method and URL (PROTOCOL.md §4.1): one of the three limits, never a trap.

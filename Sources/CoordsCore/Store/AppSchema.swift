@@ -51,7 +51,9 @@ public enum AppSchema {
     }
 
     /// The schema ``Database/open(path:options:schema:)`` is given for a data directory.
-    public static var current: Schema { Schema(version: version, tables: tables, migrations: [Migration(to: 2) { _ in }, Migration(to: 3) { _ in }, Migration(to: 4) { _ in }]) }
+    public static var current: Schema {
+        Schema(version: version, tables: tables, migrations: [Migration(to: 2) { _ in }, Migration(to: 3) { _ in }, Migration(to: 4) { _ in }])
+    }
 }
 
 /// The rows of ``Tables/settings``, each with its type: the table stores text, but every read and

@@ -319,7 +319,9 @@ public final class StoreSealer: Sendable {
     /// The check value written into a new sealed store's metadata (sealed under its own subkey).
     func makeCheckValue() throws -> [UInt8] {
         try Self.checkText.withUnsafeBytes { text in
-            try seal(table: Database.metadataTable, storedKey: UnsafeRawBufferPointer(start: nil, count: 0), plaintext: text, shred: nil, key: checkKey) { Array($0) }
+            try seal(table: Database.metadataTable, storedKey: UnsafeRawBufferPointer(start: nil, count: 0), plaintext: text, shred: nil, key: checkKey) {
+                Array($0)
+            }
         }
     }
 

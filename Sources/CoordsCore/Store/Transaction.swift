@@ -485,7 +485,9 @@ public struct TableHandle<Key: StoreKey, Value: StoreValue, Access>: ~Copyable {
         try key.withStoreBytes { k in
             // Unsealed stores decode straight from the map, specialised here in the caller.
             guard access.sealed else {
-                return try access.state.rawGet(dbi: access.dbi, key: k, table: access.name).map { try access.state.decode(Value.self, bytes: $0, table: access.name) }
+                return try access.state.rawGet(dbi: access.dbi, key: k, table: access.name).map {
+                    try access.state.decode(Value.self, bytes: $0, table: access.name)
+                }
             }
             return try access.lend(k) { try access.state.decode(Value.self, bytes: $0, table: access.name) }
         }
@@ -555,7 +557,7 @@ extension TableHandle where Access == ReadWriteAccess {
     public func put(_ key: Key, _ value: Value) throws { try access.put(key, value) }
     /// Stores `value` under `key`, sealed in a sealed store under the key of the shred group of
     /// `expiringAt` (ms since the epoch; ``StoreSealer/shredGroup(expiringAt:)``) instead of the
-    /// DEK: once ``Database/destroyShredGroups(endingBy:)`` has run past that minute, the value
+    /// DEK: once ``Database/destroyShredGroups(endingBy:tables:)`` has run past that minute, the value
     /// opens in no copy of the file. nil is ``put(_:_:)``.
     /// - Throws: as ``put(_:_:)``, and the keychain's errors when the group's key is made.
     public func put(_ key: Key, _ value: Value, expiringAt: UInt64?) throws {

@@ -101,7 +101,8 @@ import Testing
             guard let dbi = db.tables[table]?.dbi else { return entries }
             try TableAccess<[UInt8], [UInt8]>(state: tx.state, dbi: dbi, name: table, stamped: false, visibility: .visible, sealed: false)
                 .forEachStoredBytes(from: nil, to: nil, prefix: nil, reverse: false) { k, v in
-                    entries.append((Array(UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)), Array(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))))
+                    entries.append(
+                        (Array(UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)), Array(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))))
                     return true
                 }
             return entries
