@@ -187,7 +187,12 @@ let operations: [Operation] = [
         )
     },
     storeGet(borrowing: true), storeGet(borrowing: false),
-    Operation(name: "store-put-sealed", iterations: 200, budget: 1.6) {
+    // Sealed at rest (issue 39). The C floor is LMDB plus one XChaCha20-Poly1305 call of the same
+    // value; ours also hashes the key (SipHash, ~330 instructions), authenticates the table and
+    // stored key as associated data and seals the key inside the value (~1,000 instructions of
+    // Poly1305/ChaCha20 more), and wipes the plaintext buffer. Budgets: what that costs today
+    // plus 4 % (docs/PERFORMANCE.md).
+    Operation(name: "store-put-sealed", iterations: 200, budget: 1.87) {
         let (db, raw) = try stores(sealed: true)
         let keys = try (0..<2_000).map { _ in try Bytes32(randomBytes(32)) }
         let rawKeys = keys.flatMap(\.bytes)
@@ -295,7 +300,7 @@ func storeGet(borrowing: Bool) -> Operation {
 /// the value opened into a wiped buffer) against LMDB plus one XChaCha20-Poly1305 open per value
 /// in C: the issue-39 floor.
 func storeGetSealed() -> Operation {
-    Operation(name: "store-get-1000-borrowing-sealed", iterations: 1, budget: 1.25) {
+    Operation(name: "store-get-1000-borrowing-sealed", iterations: 1, budget: 1.40) {
         let (db, raw) = try stores(sealed: true)
         let keys = try (0..<1_000).map { _ in try Bytes32(randomBytes(32)) }
         let rawKeys = keys.flatMap(\.bytes)

@@ -114,43 +114,44 @@ public final class StoreSealer: Sendable {
         }
         let total = Self.hashByteCount + (key.count - hidden)
         // The hash input is the table's name, a zero byte and the hidden part of the key.
-        let name = table.utf8
-        let inputCount = name.count + 1 + hidden
-        return try withUnsafeTemporaryAllocation(byteCount: total + inputCount, alignment: 1) { buffer in
-            guard let base = buffer.baseAddress else { throw StoreError.encodingFailed(type: table, reason: "no memory") }
-            let input = base + total
-            var at = 0
-            for byte in name {
-                (input + at).storeBytes(of: byte, as: UInt8.self)
-                at += 1
+        var name = table
+        return try name.withUTF8 { nameBytes in
+            let inputCount = nameBytes.count + 1 + hidden
+            return try withUnsafeTemporaryAllocation(byteCount: total + inputCount, alignment: 1) { buffer in
+                guard let base = buffer.baseAddress else { throw StoreError.encodingFailed(type: table, reason: "no memory") }
+                let input = base + total
+                let at = nameBytes.count
+                if let source = nameBytes.baseAddress { input.copyMemory(from: source, byteCount: at) }
+                (input + at).storeBytes(of: 0, as: UInt8.self)
+                if hidden > 0, let source = key.baseAddress { (input + at + 1).copyMemory(from: source, byteCount: hidden) }
+                // Not wiped: it holds the table's name and the key being looked up, which the
+                // caller holds in the clear anyway; the sealed plaintext buffers are wiped.
+                let rc = hashKey.withUnsafeBytes { k -> Int32 in
+                    guard let hk = k.baseAddress else { return -1 }
+                    return crypto_shorthash_siphashx24(
+                        base.assumingMemoryBound(to: UInt8.self), input.assumingMemoryBound(to: UInt8.self), UInt64(inputCount),
+                        hk.assumingMemoryBound(to: UInt8.self))
+                }
+                guard rc == 0 else { throw StoreError.encodingFailed(type: table, reason: "key hashing failed") }
+                if hidden < key.count, let source = key.baseAddress {
+                    (base + Self.hashByteCount).copyMemory(from: source + hidden, byteCount: key.count - hidden)
+                }
+                return try body(UnsafeRawBufferPointer(start: base, count: total))
             }
-            (input + at).storeBytes(of: 0, as: UInt8.self)
-            if hidden > 0, let source = key.baseAddress { (input + at + 1).copyMemory(from: source, byteCount: hidden) }
-            defer { sodium_memzero(input, inputCount) }
-            let rc = hashKey.withUnsafeBytes { k -> Int32 in
-                guard let hk = k.baseAddress else { return -1 }
-                return crypto_shorthash_siphashx24(
-                    base.assumingMemoryBound(to: UInt8.self), input.assumingMemoryBound(to: UInt8.self), UInt64(inputCount),
-                    hk.assumingMemoryBound(to: UInt8.self))
-            }
-            guard rc == 0 else { throw StoreError.encodingFailed(type: table, reason: "key hashing failed") }
-            if hidden < key.count, let source = key.baseAddress {
-                (base + Self.hashByteCount).copyMemory(from: source + hidden, byteCount: key.count - hidden)
-            }
-            return try body(UnsafeRawBufferPointer(start: base, count: total))
         }
     }
 
     // MARK: Values
 
-    /// The associated data of a value: label, table, stored key and the value's header (built in
-    /// a stack buffer: this runs on every read and write).
+    /// The associated data of a value: table, a zero byte, stored key and the value's header
+    /// (built in a stack buffer: this runs on every read and write). No label: the subkey is
+    /// already separated by its KDF context, and every AD byte is Poly1305 work on every read.
     private func withAssociatedData<R>(
         table: String, storedKey: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R
     ) rethrows -> R {
         var name = table
         return try name.withUTF8 { tableBytes in
-            let total = Self.label.count + tableBytes.count + 1 + storedKey.count + header.count
+            let total = tableBytes.count + 1 + storedKey.count + header.count
             return try withUnsafeTemporaryAllocation(byteCount: total, alignment: 1) { buffer in
                 var at = 0
                 func append(_ bytes: UnsafeRawBufferPointer) {
@@ -158,7 +159,6 @@ public final class StoreSealer: Sendable {
                     (target + at).copyMemory(from: source, byteCount: bytes.count)
                     at += bytes.count
                 }
-                Self.label.withUnsafeBytes { append($0) }
                 append(UnsafeRawBufferPointer(tableBytes))
                 buffer[at] = 0
                 at += 1
@@ -168,9 +168,6 @@ public final class StoreSealer: Sendable {
             }
         }
     }
-
-    /// The associated data's label and separator: `coords-store/1` 0x00.
-    private static let label: [UInt8] = Array("coords-store/1".utf8) + [0]
 
     /// The key of shred group `id`; made (and kept by the ``ShredKeyStore``) when `create` is set.
     func shredKey(_ id: UInt64, create: Bool) throws -> SecretBytes? {

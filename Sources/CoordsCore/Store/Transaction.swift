@@ -1,6 +1,12 @@
 internal import CLMDB
 internal import CSodium
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// The live state behind a transaction value: the LMDB handle until the transaction ends.
 /// Every table operation checks it, so a table used after its closure returned throws
 /// ``StoreError/transactionClosed`` instead of touching freed memory.
@@ -125,7 +131,7 @@ internal import CSodium
             guard let stored = try rawGet(dbi: dbi, key: storedKey, table: table) else { return nil }
             return try sealer.open(table: table, storedKey: storedKey, stored: stored) { plain, _ in
                 let (embedded, value) = try Self.split(plain, visibility: visibility, table: table)
-                if let embedded, !embedded.elementsEqual(k) {
+                if let embedded, !Self.sameBytes(embedded, k) {
                     throw StoreError.sealedValueRejected(table: table, reason: "it belongs to another key")
                 }
                 return try body(value)
@@ -138,6 +144,13 @@ internal import CSodium
         dbi: UInt32, table: String, visibility: KeyVisibility, key k: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> Void
     ) throws -> Bool {
         try lend(dbi: dbi, table: table, visibility: visibility, sealed: true, key: k, body) != nil
+    }
+
+    /// Whether two byte ranges are equal (memcmp: a generic elementsEqual walked byte by byte).
+    static func sameBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        guard a.count == b.count else { return false }
+        guard let x = a.baseAddress, let y = b.baseAddress, a.count > 0 else { return true }
+        return memcmp(x, y, a.count) == 0
     }
 
     /// Splits an opened value into its embedded key (tables that hide keys) and the value.
