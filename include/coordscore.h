@@ -341,7 +341,10 @@ int32_t coords_may_reuse_fix(uint64_t fix_timestamp_ms, uint64_t now_ms, const c
 int32_t coords_app_open(const char *data_dir, const char *options_json, CoordsApp **app_out, CoordsError *out_error);
 
 /* Like coords_app_open, but the identity lives in the host's keychain (`keychain` is copied;
- * its context must stay valid until the app is closed). Passphrase/key options are ignored. */
+ * its context must stay valid until the app is closed). Passphrase/key options are ignored.
+ * The keychain must keep several named entries: the identity seed, the store key "store.dek"
+ * (losing it loses the store: STORE_KEY_MISSING), and the short-lived keys of disappearing
+ * messages ("store.shred.*"); see docs/ABI.md. */
 int32_t coords_app_open_with_keychain(const char *data_dir, const char *options_json,
                                       const CoordsKeychainCallbacks *keychain, CoordsApp **app_out,
                                       CoordsError *out_error);

@@ -1070,7 +1070,11 @@ def request_body(request: Any) -> bytes:
 # ---- Apps --------------------------------------------------------------------------------
 
 class Keychain:
-    """Subclass to keep the identity in your own store; the default keeps it in memory."""
+    """Subclass to keep the app's secrets in your own store; the default keeps them in memory.
+
+    It holds several named entries: the identity seed, the store key `store.dek` (losing it
+    makes the store unreadable: StoreError ERR_STORE_KEY_MISSING), and the short-lived keys of
+    disappearing messages (`store.shred.*`)."""
 
     def __init__(self) -> None:
         self.entries: dict[str, bytes] = {}
