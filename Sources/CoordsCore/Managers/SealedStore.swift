@@ -43,12 +43,13 @@ enum SealedStore {
         progress: ((String) -> Void)? = nil
     ) throws -> Database {
         let path = directory + "/store"
-        // One process at a time finishes a migration (others wait here, then find it done).
-        let lock = Glibc.open(directory + "/store.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard lock >= 0 else { throw StoreError.openFailed(path: directory + "/store.lock", .system(errno)) }
+        // One process at a time finishes a migration (others wait here, then find it done): an
+        // advisory lock on the data directory itself, so no lock file is left beside the store.
+        let lock = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard lock >= 0 else { throw StoreError.openFailed(path: directory, .system(errno)) }
         defer { close(lock) }
         while flock(lock, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw StoreError.openFailed(path: directory + "/store.lock", .system(errno)) }
+            guard errno == EINTR else { throw StoreError.openFailed(path: directory, .system(errno)) }
         }
         try recover(path: path)
         let shredKeys = KeychainShredKeys(keychain: keychain)

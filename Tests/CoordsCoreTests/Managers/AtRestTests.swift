@@ -227,7 +227,7 @@ import Testing
         app.close()
         #expect(try Self.hits(in: legacy, needles) == [])
         let names = try FileManager.default.contentsOfDirectory(atPath: legacy.path).sorted()
-        #expect(names == ["keychain.bin", "store", "store.lock"])
+        #expect(names == ["keychain.bin", "store"])
         // A backup still round-trips through the sealed store.
         let reopened = try CoordsApp.open(directory: legacy.path, options: TestApp.options(passphrase: scene.alice.passphrase, clock: scene.clock))
         let backup = try await reopened.wallet.exportBackup(passphrase: "backup words")
@@ -250,7 +250,7 @@ import Testing
         var app = try CoordsApp.open(directory: partial.path, options: options)
         #expect(try Self.summary(app, bobID: scene.bobID) == expected)
         app.close()
-        #expect(try fm.contentsOfDirectory(atPath: partial.path).sorted() == ["keychain.bin", "store", "store.lock"])
+        #expect(try fm.contentsOfDirectory(atPath: partial.path).sorted() == ["keychain.bin", "store"])
 
         // Killed after the sealed copy was complete (store.new), before or after the plaintext
         // store moved aside (store / store.old): the copy is moved in and the plaintext wiped.
@@ -272,7 +272,7 @@ import Testing
             #expect(app.context.database.isSealed)
             #expect(try Self.summary(app, bobID: scene.bobID) == expected)
             app.close()
-            #expect(try fm.contentsOfDirectory(atPath: legacy.path).sorted() == ["keychain.bin", "store", "store.lock"])
+            #expect(try fm.contentsOfDirectory(atPath: legacy.path).sorted() == ["keychain.bin", "store"])
         }
     }
 
