@@ -160,13 +160,14 @@ enum SealedStore {
             var batch: [(K, V)] = []
             var copied = 0
             func flush() throws {
+                guard !batch.isEmpty else { return }
                 try target.write { out in
                     let written = try out.open(definition)
                     for (key, value) in batch { try written.put(key, value, expiringAt: expiry?(value)) }
                 }
                 copied += batch.count
                 batch.removeAll(keepingCapacity: true)
-                if let progress, copied % 10_000 == 0 { progress("sealed \(copied) \(definition.name) entries") }
+                if let progress, copied % 10_000 == 0 { progress("sealed \(copied) entries of \(definition.name)") }
             }
             try table.forEach { key, value in
                 batch.append((key, value))
