@@ -571,8 +571,8 @@ extension TableHandle where Access == ReadWriteAccess {
     /// Stores `value` under `key`, sealed in a sealed store under the key of the shred group of
     /// `expiringAt` (ms since the epoch; ``StoreSealer/shredGroup(expiringAt:)``) instead of the
     /// DEK: once ``Database/destroyShredGroups(endingBy:tables:)`` has run past that minute, the value
-    /// opens in no copy of the file. nil is ``put(_:_:)``.
-    /// - Throws: as ``put(_:_:)``, and the keychain's errors when the group's key is made.
+    /// opens in no copy of the file. nil is a plain `put(key, value)`.
+    /// - Throws: as the plain `put`, and the keychain's errors when the group's key is made.
     public func put(_ key: Key, _ value: Value, expiringAt: UInt64?) throws {
         try access.put(key, value, expiringAt: expiringAt)
     }
