@@ -256,9 +256,12 @@ func storeBenchmarks() {
             }
         )
     }
-    for borrowing in [false, true] {
-        pairedWithSetup(borrowing ? "Store random get, borrowing" : "Store random get", ops: count / perRead) {
-            let (db, raw, close) = try filledStores()
+    // Sealed at rest (docs/STORE.md): ours hashes the key and opens the value into a wiped
+    // buffer; the floor is LMDB plus one XChaCha20-Poly1305 open of the same value in C.
+    for (borrowing, sealed) in [(false, false), (true, false), (true, true)] {
+        let label = sealed ? "Store random get, borrowing, sealed" : borrowing ? "Store random get, borrowing" : "Store random get"
+        pairedWithSetup(label, ops: count / perRead) {
+            let (db, raw, close) = try filledStores(sealed: sealed)
             let (next, rawNext) = (Cursor(), Cursor())
             return (
                 ours: {
@@ -275,53 +278,15 @@ func storeBenchmarks() {
                 },
                 raw: {
                     let start = rawNext.advance(by: perRead, wrappingAt: count)
-                    blackHole(rawShuffled.withUnsafeBufferPointer { cb_lmdb_get(raw.pointer, $0.baseAddress.map { $0 + start * 32 }, perRead) })
+                    blackHole(
+                        rawShuffled.withUnsafeBufferPointer {
+                            let keys = $0.baseAddress.map { $0 + start * 32 }
+                            return sealed ? cb_lmdb_get_sealed(raw.pointer, keys, perRead, sealKey) : cb_lmdb_get(raw.pointer, keys, perRead)
+                        })
                 },
                 close: close
             )
         }
-    }
-    // Sealed at rest (docs/STORE.md): ours hashes the key and opens the value into a wiped
-    // buffer; the floor is LMDB plus one XChaCha20-Poly1305 open of the same value in C.
-    pairedWithSetup("Store random get, borrowing, sealed", ops: count / perRead) {
-        let (db, raw, close) = try filledStores(sealed: true)
-        let (next, rawNext) = (Cursor(), Cursor())
-        return (
-            ours: {
-                let start = next.advance(by: perRead, wrappingAt: count)
-                blackHole(
-                    try db.read { tx in
-                        let table = try tx.open(benchTable)
-                        var total = 0
-                        for key in shuffled[start..<(start + perRead)] { total += try table.withValue(key) { $0.count } ?? 0 }
-                        return total
-                    })
-            },
-            raw: {
-                let start = rawNext.advance(by: perRead, wrappingAt: count)
-                blackHole(rawShuffled.withUnsafeBufferPointer { cb_lmdb_get_sealed(raw.pointer, $0.baseAddress.map { $0 + start * 32 }, perRead, sealKey) })
-            },
-            close: close
-        )
-    }
-    // A durable sealed insert (20 a batch) against LMDB's durable put plus one seal in C.
-    pairedWithSetup("Store insert one transaction each, durable, sealed", ops: 20, heavy: true) {
-        let (db, raw, close) = try filledStores(durable: true, sealed: true)
-        let (next, rawNext) = (Cursor(), Cursor())
-        return (
-            ours: {
-                let index = next.advance(by: 1, wrappingAt: count)
-                try db.write { tx in try tx.open(benchTable).put(shuffled[index], value) }
-            },
-            raw: {
-                let index = rawNext.advance(by: 1, wrappingAt: count)
-                blackHole(
-                    rawShuffled.withUnsafeBufferPointer {
-                        cb_lmdb_put_sealed_per_txn(raw.pointer, $0.baseAddress.map { $0 + index * 32 }, 1, value, value.count, sealKey)
-                    })
-            },
-            close: close
-        )
     }
     // One durable transaction inserting the next 5,000 keys (empty stores at the start).
     pairedWithSetup("Store insert one transaction", ops: 1, heavy: true) {
@@ -356,10 +321,12 @@ func storeBenchmarks() {
         )
     }
     // One transaction a put, without fsync (500 a batch) and durable (20 a batch, each commit
-    // fsynced: about 10 ms, so that the disk's latency averages out within a batch).
-    for durable in [false, true] {
-        pairedWithSetup("Store insert one transaction each, \(durable ? "durable" : "no-sync")", ops: durable ? 20 : 500, heavy: true) {
-            let (db, raw, close) = try filledStores(durable: durable)
+    // fsynced: about 10 ms, so that the disk's latency averages out within a batch); sealed and
+    // durable against LMDB's durable put plus one seal in C.
+    for (durable, sealed) in [(false, false), (true, false), (true, true)] {
+        let label = "Store insert one transaction each, \(durable ? "durable" : "no-sync")\(sealed ? ", sealed" : "")"
+        pairedWithSetup(label, ops: durable ? 20 : 500, heavy: true) {
+            let (db, raw, close) = try filledStores(durable: durable, sealed: sealed)
             let (next, rawNext) = (Cursor(), Cursor())
             return (
                 ours: {
@@ -369,7 +336,12 @@ func storeBenchmarks() {
                 raw: {
                     let index = rawNext.advance(by: 1, wrappingAt: count)
                     blackHole(
-                        rawShuffled.withUnsafeBufferPointer { cb_lmdb_put_per_txn(raw.pointer, $0.baseAddress.map { $0 + index * 32 }, 1, value, value.count) })
+                        rawShuffled.withUnsafeBufferPointer {
+                            let key = $0.baseAddress.map { $0 + index * 32 }
+                            return sealed
+                                ? cb_lmdb_put_sealed_per_txn(raw.pointer, key, 1, value, value.count, sealKey)
+                                : cb_lmdb_put_per_txn(raw.pointer, key, 1, value, value.count)
+                        })
                 },
                 close: close
             )

@@ -171,44 +171,15 @@ let operations: [Operation] = [
             c: { keep(cb_envelope_open(bob.rawSecretKey, aliceRaw, id, envelope.sealedPayloadBase64, envelope.signatureBase64, &out, out.count)) }
         )
     },
-    Operation(name: "store-put-one-transaction", iterations: 200, budget: 2.5) {
-        let (db, raw) = try stores()
-        let keys = try (0..<2_000).map { _ in try Bytes32(randomBytes(32)) }
-        let rawKeys = keys.flatMap(\.bytes)
-        let value = randomBytes(200)
-        let next = Counter()
-        let rawNext = Counter()
-        return (
-            ours: .sync { try db.write { tx in try tx.open(storeTable).put(keys[next.take() % keys.count], value) } },
-            c: {
-                let i = rawNext.take() % keys.count
-                keep(rawKeys.withUnsafeBufferPointer { cb_lmdb_put_per_txn(raw, $0.baseAddress.map { $0 + i * 32 }, 1, value, value.count) })
-            }
-        )
-    },
+    storePut(sealed: false),
     storeGet(borrowing: true), storeGet(borrowing: false),
     // Sealed at rest (issue 39). The C floor is LMDB plus one XChaCha20-Poly1305 call of the same
     // value; ours also hashes the key (SipHash, ~330 instructions), authenticates the table and
     // stored key as associated data and seals the key inside the value (~1,000 instructions of
     // Poly1305/ChaCha20 more), and wipes the plaintext buffer. Budgets: what that costs today
     // plus 4 % (docs/PERFORMANCE.md).
-    Operation(name: "store-put-sealed", iterations: 200, budget: 1.87) {
-        let (db, raw) = try stores(sealed: true)
-        let keys = try (0..<2_000).map { _ in try Bytes32(randomBytes(32)) }
-        let rawKeys = keys.flatMap(\.bytes)
-        let value = randomBytes(200)
-        let sealKey = randomBytes(32)
-        let next = Counter()
-        let rawNext = Counter()
-        return (
-            ours: .sync { try db.write { tx in try tx.open(storeTable).put(keys[next.take() % keys.count], value) } },
-            c: {
-                let i = rawNext.take() % keys.count
-                keep(rawKeys.withUnsafeBufferPointer { cb_lmdb_put_sealed_per_txn(raw, $0.baseAddress.map { $0 + i * 32 }, 1, value, value.count, sealKey) })
-            }
-        )
-    },
-    storeGetSealed(),
+    storePut(sealed: true),
+    storeGet(borrowing: true, sealed: true),
     prepareUpload(friends: 8), prepareUpload(friends: 64), processFetch()
 ]
 
@@ -265,18 +236,25 @@ func processFetch() -> Operation {
 
 /// 1,000 random gets of 200-byte values in one read transaction: typed (a fresh [UInt8] each) or
 /// borrowing (``TableHandle/withValue(_:_:)``: the mapped bytes, no copy), against LMDB in C
-/// copying each value into a buffer.
-func storeGet(borrowing: Bool) -> Operation {
-    Operation(name: borrowing ? "store-get-1000-borrowing" : "store-get-1000", iterations: 1, budget: borrowing ? 1.3 : 1.9) {
-        let (db, raw) = try stores()
+/// copying each value into a buffer. Sealed (issue 39): borrowing gets from a store sealed at rest
+/// (the key hashed, the value opened into a wiped buffer) against LMDB plus one
+/// XChaCha20-Poly1305 open per value in C.
+func storeGet(borrowing: Bool, sealed: Bool = false) -> Operation {
+    let name = sealed ? "store-get-1000-borrowing-sealed" : borrowing ? "store-get-1000-borrowing" : "store-get-1000"
+    return Operation(name: name, iterations: 1, budget: sealed ? 1.40 : borrowing ? 1.3 : 1.9) {
+        let (db, raw) = try stores(sealed: sealed)
         let keys = try (0..<1_000).map { _ in try Bytes32(randomBytes(32)) }
         let rawKeys = keys.flatMap(\.bytes)
         let value = randomBytes(200)
+        let sealKey = sealed ? randomBytes(32) : []
         try db.write { tx in
             let table = try tx.open(storeTable)
             for key in keys { try table.put(key, value) }
         }
-        keep(cb_lmdb_put_one_txn(raw, rawKeys, keys.count, value, value.count))
+        keep(
+            sealed
+                ? cb_lmdb_put_sealed_one_txn(raw, rawKeys, keys.count, value, value.count, sealKey)
+                : cb_lmdb_put_one_txn(raw, rawKeys, keys.count, value, value.count))
         return (
             ours: .sync {
                 keep(
@@ -291,37 +269,33 @@ func storeGet(borrowing: Bool) -> Operation {
                         return total
                     })
             },
-            c: { keep(cb_lmdb_get(raw, rawKeys, keys.count)) }
+            c: { keep(sealed ? cb_lmdb_get_sealed(raw, rawKeys, keys.count, sealKey) : cb_lmdb_get(raw, rawKeys, keys.count)) }
         )
     }
 }
 
-/// 1,000 random borrowing gets of 200-byte values from a store sealed at rest (the key hashed,
-/// the value opened into a wiped buffer) against LMDB plus one XChaCha20-Poly1305 open per value
-/// in C: the issue-39 floor.
-func storeGetSealed() -> Operation {
-    Operation(name: "store-get-1000-borrowing-sealed", iterations: 1, budget: 1.40) {
-        let (db, raw) = try stores(sealed: true)
-        let keys = try (0..<1_000).map { _ in try Bytes32(randomBytes(32)) }
+/// One 200-byte put per write transaction (no fsync) against LMDB's put in C; sealed, against
+/// LMDB's put plus one XChaCha20-Poly1305 seal in C.
+func storePut(sealed: Bool) -> Operation {
+    Operation(name: sealed ? "store-put-sealed" : "store-put-one-transaction", iterations: 200, budget: sealed ? 1.87 : 2.5) {
+        let (db, raw) = try stores(sealed: sealed)
+        let keys = try (0..<2_000).map { _ in try Bytes32(randomBytes(32)) }
         let rawKeys = keys.flatMap(\.bytes)
         let value = randomBytes(200)
-        let sealKey = randomBytes(32)
-        try db.write { tx in
-            let table = try tx.open(storeTable)
-            for key in keys { try table.put(key, value) }
-        }
-        keep(cb_lmdb_put_sealed_one_txn(raw, rawKeys, keys.count, value, value.count, sealKey))
+        let sealKey = sealed ? randomBytes(32) : []
+        let next = Counter()
+        let rawNext = Counter()
         return (
-            ours: .sync {
+            ours: .sync { try db.write { tx in try tx.open(storeTable).put(keys[next.take() % keys.count], value) } },
+            c: {
+                let i = rawNext.take() % keys.count
                 keep(
-                    try db.read { tx in
-                        let table = try tx.open(storeTable)
-                        var total = 0
-                        for key in keys { total += try table.withValue(key) { $0.count } ?? 0 }
-                        return total
+                    rawKeys.withUnsafeBufferPointer { all in
+                        let key = all.baseAddress.map { $0 + i * 32 }
+                        return sealed
+                            ? cb_lmdb_put_sealed_per_txn(raw, key, 1, value, value.count, sealKey) : cb_lmdb_put_per_txn(raw, key, 1, value, value.count)
                     })
-            },
-            c: { keep(cb_lmdb_get_sealed(raw, rawKeys, keys.count, sealKey)) }
+            }
         )
     }
 }
