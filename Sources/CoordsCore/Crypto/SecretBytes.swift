@@ -44,15 +44,16 @@ public final class SecretBytes: @unchecked Sendable {
         }
     }
 
-    /// Creates `count` fresh random bytes drawn from `random`.
-    /// - Throws: whatever the random source throws (only ``ReplayRandomSource`` can).
-    /// A wiped copy of `bytes` (memory the caller owns and wipes itself).
+    /// Copies `bytes` into a new secret buffer; the memory `bytes` points at stays the caller's,
+    /// who wipes it (the store opens values into a buffer it wipes itself).
     public convenience init(borrowing bytes: UnsafeRawBufferPointer) {
         self.init(count: bytes.count) { buffer in
             if let source = bytes.baseAddress, let target = buffer.baseAddress { target.copyMemory(from: source, byteCount: bytes.count) }
         }
     }
 
+    /// Creates `count` fresh random bytes drawn from `random`.
+    /// - Throws: whatever the random source throws (only ``ReplayRandomSource`` can).
     public convenience init(randomCount count: Int, using random: any RandomSource = SystemRandomSource()) throws {
         try self.init(count: count) { buffer in try random.fill(buffer) }
     }
