@@ -267,6 +267,7 @@ struct Watch: AsyncParsableCommand {
         let deadline = nowMilliseconds().addingSaturating(UInt64(max(seconds, 0)).multipliedSaturating(by: 1000))
         while case let now = nowMilliseconds(), now < deadline {
             let expiry = (try? session.app.location.nextShareExpiry()) ?? nil
+            // A store error here only costs this early wake-up: the next round's fetch sweeps anyway.
             let sweep = (try? session.app.messages.nextExpiry()) ?? nil
             let wake = min(deadline, expiry ?? deadline, sweep ?? deadline)
             try await Task.sleep(for: .milliseconds(Int64(clamping: wake.subtractingSaturating(now))))

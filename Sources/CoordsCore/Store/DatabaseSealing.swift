@@ -182,6 +182,7 @@ extension TransactionState {
         try TableAccess<[UInt8], [UInt8]>(state: self, dbi: meta, name: Database.metadataTable, stamped: false, visibility: .visible, sealed: false)
             .forEachStoredBytes(from: nil, to: nil, prefix: prefix, reverse: false) { k, v in
                 let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
+                // A damaged entry only loses its earliest expiry: the group is then due at its end.
                 let earliest = try? UInt64(storeBytes: UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
                 if let id = UInt64(String(decoding: key.dropFirst(prefix.count), as: UTF8.self), radix: 16) { groups.append((id, earliest)) }
                 return true

@@ -324,6 +324,7 @@ public final class StoreSealer: Sendable {
 
     /// Whether `stored` is this DEK's check value.
     func verifyCheckValue(_ stored: UnsafeRawBufferPointer) -> Bool {
+        // Any failure to open is the answer: not this DEK's check value (wrongStoreKey upstream).
         let matches = try? open(table: Database.metadataTable, storedKey: UnsafeRawBufferPointer(start: nil, count: 0), stored: stored, key: checkKey) {
             plain, _ in plain.elementsEqual(Self.checkText)
         }

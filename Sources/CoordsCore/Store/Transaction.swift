@@ -203,6 +203,7 @@ import Musl
     func recordShredGroup(_ id: UInt64, expiresAt: UInt64) throws {
         guard let meta = database.metadataDBI else { throw StoreError.unknownTable(Database.metadataTable) }
         let key = Self.shredIndexKey(id)
+        // A damaged earliest expiry is replaced by this one (it can only make the group due later, never lose it).
         let earliest = (try? get(dbi: meta, table: Database.metadataTable, key: key, as: UInt64.self)) ?? nil
         try put(dbi: meta, key: key, value: min(earliest ?? expiresAt, expiresAt))
     }
