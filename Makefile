@@ -82,6 +82,7 @@ format:
 
 test-format:
 	$(SWIFT) format lint --strict --configuration .swift-format -r $(SWIFT_FORMAT_PATHS)
+	python3 scripts/check-sources.py
 
 # Coverage-guided fuzzing (Fuzz/, libFuzzer + ASan): every parser and route, $(FUZZ_TIME) s each.
 fuzz: deps
@@ -122,9 +123,10 @@ tools: deps
 test-deploy: tools
 	scripts/check-systemd.sh $(CURDIR)/Apps/.build/debug/coords-relay
 
-# The CLI against a live relay on loopback (two homes, share, fetch, outage, backups, errors).
-test-e2e: tools
-	python3 -m pytest -q tests/e2e
+# The CLI and the Python host against a live relay on loopback (two homes, share, fetch, outage,
+# backups, errors; the Python host's outbox through coords_outbox_due/report alone).
+test-e2e: tools lib
+	COORDSCORE_LIB=$(CURDIR)/$(LIB_DIR)/libcoordscore.so python3 -m pytest -q tests/e2e
 
 # The CLI and the Python host (an App with coordscore.transport) against a scripted hostile relay
 # (tests/hostile-relay): huge, endless, slow, malformed, repeated, redirected and someone else's

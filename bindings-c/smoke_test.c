@@ -501,6 +501,33 @@ static void test_apps(void) {
     CHECK(strcmp((const char *)json.data, "[]") == 0);
     coords_buffer_free(&json);
 
+    /* The delivery driver: the core decides what each answer means. */
+    uint64_t wake = 1;
+    EXPECT(COORDS_OK, coords_outbox_next_wake(alice, &wake, &e_));
+    CHECK(wake == 0); /* empty */
+    EXPECT(COORDS_ERR_INVALID_ARGUMENT, coords_outbox_enqueue(alice, "uplaod", request_json, NULL, &queued, &e_));
+    EXPECT(COORDS_OK, coords_outbox_enqueue(alice, "request", request_json, NULL, &queued, &e_));
+    EXPECT(COORDS_OK, coords_outbox_due(alice, false, &json, &e_));
+    CHECK(contains(&json, "\"kind\":\"request\""));
+    coords_buffer_free(&json);
+    const char *refused = "relay is down";
+    EXPECT(COORDS_OK, coords_outbox_report(alice, queued, 0, (const uint8_t *)refused, strlen(refused), &json, &e_));
+    CHECK(contains(&json, "\"decision\":\"retry\"") && contains(&json, "\"reason\":\"relay is down\""));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_outbox_next_wake(alice, &wake, &e_));
+    CHECK(wake > 0);
+    EXPECT(COORDS_OK, coords_outbox_due(alice, false, &json, &e_));
+    CHECK(strcmp((const char *)json.data, "[]") == 0); /* backing off */
+    coords_buffer_free(&json);
+    EXPECT(COORDS_ERR_INVALID_ARGUMENT, coords_outbox_report(alice, queued, -1, NULL, 0, &json, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_outbox_report(alice, queued, 204, NULL, 0, NULL, &e_));
+    EXPECT(COORDS_OK, coords_outbox_report(alice, queued, 204, NULL, 0, &json, &e_));
+    CHECK(contains(&json, "\"decision\":\"delivered\""));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_outbox_report(alice, queued, 204, NULL, 0, &json, &e_));
+    CHECK(contains(&json, "\"decision\":\"unknown\"")); /* reported twice */
+    coords_buffer_free(&json);
+
     /* Sealed messages: Alice writes to Bob; a stranger's envelope is refused by Bob. */
     EXPECT(COORDS_OK, coords_messages_send(alice, bob_id, "on my way", &json, &e_));
     CHECK(contains(&json, "\"status\":\"queued\"") && contains(&json, "/v1/relay/messages"));

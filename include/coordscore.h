@@ -527,10 +527,19 @@ int32_t coords_location_friend_locations(CoordsApp *app, CoordsBuffer *json_out,
 
 /* ---- Outbox (requests waiting for the network) ----------------------------------------- */
 
-/* Queues a request that could not be sent (request_json as the prepare functions return it);
- * writes its id. `kind` names it ("upload", "delete", …); `reference` (may be NULL) is the
- * host's handle on it. Entries survive restarts until delivered or removed.
- * Errors: INVALID_JSON, UNEXPECTED_JSON, INVALID_BASE64. */
+/* The core drives delivery; the host only carries bytes:
+ *   loop: coords_outbox_due -> send each request -> coords_outbox_report(status, body)
+ *         -> sleep until coords_outbox_next_wake (or until something is queued).
+ * The core decides what each answer means (delivered, retry with backoff, sign again, drop),
+ * signs stale uploads and deletes again, and records each kind's follow-up (an upload
+ * acknowledged, a message sent, a rotation statement delivered) in the same transaction. */
+
+/* Queues a request (request_json as the prepare functions return it); writes its id. `kind`
+ * is one of "upload", "reseal", "delete", "message", "receipt", "rotation" or "request" (any
+ * other request, delivered as is); `reference` (may be NULL) is the fix timestamp of an
+ * upload/reseal, the message id of a message/receipt, the friend id of a rotation. Entries
+ * survive restarts until delivered or dropped.
+ * Errors: INVALID_ARGUMENT (unknown kind), INVALID_JSON, UNEXPECTED_JSON, INVALID_BASE64. */
 int32_t coords_outbox_enqueue(CoordsApp *app, const char *kind, const char *request_json, const char *reference,
                               uint64_t *id_out, CoordsError *out_error);
 
@@ -539,7 +548,42 @@ int32_t coords_outbox_enqueue(CoordsApp *app, const char *kind, const char *requ
  * `due_only` is true. */
 int32_t coords_outbox_pending(CoordsApp *app, bool due_only, CoordsBuffer *json_out, CoordsError *out_error);
 
-/* Removes a delivered entry (an unknown id is not an error). After a delivered "rotation" entry,
+/* Seals and signs an upload of `fix` (like coords_location_prepare_upload) and queues it in the
+ * outbox with its fix, so the core can sign it again when it grows stale; writes the upload's
+ * JSON with "outbox_id" added. Deliver it with coords_outbox_due / coords_outbox_report.
+ * Ownership: *upload_json_out is the caller's (coords_buffer_free).
+ * Errors: NULL_ARGUMENT, INVALID_HANDLE, INVALID_LOCATION, STALE_LOCATION, FIX_IN_FUTURE,
+ * NO_IDENTITY, NO_SERVER, STORE_*. */
+int32_t coords_outbox_queue_upload(CoordsApp *app, const CoordsLocation *fix, CoordsBuffer *upload_json_out,
+                                   CoordsError *out_error);
+
+/* The requests to send now, oldest first, as a JSON array like coords_outbox_pending: the
+ * request in each entry was signed again by the core when its signed time was older than 240 s
+ * or the relay refused it (an upload a newer one replaced leaves the outbox instead).
+ * ignore_backoff: also the entries still waiting after a failure (a person asked now).
+ * Send each entry's "request" and hand the answer to coords_outbox_report.
+ * Ownership: *json_out is the caller's; free it with coords_buffer_free.
+ * Errors: NULL_ARGUMENT, INVALID_HANDLE, STORE_*. */
+int32_t coords_outbox_due(CoordsApp *app, bool ignore_backoff, CoordsBuffer *json_out, CoordsError *out_error);
+
+/* Hands the relay's answer to entry `id` to the core, which decides and records it; writes
+ * {"id","kind","decision","at"?,"reason"?} ("reason" for every decision but delivered and unknown) where decision is "delivered" (2xx, or 409 to an
+ * envelope: the relay already has it), "retry" (status 0 = no answer, 408, 425, 429, 5xx:
+ * next attempt at "at", ms since the epoch, after a 1 s … 60 s backoff), "sign_again" (a 401 about
+ * the signed time: signed again at the next coords_outbox_due), "dropped" (any other status;
+ * "reason" says why) or "unknown" (no such entry: reported twice). `body` (may be NULL when
+ * body_len is 0; borrowed for the call, ≤ COORDS_MAX_BODY_BYTES) is the answer's body, or for
+ * status 0 a UTF-8 description of the failure.
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (status not 0 or 100…999), INVALID_HANDLE, STORE_*. */
+int32_t coords_outbox_report(CoordsApp *app, uint64_t id, int32_t status, const uint8_t *body, size_t body_len,
+                             CoordsBuffer *json_out, CoordsError *out_error);
+
+/* When to call coords_outbox_due next (ms since the epoch; at or before now when something is
+ * due already; 0 when the outbox is empty). Errors: NULL_ARGUMENT, INVALID_HANDLE, STORE_*. */
+int32_t coords_outbox_next_wake(CoordsApp *app, uint64_t *at_ms_out, CoordsError *out_error);
+
+/* Removes a delivered entry (an unknown id is not an error). Prefer coords_outbox_report, which
+ * also queues the next rotation statements. After a delivered "rotation" entry,
  * call coords_messages_queue_rotation_statements again: a friend owed several statements (the
  * identity rotated again before they had the first) gets the next one only then. */
 int32_t coords_outbox_mark_delivered(CoordsApp *app, uint64_t id, CoordsError *out_error);

@@ -164,9 +164,11 @@ public func ffiWalletInfo(_ handle: Handle, _ jsonOut: BufferOut, _ error: Error
         try Output.write(
             .object([
                 "has_identity": .bool(wallet.hasIdentity),
+                // No identity yet: the record says null (has_identity is false), not an error.
                 "id": (try? wallet.id()).map { .string($0) } ?? .null,
                 "name": .string(profile.name),
                 "server": .string(profile.server),
+                // No identity or no server yet: no link to show, null.
                 "link": (try? wallet.friendLink()).map { .string($0) } ?? .null,
                 "strict_mode": .bool(try wallet.isStrictMode())
             ]), to: out)
@@ -445,8 +447,10 @@ extension OutboxManagerReconcileMessage {
     /// This message as an update record (docs/ABI.md "Update types").
     var record: UpdateRecord {
         switch self {
-        case .queued(let id, let kind): UpdateRecord("queued", ["id": .integer(id), "kind": .string(kind)])
-        case .delivered(let id, let kind): UpdateRecord("delivered", ["id": .integer(id), "kind": .string(kind)])
+        case .queued(let id, let kind): UpdateRecord("queued", ["id": .integer(id), "kind": .string(kind.rawValue)])
+        case .delivered(let id, let kind): UpdateRecord("delivered", ["id": .integer(id), "kind": .string(kind.rawValue)])
+        case .dropped(let id, let kind, let reason):
+            UpdateRecord("dropped", ["id": .integer(id), "kind": .string(kind.rawValue), "reason": .string(reason)])
         case .retryScheduled(let id, let attempts, let next):
             UpdateRecord("retry_scheduled", ["id": .integer(id), "attempts": .integer(UInt64(attempts)), "next_attempt_at": .integer(next)])
         case .removed(let id): UpdateRecord("removed", ["id": .integer(id)])
@@ -462,7 +466,11 @@ public func ffiOutboxEnqueue(
     exported(error) {
         let out = try Argument.output(idOut, "id_out")
         let app = try apps.get(handle).app
-        let kind = try Argument.string(kind, "kind")
+        let kindName = try Argument.string(kind, "kind")
+        guard let kind = OutboxKind(rawValue: kindName) else {
+            let names = OutboxKind.allCases.map(\.rawValue).joined(separator: ", ")
+            throw FFIError.invalid("kind must be one of \(names)")
+        }
         let request = try PreparedRequest(json: try Argument.json(requestJSON, "request_json"))
         let reference = try Argument.optionalString(reference, "reference")
         out.pointee = try blocking { try await app.outbox.enqueue(kind: kind, request: request, reference: reference) }
@@ -472,7 +480,44 @@ public func ffiOutboxEnqueue(
 @_cdecl("coords_outbox_pending")
 public func ffiOutboxPending(_ handle: Handle, _ dueOnly: Bool, _ jsonOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(jsonOut, "json_out", app: handle, error) { app in
-        JSONValue.array(try (dueOnly ? app.outbox.due() : app.outbox.pending()).map(Record.outboxEntry))
+        JSONValue.array(try (dueOnly ? app.outbox.listDue() : app.outbox.pending()).map(Record.outboxEntry))
+    }
+}
+
+@_cdecl("coords_outbox_queue_upload")
+public func ffiOutboxQueueUpload(_ handle: Handle, _ fix: UnsafePointer<CoordsLocation>?, _ uploadOut: BufferOut, _ error: ErrorOut) -> Int32 {
+    returning(uploadOut, "upload_json_out", app: handle, error) { app in
+        let location = try Argument.location(fix, "fix")
+        let (upload, id) = try blocking { try await app.outbox.queueUpload(location) }
+        guard case .object(var record) = Record.upload(upload) else { return Record.upload(upload) }
+        record["outbox_id"] = .integer(id)
+        return .object(record)
+    }
+}
+
+@_cdecl("coords_outbox_due")
+public func ffiOutboxDue(_ handle: Handle, _ ignoringBackoff: Bool, _ jsonOut: BufferOut, _ error: ErrorOut) -> Int32 {
+    returning(jsonOut, "json_out", app: handle, error) { app in
+        JSONValue.array(try blocking { try await app.outbox.due(ignoringBackoff: ignoringBackoff) }.map(Record.outboxEntry))
+    }
+}
+
+@_cdecl("coords_outbox_report")
+public func ffiOutboxReport(
+    _ handle: Handle, _ id: UInt64, _ status: Int32, _ body: UnsafePointer<UInt8>?, _ length: Int, _ jsonOut: BufferOut, _ error: ErrorOut
+) -> Int32 {
+    returning(jsonOut, "json_out", app: handle, error) { app in
+        guard (0...999).contains(status) else { throw FFIError.invalid("status must be an HTTP status (100…999) or 0 for no answer") }
+        let bytes = try Argument.bytes(body, length, "body", maximum: Int(COORDS_MAX_BODY_BYTES))
+        return Record.outboxReport(try blocking { try await app.outbox.report(id: id, status: Int(status), body: bytes) })
+    }
+}
+
+@_cdecl("coords_outbox_next_wake")
+public func ffiOutboxNextWake(_ handle: Handle, _ atOut: UnsafeMutablePointer<UInt64>?, _ error: ErrorOut) -> Int32 {
+    exported(error) {
+        let out = try Argument.output(atOut, "at_ms_out")
+        out.pointee = try apps.get(handle).app.outbox.nextWake() ?? 0
     }
 }
 
@@ -487,7 +532,7 @@ public func ffiOutboxMarkDelivered(_ handle: Handle, _ id: UInt64, _ error: Erro
 public func ffiOutboxMarkFailed(_ handle: Handle, _ id: UInt64, _ reason: CString, _ error: ErrorOut) -> Int32 {
     withApp(handle, error) { app in
         let reason = try Argument.string(reason, "reason")
-        try blocking { try await app.outbox.markFailed(id: id, error: reason) }
+        _ = try blocking { try await app.outbox.markFailed(id: id, error: reason) }
     }
 }
 

@@ -79,11 +79,24 @@ enum Record {
 
     static func outboxEntry(_ e: OutboxEntry) -> JSONValue {
         .object([
-            "id": .integer(e.id), "kind": .string(e.item.kind), "request": e.item.request.json,
+            "id": .integer(e.id), "kind": .string(e.item.kind.rawValue), "request": e.item.request.json,
             "attempts": .integer(UInt64(e.item.attempts)), "next_attempt_at": .integer(e.item.nextAttemptAt),
             "created_at": .integer(e.item.createdAt), "last_error": optional(e.item.lastError) { .string($0) },
             "reference": optional(e.item.reference) { .string($0) }, "location": optional(e.item.location, location)
         ])
+    }
+
+    static func outboxReport(_ r: OutboxReport) -> JSONValue {
+        var fields: [(String, JSONValue)] = [("id", .integer(r.id)), ("kind", optional(r.kind) { .string($0.rawValue) })]
+        switch r.decision {
+        case .delivered: fields.append(("decision", .string("delivered")))
+        case .retry(let at, let reason): fields += [("decision", .string("retry")), ("at", .integer(at)), ("reason", .string(reason))]
+        case .signAgain(let at, let reason):
+            fields += [("decision", .string("sign_again")), ("at", .integer(at)), ("reason", .string(reason))]
+        case .dropped(let reason): fields += [("decision", .string("dropped")), ("reason", .string(reason))]
+        case .unknown: fields.append(("decision", .string("unknown")))
+        }
+        return .object(JSONObject(fields))
     }
 
     static func outcome(_ o: FetchOutcome) -> JSONValue {

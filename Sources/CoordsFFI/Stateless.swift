@@ -11,6 +11,10 @@ import Musl
 /// The library version reported by coords_version() (static storage, never freed).
 nonisolated(unsafe) let libraryVersion: UnsafeMutablePointer<CChar>? = strdup(CoordsVersion.string)
 
+/// The signing counter of the stateless exports: like the managers' (``SignedTime``), so two
+/// prepares in the same second carry increasing timestamps.
+let statelessSignedTime = SignedClock()
+
 @_cdecl("coords_abi_version")
 public func ffiABIVersion() -> UInt32 { COORDS_ABI_VERSION }
 
@@ -135,8 +139,8 @@ public func ffiPrepareUpload(
         }
         let serverText = try Argument.string(server, "server")
         let blob = try LocationBlob.seal(fix.wire, for: [key.publicKey] + friends)
-        let now = UInt64(max(time(nil), 0))
-        try Output.write(try RelayAPI.prepareUpload(blob: blob, timestamp: now, signer: key, server: serverText).json, to: out)
+        let timestamp = statelessSignedTime.next()
+        try Output.write(try RelayAPI.prepareUpload(blob: blob, timestamp: timestamp, signer: key, server: serverText).json, to: out)
     }
 }
 

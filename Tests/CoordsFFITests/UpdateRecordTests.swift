@@ -79,13 +79,17 @@ import Testing
                 #"{"manager":"location","type":"entry_rejected","id":"A","code":212,"message":"m"}"#
             ),
             (.location(.errorOccurred(code: 1, message: "m")), #"{"manager":"location","type":"error_occurred","code":1,"message":"m"}"#),
-            (.outbox(.queued(id: 9, kind: "upload")), #"{"manager":"outbox","type":"queued","id":9,"kind":"upload"}"#),
-            (.outbox(.delivered(id: 9, kind: "upload")), #"{"manager":"outbox","type":"delivered","id":9,"kind":"upload"}"#),
+            (.outbox(.queued(id: 9, kind: .upload)), #"{"manager":"outbox","type":"queued","id":9,"kind":"upload"}"#),
+            (.outbox(.delivered(id: 9, kind: .upload)), #"{"manager":"outbox","type":"delivered","id":9,"kind":"upload"}"#),
             (
                 .outbox(.retryScheduled(id: 9, attempts: 2, nextAttemptAt: 8)),
                 #"{"manager":"outbox","type":"retry_scheduled","id":9,"attempts":2,"next_attempt_at":8}"#
             ),
             (.outbox(.removed(id: 9)), #"{"manager":"outbox","type":"removed","id":9}"#),
+            (
+                .outbox(.dropped(id: 9, kind: .delete, reason: "r")),
+                #"{"manager":"outbox","type":"dropped","id":9,"kind":"delete","reason":"r"}"#
+            ),
             (.outbox(.errorOccurred(code: 2, message: "m")), #"{"manager":"outbox","type":"error_occurred","code":2,"message":"m"}"#),
             (.messages(.messageQueued(message)), #"{"manager":"messages","type":"message_queued","message":"# + messageJSON + "}"),
             (.messages(.messageSent(id: "M")), #"{"manager":"messages","type":"message_sent","id":"M"}"#),

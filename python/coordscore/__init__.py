@@ -291,6 +291,10 @@ _SIGNATURES = [
     ("coords_location_next_share_expiry", c_int32, [_APP, POINTER(c_uint64), _ERR]),
     ("coords_outbox_enqueue", c_int32, [_APP, c_char_p, c_char_p, c_char_p, POINTER(c_uint64), _ERR]),
     ("coords_outbox_pending", c_int32, [_APP, c_bool, _BUF, _ERR]),
+    ("coords_outbox_queue_upload", c_int32, [_APP, _LOC, _BUF, _ERR]),
+    ("coords_outbox_due", c_int32, [_APP, c_bool, _BUF, _ERR]),
+    ("coords_outbox_report", c_int32, [_APP, c_uint64, c_int32, _U8, c_size_t, _BUF, _ERR]),
+    ("coords_outbox_next_wake", c_int32, [_APP, POINTER(c_uint64), _ERR]),
     ("coords_outbox_mark_delivered", c_int32, [_APP, c_uint64, _ERR]),
     ("coords_outbox_mark_failed", c_int32, [_APP, c_uint64, c_char_p, _ERR]),
     ("coords_outbox_remove", c_int32, [_APP, c_uint64, _ERR]),
@@ -666,6 +670,26 @@ class OutboxEntry(_Record):
         """An OutboxEntry from the library's JSON."""
         return cls(obj["id"], obj["kind"], Request.from_json(obj["request"]), obj["attempts"], obj["next_attempt_at"],
                    obj["created_at"], obj["last_error"], obj["reference"], _location(obj["location"]))
+
+
+@dataclass(frozen=True)
+class OutboxReport(_Record):
+    """What the core decided about a relay's answer to an outbox request (App.outbox_report)."""
+    id: int
+    kind: Optional[str]
+    """The entry's kind ("upload", "reseal", "delete", "message", "receipt", "rotation",
+    "request"); None for "unknown"."""
+    decision: str
+    """"delivered", "retry", "sign_again", "dropped" or "unknown" (no such entry)."""
+    at: Optional[int]
+    """For "retry" and "sign_again": the next attempt's time (ms since the epoch)."""
+    reason: Optional[str]
+    """Why it was not delivered (relay's refusal or the network failure)."""
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "OutboxReport":
+        """An OutboxReport from the library's JSON."""
+        return cls(obj["id"], obj.get("kind"), obj["decision"], obj.get("at"), obj.get("reason"))
 
 
 @dataclass(frozen=True)
@@ -1368,7 +1392,11 @@ class App(_NativeHandle):
 
     # Outbox
     def enqueue(self, kind: str, request: Any, reference: Optional[str] = None) -> int:
-        """Queues a prepared request in the outbox; returns its id (ids are never reused)."""
+        """Queues a prepared request in the outbox; returns its id (ids are never reused).
+        `kind` is "upload", "reseal", "delete", "message", "receipt", "rotation" or "request";
+        `reference` is an upload's fix timestamp, a message's id or a rotation's friend id.
+
+        Raises ArgumentError (unknown kind), StoreError."""
         out = c_uint64()
         record = request.to_json() if isinstance(request, Request) else request
         _call(lib.coords_outbox_enqueue, self.handle, _utf8(kind, "kind"), json.dumps(record).encode(), _text(reference), byref(out))
@@ -1378,8 +1406,48 @@ class App(_NativeHandle):
         """The queued requests (only those due now with due_only)."""
         return [OutboxEntry.from_json(x) for x in _json_call(lib.coords_outbox_pending, self.handle, due_only)]
 
+    def queue_upload(self, fix: Location) -> tuple[Upload, int]:
+        """Seals and signs an upload of `fix` and queues it in the outbox with its fix (so the
+        core can sign it again when it grows stale); returns the upload and its outbox id.
+        Deliver it with outbox_due()/outbox_report() (or coordscore.transport.deliver_outbox).
+
+        Raises WireError (ERR_INVALID_LOCATION, ERR_STALE_LOCATION), ManagerError (ERR_NO_IDENTITY,
+        ERR_NO_SERVER, ERR_FIX_IN_FUTURE), StoreError."""
+        c_fix = _as_location(fix, "fix").to_c()
+        record = _json_call(lib.coords_outbox_queue_upload, self.handle, byref(c_fix))
+        return Upload.from_json(record), record["outbox_id"]
+
+    def outbox_due(self, ignore_backoff: bool = False) -> list[OutboxEntry]:
+        """The requests to send now, oldest first; the core signed again those whose signed time
+        was stale or refused (an upload a newer one replaced leaves the outbox instead). Send each
+        entry's `request` and give the answer to outbox_report(). With ignore_backoff, entries
+        still waiting after a failure are handed out too (a person asked now).
+
+        Raises StoreError."""
+        return [OutboxEntry.from_json(x) for x in _json_call(lib.coords_outbox_due, self.handle, ignore_backoff)]
+
+    def outbox_report(self, id: int, status: int, body: bytes = b"") -> OutboxReport:
+        """Hands the relay's answer to entry `id` to the core, which decides and records it:
+        "delivered" (2xx, or 409 to a message: the relay already has it), "retry" (status 0 = no
+        answer, 408, 425, 429, 5xx; after a 1 s … 60 s backoff), "sign_again" (a 401 about the
+        signed time), "dropped" (any other status), "unknown" (no such entry). For status 0,
+        `body` may describe the failure (UTF-8). Nothing else to call: a delivered upload is
+        recorded, a message marked sent, the next rotation statement queued.
+
+        Raises ArgumentError (status not 0 or 100…999), StoreError."""
+        return OutboxReport.from_json(_json_call(lib.coords_outbox_report, self.handle, id, status, _bytes(body, "body"), len(body)))
+
+    def outbox_next_wake(self) -> Optional[int]:
+        """When to call outbox_due() next (ms since the epoch; at or before now when something
+        is due already), or None when the outbox is empty.
+
+        Raises StoreError."""
+        out = c_uint64()
+        _call(lib.coords_outbox_next_wake, self.handle, byref(out))
+        return out.value or None
+
     def mark_delivered(self, id: int) -> None:
-        """Removes a delivered request from the outbox."""
+        """Removes a delivered request from the outbox (prefer outbox_report)."""
         _call(lib.coords_outbox_mark_delivered, self.handle, id)
 
     def mark_failed(self, id: int, reason: str) -> None:
@@ -1393,12 +1461,14 @@ class App(_NativeHandle):
     # Messages (PROTOCOL.md §7)
 
     def send_message(self, friend_id: str, text: str) -> Sent:
-        """Seals `text` for a friend and queues it. Send `.request`, then call mark_message_sent on
-        202 or 409."""
+        """Seals `text` for a friend, stores it and queues it in the outbox: deliver it with
+        outbox_due()/outbox_report() (or send `.request` now and hand the answer to
+        outbox_report(sent.outbox_id, status, body), which marks it sent)."""
         return Sent.from_json(_json_call(lib.coords_messages_send, self.handle, _utf8(friend_id, "friend_id"), _utf8(text, "text")))
 
     def mark_message_sent(self, message_id: str) -> None:
-        """Marks a message as accepted by the relay (after 202 or 409)."""
+        """Marks a message as accepted by the relay (after 202 or 409) and removes its outbox
+        entry; outbox_report does this itself."""
         _call(lib.coords_messages_mark_sent, self.handle, _utf8(message_id, "message_id"))
 
     def prepare_message_fetch(self) -> Request:

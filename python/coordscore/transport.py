@@ -23,7 +23,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Union
 
-from . import Request
+from . import App, OutboxReport, Request
 
 CONNECT_TIMEOUT = 5.0
 """Seconds to establish the TCP (and TLS) connection (ClientLimits.connectTimeout)."""
@@ -110,5 +110,25 @@ def send(request: Union[Request, dict[str, object]], *, connect_timeout: float =
         connection.close()
 
 
-__all__ = ["Answer", "AnswerTooLarge", "RelayUnreachable", "TransportError", "send", "CONNECT_TIMEOUT",
+def deliver_outbox(app: "App", *, ignore_backoff: bool = False) -> list[OutboxReport]:
+    """Sends every request of `app`'s outbox that is due and hands each answer to the core
+    (App.outbox_report), which decides what it means; returns the decisions. A transport failure
+    is reported as status 0 with its description. The host's whole delivery loop is:
+
+        reports = deliver_outbox(app)
+        wake = app.outbox_next_wake()   # sleep until then (None: until something is queued)
+
+    Raises StoreError from the core; never a TransportError (those are answers too)."""
+    reports = []
+    for entry in app.outbox_due(ignore_backoff):
+        try:
+            answer = send(entry.request)
+            status, body = answer.status, answer.body
+        except TransportError as error:
+            status, body = 0, str(error).encode()
+        reports.append(app.outbox_report(entry.id, status, body))
+    return reports
+
+
+__all__ = ["Answer", "AnswerTooLarge", "RelayUnreachable", "TransportError", "deliver_outbox", "send", "CONNECT_TIMEOUT",
            "IDLE_TIMEOUT", "TOTAL_TIMEOUT", "DEFAULT_MAX_RESPONSE_BYTES"]

@@ -141,9 +141,11 @@ struct Init: AsyncParsableCommand {
 
 /// Checks `GET /api/version`; returns a warning, or nil when the relay looks fine.
 func checkRelay(_ server: String) async -> String? {
+    // The only error is an invalid URL, which this warning names.
     guard let request = try? RelayAPI.prepareVersionCheck(server: server) else { return "\(server) is not a valid relay URL" }
     do {
         let result = try await RelayHTTP.send(request, timeout: 5)
+        // An answer that is not a version is what the warning below reports.
         guard result.isSuccess, let version = try? RelayAPI.parseVersion(result.body) else {
             return "\(server) answered \(result.status) to /api/version; is it a Coords relay?"
         }

@@ -58,15 +58,12 @@ private func rotateIdentity(_ options: CommandOptions, server: String?, revoke: 
         let report = await OutboxDelivery.flush(session)  // the statements (and anything else waiting)
         var uploaded = false
         if let upload = rotation.upload {
-            if let result = try? await RelayHTTP.send(upload.request), result.isSuccess {
-                try await session.app.location.markUploadSucceeded(fixTimestamp: upload.fixTimestamp)
-                uploaded = true
-            } else {
-                _ = try await session.app.outbox.enqueue(kind: "reseal", request: upload.request, reference: String(upload.fixTimestamp))
-            }
+            let sent = try await OutboxDelivery.send(.reseal, upload.request, reference: String(upload.fixTimestamp), session: session)
+            uploaded = sent.isDelivered
         }
+        // Best effort, reported as previous_deleted: the old blob also expires on its relay.
         let deleted = ((try? await RelayHTTP.send(rotation.deletePrevious))?.isSuccess) ?? false
-        let pending = try session.app.outbox.pending().filter { $0.item.kind == "rotation" }.count
+        let pending = try session.app.outbox.pending().filter { $0.item.kind == .rotation }.count
         let delivered = rotation.statements.count - pending
         if json {
             printJSON(
@@ -91,6 +88,7 @@ private func rotateIdentity(_ options: CommandOptions, server: String?, revoke: 
 /// One line per friend a rotation put in conflict (PROTOCOL.md §9.2), one per friend who moved.
 func rotationLines(_ outcome: MessagesOutcome, session: Session) -> [String] {
     var lines: [String] = []
+    // Lines for people: without the friend list they are left out, the outcome itself was stored.
     let friends = (try? session.app.friends.list()) ?? []
     for id in outcome.conflicts {
         guard let friend = friends.first(where: { $0.id == id }) else { continue }

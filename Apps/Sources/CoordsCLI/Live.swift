@@ -135,7 +135,9 @@ struct LiveWatcher: Sendable {
     /// The status a plain `GET /v1/relay/live` gets: 426 from a relay with the channel, 404 from
     /// one without (a reference relay), nil when unreachable.
     static func probe(_ server: String) async -> Int? {
+        // An invalid server has no live channel: nil, like an unreachable one.
         guard let url = try? RelayAPI.endpoint(server: server, path: LiveFrame.path) else { return nil }
+        // Unreachable is nil by this function's contract.
         return try? await RelayHTTP.send(PreparedRequest(url: url, method: "GET", headers: [], body: []), timeout: 5).status
     }
 }

@@ -20,20 +20,23 @@ struct Send: SessionCommand {
     func run(in session: Session) async throws {
         let target = try findFriend(friend, in: session)
         let sent = try await session.app.messages.send(text, to: target.id)
-        let delivered = await MessageDelivery.post(sent.request, messageID: sent.message.id, outboxID: sent.outboxID, session: session)
+        let report = try await OutboxDelivery.deliver(id: sent.outboxID, sent.request, session: session)
         let name = target.name.isEmpty ? String(target.id.prefix(8)) : target.name
         if options.json {
             printJSON(
                 .object([
-                    "id": .string(sent.message.id), "friend_id": .string(target.id), "queued": .bool(!delivered.sent),
-                    "error": delivered.error.map { .string($0) } ?? .null
+                    "id": .string(sent.message.id), "friend_id": .string(target.id), "queued": .bool(report.isQueued),
+                    "error": report.reason.map { .string($0) } ?? .null
                 ]))
-        } else if delivered.sent {
+        } else if report.isDelivered {
             printLine("Sent to \(name).")
-        } else {
-            printLine("Could not reach \(name)'s relay (\(delivered.error ?? "unknown error")); the message is queued and will be retried.")
+        } else if report.isQueued {
+            printLine("Could not reach \(name)'s relay (\(report.reason ?? "unknown error")); the message is queued and will be retried.")
         }
-        if !delivered.sent { throw ExitCode(ExitStatus.queued) }
+        guard report.isDelivered || report.isQueued else {
+            throw CLIFailure("\(name)'s relay refused the message: \(report.reason ?? "unknown error")")
+        }
+        if report.isQueued { throw ExitCode(ExitStatus.queued) }
     }
 }
 
@@ -150,6 +153,7 @@ struct Chat: SessionCommand {
             group.addTask {
                 while true {
                     try await Task.sleep(for: .seconds(60))
+                    // A failed poll is tried again in 60 s; the live channel carries on meanwhile.
                     if let outcome = try? await MessageDelivery.sync(session) { printLive(outcome, session: session, only: friendID) }
                 }
             }
@@ -168,39 +172,18 @@ func messageJSON(_ m: MessageRecord) -> JSONValue {
 
 /// Talking to relays about messages.
 enum MessageDelivery {
-    /// Posts a sealed message; on 202 (or 409: the relay already has it) marks it sent. Network
-    /// failures, 429 and 5xx leave it in the outbox with a backoff.
-    static func post(_ request: PreparedRequest, messageID: String, outboxID: UInt64, session: Session) async -> (sent: Bool, error: String?) {
-        do {
-            let result = try await RelayHTTP.send(request)
-            if result.status == 202 || result.status == 409 {
-                try await session.app.messages.markSent(id: messageID)
-                return (true, nil)
-            }
-            let reason = RelayHTTP.refusal(result, action: "take the message")
-            if result.status == 429 || result.status >= 500 {
-                try await session.app.outbox.markFailed(id: outboxID, error: reason)
-            } else {
-                try await session.app.outbox.remove(id: outboxID)
-            }
-            return (false, reason)
-        } catch {
-            try? await session.app.outbox.markFailed(id: outboxID, error: describe(error))
-            return (false, describe(error))
-        }
-    }
-
     /// Fetches our mailbox (with `fetch`, a signed mailbox fetch the core prepared, or a fresh
     /// one), processes it, then sends the acks and the receipts.
     static func sync(_ session: Session, fetch: PreparedRequest? = nil) async throws -> MessagesOutcome {
         let result = try await RelayHTTP.send(try fetch ?? session.app.messages.prepareFetch())
         guard result.status == 200 else { throw CLIFailure(RelayHTTP.refusal(result, action: "list your messages")) }
         let outcome = try await session.app.messages.processFetchResponse(result.body)
+        // An ack that does not arrive leaves the envelope on the relay: the next sync sees a duplicate and acks again.
         for ack in outcome.acks { _ = try? await RelayHTTP.send(ack) }
         if !outcome.conflicts.isEmpty { _ = try? await sendReseal(session: session) }  // a conflict pauses sharing at once
         for receipt in outcome.receipts {
-            // On success markSent removes the receipt's outbox entry; otherwise the outbox retries it.
-            _ = await post(receipt.item.request, messageID: receipt.item.reference ?? "", outboxID: receipt.id, session: session)
+            // The core records the answer: delivered, or left in the outbox for a retry.
+            _ = try await OutboxDelivery.deliver(id: receipt.id, receipt.item.request, session: session)
         }
         try await session.app.messages.sweepExpired()
         return outcome

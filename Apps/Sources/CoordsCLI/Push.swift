@@ -52,6 +52,7 @@ struct Push: AsyncParsableCommand {
             throw CLIFailure("your relay does not offer push (404); coords watch and coords inbox still work by polling")
         }
         guard result.isSuccess else { throw CLIFailure(RelayHTTP.refusal(result, action: action)) }
+        // A 2xx without a JSON body has nothing more to show.
         return (try? JSONValue.parse(result.body))?.objectValue
     }
 }

@@ -219,8 +219,10 @@ struct Session {
     /// `coords whoami` can show them without the passphrase. Best effort: whoami falls back to
     /// unlocking the keychain when the file is missing or unreadable.
     func writePublicProfile() {
+        // public.json is a convenience copy (see above): without an identity, server or store there is nothing to write.
         guard let id = try? app.wallet.id(), let profile = try? app.wallet.profile(), let link = try? app.wallet.friendLink() else { return }
         let value = JSONValue.object(["id": .string(id), "name": .string(profile.name), "server": .string(profile.server), "link": .string(link)])
+        // Likewise: commands that need it read the store when the file is missing.
         try? writeFile(app.directory + "/" + PublicProfile.fileName, value.serialized() + [0x0A])
     }
 }
@@ -232,6 +234,7 @@ struct PublicProfile {
 
     /// Reads `home/public.json`; nil when it is missing or not what `writePublicProfile` writes.
     static func read(home: String) -> PublicProfile? {
+        // Missing, unreadable or not ours: nil by contract (the caller unlocks the store instead).
         guard let bytes = try? readFile(home + "/" + fileName), bytes.count < 65_536,
             let object = (try? JSONValue.parse(bytes))?.objectValue,
             let id = object["id"]?.stringValue, let name = object["name"]?.stringValue,

@@ -17,6 +17,7 @@ struct ShareWith: SessionCommand {
         if let duration, ShareWith.milliseconds(duration) == nil {
             throw ValidationError("--for must be a duration such as 90s, 30m, 2h, 1d or 1h30m")
         }
+        // The validation error below says what is wrong.
         if let until, (try? RFC3339.parse(until)) == nil { throw ValidationError("--until must be an RFC 3339 time such as 2026-11-24T18:00:00Z") }
     }
 
@@ -84,29 +85,21 @@ struct ResealReport {
 }
 
 /// After a share ended: sends the last fix sealed again without that friend (PROTOCOL.md §9.3),
-/// or queues it in the outbox (kind `reseal`) when the relay cannot be reached.
+/// through the outbox (kind `reseal`), where it waits when the relay cannot take it now.
 func sendReseal(session: Session) async throws -> ResealReport {
     guard let upload = try await session.app.location.prepareReseal() else { return ResealReport(resealed: false, queued: false) }
     let friends = upload.recipientCount - 1
-    do {
-        let result = try await RelayHTTP.send(upload.request)
-        guard result.isSuccess else {
-            await session.app.location.markUploadFailed(fixTimestamp: upload.fixTimestamp, reason: "relay answered \(result.status)")
-            _ = try await session.app.outbox.enqueue(kind: "reseal", request: upload.request, reference: String(upload.fixTimestamp))
-            return ResealReport(
-                resealed: true, queued: true, message: RelayHTTP.refusal(result, action: "store the resealed position") + "; queued for a retry")
-        }
-        try await session.app.location.markUploadSucceeded(fixTimestamp: upload.fixTimestamp)
+    let report = try await OutboxDelivery.send(.reseal, upload.request, reference: String(upload.fixTimestamp), session: session)
+    if report.isDelivered {
         return ResealReport(
             resealed: true, queued: false,
             message: "Your last position is sealed again for \(friends) friend\(friends == 1 ? "" : "s") only.")
-    } catch let failure as NetworkFailure {
-        await session.app.location.markUploadFailed(fixTimestamp: upload.fixTimestamp, reason: failure.description)
-        _ = try await session.app.outbox.enqueue(kind: "reseal", request: upload.request, reference: String(upload.fixTimestamp))
-        return ResealReport(
-            resealed: true, queued: true,
-            message: "The relay is unreachable (\(failure.description)); resealing your last position is queued and the next command retries it.")
     }
+    let reason = report.reason ?? "unknown error"
+    guard report.isQueued else { throw CLIFailure("the relay refused to store the resealed position: \(reason)") }
+    return ResealReport(
+        resealed: true, queued: true,
+        message: "Resealing your last position could not be sent (\(reason)); it is queued and the next command retries it.")
 }
 
 /// "on", "until 18:00 UTC (1 h left)", "expired", "paused".

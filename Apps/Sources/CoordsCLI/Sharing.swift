@@ -5,28 +5,19 @@ import CoordsCore
 import Glibc
 #endif
 
-/// Shares one fix: seal, PUT, mark success; on a network failure the upload is queued.
-/// Returns a line to print, and whether it was queued.
+/// Shares one fix: sealed and queued in the outbox, then sent at once; the core decides what
+/// the relay's answer means. Returns a line to print, and whether it waits in the outbox.
+/// - Throws: ``CLIFailure`` when the relay refused the upload for good.
 func share(_ fix: Location, session: Session) async throws -> (message: String, queued: Bool, upload: PreparedUpload) {
     let upload = try await session.app.location.prepareUpload(fix)
-    do {
-        let result = try await RelayHTTP.send(upload.request)
-        guard result.isSuccess else {
-            await session.app.location.markUploadFailed(fixTimestamp: fix.timestamp, reason: "relay answered \(result.status)")
-            if result.status == 429 || result.status >= 500 {
-                _ = try await session.app.outbox.enqueue(kind: "upload", request: upload.request, reference: String(fix.timestamp), location: fix)
-                return (RelayHTTP.refusal(result, action: "store the upload") + "; queued for a retry", true, upload)
-            }
-            throw CLIFailure(RelayHTTP.refusal(result, action: "store the upload"))
-        }
-        try await session.app.location.markUploadSucceeded(fixTimestamp: fix.timestamp)
+    let report = try await OutboxDelivery.send(.upload, upload.request, reference: String(fix.timestamp), location: fix, session: session)
+    if report.isDelivered {
         let friends = upload.recipientCount - 1
         return ("Shared \(describe(fix)) with \(friends) friend\(friends == 1 ? "" : "s") (\(upload.blobByteCount)-byte sealed blob).", false, upload)
-    } catch let failure as NetworkFailure {
-        await session.app.location.markUploadFailed(fixTimestamp: fix.timestamp, reason: failure.description)
-        _ = try await session.app.outbox.enqueue(kind: "upload", request: upload.request, reference: String(fix.timestamp), location: fix)
-        return ("The relay is unreachable (\(failure.description)); the upload is queued and the next command will retry it.", true, upload)
     }
+    let reason = report.reason ?? "unknown error"
+    guard report.isQueued else { throw CLIFailure("the relay refused to store the upload: \(reason)") }
+    return ("The upload could not be stored (\(reason)); it is queued and the next command will retry it.", true, upload)
 }
 
 struct Share: SessionCommand {
@@ -232,7 +223,7 @@ struct Watch: AsyncParsableCommand {
             round += 1
             var failed = false
             OutboxDelivery.print(await OutboxDelivery.flush(session), json: false)
-            if let message = (try? await sendReseal(session: session))?.message { printLine("A share ended. " + message) }
+            await resealAfterShareEnded(session)
             if let lat, let lon {
                 do {
                     let fix = try Location(latitude: lat, longitude: lon, timestamp: nowMilliseconds())
@@ -254,26 +245,40 @@ struct Watch: AsyncParsableCommand {
             }
             if count != 0 && round >= count { break }
             failures = failed ? failures + 1 : 0
-            let delay = failures == 0 ? interval : min(60, 1 << min(failures - 1, 6))
+            // The core's backoff (1 s → 60 s), counted in whole seconds.
+            let delay = failures == 0 ? interval : Int(Backoff.delay(attempts: UInt32(clamping: failures)) / 1000)
             if failures > 0 { printLine("Retrying in \(delay) s.") }
             try await sleepHandlingTimers(seconds: delay, session: session)
         }
     }
 
+    /// Seals the last position again when a share ended (nothing when none did); a failure is
+    /// printed and the next round tries again.
+    private static func resealAfterShareEnded(_ session: Session) async {
+        do {
+            if let message = try await sendReseal(session: session).message { printLine("A share ended. " + message) }
+        } catch {
+            printLine("A share ended, but your last position could not be sealed again: \(describe(error))")
+        }
+    }
+
     /// Sleeps `seconds`, waking when a share ends (PROTOCOL.md §9.3) to seal the last position
-    /// again without that friend at once, and when disappearing messages are due, to delete
-    /// them and destroy their keys on time (docs/STORE.md).
+    /// again without that friend at once, when disappearing messages are due, to delete them and
+    /// destroy their keys on time (docs/STORE.md), and when the outbox's next retry is due.
     private static func sleepHandlingTimers(seconds: Int, session: Session) async throws {
         let deadline = nowMilliseconds().addingSaturating(UInt64(max(seconds, 0)).multipliedSaturating(by: 1000))
         while case let now = nowMilliseconds(), now < deadline {
+            // A store error here only costs this early wake-up: the next round reseals and sweeps anyway.
             let expiry = (try? session.app.location.nextShareExpiry()) ?? nil
-            // A store error here only costs this early wake-up: the next round's fetch sweeps anyway.
             let sweep = (try? session.app.messages.nextExpiry()) ?? nil
-            let wake = min(deadline, expiry ?? deadline, sweep ?? deadline)
+            // Likewise the outbox: a store error costs its early retry, the next round flushes it.
+            let retry = (try? session.app.outbox.nextWake()) ?? nil
+            let wake = min(deadline, expiry ?? deadline, sweep ?? deadline, retry.map { max($0, now) } ?? deadline)
             try await Task.sleep(for: .milliseconds(Int64(clamping: wake.subtractingSaturating(now))))
-            if let expiry, nowMilliseconds() >= expiry, let message = (try? await sendReseal(session: session))?.message {
-                printLine("A share ended. " + message)
+            if let retry, nowMilliseconds() >= retry {
+                OutboxDelivery.print(await OutboxDelivery.flush(session, ignoringBackoff: false), json: false)
             }
+            if let expiry, nowMilliseconds() >= expiry { await resealAfterShareEnded(session) }
             if let sweep, nowMilliseconds() >= sweep {
                 do {
                     let gone = try await session.app.messages.sweepExpired()
@@ -300,6 +305,7 @@ func printLive(_ outcome: FetchOutcome) {
 
 /// One line per message that arrived.
 func printLive(_ outcome: MessagesOutcome, session: Session, only friendID: String? = nil) {
+    // Names only label lines: without the list, ids are shown.
     let names = Dictionary(((try? session.app.friends.list()) ?? []).map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
     for message in outcome.received where friendID == nil || message.peer == friendID {
         let name = names[message.peer].flatMap { $0.isEmpty ? nil : $0 } ?? String(message.peer.prefix(8))
@@ -317,20 +323,19 @@ struct Delete: SessionCommand {
     func run(in session: Session) async throws {
         let server = try session.app.wallet.profile().server
         let request = try await session.app.location.prepareDelete()
-        do {
-            let result = try await RelayHTTP.send(request)
-            guard result.isSuccess else { throw CLIFailure(RelayHTTP.refusal(result, action: "delete your position")) }
+        let report = try await OutboxDelivery.send(.delete, request, session: session)
+        if report.isDelivered {
             if options.json { return printJSON(.object(["server": .string(server), "deleted": .bool(true), "queued": .bool(false)])) }
-            printLine("Your position is deleted from \(server).")
-        } catch let failure as NetworkFailure {
-            _ = try await session.app.outbox.enqueue(kind: "delete", request: request)
-            if options.json {
-                printJSON(.object(["server": .string(server), "deleted": .bool(false), "queued": .bool(true)]))
-            } else {
-                printLine("The relay is unreachable (\(failure.description)); the delete is queued and the next command will retry it.")
-            }
-            throw ExitCode(ExitStatus.queued)
+            return printLine("Your position is deleted from \(server).")
         }
+        let reason = report.reason ?? "unknown error"
+        guard report.isQueued else { throw CLIFailure("the relay refused to delete your position: \(reason)") }
+        if options.json {
+            printJSON(.object(["server": .string(server), "deleted": .bool(false), "queued": .bool(true)]))
+        } else {
+            printLine("The delete could not be sent (\(reason)); it is queued and the next command will retry it.")
+        }
+        throw ExitCode(ExitStatus.queued)
     }
 }
 
@@ -394,7 +399,7 @@ struct Outbox: AsyncParsableCommand {
                         "entries": .array(
                             entries.map {
                                 .object([
-                                    "id": .integer($0.id), "kind": .string($0.item.kind), "url": .string($0.item.request.url),
+                                    "id": .integer($0.id), "kind": .string($0.item.kind.rawValue), "url": .string($0.item.request.url),
                                     "queued_at_ms": .integer($0.item.createdAt), "attempts": .integer(UInt64($0.item.attempts)),
                                     "last_error": $0.item.lastError.map { .string($0) } ?? .null
                                 ])
@@ -406,7 +411,7 @@ struct Outbox: AsyncParsableCommand {
             var table = TextTable("ID", "KIND", "QUEUED", "ATTEMPTS", "LAST ERROR")
             for entry in entries {
                 table.add(
-                    String(entry.id), entry.item.kind, age(since: entry.item.createdAt, now: now) + " ago",
+                    String(entry.id), entry.item.kind.rawValue, age(since: entry.item.createdAt, now: now) + " ago",
                     String(entry.item.attempts), entry.item.lastError ?? "—")
             }
             printLine(table.render())

@@ -27,7 +27,7 @@ public struct RelayConfiguration: Sendable {
     /// Most ids per fetch (the reference limit).
     public var maximumFetchIDs = 50
     /// Accepted clock difference for signed timestamps, in seconds (both directions).
-    public var clockSkewSeconds: UInt64 = 300
+    public var clockSkewSeconds: UInt64 = RelayAPI.signatureWindowSeconds
     /// Requests per second per client address (0 disables the limit) and burst size.
     public var addressRate: Double = 20
     /// Requests one client address may make at once before ``addressRate`` applies.

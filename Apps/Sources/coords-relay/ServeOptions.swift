@@ -27,6 +27,7 @@ enum OptionRange {
         "--postgres-pool-size": .init(lower: 1, upper: 1_000, zeroMeansNoLimit: false),
         "--ttl": .init(lower: 1, upper: 31_536_000, zeroMeansNoLimit: false),
         "--sweep-interval": .init(lower: 1, upper: 86_400, zeroMeansNoLimit: false),
+        "--signature-window": .init(lower: 1, upper: 3_600, zeroMeansNoLimit: false),
         "--rate": .init(lower: 0.001, upper: 1_000_000, zeroMeansNoLimit: true),
         "--burst": .init(lower: 1, upper: 1_000_000, zeroMeansNoLimit: false),
         "--key-rate": .init(lower: 0.001, upper: 1_000_000, zeroMeansNoLimit: true),
@@ -143,11 +144,17 @@ struct StorageOptions: ServeOptionGroup {
     @Option(name: .customLong("sweep-interval"), help: "Seconds between expiry sweeps [COORDS_SWEEP_INTERVAL].")
     var sweepInterval: UInt64 = Env.uint64("COORDS_SWEEP_INTERVAL", defaults.sweepIntervalSeconds)
 
+    @Option(
+        name: .customLong("signature-window"),
+        help: "Seconds a signed timestamp may be from this relay's clock, either way [COORDS_SIGNATURE_WINDOW].")
+    var signatureWindow: UInt64 = Env.uint64("COORDS_SIGNATURE_WINDOW", defaults.clockSkewSeconds)
+
     func validate() throws {
         try OptionRange.check("--postgres-pool-size", postgresPoolSize)
         guard !(memory && postgresURL != nil) else { throw ValidationError("--memory and --postgres exclude each other") }
         try OptionRange.check("--ttl", ttl)
         try OptionRange.check("--sweep-interval", sweepInterval)
+        try OptionRange.check("--signature-window", signatureWindow)
     }
 
     func apply(to configuration: inout RelayConfiguration) {
@@ -157,6 +164,7 @@ struct StorageOptions: ServeOptionGroup {
         configuration.durability = noSync ? .noSync : .durable
         configuration.ttlSeconds = ttl
         configuration.sweepIntervalSeconds = sweepInterval
+        configuration.clockSkewSeconds = signatureWindow
     }
 }
 

@@ -49,7 +49,8 @@ import Testing
         let outcome = try await app.messages.processFetchResponse(reply.body)
         for ack in outcome.acks { #expect(try await send(ack).status == 200) }
         for receipt in outcome.receipts {
-            if try await send(receipt.item.request).status == 202 { try await app.outbox.markDelivered(id: receipt.id) }
+            let reply = try await send(receipt.item.request)
+            #expect(try await app.outbox.report(id: receipt.id, status: reply.status, body: reply.body).decision == .delivered)
         }
         return outcome
     }
@@ -144,8 +145,13 @@ import Testing
         let bobID = try bob.wallet.id()
         let late = try await alice.messages.send("are you there?", to: bobID)
         await #expect(throws: (any Error).self) { _ = try await Self.send(late.request) }
-        try await alice.outbox.markFailed(id: late.outboxID, error: "connection refused")
-        #expect(try alice.outbox.due().isEmpty, "backing off")
+        let failed = try await alice.outbox.report(id: late.outboxID, status: 0, body: Array("connection refused".utf8))
+        guard case .retry(_, let reason) = failed.decision else {
+            Issue.record("no answer is retried: \(failed)")
+            return
+        }
+        #expect(reason == "connection refused")
+        #expect(try await alice.outbox.due().isEmpty, "backing off")
 
         // It comes back (same address, same store: the test framework's live mode always picks a
         // new port, so run the application directly); the outbox delivers and Bob reads it.
@@ -166,11 +172,14 @@ import Testing
         }
         try #require(up, "the relay restarted on port \(port): \(stopped.withLock { $0 } ?? "no answer within 60 s")")
         clock.advance(byMilliseconds: 2000)
-        for entry in try alice.outbox.due() {
-            #expect(try await Self.send(entry.item.request).status == 202)
-            try await alice.messages.markSent(id: entry.item.reference ?? "")
+        for entry in try await alice.outbox.due() {
+            let reply = try await Self.send(entry.item.request)
+            #expect(try await alice.outbox.report(id: entry.id, status: reply.status, body: reply.body).decision == .delivered)
+            // The relay already has it (a lost answer, sent again): delivered, not an error.
+            #expect(try await Self.send(entry.item.request).status == 409)
         }
         #expect(try alice.outbox.pending().isEmpty)
+        #expect(try alice.messages.history(with: bobID).last?.status == .sent, "marked sent in the delivery's transaction")
         #expect(try await Self.sync(bob).received.map(\.text) == ["are you there?"])
         running.cancel()
         _ = await running.value

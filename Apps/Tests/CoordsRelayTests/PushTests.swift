@@ -349,6 +349,32 @@ import Testing
         }
     }
 
+    /// Regression (issue 40): a store that could not be read was taken for "no registration",
+    /// so the wake ended silently as if there were nothing to wake. Now every attempt fails,
+    /// the wake is counted as `store_unavailable`, the endpoint is not penalised, and the next
+    /// envelope after the outage wakes it.
+    @Test func aStoreOutageFailsTheWakeVisiblyInsteadOfEndingIt() async throws {
+        let store = PushOutageStore()
+        let receiver = PushReceiver()
+        try await receiver.serve { port in
+            let relay = RelayHarness(configuration: Self.configuration(), store: store)
+            try await relay.test(.live) { client in
+                #expect(try await Self.register(client, relay, endpoint: "http://127.0.0.1:\(port)/up/bob").status == .ok)
+                store.failing.withLock { $0 = true }
+                try await Self.post(client, relay)
+                #expect(
+                    try await Self.eventually {
+                        String(buffer: try await client.execute(uri: "/metrics", method: .get).body).contains("result=\"store_unavailable\"")
+                    })
+                #expect(receiver.count == 0)
+                store.failing.withLock { $0 = false }
+                try await Task.sleep(for: .milliseconds(400))  // past the coalescing window
+                try await Self.post(client, relay)
+                #expect(try await Self.eventually { receiver.count == 1 }, "the registration survived the outage")
+            }
+        }
+    }
+
     @Test func redirectsAreNotFollowed() async throws {
         try await Self.withRegisteredEndpoint(status: 307, Self.configuration { $0.failedWakesBeforeDrop = 1 }) { receiver, _, relay, client in
             #expect(try await Self.eventually { receiver.count == 3 })
@@ -430,4 +456,53 @@ final class Blackhole: Sendable {
     }
 
     func close() { _ = Glibc.close(fd) }
+}
+
+/// A memory store whose push registrations cannot be read while `failing` is set (a database
+/// outage as the push dispatcher sees it); everything else works.
+final class PushOutageStore: RelayStore, @unchecked Sendable {
+    let inner = MemoryRelayStore()
+    let failing = Locked(false)
+
+    struct Outage: Error, CustomStringConvertible {
+        var description: String { "the database is down (test)" }
+    }
+
+    func put(key: Bytes32, record: RelayRecord) async throws -> PutResult { try await inner.put(key: key, record: record) }
+    func get(keys: [Bytes32], updatedSince: UInt64) async throws -> [Bytes32: RelayRecord] {
+        try await inner.get(keys: keys, updatedSince: updatedSince)
+    }
+    func delete(key: Bytes32, timestamp: UInt64, now: UInt64) async throws -> DeleteResult {
+        try await inner.delete(key: key, timestamp: timestamp, now: now)
+    }
+    func sweep(updatedBefore: UInt64, tombstonesBefore: UInt64) async throws -> Int {
+        try await inner.sweep(updatedBefore: updatedBefore, tombstonesBefore: tombstonesBefore)
+    }
+    func count() async throws -> Int { try await inner.count() }
+    func close() async { await inner.close() }
+    func mailboxPost(_ entry: MailboxEntry, limits: MailboxLimits, now: UInt64) async throws -> MailboxPostResult {
+        try await inner.mailboxPost(entry, limits: limits, now: now)
+    }
+    func mailboxList(recipient: String, now: UInt64, limit: Int) async throws -> [MailboxEntry] {
+        try await inner.mailboxList(recipient: recipient, now: now, limit: limit)
+    }
+    func mailboxAck(id: String, recipient: String, tombstoneUntil: UInt64) async throws -> Bool {
+        try await inner.mailboxAck(id: id, recipient: recipient, tombstoneUntil: tombstoneUntil)
+    }
+    func mailboxSweep(now: UInt64) async throws -> Int { try await inner.mailboxSweep(now: now) }
+    func mailboxCount() async throws -> Int { try await inner.mailboxCount() }
+    func acceptSignature(_ r: Bytes32, until: UInt64, now: UInt64, capacity: Int) async throws -> SignatureAcceptance {
+        try await inner.acceptSignature(r, until: until, now: now, capacity: capacity)
+    }
+    func seenSignatureCount() async throws -> Int { try await inner.seenSignatureCount() }
+    func pushRegister(recipient: String, _ registration: PushRegistration, capacity: Int) async throws -> Bool {
+        try await inner.pushRegister(recipient: recipient, registration, capacity: capacity)
+    }
+    func pushRegistration(recipient: String, now: UInt64) async throws -> PushRegistration? {
+        if failing.withLock({ $0 }) { throw Outage() }
+        return try await inner.pushRegistration(recipient: recipient, now: now)
+    }
+    func pushRemove(recipient: String, endpoint: String?) async throws -> Bool { try await inner.pushRemove(recipient: recipient, endpoint: endpoint) }
+    func pushSweep(now: UInt64) async throws -> Int { try await inner.pushSweep(now: now) }
+    func pushCount() async throws -> Int { try await inner.pushCount() }
 }

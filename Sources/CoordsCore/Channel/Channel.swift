@@ -299,6 +299,7 @@ public final class Receiver<T: Sendable>: Sendable {
     /// See ``Receiver/blockingValues``.
     public struct BlockingValues: Sequence, IteratorProtocol {
         let receiver: Receiver<T>
+        // Disconnection (recv's only error) ends the sequence.
         public mutating func next() -> T? { try? receiver.recv() }
     }
 }
@@ -309,6 +310,7 @@ extension Receiver: AsyncSequence {
     /// Async iteration: ends (returns nil) when the channel disconnects or the task is cancelled.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let receiver: Receiver<T>
+        // Disconnection or cancellation (receive's only errors) ends the sequence.
         public mutating func next() async -> T? { try? await receiver.receive() }
     }
 

@@ -55,6 +55,7 @@ public struct Ed25519PublicKey: Hashable, Sendable {
     /// Pointer form of ``isValidSignature(_:for:)`` for hot paths that already hold the bytes.
     func isValidSignature(_ signature: UnsafeRawBufferPointer, for message: UnsafeRawBufferPointer) -> Bool {
         guard signature.count == Self.signatureByteCount, let sig = signature.baseAddress,
+            // No libsodium means nothing verifies: false, never a trap.
             (try? Sodium.ensureInitialized()) != nil
         else { return false }
         return rawRepresentation.withUnsafeBytes { pk in

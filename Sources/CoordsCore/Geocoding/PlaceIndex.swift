@@ -410,8 +410,9 @@ public enum PlaceSource: Sendable {
     /// The nearest place to `location`, or nil (geocoding off, or the location is invalid).
     func nearest(to location: Location) -> Place? {
         switch self {
+        // A place name is optional decoration: no index or an invalid location shows no place.
         case .bundled: try? PlaceIndex.bundled().nearestPlace(to: location)
-        case .index(let index): try? index.nearestPlace(to: location)
+        case .index(let index): try? index.nearestPlace(to: location)  // likewise
         case .none: nil
         }
     }

@@ -152,8 +152,9 @@ public final class CoordsApp: Sendable {
         wallet = WalletManager(context: context, spine: spine)
         friends = FriendsManager(context: context, spine: spine)
         location = LocationManager(context: context, spine: spine)
-        outbox = OutboxManager(context: context, spine: spine)
+        outbox = OutboxManager(context: context, spine: spine, location: location)
         messages = MessagesManager(context: context, outbox: outbox, spine: spine)
+        outbox.messages.set(messages)
         live = LiveSession(context: context, location: location, messages: messages)
     }
 

@@ -109,24 +109,18 @@ public actor FriendsManager {
     ///   ``FriendsManagerError/cannotAddSelf``, store errors.
     public func add(link: String) throws -> Friend {
         let parsed = try FriendLink.parse(link)
-        return try add(id: parsed.id, server: sameRelay(parsed.server) ?? parsed.server, name: parsed.name, shareWith: true, fetchFrom: true)
+        return try add(id: parsed.id, server: try sameRelay(parsed.server) ?? parsed.server, name: parsed.name, shareWith: true, fetchFrom: true)
     }
 
     /// The user's own server string when `server` (from a link: always `https://` + host) names
     /// the same relay. Friends on one's own relay then share one exact server string, so they are
     /// fetched in the same batches, and a relay reached over plain http (a local or test relay)
     /// keeps working for its users' friends.
-    private func sameRelay(_ server: String) -> String? {
-        guard let own = try? context.database.read({ tx in try tx.open(Tables.settings).get(SettingKey.server) }), !own.isEmpty else {
+    private func sameRelay(_ server: String) throws -> String? {
+        guard let own = try context.database.read({ tx in try tx.open(Tables.settings).get(SettingKey.server) }), !own.isEmpty else {
             return nil
         }
-        func host(_ url: String) -> Substring {
-            var text = Substring(url)
-            for scheme in ["https://", "http://"] where text.lowercased().hasPrefix(scheme) { text = text.dropFirst(scheme.count) }
-            while text.hasSuffix("/") { text = text.dropLast() }
-            return text
-        }
-        return host(own).lowercased() == host(server).lowercased() ? own : nil
+        return ServerURL.withoutScheme(own).lowercased() == ServerURL.withoutScheme(server).lowercased() ? own : nil
     }
 
     /// Adds (or refreshes) a friend from fields.
@@ -135,6 +129,7 @@ public actor FriendsManager {
     public func add(id: String, server: String, name: String, shareWith: Bool = true, fetchFrom: Bool = true) throws -> Friend {
         let key = try Ed25519PublicKey(base64URL: id)
         _ = try RelayAPI.endpoint(server: server, path: "")
+        // No identity yet (get's only error): nobody can be oneself.
         if let own = try? context.identity.get(), own.publicKey == key { throw FriendsManagerError.cannotAddSelf }
         guard let x25519 = try? X25519PublicKey(ed25519: key) else { throw WireError.invalidPublicKeyID(id) }
         let now = context.clock.now()
@@ -208,7 +203,8 @@ public actor FriendsManager {
     /// resumes as it was; the other candidates are retired as revoked, so nothing they sign is
     /// accepted. Follow it with ``LocationManager/prepareReseal(force:)``'s upload when sharing.
     /// - Throws: ``FriendsManagerError/notInConflict(id:)``, ``FriendsManagerError/notFound(id:)``,
-    ///   ``WireError/invalidPublicKeyID(_:)``, store errors.
+    ///   ``WireError/invalidPublicKeyID(_:)``, store errors (a candidate whose stored key is
+    ///   damaged is ``StoreError/decodingFailed(table:type:reason:)`` and nothing changes).
     public func resolveConflict(id: String, keep: String) throws -> Friend {
         let key = try Ed25519PublicKey(base64URL: id)
         let kept = try Ed25519PublicKey(base64URL: keep)
@@ -224,8 +220,17 @@ public actor FriendsManager {
             try friends.put(key, record)
             if kept != key { try Self.move(from: key, to: kept, server: chosen.server, tx) }
             let retired = try tx.open(Tables.retiredKeys)
+            // Every rejected key is retired, or nothing is: a candidate whose key cannot be read back
+            // would otherwise stay usable, and its statements would be accepted again later.
             for candidate in candidates where candidate.key != keep {
-                if let other = try? Ed25519PublicKey(base64URL: candidate.key) { try retired.put(other, RetiredKey(successor: keep, revoked: true)) }
+                let other: Ed25519PublicKey
+                do {
+                    other = try Ed25519PublicKey(base64URL: candidate.key)
+                } catch {
+                    throw StoreError.decodingFailed(
+                        table: Tables.friends.name, type: FriendRecord.storeTypeName, reason: "a conflict candidate's key is damaged: \(error)")
+                }
+                try retired.put(other, RetiredKey(successor: keep, revoked: true))
             }
             guard let moved = try friends.get(kept) else { throw FriendsManagerError.notFound(id: keep) }
             let friend = Friend(key: kept, record: moved, now: now)
@@ -279,6 +284,7 @@ public actor FriendsManager {
         try friends.delete(old)
         try friends.put(new, record)
         let locations = try tx.open(Tables.locations)
+        // A damaged cached position is not carried over (the next fetch refills it); the move itself must not fail on it.
         if let cached = try? locations.get(old) { try locations.put(new, cached) }
         try locations.delete(old)
         let conversations = try tx.open(Tables.conversations)

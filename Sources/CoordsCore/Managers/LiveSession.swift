@@ -77,10 +77,10 @@ public final class LiveSession: Sendable {
         case poll
     }
 
-    /// The first reconnect delay.
-    public static let initialBackoff: UInt64 = 1000
-    /// The longest reconnect delay.
-    public static let maximumBackoff: UInt64 = 60_000
+    /// The first reconnect delay (``Backoff/initial``).
+    public static var initialBackoff: UInt64 { Backoff.initial }
+    /// The longest reconnect delay (``Backoff/maximum``).
+    public static var maximumBackoff: UInt64 { Backoff.maximum }
     /// How long (ms) a mailbox fetch handed out by ``Event/messageWaiting(id:fetch:)`` counts as
     /// running when the host never reports it with ``mailboxFetched(server:)``.
     public static let mailboxFetchTimeout: UInt64 = 60_000
@@ -137,8 +137,8 @@ public final class LiveSession: Sendable {
     /// The live endpoint of `server`: `https` becomes `wss`, `http` becomes `ws`.
     /// - Throws: ``WireError/invalidServerURL(_:)``.
     public static func url(server: String) throws -> String {
-        let http = try RelayAPI.endpoint(server: server, path: LiveFrame.path)
-        return http.lowercased().hasPrefix("https://") ? "wss://" + http.dropFirst(8) : "ws://" + http.dropFirst(7)
+        guard let url = ServerURL(server) else { throw WireError.invalidServerURL(server) }
+        return (url.isSecure ? "wss://" : "ws://") + url.rest + LiveFrame.path
     }
 
     // MARK: Connection events
@@ -193,6 +193,7 @@ public final class LiveSession: Sendable {
             return .locations(try await location.process([entry]))
         case .deleted(let id, let timestamp, let signature):
             guard state.subscribed.contains(id) else { return .ignored(id: id) }
+            // A notice for an id that is not a key is refused below, like a bad signature.
             guard let key = try? Ed25519PublicKey(base64URL: id),
                 key.isValidSignature(signature, for: RelayAPI.deleteSignedMessage(timestamp: timestamp))
             else {
@@ -267,8 +268,8 @@ public final class LiveSession: Sendable {
             state[server, default: ServerState()].failures = state[server, default: ServerState()].failures.addingSaturating(1)
             return state[server, default: ServerState()].failures
         }
-        let ceiling = Self.initialBackoff << UInt64(min(failures - 1, 6))
-        let delay = min(ceiling, Self.maximumBackoff)
+        let delay = Backoff.delay(attempts: UInt32(clamping: failures))
+        // Jitter only spreads reconnects: without random bytes (never expected) the delay is half the ceiling.
         let jitter = (try? context.random.bytes(8)).map { bytes in bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } } ?? 0
         return .reconnect(afterMilliseconds: delay / 2 + jitter % (delay / 2 + 1))
     }

@@ -265,20 +265,28 @@ public actor LocationManager {
     public func markUploadSucceeded(fixTimestamp: UInt64) throws {
         let now = context.clock.now()
         try reconciler.write(context.database) { tx, messages in
-            let table = try tx.open(Tables.uploadState)
-            var state = try table.get(UploadState.key) ?? UploadState()
-            let alreadyRecorded = state.lastUploadedFix.map { fixTimestamp <= $0 } ?? false
-            guard state.pendingFixes.contains(fixTimestamp) || alreadyRecorded else {
+            guard try Self.recordUploadSucceeded(fixTimestamp: fixTimestamp, now: now, tx) else {
                 throw LocationManagerError.unknownUpload(fixTimestamp: fixTimestamp)
             }
-            state.pendingFixes.removeAll { $0 <= fixTimestamp }
-            if !alreadyRecorded {
-                state.lastUploadedFix = fixTimestamp
-                state.lastUploadAt = now
-            }
-            try table.put(UploadState.key, state)
             messages.append(.uploadSucceeded(fixTimestamp: fixTimestamp))
         }
+    }
+
+    /// ``markUploadSucceeded(fixTimestamp:)`` inside `tx` (the outbox records a delivered upload
+    /// in the transaction that removes its entry). Returns false, writing nothing, for a fix that
+    /// was never prepared.
+    static func recordUploadSucceeded(fixTimestamp: UInt64, now: UInt64, _ tx: borrowing WriteTransaction) throws -> Bool {
+        let table = try tx.open(Tables.uploadState)
+        var state = try table.get(UploadState.key) ?? UploadState()
+        let alreadyRecorded = state.lastUploadedFix.map { fixTimestamp <= $0 } ?? false
+        guard state.pendingFixes.contains(fixTimestamp) || alreadyRecorded else { return false }
+        state.pendingFixes.removeAll { $0 <= fixTimestamp }
+        if !alreadyRecorded {
+            state.lastUploadedFix = fixTimestamp
+            state.lastUploadAt = now
+        }
+        try table.put(UploadState.key, state)
+        return true
     }
 
     /// A signed `DELETE <server>/api/location` that removes the user's blob from their relay
@@ -302,7 +310,7 @@ public actor LocationManager {
     /// The time to sign the next request with: now (seconds), but always after the previous
     /// one, so two requests in the same second do not look like a replay to the relay.
     static func nextSignedTimestamp(_ state: inout UploadState, now: UInt64) -> UInt64 {
-        let signed = max(now / 1000, (state.lastSignedTimestamp ?? 0).addingSaturating(1))  // a damaged store never traps
+        let signed = SignedTime.next(after: state.lastSignedTimestamp, now: now / 1000)
         state.lastSignedTimestamp = signed
         return signed
     }
@@ -349,6 +357,7 @@ public actor LocationManager {
             let cache = try tx.open(Tables.locations)
             var outcome = FetchOutcome()
             for entry in entries {
+                // An entry for an id that is not a key is nobody we fetch from: ignored and reported.
                 guard let key = try? Ed25519PublicKey(base64URL: entry.id), let friend = try friends.get(key),
                     friend.fetchFrom, friend.trust != .blocked
                 else {

@@ -184,7 +184,7 @@ public actor MessagesManager {
     /// How far ahead of the clock a mailbox signature's timestamp may run (seconds, PROTOCOL.md
     /// §7.3): signatures in one second take successive timestamps, but never more than this
     /// ahead, so nothing a relay answers can move the counter out of other relays' ±300 s window.
-    public static let maximumSignatureLead: UInt64 = 120
+    public static let maximumSignatureLead: UInt64 = SignedTime.maximumLead
 
     /// Reconcile messages, after the change they describe was committed.
     public nonisolated var updates: Receiver<MessagesManagerReconcileMessage> { reconciler.updates }
@@ -208,7 +208,7 @@ public actor MessagesManager {
             messages.append(.messageQueued(message))
             return message
         }
-        let outboxID = try await outbox.enqueue(kind: "message", request: request, reference: id)
+        let outboxID = try await outbox.enqueue(kind: .message, request: request, reference: id)
         return SentMessage(message: stored, request: request, outboxID: outboxID)
     }
 
@@ -243,7 +243,7 @@ public actor MessagesManager {
             guard try Self.update(id, tx, { if $0.status == .queued { $0.status = .sent } }) else { return }
             messages.append(.messageSent(id: id))
         }
-        for entry in try outbox.pending() where entry.item.reference == id && (entry.item.kind == "message" || entry.item.kind == "receipt") {
+        for entry in try outbox.pending() where entry.item.reference == id && (entry.item.kind == .message || entry.item.kind == .receipt) {
             try await outbox.markDelivered(id: entry.id)
         }
     }
@@ -312,16 +312,10 @@ public actor MessagesManager {
         let now = context.clock.now() / 1000
         return try context.database.write { tx in
             let settings = try tx.open(Tables.settings)
-            let next = Self.signedTimestamp(after: try settings.get(SettingKey.mailboxLastSignedTimestamp), now: now)
+            let next = SignedTime.next(after: try settings.get(SettingKey.mailboxLastSignedTimestamp), now: now)
             try settings.put(SettingKey.mailboxLastSignedTimestamp, next)
             return next
         }
-    }
-
-    /// The rule of ``nextSignedTimestamp()``: one past `last`, at least `now`, at most `now` plus
-    /// the lead. Saturating: a damaged store never traps.
-    static func signedTimestamp(after last: UInt64?, now: UInt64) -> UInt64 {
-        min(max(now, (last ?? 0).addingSaturating(1)), now.addingSaturating(maximumSignatureLead))
     }
 
     private nonisolated func signedRequest(method: String, path: String, identity: Identity) throws -> PreparedRequest {
@@ -381,6 +375,7 @@ public actor MessagesManager {
                 if byPeerID[envelope.senderID.lowercased()] == nil, let retired = retiredByPeerID[envelope.senderID.lowercased()] {
                     // A key a friend rotated away from: only a second rotation statement counts (a conflict, §9.2).
                     try ids.put(id, [])
+                    // Anything from a retired key that does not open as a rotation statement is refused below, with its reason.
                     guard let payload = try? MessagePayload(json: try envelope.open(as: identity.signing, from: retired, now: now / 1000)),
                         payload.kind == "rotation"
                     else {
@@ -444,10 +439,11 @@ public actor MessagesManager {
         // Committed: now it is safe to tell the relay to forget them.
         outcome.acks = try ackIDs.map { try signedRequest(method: "POST", path: "/v1/relay/messages/\($0)/ack", identity: identity) }
         for (friendID, messageID) in receiptsFor {
+            // A receipt is a courtesy: one that cannot be sealed (the friend was removed or blocked meanwhile) is not sent.
             guard let (_, request) = try? seal(kind: "receipt", id: Envelope.newUUID(using: context.random), text: "", ack: messageID, to: friendID) else {
                 continue
             }
-            let outboxID = try await outbox.enqueue(kind: "receipt", request: request, reference: messageID)
+            let outboxID = try await outbox.enqueue(kind: .receipt, request: request, reference: messageID)
             if let entry = try outbox.pending().first(where: { $0.id == outboxID }) { outcome.receipts.append(entry) }
         }
         return outcome
@@ -510,15 +506,19 @@ public actor MessagesManager {
     /// and queues each in the outbox (kind `rotation`, reference = the friend's id, which is also
     /// how ``OutboxManager/markDelivered(id:)`` knows whom it reached). A friend still owed an
     /// earlier statement (the identity rotated again before it reached them) gets that one first,
-    /// sealed from the key it rotated from; call this again after a delivery to queue the next.
+    /// sealed from the key it rotated from; ``OutboxManager/report(id:status:body:)`` queues the
+    /// next after a delivery (a host using ``OutboxManager/markDelivered(id:)`` calls this again).
+    /// - Parameter onlyFor: queue for this friend only (their previous statement was just
+    ///   delivered); the other friends' queued entries are left as they are.
     /// - Returns: the outbox entries to send now.
     /// - Throws: ``WalletManagerError/noIdentity``, keychain and store errors.
-    public func queueRotationStatements() async throws -> [OutboxEntry] {
+    public func queueRotationStatements(onlyFor: String? = nil) async throws -> [OutboxEntry] {
         guard let state = try context.database.read({ tx in try tx.open(Tables.rotation).get(RotationState.key) }) else { return [] }
         // Friends removed (or who rotated themselves) since no longer wait: no seed is kept for them.
         let present = try context.database.read { tx -> Set<String> in
             let friends = try tx.open(Tables.friends)
             let owed = Set(state.pending + (state.older ?? []).flatMap(\.pending))
+            // An owed id that is not a key (a damaged row) is nobody to send a statement to.
             return try owed.filter { id in try (try? Ed25519PublicKey(base64URL: id)).map { try friends.contains($0) } ?? false }
         }
         let wipe = try context.database.write { tx -> [String] in
@@ -544,7 +544,7 @@ public actor MessagesManager {
         guard let state = try context.database.read({ tx in try tx.open(Tables.rotation).get(RotationState.key) }) else { return [] }
         let now = context.clock.now()
         var queued: [OutboxEntry] = []
-        for friendID in present.sorted() {
+        for friendID in present.sorted() where onlyFor == nil || onlyFor == friendID {
             // The oldest statement this friend is owed, and the seed of the key it rotated from.
             let owed: (text: String, seedName: String)
             if let link = (state.older ?? []).first(where: { $0.pending.contains(friendID) }) {
@@ -559,7 +559,7 @@ public actor MessagesManager {
             let statement = try JSONValue.parse(Array(owed.text.utf8))
             let key = try Ed25519PublicKey(base64URL: friendID)
             guard let friend = try context.database.read({ tx in try tx.open(Tables.friends).get(key) }) else { continue }
-            for entry in try outbox.pending() where entry.item.kind == "rotation" && entry.item.reference == friendID {
+            for entry in try outbox.pending() where entry.item.kind == .rotation && entry.item.reference == friendID {
                 try await outbox.remove(id: entry.id)
             }
             let id = try Envelope.newUUID(using: context.random)
@@ -570,7 +570,7 @@ public actor MessagesManager {
             let request = PreparedRequest(
                 url: try RelayAPI.endpoint(server: friend.server, path: "/v1/relay/messages"), method: "POST",
                 headers: [.init(name: "Content-Type", value: "application/json")], body: envelope.json.serialized())
-            let outboxID = try await outbox.enqueue(kind: "rotation", request: request, reference: friendID)
+            let outboxID = try await outbox.enqueue(kind: .rotation, request: request, reference: friendID)
             if let entry = try outbox.pending().first(where: { $0.id == outboxID }) { queued.append(entry) }
         }
         return queued

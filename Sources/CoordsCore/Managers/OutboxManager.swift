@@ -1,3 +1,39 @@
+/// What a queued request does. The outbox's decisions depend on it: which requests carry a
+/// signed time the relay checks (and are signed again when it grows stale), which answer means
+/// "the relay already has it", and what follows a delivery.
+public enum OutboxKind: String, Sendable, Codable, CaseIterable, Equatable {
+    /// A location upload (``LocationManager/prepareUpload(_:)``); signed again from its fix.
+    case upload
+    /// The last fix sealed again after a share ended (``LocationManager/prepareReseal(force:)``).
+    case reseal
+    /// The signed delete of the user's blob (``LocationManager/prepareDelete()``).
+    case delete
+    /// A sealed message to a friend's mailbox (§7.2).
+    case message
+    /// A delivery receipt (§7.2).
+    case receipt
+    /// A rotation statement for one friend (§9.1).
+    case rotation
+    /// Any other request a host queued (through the C ABI): delivered as is.
+    case request
+
+    /// Whether the request's body carries a signed timestamp the relay checks against its
+    /// window (``RelayAPI/signatureWindowSeconds``): such requests are signed again before they
+    /// grow stale.
+    public var isTimeSigned: Bool { self == .upload || self == .reseal || self == .delete }
+
+    /// Whether it posts a sealed envelope, whose id the relay refuses twice: a 409 means the
+    /// relay already has it, which is delivered.
+    public var isEnvelope: Bool { self == .message || self == .receipt || self == .rotation }
+
+    /// Reads a stored kind; a name this version does not know (a host's own kind written by
+    /// 1.1 or earlier) reads as ``request``, so an old row never makes the outbox unreadable.
+    public init(from decoder: any Decoder) throws {
+        let name = try decoder.singleValueContainer().decode(String.self)
+        self = OutboxKind(rawValue: name) ?? .request
+    }
+}
+
 /// A queued request with its id.
 public struct OutboxEntry: Sendable, Equatable {
     /// The entry's id (increasing, never reused).
@@ -9,7 +45,7 @@ public struct OutboxEntry: Sendable, Equatable {
 /// What a host can ask the outbox to do.
 public enum OutboxManagerAction: Sendable {
     /// OutboxManager/enqueue(kind:request:reference:location:).
-    case enqueue(kind: String, request: PreparedRequest, reference: String?, location: Location?)
+    case enqueue(kind: OutboxKind, request: PreparedRequest, reference: String?, location: Location?)
     /// OutboxManager/markDelivered(id:).
     case markDelivered(id: UInt64)
     /// OutboxManager/markFailed(id:error:).
@@ -24,13 +60,16 @@ public enum OutboxManagerReconcileMessage: Sendable, Equatable, ReconcileMessage
     public static let manager = "outbox"
 
     /// A request was queued with this id.
-    case queued(id: UInt64, kind: String)
+    case queued(id: UInt64, kind: OutboxKind)
     /// The request with this id was delivered and left the outbox.
-    case delivered(id: UInt64, kind: String)
+    case delivered(id: UInt64, kind: OutboxKind)
     /// Sending failed; the next attempt is not before `nextAttemptAt` (ms since the epoch).
     case retryScheduled(id: UInt64, attempts: UInt32, nextAttemptAt: UInt64)
     /// The entry with this id was removed.
     case removed(id: UInt64)
+    /// The relay refused the request for good (or a newer one replaced it): it left the outbox
+    /// without being delivered. `reason` says why, for the user.
+    case dropped(id: UInt64, kind: OutboxKind, reason: String)
     /// A dispatched action failed: the failure's stable code (``InternalError``, 199, for an error from outside CoordsCore) and its description.
     case errorOccurred(code: Int32, message: String)
 }
@@ -39,13 +78,15 @@ public enum OutboxManagerReconcileMessage: Sendable, Equatable, ReconcileMessage
 /// delivered: nothing is lost across restarts. Failed attempts back off exponentially from
 /// 1 s to 60 s, with up to 20 % random jitter so many devices do not retry in lockstep.
 ///
-/// The host drives delivery: it asks for ``due()`` entries, sends them, and reports
-/// ``markDelivered(id:)`` or ``markFailed(id:error:)``.
+/// The host only carries bytes: it asks for ``due(now:ignoringBackoff:)`` requests (signed again
+/// by the core when their signature would be stale), sends each, hands the answer to
+/// ``report(id:status:body:)`` — the core decides delivered, retry, sign again or drop, and does
+/// the follow-up in the same transaction — and sleeps until ``nextWake()``.
 public actor OutboxManager {
-    /// The first retry delay.
-    public static let initialBackoff: UInt64 = 1000
-    /// The longest retry delay.
-    public static let maximumBackoff: UInt64 = 60_000
+    /// The first retry delay (``Backoff/initial``).
+    public static var initialBackoff: UInt64 { Backoff.initial }
+    /// The longest retry delay (``Backoff/maximum``).
+    public static var maximumBackoff: UInt64 { Backoff.maximum }
 
     /// Reconcile messages, after the change they describe was committed.
     public nonisolated var updates: Receiver<OutboxManagerReconcileMessage> { reconciler.updates }
@@ -63,22 +104,19 @@ public actor OutboxManager {
         }
     }
 
-    /// The delay before retry number `attempts` (1 s, 2 s, 4 s … capped at 60 s), without jitter.
-    public nonisolated static func backoff(attempts: UInt32) -> UInt64 {
-        guard attempts > 0 else { return 0 }
-        let exponent = min(attempts - 1, 16)
-        return min(initialBackoff << UInt64(exponent), maximumBackoff)
-    }
+    /// The delay before retry number `attempts` (1 s, 2 s, 4 s … capped at 60 s), without jitter:
+    /// ``Backoff/delay(attempts:)``.
+    public nonisolated static func backoff(attempts: UInt32) -> UInt64 { Backoff.delay(attempts: attempts) }
 
     /// Queues `request`, due at once.
     /// - Parameters:
     ///   - request: the prepared HTTP request to deliver.
-    ///   - kind: what it is (`upload`, `delete`, `message`, …).
+    ///   - kind: what it is; the delivery decisions depend on it.
     ///   - reference: the host's handle on it (an upload's fix timestamp, a message id).
     ///   - location: for uploads, the fix, so it can be sealed again if the signature expires.
     /// - Returns: the entry's id (strictly increasing, never reused).
     /// - Throws: store errors.
-    public func enqueue(kind: String, request: PreparedRequest, reference: String? = nil, location: Location? = nil) throws -> UInt64 {
+    public func enqueue(kind: OutboxKind, request: PreparedRequest, reference: String? = nil, location: Location? = nil) throws -> UInt64 {
         let now = context.clock.now()
         return try reconciler.write(context.database) { tx, messages in
             let table = try tx.open(Tables.outbox)
@@ -99,54 +137,70 @@ public actor OutboxManager {
         }
     }
 
-    /// Removes a delivered entry.
-    /// - Throws: store errors (an unknown id is not an error: delivery may be reported twice).
-    /// A delivered `rotation` entry (PROTOCOL.md §9.1) also takes its friend off the rotation's
-    /// pending list; when nobody is left, the previous identity's seed is wiped from the keychain.
+    /// Removes a delivered entry and records its follow-up in the same transaction, as
+    /// ``report(id:status:body:)`` does for a 2xx: an upload or reseal is acknowledged, a message
+    /// marked sent, and a `rotation` entry (PROTOCOL.md §9.1) takes its friend off the rotation's
+    /// pending list (when nobody is left, the previous identity's seed is wiped from the keychain).
     /// A friend owed several statements (the identity rotated again before they had the first)
     /// gets them one at a time, oldest first: after this one, call
-    /// ``MessagesManager/queueRotationStatements()`` again to queue the next.
+    /// ``MessagesManager/queueRotationStatements(onlyFor:)`` again to queue the next
+    /// (``report(id:status:body:)`` does it itself).
+    /// - Throws: store errors (an unknown id is not an error: delivery may be reported twice).
     public func markDelivered(id: UInt64) throws {
-        let wipe = try reconciler.write(context.database) { tx, messages -> [String] in
-            guard let item = try tx.open(Tables.outbox).remove(id) else { return [] }
-            messages.append(.delivered(id: id, kind: item.kind))
-            guard item.kind == "rotation", let friend = item.reference else { return [] }
-            let rotation = try tx.open(Tables.rotation)
-            guard var state = try rotation.get(RotationState.key) else { return [] }
-            // The oldest statement owed to this friend is the one that was queued for them.
-            var older = state.older ?? []
-            if let index = older.firstIndex(where: { $0.pending.contains(friend) }) {
-                older[index].pending.removeAll { $0 == friend }
-                let done = older[index].pending.isEmpty ? older.remove(at: index) : nil
-                state.older = older.isEmpty ? nil : older
-                try rotation.put(RotationState.key, state)
-                return done.map { [RotationLink.keychainName(for: $0.from)] } ?? []
-            }
-            guard state.pending.contains(friend) else { return [] }
-            state.pending.removeAll { $0 == friend }
-            if state.pending.isEmpty { state.statement = nil }
+        try deliver(id: id)
+    }
+
+    /// A delivered rotation statement's bookkeeping inside `tx`: its friend leaves the pending
+    /// list of the statement owed to them. Returns the keychain names to wipe after the commit
+    /// (the seed of a key nobody waits for any more).
+    static func recordRotationDelivered(_ item: OutboxItem, _ tx: borrowing WriteTransaction) throws -> [String] {
+        guard item.kind == .rotation, let friend = item.reference else { return [] }
+        let rotation = try tx.open(Tables.rotation)
+        guard var state = try rotation.get(RotationState.key) else { return [] }
+        // The oldest statement owed to this friend is the one that was queued for them.
+        var older = state.older ?? []
+        if let index = older.firstIndex(where: { $0.pending.contains(friend) }) {
+            older[index].pending.removeAll { $0 == friend }
+            let done = older[index].pending.isEmpty ? older.remove(at: index) : nil
+            state.older = older.isEmpty ? nil : older
             try rotation.put(RotationState.key, state)
-            return state.pending.isEmpty ? [IdentityHolder.previousKeychainName] : []
+            return done.map { [RotationLink.keychainName(for: $0.from)] } ?? []
         }
-        for name in wipe { try context.keychain.delete(name: name) }
+        guard state.pending.contains(friend) else { return [] }
+        state.pending.removeAll { $0 == friend }
+        if state.pending.isEmpty { state.statement = nil }
+        try rotation.put(RotationState.key, state)
+        return state.pending.isEmpty ? [IdentityHolder.previousKeychainName] : []
     }
 
     /// Records a failed attempt and schedules the next one (1 s → 60 s, plus up to 20 % jitter).
-    /// - Throws: store errors.
-    public func markFailed(id: UInt64, error: String) throws {
+    /// - Parameters:
+    ///   - id: the entry.
+    ///   - error: what went wrong, for display (cut to 500 characters).
+    ///   - needsSignature: sign the request again before the next attempt (the relay refused its time).
+    /// - Returns: when the next attempt is due (ms since the epoch).
+    /// - Throws: store errors (an unknown id is not an error; the time is then now).
+    @discardableResult
+    public func markFailed(id: UInt64, error: String, needsSignature: Bool = false) throws -> UInt64 {
         let now = context.clock.now()
-        var jitterSeed = [UInt8](repeating: 0, count: 2)
-        jitterSeed = (try? context.random.bytes(2)) ?? jitterSeed
-        let jitterFraction = Double(UInt16(jitterSeed[0]) << 8 | UInt16(jitterSeed[1])) / 65_535 * 0.2
-        try reconciler.write(context.database) { tx, messages in
+        // Jitter only spreads retries: without random bytes (never expected) the retry is on the schedule.
+        let jitterSeed = (try? context.random.bytes(2)) ?? [0, 0]
+        let jitter = jitterSeed.count == 2 ? UInt64(UInt16(jitterSeed[0]) << 8 | UInt16(jitterSeed[1])) : 0
+        return try reconciler.write(context.database) { tx, messages -> UInt64 in
             let table = try tx.open(Tables.outbox)
-            guard var item = try table.get(id) else { return }
-            item.attempts += 1
+            guard var item = try table.get(id) else { return now }
+            item.attempts = item.attempts.addingSaturating(1)
             let delay = Self.backoff(attempts: item.attempts)
-            item.nextAttemptAt = now + delay + UInt64(Double(delay) * jitterFraction)
+            // delay ≤ 60,000, jitter < 65,536: the product fits easily; 20 % of the delay at most.
+            item.nextAttemptAt = now.addingSaturating(delay).addingSaturating(delay * jitter / 65_535 / 5)
             item.lastError = String(error.prefix(500))
+            if needsSignature {
+                item.needsSignature = true
+                item.timeRefusals = (item.timeRefusals ?? 0).addingSaturating(1)
+            }
             try table.put(id, item)
             messages.append(.retryScheduled(id: id, attempts: item.attempts, nextAttemptAt: item.nextAttemptAt))
+            return item.nextAttemptAt
         }
     }
 
@@ -157,6 +211,7 @@ public actor OutboxManager {
             let table = try tx.open(Tables.outbox)
             guard var item = try table.get(id) else { return }
             item.request = request
+            item.needsSignature = nil
             if let reference { item.reference = reference }
             try table.put(id, item)
         }
@@ -177,9 +232,10 @@ public actor OutboxManager {
         try context.database.read { tx in try tx.open(Tables.outbox).entries().map { OutboxEntry(id: $0.key, item: $0.value) } }
     }
 
-    /// The entries whose next attempt is due now, oldest first.
+    /// The entries whose next attempt is due now, oldest first, as stored (for a listing: to
+    /// send, ask ``due(now:ignoringBackoff:)``, which signs stale requests again).
     /// - Throws: store errors.
-    public nonisolated func due() throws -> [OutboxEntry] {
+    public nonisolated func listDue() throws -> [OutboxEntry] {
         let now = context.clock.now()
         return try pending().filter { $0.item.nextAttemptAt <= now }
     }
@@ -188,9 +244,15 @@ public actor OutboxManager {
 
     let context: AppContext
     let reconciler: Reconciler<OutboxManagerReconcileMessage>
+    /// Signs queued uploads and deletes again, and records their delivery.
+    let location: LocationManager
+    /// Records delivered messages and queues the next rotation statements (set once the
+    /// messages manager, which queues into this outbox, exists; weak to avoid a cycle).
+    let messages = WeakLink<MessagesManager>()
 
-    init(context: AppContext, spine: UpdateSpine) {
+    init(context: AppContext, spine: UpdateSpine, location: LocationManager) {
         self.context = context
+        self.location = location
         reconciler = Reconciler(spine, as: AppUpdate.outbox, logger: context.logger)
     }
 }

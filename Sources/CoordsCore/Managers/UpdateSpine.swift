@@ -46,6 +46,7 @@ final class UpdateSpine: Sendable {
     func channel<Message: Sendable>(as wrap: @escaping @Sendable (Message) -> AppUpdate) -> ReconcileChannel<Message> {
         let channel = ReconcileChannel<Message>(capacity: capacity, doorbell: doorbell)
         let entry = Entry(
+            // Empty or disconnected (tryRecv's only errors): nothing from this channel now.
             next: { (try? channel.receiver.tryRecv()).map(wrap) },
             isFinished: { channel.receiver.isDisconnected },
             close: { channel.sender.close() })

@@ -76,6 +76,7 @@ public actor WalletManager {
     ///   keychain and store errors.
     public func createIdentity(name: String, server: String) throws -> String {
         try Self.validate(server: server)
+        // No identity loaded (get's only error) is the case that may go on.
         if let existing = try? context.identity.get() { throw WalletManagerError.identityExists(id: existing.id) }
         let signing = try Ed25519SigningKey.generate(using: context.random)
         let id = try install(signing)
@@ -89,6 +90,7 @@ public actor WalletManager {
     public func importSeed(_ seed: SecretBytes, name: String, server: String) throws -> String {
         try Self.validate(server: server)
         let signing = try Ed25519SigningKey(seed: seed)
+        // No identity loaded (get's only error): the import may go on.
         if let existing = try? context.identity.get(), existing.publicKey != signing.publicKey {
             throw WalletManagerError.identityExists(id: existing.id)
         }
@@ -101,8 +103,9 @@ public actor WalletManager {
     /// - Throws: ``WireError/invalidServerURL(_:)``, store errors.
     public func setProfile(name: String?, server: String?) throws {
         if let server { try Self.validate(server: server) }
-        let current = try? profile()
-        try storeProfile(name: name ?? current?.name ?? "", server: server ?? current?.server ?? "") { _ in }
+        // A store that cannot be read is an error, never an empty name or server written back.
+        let current = try profile()
+        try storeProfile(name: name ?? current.name, server: server ?? current.server) { _ in }
     }
 
     /// Strict mode refuses fetched entries the relay did not signature-stamp (PROTOCOL.md §6):
@@ -187,7 +190,7 @@ public actor WalletManager {
 
     /// Rotates the identity: a new Ed25519 key (and, optionally, a new relay) bound to the old one
     /// by a statement both keys sign. The new key becomes the identity at once; the old seed stays
-    /// in the keychain until every friend has the statement (``MessagesManager/queueRotationStatements()``
+    /// in the keychain until every friend has the statement (``MessagesManager/queueRotationStatements(onlyFor:)``
     /// seals it from the old identity; delivered outbox entries tick friends off), then it is
     /// wiped. ``CoordsApp/rotateIdentity(server:revoke:)`` does the whole sequence.
     /// - Parameters:

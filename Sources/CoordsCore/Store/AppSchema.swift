@@ -420,8 +420,8 @@ extension UploadState {
 public struct OutboxItem: StoreJSONValue, Equatable {
     public static var storeTypeName: String { "json:OutboxItem/1" }
 
-    /// What the request does (`upload`, `delete`, `message`, …).
-    public var kind: String
+    /// What the request does; the outbox's decisions depend on it.
+    public var kind: OutboxKind
     /// The request to send.
     public var request: PreparedRequest
     /// How many times sending failed.
@@ -437,10 +437,16 @@ public struct OutboxItem: StoreJSONValue, Equatable {
     /// The position of a queued upload, so it can be sealed and signed again when the signed
     /// request has become too old for the relay's 300-second window.
     public var location: Location?
+    /// Set when the relay refused the request's signed time: the next ``OutboxManager/due(now:ignoringBackoff:)``
+    /// signs it again whatever its age (absent in rows written before 1.2).
+    public var needsSignature: Bool?
+    /// How many times the relay refused the request's signed time (absent: never). After
+    /// ``OutboxManager/signAgainLimit`` such refusals the request is dropped.
+    public var timeRefusals: UInt32?
 
     /// A new entry, due at `nextAttemptAt`; no attempts, no error and no reference unless given.
     public init(
-        kind: String, request: PreparedRequest, attempts: UInt32 = 0, nextAttemptAt: UInt64, createdAt: UInt64,
+        kind: OutboxKind, request: PreparedRequest, attempts: UInt32 = 0, nextAttemptAt: UInt64, createdAt: UInt64,
         lastError: String? = nil, reference: String? = nil, location: Location? = nil
     ) {
         self.kind = kind

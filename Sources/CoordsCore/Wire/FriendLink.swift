@@ -27,10 +27,7 @@ public struct FriendLink: Sendable, Hashable {
     /// The link text: the server without a leading `https://`/`http://` or trailing `/`, and the
     /// name percent-encoded (only `A–Z a–z 0–9 - _ . ~` stay literal; `%XX` is uppercase).
     public var link: String {
-        var host = Substring(server)
-        if host.hasPrefix("https://") { host = host.dropFirst(8) } else if host.hasPrefix("http://") { host = host.dropFirst(7) }
-        while host.hasSuffix("/") { host = host.dropLast() }
-        return Self.scheme + host + "/add/" + id + "#" + Self.percentEncode(name)
+        Self.scheme + ServerURL.withoutScheme(server) + "/add/" + id + "#" + Self.percentEncode(name)
     }
 
     /// The public key, when ``id`` is a valid one.

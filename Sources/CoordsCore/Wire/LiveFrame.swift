@@ -203,6 +203,7 @@ public enum LiveFrame: Sendable, Equatable {
     /// Whether `id` is b64u of exactly 32 bytes, as every id of a subscribe frame must be (a
     /// fetch may name a key that is not a curve point; it is then simply never uploaded).
     public static func isKeyShaped(_ id: String) -> Bool {
+        // Not base64url: not key-shaped (this is the answer, not a failure).
         id.utf8.count == 43 && (try? Base64.decode(id, field: "id"))?.count == 32
     }
 }

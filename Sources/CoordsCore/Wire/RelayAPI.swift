@@ -6,6 +6,10 @@ public enum RelayAPI {
     public static let versionPath = "/api/version"
     /// The most ids one fetch may carry (the relay refuses more with 400).
     public static let maximumFetchBatch = 50
+    /// How far (seconds) a signed timestamp may be from the relay's clock, either way: uploads
+    /// and deletes (§5, §6), §7.3 mailbox signatures and §8.2 live proofs. Our relay's default
+    /// (`RelayConfiguration.clockSkewSeconds`) and the outbox's re-signing both start from it.
+    public static let signatureWindowSeconds: UInt64 = 300
     /// Relays refuse larger blobs with 413.
     public static let maximumBlobByteCount = 65_536
     /// Domain separator of delete signatures (§6).
@@ -17,24 +21,8 @@ public enum RelayAPI {
     /// - Throws: ``WireError/invalidServerURL(_:)`` unless `server` is `http://` or `https://`
     ///   followed by a host, with no whitespace or control characters.
     public static func endpoint(server: String, path: String) throws -> String {
-        var base = Substring(server)
-        while base.hasSuffix("/") { base = base.dropLast() }
-        let lower = base.lowercased()
-        let schemeLength: Int
-        if lower.hasPrefix("https://") {
-            schemeLength = 8
-        } else if lower.hasPrefix("http://") {
-            schemeLength = 7
-        } else {
-            throw WireError.invalidServerURL(server)
-        }
-        let rest = base.dropFirst(schemeLength)
-        guard let hostChar = rest.first, hostChar != "/", hostChar != ":",
-            !base.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7f || $0 == "#" || $0 == "?" })
-        else {
-            throw WireError.invalidServerURL(server)
-        }
-        return String(base) + path
+        guard let url = ServerURL(server) else { throw WireError.invalidServerURL(server) }
+        return url.text + path
     }
 
     // MARK: Upload (PUT) and delete
@@ -226,6 +214,7 @@ public enum RelayAPI {
             entry.error = .unexpectedJSON("entry for \(id.prefix(8))… has no \"blob\" string")
             return entry
         }
+        // A bad entry becomes its own rejection; the other entries are still processed.
         guard let blob = try? Base64.decode(blobText, field: "blob") else {
             entry.error = .invalidBase64(field: "blob of \(id.prefix(8))…")
             return entry
@@ -240,12 +229,14 @@ public enum RelayAPI {
             }
         } else {
             entry.uploadTimestamp = timestampField?.uint64Value
+            // A bad entry becomes its own rejection; the other entries are still processed.
             guard let key = try? Ed25519PublicKey(base64URL: id) else {
                 entry.authenticity = .tampered
                 entry.error = .invalidPublicKeyID(id)
                 return entry
             }
             guard let signatureText = signatureField?.stringValue,
+                // A bad signature field is a tampered entry (rejected below), not a failed fetch.
                 let signature = try? Base64.decode(signatureText, field: "signature"),
                 let timestamp = timestampField?.uint64Value,
                 key.isValidSignature(signature, for: uploadSignedMessage(blob: blob, timestamp: timestamp))
@@ -272,6 +263,7 @@ public enum RelayAPI {
     /// Accepts our JSON bodies (`{"error": "<code>", "message": "<text>"}`) and the reference
     /// relay's plain text. The message is cut to 500 characters and stripped of control characters.
     public static func error(status: Int, body: [UInt8]) -> WireError {
+        // A body that is not our JSON error is the reference relay's plain text, read below.
         if let object = try? JSONValue.parse(body).objectValue,
             let code = object["error"]?.stringValue
         {

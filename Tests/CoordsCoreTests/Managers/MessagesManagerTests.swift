@@ -42,7 +42,7 @@ import Testing
         #expect(first.received.map(\.text) == ["on my way"])
         #expect(first.acks.count == 1 && first.acks[0].url.hasSuffix("/v1/relay/messages/\(sent.message.id)/ack"))
         #expect(first.acks[0].header("X-Coords-Signature") != nil)
-        #expect(first.receipts.count == 1 && first.receipts[0].item.kind == "receipt")
+        #expect(first.receipts.count == 1 && first.receipts[0].item.kind == .receipt)
         let again = try await p.bob.app.messages.processFetchResponse(body)
         #expect(again.received.isEmpty && again.duplicates == [sent.message.id] && again.acks.count == 1)
         #expect(try p.bob.app.messages.history(with: p.aliceID).count == 1)
@@ -170,12 +170,12 @@ import Testing
     }
 
     @Test func signedTimestampsRunAtMostTheLeadAheadOfTheClock() async throws {
-        #expect(MessagesManager.signedTimestamp(after: nil, now: 100) == 100)
-        #expect(MessagesManager.signedTimestamp(after: 100, now: 100) == 101)
-        #expect(MessagesManager.signedTimestamp(after: 50, now: 100) == 100)
-        #expect(MessagesManager.signedTimestamp(after: 100 + 500, now: 100) == 100 + MessagesManager.maximumSignatureLead)
-        #expect(MessagesManager.signedTimestamp(after: .max, now: 100) == 100 + MessagesManager.maximumSignatureLead)
-        #expect(MessagesManager.signedTimestamp(after: .max, now: .max) == .max)
+        #expect(SignedTime.next(after: nil, now: 100) == 100)
+        #expect(SignedTime.next(after: 100, now: 100) == 101)
+        #expect(SignedTime.next(after: 50, now: 100) == 100)
+        #expect(SignedTime.next(after: 100 + 500, now: 100) == 100 + MessagesManager.maximumSignatureLead)
+        #expect(SignedTime.next(after: .max, now: 100) == 100 + MessagesManager.maximumSignatureLead)
+        #expect(SignedTime.next(after: .max, now: .max) == .max)
 
         // 300 acks in one second (three answers of 100): the counter stops 120 s ahead.
         let p = try await Pair()

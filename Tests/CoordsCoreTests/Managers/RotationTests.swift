@@ -217,12 +217,12 @@ import Testing
         let carolsFirst = try #require(second.statements.first { $0.item.reference == c.carolID })
         #expect(try await c.bob.app.messages.processFetchResponse(try Circle.packets([bobsSecond.item.request])).rotated == [first.id])
         #expect(try await c.carol.app.messages.processFetchResponse(try Circle.packets([carolsFirst.item.request])).rotated == [c.aliceID])
-        try await c.alice.app.outbox.markDelivered(id: bobsSecond.id)
-        try await c.alice.app.outbox.markDelivered(id: carolsFirst.id)
+        #expect(try await c.alice.app.outbox.report(id: bobsSecond.id, status: 202).decision == .delivered)
+        #expect(try await c.alice.app.outbox.report(id: carolsFirst.id, status: 202).decision == .delivered)
         #expect(try keychain.load(name: RotationLink.keychainName(for: c.aliceID)) == nil)  // owed to nobody now
 
-        // Then the next link for Carol.
-        let next = try await c.alice.app.messages.queueRotationStatements()
+        // Then the next link for Carol: the delivery report queued it, due at once.
+        let next = try await c.alice.app.outbox.due()
         #expect(next.map(\.item.reference) == [c.carolID])
         #expect(try await c.carol.app.messages.processFetchResponse(try Circle.packets([next[0].item.request])).rotated == [first.id])
         try await c.alice.app.outbox.markDelivered(id: next[0].id)

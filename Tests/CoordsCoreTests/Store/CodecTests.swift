@@ -48,7 +48,7 @@ import Testing
         let friend = FriendRecord(name: "Bob", server: "https://coord.is", addedAt: 5, x25519PublicKey: "abc", trust: .verified)
         #expect(try roundTrip(friend) == friend)
         let item = OutboxItem(
-            kind: "upload",
+            kind: .upload,
             request: PreparedRequest(
                 url: "https://x/api/location", method: "PUT",
                 headers: [.init(name: "A", value: "b")], body: [0, 1, 255]),

@@ -28,6 +28,7 @@ enum LiveAnnouncement: Sendable, Equatable {
         case ("l", 3) where LiveFrame.isKeyShaped(parts[2]):
             return (parts[0], .location(id: parts[2]))
         case ("d", 5) where LiveFrame.isKeyShaped(parts[2]):
+            // An announcement from another node that does not parse is dropped (logged below).
             guard let timestamp = UInt64(parts[3]), let signature = try? Base64.decode(parts[4], field: "signature"), signature.count == 64 else {
                 return nil
             }
@@ -60,8 +61,10 @@ struct LiveBridge: Service {
         guard let (node, announcement) = LiveAnnouncement.parse(payload), node != service.nodeID else { return }
         switch announcement {
         case .location(let id):
+            // Ids were checked key-shaped when announced; nobody watching, or not a key: nothing to push.
             guard service.live.isWatched(key: id), let key = try? Bytes32(try Base64.decode(id, field: "id")) else { return }
             let since = service.nowSeconds.subtractingSaturating(service.configuration.ttlSeconds)
+            // A notice is a hint: if the store cannot say now, watchers still get the position at their next fetch.
             guard let record = try? await service.store.get(keys: [key], updatedSince: since)[key] else { return }
             service.live.publish(
                 .location(.init(id: id, blob: record.blob, updated: record.updated, timestamp: record.timestamp, signature: record.signature)),

@@ -97,6 +97,7 @@ public final class PushDispatcher: Service, Sendable {
             }
             group.cancelAll()
         }
+        // Shutting down: a client that fails to close has nothing left to do.
         try? await client.shutdown()
     }
 
@@ -106,6 +107,8 @@ public final class PushDispatcher: Service, Sendable {
         case delivered
         case gone(String)
         case failed(String)
+        /// The registration could not be read (store outage): the endpoint was not asked.
+        case storeUnavailable(String)
     }
 
     private func deliver(recipient: String, client: HTTPClient) async {
@@ -119,6 +122,7 @@ public final class PushDispatcher: Service, Sendable {
                 return max(.zero, due - ContinuousClock.now)
             }
             if wait == .zero { break }
+            // Cancelled while coalescing: the loop condition ends the wake.
             try? await Task.sleep(for: wait)
         }
         // Fair shares: one host's endpoints (which may never answer), and one client address's
@@ -126,6 +130,7 @@ public final class PushDispatcher: Service, Sendable {
         // here (store outage, none left) takes no share: the attempt loop below reads it again
         // and reports or ends the wake.
         var shares: (host: String, address: String?)?
+        // Unreadable (outage) or unparsable: no share taken; the attempt loop reads it again and reports.
         if let registration = try? await store.pushRegistration(recipient: recipient, now: clock.now() / 1000),
             let parsed = try? PushEndpoint(parsing: registration.endpoint, allowInsecure: limits.allowLoopback)
         {
@@ -174,7 +179,17 @@ public final class PushDispatcher: Service, Sendable {
                 do { try await Task.sleep(for: .milliseconds(limits.retryDelaysMilliseconds[attempt - 1])) } catch { break }
             }
             // Read it again each time: a newer registration replaces the endpoint, a removal ends the wake.
-            guard let registration = try? await store.pushRegistration(recipient: recipient, now: clock.now() / 1000) else {
+            let found: PushRegistration?
+            do {
+                found = try await store.pushRegistration(recipient: recipient, now: clock.now() / 1000)
+            } catch {
+                // A store outage is not "nothing to wake": the attempt fails and is retried after
+                // the next delay; it never counts against the endpoint (which was not asked).
+                outcome = .storeUnavailable("\(error)")
+                logger.warning("push registration unreadable", metadata: ["attempt": "\(attempt + 1)", "error": "\(error)"])
+                continue
+            }
+            guard let registration = found else {
                 outcome = .delivered  // nothing (left) to wake
                 endpointURL = nil
                 break
@@ -194,6 +209,9 @@ public final class PushDispatcher: Service, Sendable {
             book.withLock { $0.endpoints[recipient]?.failedWakes = 0 }
         case .gone(let reason):
             drop = reason
+        case .storeUnavailable(let reason):
+            metrics.pushWake("store_unavailable")
+            logger.error("push wake abandoned: the store could not be read", metadata: ["error": "\(reason)"])
         case .failed(let reason):
             metrics.pushWake("failed")
             let failed = book.withLock { book -> Int in
@@ -203,6 +221,7 @@ public final class PushDispatcher: Service, Sendable {
             if failed >= limits.failedWakesBeforeDrop, !Task.isCancelled { drop = "\(failed) wakes in a row failed; last: \(reason)" }
         }
         if let drop, let endpointURL {
+            // A removal that fails now is retried by the next failed wake (the count starts again).
             if (try? await store.pushRemove(recipient: recipient, endpoint: endpointURL)) == true {
                 metrics.pushDropped.increment()
                 logger.info("push endpoint dropped", metadata: ["reason": "\(drop)"])
@@ -238,6 +257,7 @@ public final class PushDispatcher: Service, Sendable {
         request.body = .bytes(ByteBuffer(string: Self.wakeBody))
         do {
             let response = try await client.execute(request, timeout: .milliseconds(Int64(clamping: limits.timeoutMilliseconds)))
+            // The body is read only to free the connection; its content and errors do not matter.
             _ = try? await response.body.collect(upTo: 16_384)
             switch response.status.code {
             case 200..<300: return .delivered

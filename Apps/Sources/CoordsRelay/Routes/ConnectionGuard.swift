@@ -218,6 +218,7 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
+        // No guard handler in this pipeline (tests): nothing to reach.
         guardContext = try? context.pipeline.syncOperations.context(handler: guardHandler)
         shared.phaseHandlerInstalled = true
     }
@@ -328,6 +329,7 @@ final class UpgradeStageRefusalHandler: ChannelInboundHandler, RemovableChannelH
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         guard !shared.phaseHandlerInstalled, let parserError = error as? HTTPParserError,
+            // No guard handler: the error goes on down the pipeline unchanged.
             let guardContext = try? context.pipeline.syncOperations.context(handler: guardHandler)
         else {
             context.fireErrorCaught(error)

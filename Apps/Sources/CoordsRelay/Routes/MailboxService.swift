@@ -106,6 +106,7 @@ extension RelayService {
         }
         try await authenticate(recipient: recipient, method: "GET", pathWithQuery: pathWithQuery, headers: headers)
         let entries = try await store.mailboxList(recipient: recipient.hex, now: nowSeconds, limit: limit)
+        // Every envelope was checked JSON when stored; a row damaged since is left out rather than failing the whole list.
         let packets = entries.compactMap { try? JSONValue.parse($0.envelope) }
         metrics.messagesDelivered.increment(by: Int64(packets.count))
         return .json(.object(["packets": .array(packets)]))

@@ -39,6 +39,7 @@ public final class RelayService: Sendable {
         push =
             configuration.push.enabled
             ? PushDispatcher(limits: configuration.push, store: store, clock: clock, logger: logger, metrics: metrics) : nil
+        // The node id only tells nodes' announcements apart; without random bytes (never expected) it is empty.
         nodeID = Base64.encode((try? SystemRandomSource().bytes(9)) ?? [])
     }
 
@@ -129,7 +130,9 @@ public final class RelayService: Sendable {
         var keys: [(text: String, key: Bytes32?)] = []
         for id in ids {
             guard let text = id.stringValue else { throw RelayFailure(400, "invalid_request", "ids must be strings") }
+            // An id that is not a key is answered as unknown (null), like the reference relay.
             let bytes = try? Base64.decode(text, field: "id")
+            // Likewise: 32 bytes checked, so Bytes32 cannot fail here.
             keys.append((text, bytes.flatMap { $0.count == 32 ? try? Bytes32($0) : nil }))
         }
         let ttl = configuration.ttlSeconds
@@ -203,6 +206,7 @@ public final class RelayService: Sendable {
 
     /// The Prometheus exposition, with the store size refreshed.
     public func metricsText() async -> [UInt8] {
+        // A store outage keeps the gauges' last values; /readyz and the request metrics report the outage.
         if let count = try? await store.count() { metrics.storeEntries.set(Int64(count)) }
         if let count = try? await store.mailboxCount() { metrics.mailboxEntries.set(Int64(count)) }
         if let count = try? await store.seenSignatureCount() { metrics.seenSignatures.set(Int64(count)) }

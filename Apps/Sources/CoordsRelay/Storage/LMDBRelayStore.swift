@@ -526,8 +526,10 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
 
     /// The committer thread: one write transaction per batch of queued operations.
     private func runCommitter() {
+        // Disconnection (recv's only error) means the store closed: the committer ends.
         while let first = try? jobs.receiver.recv() {
             var batch = [first]
+            // Empty or closed: the batch is what arrived so far.
             while batch.count < Self.maximumBatch, let next = try? jobs.receiver.tryRecv() { batch.append(next) }
             do {
                 let outcomes = try database.write { tx -> [Outcome] in

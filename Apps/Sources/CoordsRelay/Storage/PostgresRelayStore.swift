@@ -476,6 +476,7 @@ public final class PostgresRelayStore: RelayStore, Sendable {
                     } catch {
                         if Task.isCancelled { break }
                         logger.warning("live LISTEN failed; listening again in 1 s", metadata: ["error": "\(error)"])
+                        // Cancelled while waiting: the loop checks cancellation next.
                         try? await Task.sleep(for: .seconds(1))
                     }
                 }

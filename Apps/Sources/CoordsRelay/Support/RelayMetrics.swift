@@ -82,8 +82,9 @@ final class RelayMetrics: Sendable {
         ).set(Int64(1))
     }
 
-    /// Counts a push wake by outcome: `delivered`, `failed` (every attempt), `coalesced` (folded
-    /// into a wake already waiting), `skipped` (too many wakes in flight).
+    /// Counts a push wake by outcome: `delivered`, `failed` (every attempt), `store_unavailable`
+    /// (the registration could not be read on any attempt), `coalesced` (folded into a wake
+    /// already waiting), `skipped` (too many wakes in flight), `skipped_host`, `skipped_address`.
     func pushWake(_ result: String) {
         registry.makeCounter(descriptor: Self.name("push_wakes", "total", "Push wakes by outcome"), labels: [("result", result)]).increment()
     }

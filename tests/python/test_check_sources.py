@@ -1,0 +1,40 @@
+"""scripts/check-sources.py: a bare `try?` in Sources/ or Apps/Sources/ fails `make test`."""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, "scripts", "check-sources.py")
+
+
+def check(tmp_path, source):
+    folder = tmp_path / "Sources" / "X"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "A.swift").write_text(source)
+    return subprocess.run([sys.executable, SCRIPT, str(tmp_path)], capture_output=True, text=True)
+
+
+def test_a_bare_try_optional_fails_with_its_place(tmp_path):
+    result = check(tmp_path, "func f() {\n    let x = try? g()\n}\n")
+    assert result.returncode == 1
+    assert "Sources/X/A.swift:2: bare try?" in result.stdout
+
+
+def test_a_reason_on_the_line_or_above_passes(tmp_path):
+    assert check(tmp_path, "let x = try? g()  // g only fails when empty: nil is the answer\n").returncode == 0
+    assert check(tmp_path, "// one reason for both:\nlet a = try? g()\nlet b = try? h()\n").returncode == 0
+    # A doc comment is not a reason.
+    assert check(tmp_path, "/// The value.\nlet x = try? g()\n").returncode == 1
+    # A reason that belongs to another statement does not carry over.
+    assert check(tmp_path, "// why\nlet a = 1\nlet x = try? g()\n").returncode == 1
+
+
+def test_a_guard_that_throws_a_better_error_passes(tmp_path):
+    assert check(tmp_path, "guard let k = try? Key(text) else { throw Bad.key(text) }\n").returncode == 0
+    assert check(tmp_path, "guard let k = try? Key(text),\n    k.ok\nelse {\n    throw Bad.key(text)\n}\n").returncode == 0
+    # An else that returns swallows the error: it needs a reason.
+    assert check(tmp_path, "guard let k = try? Key(text) else { return nil }\n").returncode == 1
+
+
+def test_strings_and_comments_do_not_count(tmp_path):
+    assert check(tmp_path, 'let s = "try? in a string"\n// try? in a comment\n').returncode == 0
