@@ -103,7 +103,7 @@ test-swift:
 # The concurrency-heavy suites again under ThreadSanitizer, in their own build folder so the
 # normal build stays cached.
 test-tsan:
-	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'ChannelStressTests|ChannelConformanceTests'
+	COORDS_TEST_TIME_LIMIT_MINUTES=20 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'ChannelStressTests|ChannelConformanceTests'
 
 # The channel suites once more in an optimised build (their own build folder): the optimiser may
 # end a value's lifetime early or reorder what a debug build keeps in order.
@@ -178,6 +178,7 @@ test-docs: lib docs tools
 	$(SWIFT) build --product CoordsCore
 	python3 scripts/doc-snippets.py check
 	python3 scripts/doc-coverage.py
+	python3 scripts/check-layers.py
 	scripts/relay-symbol-graph.sh .build-docs/relay-graphs
 	python3 scripts/doc-coverage.py .build-docs/relay-graphs CoordsRelay Apps/Sources/CoordsRelay
 

@@ -38,3 +38,60 @@ def test_a_guard_that_throws_a_better_error_passes(tmp_path):
 
 def test_strings_and_comments_do_not_count(tmp_path):
     assert check(tmp_path, 'let s = "try? in a string"\n// try? in a comment\n').returncode == 0
+
+
+LAYERS = os.path.join(ROOT, "scripts", "check-layers.py")
+TABLE = """# Architecture
+
+## Layers
+
+| Layer | Folder | Depends on |
+|---|---|---|
+| C modules | `Sources/CSodium` | system libraries |
+| Support | `Sources/CoordsCore/Support` | the C library |
+| Wire | `Sources/CoordsCore/Wire` | Support |
+| Store | `Sources/CoordsCore/Store` | CLMDB, Support, Wire |
+| Managers | `Sources/CoordsCore/Managers` | all of the above |
+
+## Next
+"""
+
+
+def layers(tmp_path, files, table=TABLE):
+    (tmp_path / "docs").mkdir(exist_ok=True)
+    (tmp_path / "docs" / "ARCHITECTURE.md").write_text(table)
+    for name, text in files.items():
+        path = tmp_path / "Sources" / "CoordsCore" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return subprocess.run([sys.executable, LAYERS, str(tmp_path)], capture_output=True, text=True)
+
+
+BASE = {
+    "Support/Hex.swift": "enum Hex {}\n",
+    "Wire/Blob.swift": "public struct Blob { let h = Hex.self }\n",
+    "Store/Table.swift": "import CLMDB\nstruct Row { var b: Blob }\n",
+    "Managers/App.swift": "actor App { var r: Row?; var b: Blob? }\n",
+}
+
+
+def test_layers_that_follow_the_table_pass(tmp_path):
+    result = layers(tmp_path, BASE)
+    assert result.returncode == 0, result.stdout
+
+
+def test_a_lower_layer_using_a_higher_one_fails(tmp_path):
+    files = dict(BASE, **{"Wire/Uses.swift": "// Row in a comment is fine\nfunc f(_ r: Row) {}\n"})
+    result = layers(tmp_path, files)
+    assert result.returncode == 1
+    assert "Sources/CoordsCore/Wire/Uses.swift:2: uses Row from the Store layer" in result.stdout
+
+
+def test_a_c_module_the_row_does_not_list_fails(tmp_path):
+    result = layers(tmp_path, dict(BASE, **{"Wire/Sodium.swift": "import CSodium\n"}))
+    assert result.returncode == 1 and "imports CSodium" in result.stdout
+
+
+def test_a_folder_without_a_row_fails(tmp_path):
+    result = layers(tmp_path, dict(BASE, **{"Extra/X.swift": "enum X {}\n"}))
+    assert result.returncode == 1 and "Sources/CoordsCore/Extra: no row" in result.stdout

@@ -14,7 +14,7 @@ import Testing
 
 /// The live channel (PROTOCOL.md §8) over real loopback sockets: a WebSocket client against the
 /// relay's `.live` server.
-@Suite struct LiveChannelTests {
+@Suite(.timeLimit(.minutes(3))) struct LiveChannelTests {
     /// What one live session saw: the text frames received and the relay's close frame.
     struct Seen: Sendable {
         var frames: [LiveFrame] = []

@@ -1,39 +1,3 @@
-/// What a queued request does. The outbox's decisions depend on it: which requests carry a
-/// signed time the relay checks (and are signed again when it grows stale), which answer means
-/// "the relay already has it", and what follows a delivery.
-public enum OutboxKind: String, Sendable, Codable, CaseIterable, Equatable {
-    /// A location upload (``LocationManager/prepareUpload(_:)``); signed again from its fix.
-    case upload
-    /// The last fix sealed again after a share ended (``LocationManager/prepareReseal(force:)``).
-    case reseal
-    /// The signed delete of the user's blob (``LocationManager/prepareDelete()``).
-    case delete
-    /// A sealed message to a friend's mailbox (§7.2).
-    case message
-    /// A delivery receipt (§7.2).
-    case receipt
-    /// A rotation statement for one friend (§9.1).
-    case rotation
-    /// Any other request a host queued (through the C ABI): delivered as is.
-    case request
-
-    /// Whether the request's body carries a signed timestamp the relay checks against its
-    /// window (``RelayAPI/signatureWindowSeconds``): such requests are signed again before they
-    /// grow stale.
-    public var isTimeSigned: Bool { self == .upload || self == .reseal || self == .delete }
-
-    /// Whether it posts a sealed envelope, whose id the relay refuses twice: a 409 means the
-    /// relay already has it, which is delivered.
-    public var isEnvelope: Bool { self == .message || self == .receipt || self == .rotation }
-
-    /// Reads a stored kind; a name this version does not know (a host's own kind written by
-    /// 1.1 or earlier) reads as ``request``, so an old row never makes the outbox unreadable.
-    public init(from decoder: any Decoder) throws {
-        let name = try decoder.singleValueContainer().decode(String.self)
-        self = OutboxKind(rawValue: name) ?? .request
-    }
-}
-
 /// A queued request with its id.
 public struct OutboxEntry: Sendable, Equatable {
     /// The entry's id (increasing, never reused).

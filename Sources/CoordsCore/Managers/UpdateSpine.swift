@@ -38,8 +38,8 @@ final class UpdateSpine: Sendable {
         let close: @Sendable () -> Void
     }
 
-    /// - Parameter capacity: how many messages each channel holds before the oldest unread ones
-    ///   are dropped with a warning (``Reconciler``).
+    /// - Parameter capacity: how many messages each channel holds; beyond it, a new message is
+    ///   dropped (the ones already waiting are kept) with a warning (``Reconciler``).
     init(capacity: Int) { self.capacity = capacity }
 
     /// A new channel, registered; `wrap` turns its messages into the ``AppUpdate`` hosts receive.

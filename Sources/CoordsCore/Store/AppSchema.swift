@@ -416,6 +416,42 @@ extension UploadState {
     }
 }
 
+/// What a queued request does. The outbox's decisions depend on it: which requests carry a
+/// signed time the relay checks (and are signed again when it grows stale), which answer means
+/// "the relay already has it", and what follows a delivery.
+public enum OutboxKind: String, Sendable, Codable, CaseIterable, Equatable {
+    /// A location upload (``LocationManager/prepareUpload(_:)``); signed again from its fix.
+    case upload
+    /// The last fix sealed again after a share ended (``LocationManager/prepareReseal(force:)``).
+    case reseal
+    /// The signed delete of the user's blob (``LocationManager/prepareDelete()``).
+    case delete
+    /// A sealed message to a friend's mailbox (§7.2).
+    case message
+    /// A delivery receipt (§7.2).
+    case receipt
+    /// A rotation statement for one friend (§9.1).
+    case rotation
+    /// Any other request a host queued (through the C ABI): delivered as is.
+    case request
+
+    /// Whether the request's body carries a signed timestamp the relay checks against its
+    /// window (``RelayAPI/signatureWindowSeconds``): such requests are signed again before they
+    /// grow stale.
+    public var isTimeSigned: Bool { self == .upload || self == .reseal || self == .delete }
+
+    /// Whether it posts a sealed envelope, whose id the relay refuses twice: a 409 means the
+    /// relay already has it, which is delivered.
+    public var isEnvelope: Bool { self == .message || self == .receipt || self == .rotation }
+
+    /// Reads a stored kind; a name this version does not know (a host's own kind written by
+    /// 1.1 or earlier) reads as ``request``, so an old row never makes the outbox unreadable.
+    public init(from decoder: any Decoder) throws {
+        let name = try decoder.singleValueContainer().decode(String.self)
+        self = OutboxKind(rawValue: name) ?? .request
+    }
+}
+
 /// A prepared request waiting in the outbox (value of ``Tables/outbox``).
 public struct OutboxItem: StoreJSONValue, Equatable {
     public static var storeTypeName: String { "json:OutboxItem/1" }
@@ -458,4 +494,54 @@ public struct OutboxItem: StoreJSONValue, Equatable {
         self.reference = reference
         self.location = location
     }
+}
+
+// MARK: Messages
+
+/// Delivery state of a message.
+public enum MessageStatus: String, Sendable, Codable, Equatable {
+    /// Sealed and queued in the outbox, not yet accepted by the relay.
+    case queued
+    /// The friend's relay accepted it (202, or 409: it already had it).
+    case sent
+    /// The friend's app stored it and sent a receipt.
+    case delivered
+    /// A message we received.
+    case received
+}
+
+/// A 1:1 message as the store keeps it (value of ``Tables/messages``).
+public struct MessageRecord: StoreJSONValue, Equatable {
+    public static var storeTypeName: String { "json:MessageRecord/1" }
+
+    /// The message id (lowercase UUID; also the envelope id).
+    public var id: String
+    /// The friend (base64url public key).
+    public var peer: String
+    /// Whether we wrote it.
+    public var outgoing: Bool
+    /// `text`, or a kind this build does not know (kept, not dropped).
+    public var kind: String
+    /// The text (empty for a kind this build does not know).
+    public var text: String
+    /// When the sender wrote it (ms since the epoch).
+    public var sentAt: UInt64
+    /// When we stored it (ms).
+    public var storedAt: UInt64
+    /// Where delivery stands (``MessageStatus``).
+    public var status: MessageStatus
+    /// Local deletion time (ms) when the conversation has disappearing messages.
+    public var disappearsAt: UInt64?
+}
+
+extension MessageRecord {
+    /// Whether its disappearing timer ran out by `now` (ms).
+    public func hasDisappeared(at now: UInt64) -> Bool { disappearsAt.map { $0 <= now } ?? false }
+}
+
+/// A friend's messaging settings (value of ``Tables/conversations``).
+public struct ConversationSettings: StoreJSONValue, Equatable {
+    public static var storeTypeName: String { "json:ConversationSettings/1" }
+    /// Local copies of messages are deleted this many seconds after they were stored; nil keeps them.
+    public var disappearAfterSeconds: UInt64?
 }

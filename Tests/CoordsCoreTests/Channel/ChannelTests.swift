@@ -23,8 +23,9 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
     return ContinuousClock.now - start
 }
 
-/// Ports of the behaviours flume's tests/basic.rs checks (counts scaled down for CI).
-@Suite struct ChannelConformanceTests {
+/// Ports of the behaviours flume's tests/basic.rs checks (counts scaled down for CI). A deadlock
+/// fails the test that hangs, by name (``TestTimeLimit``).
+@Suite(.timeLimit(TestTimeLimit.minutes)) struct ChannelConformanceTests {
     @Test func sendRecv() throws {
         let (tx, rx) = Channel.unbounded(of: Int.self)
         for i in 0..<1000 { try tx.send(i) }
@@ -260,9 +261,12 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
         #expect(throws: RecvError.disconnected) { try mainRx.recv() }
     }
 
+    /// Messages go through a chain of eight forwarding threads (bounded hops, each forwarder the
+    /// only reader of its hop): all of them arrive, once each, in the order they were sent.
     @Test func robin() throws {
         let threadCount = 8
         let messages = 10
+        let rounds = 200
         let main = Channel.bounded(1, of: Int.self)
         var mainTx = main.sender
         let mainRx = main.receiver
@@ -275,22 +279,27 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
             let forward = tx
             threads.append(
                 TestThread {
+                    // The test's receiver outlives every forwarder: a failed send would be a lost message, seen below.
                     for message in rx.blockingValues { try? forward.send(message) }
                     forward.close()
                 })
         }
-        for _ in 0..<200 {
+        var received: [Int] = []
+        for round in 0..<rounds {
             let sender = mainTx.clone()
             let producer = TestThread {
-                for _ in 0..<messages { try? sender.send(1) }
+                // Likewise: the chain is open until the end of the test.
+                for k in 0..<messages { try? sender.send(round * messages + k) }
                 sender.close()
             }
-            for _ in 0..<messages { _ = try mainRx.recv() }
+            for _ in 0..<messages { received.append(try mainRx.recv()) }
             producer.join()
         }
+        #expect(received == Array(0..<(rounds * messages)), "every message once, in the order sent")
         mainTx.close()
-        _ = mainRx
         threads.forEach { $0.join() }
+        // The forwarders are gone and the chain drained: the main channel reports disconnection.
+        #expect(throws: RecvError.disconnected) { try mainRx.recv() }
     }
 
     @Test func asyncReceiveFromAnotherThread() async throws {
@@ -348,7 +357,7 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
 
 /// Several senders and receivers on threads: every value is received exactly once.
 /// CI also runs this suite under ThreadSanitizer (`make test-tsan`).
-@Suite struct ChannelStressTests {
+@Suite(.timeLimit(TestTimeLimit.minutes)) struct ChannelStressTests {
     @Test(arguments: [nil, 0, 1, 64] as [Int?])
     func everyValueIsReceivedExactlyOnce(capacity: Int?) throws {
         let (tx, rx) = capacity.map { Channel.bounded($0, of: Int.self) } ?? Channel.unbounded(of: Int.self)

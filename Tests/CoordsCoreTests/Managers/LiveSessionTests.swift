@@ -4,7 +4,7 @@ import Testing
 @testable import CoordsCore
 
 /// The live channel's frames (§8.2–§8.3) and the client's sans-IO session (§8.5).
-@Suite struct LiveSessionTests {
+@Suite(.timeLimit(TestTimeLimit.minutes)) struct LiveSessionTests {
     typealias Pair = MessagesManagerTests.Pair
 
     /// The `location` notice a relay would push for Alice's upload `request` (a PUT body).

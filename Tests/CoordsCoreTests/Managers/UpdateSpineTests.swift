@@ -3,7 +3,7 @@ import Testing
 @testable import CoordsCore
 
 /// The update spine: one list of every manager's channel, walked in registration order.
-@Suite struct UpdateSpineTests {
+@Suite(.timeLimit(TestTimeLimit.minutes)) struct UpdateSpineTests {
     @Test func nextWalksTheChannelsInRegistrationOrderAndCloseEndsThemAll() throws {
         let spine = UpdateSpine(capacity: 4)
         let wallet: ReconcileChannel<WalletManagerReconcileMessage> = spine.channel(as: AppUpdate.wallet)
