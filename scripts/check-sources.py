@@ -97,6 +97,7 @@ def main():
     if found:
         print(f"check-sources: {len(found)} bare try? (see scripts/check-sources.py)", file=sys.stderr)
         return 1
+    print("check-sources: every try? in Sources/ and Apps/Sources/ says why or converts the error")
     return 0
 
 

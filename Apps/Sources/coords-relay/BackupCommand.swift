@@ -17,7 +17,7 @@ struct Backup: AsyncParsableCommand {
             """)
 
     @Option(name: .customLong("data-dir"), help: "The relay's data directory [COORDS_DATA_DIR].")
-    var dataDirectory: String = environment("COORDS_DATA_DIR") ?? "./coords-relay-data"
+    var dataDirectory: String = defaultDataDirectory()
 
     @Argument(help: "The backup directory to create (missing parents are created too).")
     var target: String
@@ -42,7 +42,7 @@ struct Restore: AsyncParsableCommand {
             """)
 
     @Option(name: .customLong("data-dir"), help: "The relay's data directory [COORDS_DATA_DIR].")
-    var dataDirectory: String = environment("COORDS_DATA_DIR") ?? "./coords-relay-data"
+    var dataDirectory: String = defaultDataDirectory()
 
     @Argument(help: "A directory written by `coords-relay backup`.")
     var source: String

@@ -118,7 +118,7 @@ struct NetworkOptions: ServeOptionGroup {
 /// Where and how long the data is kept.
 struct StorageOptions: ServeOptionGroup {
     @Option(name: .customLong("data-dir"), help: "Directory of the LMDB store [COORDS_DATA_DIR].")
-    var dataDirectory: String = environment("COORDS_DATA_DIR") ?? "./coords-relay-data"
+    var dataDirectory: String = defaultDataDirectory()
 
     @Option(
         name: .customLong("postgres"),
@@ -365,3 +365,7 @@ struct LoggingOptions: ServeOptionGroup {
         configuration.logLevel = level
     }
 }
+
+/// The relay's data directory when `--data-dir` is not given: `COORDS_DATA_DIR`, else
+/// `./coords-relay-data` — one definition, so `serve`, `backup` and `restore` agree.
+func defaultDataDirectory() -> String { environment("COORDS_DATA_DIR") ?? "./coords-relay-data" }

@@ -44,7 +44,9 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "client-address": clientAddress,
     "data-file": dataFile,
     "response-limit": responseLimit,
-    "sealed-value": sealedValue
+    "sealed-value": sealedValue,
+    "server-url": serverURL,
+    "outbox-answer": outboxAnswer
 ]
 
 /// A failed property: crash loudly so libFuzzer keeps the input.
@@ -214,6 +216,52 @@ enum AppFixture {
             }
         }
         while case .update = app.nextUpdate(timeout: .zero) {}  // a phone drains its updates
+    }
+}
+
+/// A server URL as friends' links, profiles and rotation statements carry it: when it reads,
+/// every place that uses it agrees (endpoint, link text, live URL, "the same relay").
+@Sendable func serverURL(_ bytes: [UInt8]) {
+    let text = String(decoding: bytes, as: UTF8.self)
+    let rest = ServerURL.withoutScheme(text)
+    guard let url = ServerURL(text) else {
+        check((try? RelayAPI.endpoint(server: text, path: "/x")) == nil, "endpoint accepts what ServerURL refuses")
+        return
+    }
+    check(!url.text.hasSuffix("/") && url.rest == rest && ServerURL(url.text) == url, "server URL round trip")
+    check((try? RelayAPI.endpoint(server: text, path: "/api/location")) == url.text + "/api/location", "endpoint")
+    let live = try? LiveSession.url(server: text)
+    check(live == (url.isSecure ? "wss://" : "ws://") + url.rest + LiveFrame.path, "live URL")
+}
+
+/// A relay's answer to one outbox request, through the core's decision: byte 0 picks the kind,
+/// bytes 1–2 the status (0…999), the rest is the answer's body (and the queued request's body,
+/// whose signed time the core reads). The decision is recorded as it says: delivered and dropped
+/// entries are gone, retried ones wait until the time given, and a reason stays short (the
+/// relay's code and message are cut: at most about 600 characters, whatever the relay sent).
+@Sendable func outboxAnswer(_ bytes: [UInt8]) {
+    guard bytes.count >= 3, let app = AppFixture.app else { return }
+    let kinds = OutboxKind.allCases
+    let kind = kinds[Int(bytes[0]) % kinds.count]
+    let status = (Int(bytes[1]) << 8 | Int(bytes[2])) % 1000
+    let body = Array(bytes.dropFirst(3))
+    let request = PreparedRequest(url: "https://relay.example/api/location", method: "PUT", headers: [], body: body)
+    blocking {
+        guard let id = try? await app.outbox.enqueue(kind: kind, request: request, reference: "1795654200000") else { return }
+        guard let report = try? await app.outbox.report(id: id, status: status, body: body) else {
+            check(false, "report threw")
+            return
+        }
+        let left = (try? app.outbox.pending())?.first { $0.id == id }
+        switch report.decision {
+        case .delivered, .dropped, .unknown: check(left == nil, "a finished entry stays queued: \(report)")
+        case .retry(let at, let reason), .signAgain(let at, let reason):
+            check(left?.item.nextAttemptAt == at, "the retry time is recorded")
+            check(reason.count <= 640, "a reason of \(reason.count) characters")
+        }
+        if case .dropped(let reason) = report.decision { check(reason.count <= 640, "a reason of \(reason.count) characters") }
+        for entry in (try? app.outbox.pending()) ?? [] { try? await app.outbox.remove(id: entry.id) }  // the next input starts empty
+        while case .update = app.nextUpdate(timeout: .zero) {}
     }
 }
 

@@ -567,14 +567,7 @@ public actor MessagesManager {
 
     private func deleteExpired(now: UInt64) throws -> [String] {
         try reconciler.write(context.database) { tx, messages in
-            let table = try tx.open(Tables.messages)
-            var expired: [([UInt8], String)] = []
-            try table.forEach { key, record in
-                if let at = record.disappearsAt, at <= now { expired.append((key, record.id)) }
-                return true
-            }
-            for (key, _) in expired { try table.delete(key) }
-            let ids = expired.map(\.1)
+            let ids = try tx.open(Tables.messages).removeAll { _, record in record.hasDisappeared(at: now) }.map(\.value.id)
             if !ids.isEmpty { messages.append(.messagesExpired(ids: ids)) }
             return ids
         }

@@ -588,4 +588,19 @@ extension TableHandle where Access == ReadWriteAccess {
     public func delete(_ key: Key) throws -> Bool { try access.delete(key) }
     /// Removes every entry (the table stays declared).
     public func removeAll() throws { try access.removeAll() }
+
+    /// Removes the entries for which `shouldRemove` is true — collected in one walk first, then
+    /// deleted (LMDB's cursor must not see its own deletes) — and returns them in key order:
+    /// every expiry sweep is this one call.
+    /// - Throws: decoding and LMDB failures, and what `shouldRemove` throws (nothing is removed then).
+    @discardableResult
+    public func removeAll(where shouldRemove: (Key, Value) throws -> Bool) throws -> [(key: Key, value: Value)] {
+        var removed: [(key: Key, value: Value)] = []
+        try forEach { key, value in
+            if try shouldRemove(key, value) { removed.append((key, value)) }
+            return true
+        }
+        for entry in removed { _ = try access.delete(entry.key) }
+        return removed
+    }
 }

@@ -152,6 +152,27 @@ import Testing
         #expect(try q.app.app.outbox.pending().allSatisfy { $0.id != id })
     }
 
+    /// Found by the `outbox-answer` fuzz target: a relay's error code was kept whole, so a hostile
+    /// relay's 100 KB "code" became the reason stored and shown. Code and message are cut now.
+    @Test func aHostileRelaysReasonStaysShort() async throws {
+        let q = try await Queued("driver-hostile-reason")
+        let code = String(repeating: "c", count: 100_000)
+        let body = JSONValue.object(["error": .string(code), "message": .string(String(repeating: "\u{202E}m", count: 50_000))]).serialized()
+        let report = try await q.app.app.outbox.report(id: q.id, status: 400, body: body)
+        guard case .dropped(let reason) = report.decision else {
+            Issue.record("\(report)")
+            return
+        }
+        #expect(reason.count <= 640 && reason.hasPrefix("relay answered 400 (" + String(repeating: "c", count: 64) + "…)"))
+        let invalid = try await q.app.app.outbox.queueUpload(try Location(latitude: 1, longitude: 2, timestamp: q.app.clock.milliseconds + 1))
+        let retried = try await q.app.app.outbox.report(id: invalid.id, status: 0, body: [UInt8](repeating: 0xba, count: 10_000))
+        guard case .retry(_, let why) = retried.decision else {
+            Issue.record("\(retried)")
+            return
+        }
+        #expect(why.count <= 501)
+    }
+
     @Test func aKindThisVersionDoesNotKnowReadsAsARequest() throws {
         let stored =
             #"{"attempts":0,"createdAt":1,"kind":"telemetry","nextAttemptAt":1,"#

@@ -450,31 +450,11 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
             try tombstones.put(id, max(until, try tombstones.get(id) ?? 0))
             return .acked(false)
         case .mailboxSweep(let now):
-            let queue = try tx.open(RelayTables.mailbox)
+            let expired = try tx.open(RelayTables.mailbox).removeAll { _, entry in entry.expiresAt <= now }
             let index = try tx.open(RelayTables.mailboxIndex)
-            var expired: [([UInt8], String)] = []
-            try queue.forEach { key, entry in
-                if entry.expiresAt <= now { expired.append((key, entry.id)) }
-                return true
-            }
-            for (key, id) in expired {
-                try queue.delete(key)
-                try index.delete(id)
-            }
-            let tombstones = try tx.open(RelayTables.mailboxTombstones)
-            var old: [String] = []
-            try tombstones.forEach { id, until in
-                if until < now { old.append(id) }
-                return true
-            }
-            for id in old { try tombstones.delete(id) }
-            let seen = try tx.open(RelayTables.seenSignatures)
-            var forgotten: [Bytes32] = []
-            try seen.forEach { r, until in
-                if until < now { forgotten.append(r) }
-                return true
-            }
-            for r in forgotten { try seen.delete(r) }
+            for entry in expired { try index.delete(entry.value.id) }
+            try tx.open(RelayTables.mailboxTombstones).removeAll { _, until in until < now }
+            try tx.open(RelayTables.seenSignatures).removeAll { _, until in until < now }
             return .swept(expired.count)
         case .acceptSignature(let r, let until, let now, let capacity):
             let seen = try tx.open(RelayTables.seenSignatures)
@@ -494,14 +474,7 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
             try endpoints.delete(recipient)
             return .done(true)
         case .pushSweep(let now):
-            let endpoints = try tx.open(RelayTables.pushEndpoints)
-            var expired: [String] = []
-            try endpoints.forEach { recipient, registration in
-                if registration.expiresAt <= now { expired.append(recipient) }
-                return true
-            }
-            for recipient in expired { try endpoints.delete(recipient) }
-            return .swept(expired.count)
+            return .swept(try tx.open(RelayTables.pushEndpoints).removeAll { _, registration in registration.expiresAt <= now }.count)
         default:
             return nil
         }
@@ -555,18 +528,8 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
                             try tombstones.put(key, Tombstone(timestamp: max(timestamp, existingTombstone?.timestamp ?? 0), recordedAt: now))
                             return .delete(result)
                         case .sweep(let updatedBefore, let tombstonesBefore):
-                            var expired: [Bytes32] = []
-                            try records.forEach { key, record in
-                                if record.updated < updatedBefore { expired.append(key) }
-                                return true
-                            }
-                            for key in expired { try records.delete(key) }
-                            var old: [Bytes32] = []
-                            try tombstones.forEach { key, tombstone in
-                                if tombstone.recordedAt < tombstonesBefore { old.append(key) }
-                                return true
-                            }
-                            for key in old { try tombstones.delete(key) }
+                            let expired = try records.removeAll { _, record in record.updated < updatedBefore }
+                            try tombstones.removeAll { _, tombstone in tombstone.recordedAt < tombstonesBefore }
                             return .swept(expired.count)
                         case .mailboxPost, .mailboxAck, .mailboxSweep, .acceptSignature, .pushRegister, .pushRemove, .pushSweep:
                             throw RelayStoreError(description: "mailbox operation not applied")
