@@ -1,3 +1,4 @@
+import ArgumentParser
 import CoordsCore
 
 /// Carries the outbox's requests to the relays and hands every answer back to the core, which
@@ -99,6 +100,67 @@ extension OutboxReport {
         case .retry(_, let reason), .signAgain(_, let reason), .dropped(let reason): Terminal.safe(reason)
         case .delivered: nil
         case .unknown: "the outbox entry is gone"
+        }
+    }
+}
+
+struct Outbox: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show or send requests waiting for the relay.",
+        subcommands: [List.self, Flush.self], defaultSubcommand: List.self)
+
+    struct List: SessionCommand {
+        static let configuration = CommandConfiguration(abstract: "List queued requests.")
+        @OptionGroup var options: CommandOptions
+
+        func run(in session: Session) async throws {
+            let entries = try session.app.outbox.pending()
+            let now = nowMilliseconds()
+            if options.json {
+                printJSON(
+                    .object([
+                        "entries": .array(
+                            entries.map {
+                                .object([
+                                    "id": .integer($0.id), "kind": .string($0.item.kind.rawValue), "url": .string($0.item.request.url),
+                                    "queued_at_ms": .integer($0.item.createdAt), "attempts": .integer(UInt64($0.item.attempts)),
+                                    "last_error": $0.item.lastError.map { .string($0) } ?? .null
+                                ])
+                            })
+                    ]))
+                return
+            }
+            guard !entries.isEmpty else { return printLine("The outbox is empty.") }
+            var table = TextTable("ID", "KIND", "QUEUED", "ATTEMPTS", "LAST ERROR")
+            for entry in entries {
+                table.add(
+                    String(entry.id), entry.item.kind.rawValue, age(since: entry.item.createdAt, now: now) + " ago",
+                    String(entry.item.attempts), entry.item.lastError ?? "—")
+            }
+            printLine(table.render())
+        }
+    }
+
+    struct Flush: SessionCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Send queued requests now.",
+            discussion: "Exit status 0 when the outbox is empty afterwards, 75 when some requests still wait.")
+        @OptionGroup var options: CommandOptions
+
+        func run(in session: Session) async throws {
+            let report = await OutboxDelivery.flush(session)
+            if options.json {
+                printJSON(
+                    .object([
+                        "delivered": .array(report.delivered.map { .string($0) }),
+                        "dropped": .array(report.dropped.map { .string($0) }),
+                        "still_queued": .integer(UInt64(report.stillQueued))
+                    ]))
+            } else {
+                OutboxDelivery.print(report, json: false)
+                if report.delivered.isEmpty && report.dropped.isEmpty && report.stillQueued == 0 { printLine("Nothing to send.") }
+            }
+            if report.stillQueued > 0 { throw ExitCode(ExitStatus.queued) }
         }
     }
 }

@@ -9,9 +9,6 @@ import NIOHTTP1
 import Glibc
 #endif
 
-/// Reads an environment variable.
-func environment(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
-
 /// Options every command shares.
 public struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: "Data directory (default ~/.coords) [COORDS_HOME].")
@@ -34,29 +31,6 @@ public struct CommandOptions: ParsableArguments {
     var json = false
 
     public init() {}
-}
-
-/// A failure the CLI reports as `coords: <message>` and exit status 1 (``ExitStatus/usage``).
-struct CLIFailure: Error, CustomStringConvertible {
-    let description: String
-    /// A failure whose text may quote remote parties: its control characters are made visible.
-    init(_ description: String) { self.description = Terminal.safe(description, keepingNewlines: true) }
-}
-
-/// Runs a command body, printing any error in one clear line on standard error: exit status 69
-/// when a relay could not be reached, 1 for everything else (ExitCode passes through).
-func runReporting(_ body: () async throws -> Void) async throws {
-    do {
-        try await body()
-    } catch let exit as ExitCode {
-        throw exit
-    } catch let failure as NetworkFailure {
-        printError("coords: \(failure.description)")
-        throw ExitCode(ExitStatus.unavailable)
-    } catch {
-        printError("coords: \(describe(error))")
-        throw ExitCode.failure
-    }
 }
 
 /// Whether a command delivers the outbox before its own work.
@@ -109,25 +83,6 @@ extension SessionCommand {
     func run() async throws {
         try await withSession(options.global, outbox: outboxFirst, checkingFirst: checkArguments) { session in try await run(in: session) }
     }
-}
-
-/// Human-readable text for errors, with advice for the common ones.
-func describe(_ error: any Error) -> String {
-    switch error {
-    case KeychainError.wrongPassphrase:
-        return "wrong passphrase for this data directory (set COORDS_PASSPHRASE or type it again)"
-    case let error as StoreError:
-        if case .alreadyOpen = error { return "another coords command is using this data directory right now; try again" }
-        return error.description
-    case let error as any CoordsCoreError: return error.description
-    default: return "\(error)"
-    }
-}
-
-/// Prints a line on standard error, control characters made visible like ``printLine(_:)``.
-func printError(_ text: String) {
-    var line = Terminal.safe(text, keepingNewlines: true) + "\n"
-    line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
 }
 
 /// An open data directory and what commands need around it.
@@ -242,153 +197,5 @@ struct PublicProfile {
             let parsed = try? FriendLink.parse(link), parsed.id == id
         else { return nil }
         return PublicProfile(id: id, name: name, server: server, link: link)
-    }
-}
-
-/// Whether `path` is a directory with no entries.
-func isEmptyDirectory(_ path: String) -> Bool {
-    guard let directory = opendir(path) else { return false }
-    defer { closedir(directory) }
-    while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        if name != "." && name != ".." { return false }
-    }
-    return true
-}
-
-/// Removes a directory tree we created (the staging directory of `coords init`); never follows symlinks.
-func removeTree(_ path: String) {
-    var info = stat()
-    guard lstat(path, &info) == 0 else { return }
-    if (info.st_mode & S_IFMT) == S_IFDIR, let directory = opendir(path) {
-        var names: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        closedir(directory)
-        for name in names { removeTree(path + "/" + name) }
-        rmdir(path)
-    } else {
-        unlink(path)
-    }
-}
-
-/// Passphrases from `COORDS_PASSPHRASE` or the terminal (not echoed).
-enum Passphrase {
-    /// - Throws: ``CLIFailure``: "no passphrase given" when the variable is empty, no terminal
-    ///   can be asked, or nothing was typed — never "wrong passphrase".
-    static func read(prompt: String, confirm: Bool, variable: String = "COORDS_PASSPHRASE") throws -> String {
-        if let value = environment(variable) {
-            guard !value.isEmpty else { throw CLIFailure("no passphrase given: \(variable) is set but empty") }
-            if confirm && value.count < 8 { throw CLIFailure("choose a passphrase of at least 8 characters (\(variable))") }
-            return value
-        }
-        let terminal = open("/dev/tty", O_RDWR | O_CLOEXEC)
-        guard terminal >= 0 else {
-            throw CLIFailure("no passphrase given: set \(variable) or run in a terminal")
-        }
-        close(terminal)
-        guard let first = getpass(prompt).map({ String(cString: $0) }), !first.isEmpty else {
-            throw CLIFailure("no passphrase given")
-        }
-        if confirm {
-            guard first.count >= 8 else { throw CLIFailure("choose a passphrase of at least 8 characters") }
-            let again = getpass("Repeat: ").map { String(cString: $0) }
-            guard again == first else { throw CLIFailure("the passphrases do not match") }
-        }
-        return first
-    }
-}
-
-/// What a relay answered.
-struct HTTPResult {
-    let status: Int
-    let body: [UInt8]
-    var isSuccess: Bool { (200..<300).contains(status) }
-}
-
-/// The relay could not be reached (DNS, connection refused, timeout, TLS).
-struct NetworkFailure: Error, CustomStringConvertible {
-    let description: String
-}
-
-/// Sends prepared requests with AsyncHTTPClient, within the client's limits (PROTOCOL.md §4.1):
-/// connect, read and whole-request deadlines, the request's own answer-size cap, and no
-/// redirects. A relay that breaks a limit is reported as unreachable or refused, never waited on.
-enum RelayHTTP {
-    /// One client for the process: a refused or unreachable relay fails within seconds instead
-    /// of being retried until the request deadline — the outbox is the CLI's retry mechanism.
-    static let client: HTTPClient = {
-        var configuration = HTTPClient.Configuration()
-        configuration.timeout = .init(connect: .seconds(ClientLimits.connectSeconds), read: .seconds(ClientLimits.readSeconds))
-        configuration.connectionPool.retryConnectionEstablishment = false
-        configuration.redirectConfiguration = .disallow
-        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-    }()
-
-    /// The whole request was not done within its deadline.
-    private struct DeadlineExceeded: Error {}
-
-    /// Sends `request` and reads its answer: at most `request.maximumResponseBytes`, all within
-    /// `timeout` seconds (the head, the body and everything before them).
-    /// - Throws: ``NetworkFailure`` (unreachable, too slow, or an answer over the cap).
-    static func send(_ request: PreparedRequest, timeout: Int64 = ClientLimits.requestSeconds) async throws -> HTTPResult {
-        var http = HTTPClientRequest(url: request.url)
-        http.method = HTTPMethod(rawValue: request.method)
-        for header in request.headers { http.headers.add(name: header.name, value: header.value) }
-        if !request.body.isEmpty { http.body = .bytes(ByteBuffer(bytes: request.body)) }
-        let limit = request.maximumResponseBytes
-        let prepared = http
-        do {
-            return try await withThrowingTaskGroup(of: HTTPResult.self) { group in
-                group.addTask {
-                    let response = try await client.execute(prepared, deadline: .now() + .seconds(timeout))
-                    let body = try await response.body.collect(upTo: limit)
-                    return HTTPResult(status: Int(response.status.code), body: Array(body.readableBytesView))
-                }
-                group.addTask {
-                    try await Task.sleep(for: .seconds(timeout))
-                    throw DeadlineExceeded()
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next() else { throw DeadlineExceeded() }
-                return first
-            }
-        } catch is DeadlineExceeded {
-            throw NetworkFailure(description: "cannot reach \(request.url): no complete answer within \(timeout) s")
-        } catch is NIOTooManyBytesError {
-            throw NetworkFailure(description: "\(request.url) answered with more than \(limit) bytes; refused")
-        } catch {
-            throw NetworkFailure(description: "cannot reach \(request.url): \(networkReason(error))")
-        }
-    }
-
-    private static func networkReason(_ error: any Error) -> String {
-        let text = "\(error)"
-        if text.contains("connectTimeout") || text.contains("deadlineExceeded") { return "timed out" }
-        if text.contains("Connection refused") || text.contains("connection refused") { return "connection refused" }
-        if text.contains("handshakeFailed") || text.contains("WRONG_VERSION_NUMBER") {
-            return "the TLS handshake failed (if the relay serves plain http, use an http:// server URL)"
-        }
-        return text.count > 160 ? String(text.prefix(160)) + "…" : text
-    }
-
-    /// A sentence for a relay's refusal, with advice.
-    static func refusal(_ result: HTTPResult, action: String) -> String {
-        let error = RelayAPI.error(status: result.status, body: result.body)
-        guard case .relayError(let status, let code, let message) = error else { return error.description }
-        let advice: String
-        let aboutTime = code == "timestamp_too_old" || code == "timestamp_in_future" || message.contains("timestamp")
-        switch (status, code) {
-        case (401, _) where aboutTime: advice = " — check this computer's clock"
-        case (401, _): advice = " — the relay did not accept the signature"
-        case (409, _): advice = " — the relay already has a newer upload from you"
-        case (413, _): advice = " — too many friends for one upload"
-        case (429, _): advice = " — the relay is rate limiting; try again later"
-        case (500..<600, _): advice = " — the relay has a problem; try again later"  // callers that queue say so themselves
-        default: advice = ""
-        }
-        return "the relay refused to \(action) (\(status)\(code.map { " \(Terminal.safe($0))" } ?? "")): \(Terminal.safe(message))\(advice)"
     }
 }

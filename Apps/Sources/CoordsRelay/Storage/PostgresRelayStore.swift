@@ -4,149 +4,6 @@ import NIOCore
 import PostgresNIO
 import Synchronization
 
-/// The store could not reach its database (down, restarting, unreachable): the relay answers
-/// 503 with a JSON reason and keeps serving once the database is back.
-public struct RelayStoreUnavailable: Error, CustomStringConvertible {
-    public var description: String
-}
-
-/// Where a PostgreSQL store connects: parsed from a libpq-style URL
-/// (`postgres://user:password@host:port/database?sslmode=require`).
-public struct PostgresLocation: Sendable, Equatable {
-    /// The server's host name or address.
-    public var host: String
-    /// The server's port (5432 when the URL names none).
-    public var port: Int
-    /// The role to log in as.
-    public var username: String
-    /// The role's password, if the URL has one (errors show the URL with it redacted).
-    public var password: String?
-    /// The database name.
-    public var database: String
-    /// `disable` (default for loopback), `prefer`, `require` or `verify-full`.
-    public var sslMode: String
-
-    /// Parses `url`; the password may also come from `PGPASSWORD` (`environmentPassword`).
-    /// - Throws: ``RelayStoreError`` naming what is wrong (never a crash on a strange URL).
-    public init(url: String, environmentPassword: String? = nil) throws {
-        guard let schemeEnd = url.range(of: "://"), ["postgres", "postgresql"].contains(url[..<schemeEnd.lowerBound].lowercased()) else {
-            throw RelayStoreError(description: "the PostgreSQL URL must start with postgres:// (got \(Self.redacted(url)))")
-        }
-        var rest = url[schemeEnd.upperBound...]
-        var query = Substring("")
-        if let mark = rest.firstIndex(of: "?") {
-            query = rest[rest.index(after: mark)...]
-            rest = rest[..<mark]
-        }
-        var path = Substring("")
-        if let slash = rest.firstIndex(of: "/") {
-            path = rest[rest.index(after: slash)...]
-            rest = rest[..<slash]
-        }
-        var user = Substring("postgres")
-        var password: Substring?
-        if let at = rest.lastIndex(of: "@") {
-            let credentials = rest[..<at]
-            rest = rest[rest.index(after: at)...]
-            if let colon = credentials.firstIndex(of: ":") {
-                user = credentials[..<colon]
-                password = credentials[credentials.index(after: colon)...]
-            } else {
-                user = credentials
-            }
-        }
-        var host = rest
-        var port = 5432
-        if host.hasPrefix("["), host.firstIndex(of: "]") == nil {
-            throw RelayStoreError(description: "the PostgreSQL URL has an unclosed [ in its host")
-        }
-        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {  // [::1]:5432
-            let after = host[host.index(after: close)...]
-            if after.hasPrefix(":") {
-                guard let p = Int(after.dropFirst()), (1...65535).contains(p) else {
-                    throw RelayStoreError(description: "the PostgreSQL URL has an invalid port")
-                }
-                port = p
-            }
-            host = host[host.index(after: host.startIndex)..<close]
-        } else if let colon = host.lastIndex(of: ":") {
-            guard let p = Int(host[host.index(after: colon)...]), (1...65535).contains(p) else {
-                throw RelayStoreError(description: "the PostgreSQL URL has an invalid port")
-            }
-            port = p
-            host = host[..<colon]
-        }
-        guard !host.isEmpty else { throw RelayStoreError(description: "the PostgreSQL URL has no host") }
-        self.host = Self.percentDecoded(host)
-        self.port = port
-        self.username = Self.percentDecoded(user)
-        self.password = password.map(Self.percentDecoded) ?? environmentPassword
-        self.database = path.isEmpty ? self.username : Self.percentDecoded(path)
-        var mode = "prefer"  // libpq's default: TLS when the server offers it, not verified
-        for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            if parts.count == 2, parts[0] == "sslmode" { mode = String(parts[1]) }
-        }
-        guard ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"].contains(mode) else {
-            throw RelayStoreError(description: "sslmode must be disable, prefer, require, verify-ca or verify-full (got \(mode))")
-        }
-        sslMode = mode
-    }
-
-    /// The URL without its password (for logs and errors).
-    public var redacted: String { "postgres://\(username)@\(host):\(port)/\(database)?sslmode=\(sslMode)" }
-
-    /// `url` with everything between its scheme and its last `@` (user and password) replaced
-    /// by `…`, also when the scheme is missing or misplaced (`user:password@host`).
-    static func redacted(_ url: String) -> String {
-        guard let at = url.lastIndex(of: "@") else { return url }
-        let host = String(url[url.index(after: at)...])
-        guard let scheme = url.range(of: "://"), scheme.upperBound <= at else { return "…@" + host }
-        return String(url[..<scheme.upperBound]) + "…@" + host
-    }
-
-    private static func percentDecoded(_ text: Substring) -> String {
-        var bytes: [UInt8] = []
-        var iterator = Array(text.utf8)[...]
-        while let byte = iterator.popFirst() {
-            if byte == UInt8(ascii: "%"), let high = iterator.first.flatMap(Hex.value(of:)),
-                let low = iterator.dropFirst().first.flatMap(Hex.value(of:))
-            {
-                bytes.append(high << 4 | low)
-                iterator = iterator.dropFirst(2)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-}
-
-/// Who finished first, the work or its timer; the first to ``decide()`` wins, and deciding
-/// cancels the timer (also when the timer is armed after the work already finished).
-final class Deadline: Sendable {
-    private let state = Mutex<(decided: Bool, timer: Task<Void, Never>?)>((false, nil))
-
-    /// True for the first caller only; cancels the timer.
-    func decide() -> Bool {
-        let (first, timer) = state.withLock { state -> (Bool, Task<Void, Never>?) in
-            defer { state.decided = true }
-            return (!state.decided, state.timer)
-        }
-        timer?.cancel()
-        return first
-    }
-
-    /// Hands over the timer task (cancelled at once if the work already finished).
-    func arm(_ timer: Task<Void, Never>) {
-        let decided = state.withLock { state -> Bool in
-            state.timer = timer
-            return state.decided
-        }
-        if decided { timer.cancel() }
-    }
-}
-
 /// A ``RelayStore`` on PostgreSQL, so that any number of relay processes on any number of
 /// machines serve one set of data (docs/RELAY.md, "Scaling").
 ///
@@ -163,129 +20,6 @@ final class Deadline: Sendable {
 public final class PostgresRelayStore: RelayStore, Sendable {
     /// The schema version this code writes.
     public static let schemaVersion = 5
-    /// Migrations by version: each runs once, in order, inside the migration transaction.
-    static let migrations: [(version: Int, statements: [PostgresQuery])] = [
-        (
-            1,
-            [
-                """
-                CREATE TABLE relay_records (
-                    key BYTEA PRIMARY KEY, blob BYTEA NOT NULL, ts BIGINT NOT NULL, signature BYTEA NOT NULL, updated BIGINT NOT NULL)
-                """,
-                "CREATE INDEX relay_records_updated ON relay_records (updated)",
-                "CREATE TABLE relay_tombstones (key BYTEA PRIMARY KEY, ts BIGINT NOT NULL, recorded_at BIGINT NOT NULL)",
-                """
-                CREATE TABLE mailbox (
-                    id TEXT PRIMARY KEY, recipient TEXT NOT NULL, seq BIGSERIAL NOT NULL, expires_at BIGINT NOT NULL,
-                    authenticated BOOLEAN NOT NULL, envelope BYTEA NOT NULL)
-                """,
-                "CREATE INDEX mailbox_recipient ON mailbox (recipient, seq)",
-                "CREATE INDEX mailbox_expires ON mailbox (expires_at)",
-                "CREATE TABLE mailbox_tombstones (id TEXT PRIMARY KEY, until BIGINT NOT NULL)",
-                "CREATE TABLE seen_signatures (r BYTEA PRIMARY KEY, until BIGINT NOT NULL)",
-                "CREATE INDEX seen_signatures_until ON seen_signatures (until)"
-            ]
-        ),
-        // Version 2: an upload or a delete is one statement (one round trip, one implicit
-        // transaction) instead of seven. Inside a VOLATILE function each statement takes a new
-        // snapshot, so the reads after the advisory lock see what the previous lock holder
-        // committed; the lock is released only after this transaction's commit is durable.
-        (
-            2,
-            [
-                """
-                CREATE FUNCTION coords_put(p_lock BIGINT, p_key BYTEA, p_blob BYTEA, p_ts BIGINT, p_signature BYTEA, p_updated BIGINT)
-                RETURNS BIGINT LANGUAGE plpgsql VOLATILE AS $$
-                DECLARE record_ts BIGINT; tombstone_ts BIGINT;
-                BEGIN
-                    PERFORM pg_advisory_xact_lock(p_lock);
-                    SELECT ts INTO record_ts FROM relay_records WHERE key = p_key;
-                    SELECT ts INTO tombstone_ts FROM relay_tombstones WHERE key = p_key;
-                    IF (record_ts IS NOT NULL OR tombstone_ts IS NOT NULL)
-                       AND p_ts <= greatest(coalesce(record_ts, 0), coalesce(tombstone_ts, 0)) THEN
-                        RETURN greatest(coalesce(record_ts, 0), coalesce(tombstone_ts, 0));
-                    END IF;
-                    INSERT INTO relay_records (key, blob, ts, signature, updated) VALUES (p_key, p_blob, p_ts, p_signature, p_updated)
-                    ON CONFLICT (key) DO UPDATE SET blob = EXCLUDED.blob, ts = EXCLUDED.ts, signature = EXCLUDED.signature,
-                                                    updated = EXCLUDED.updated;
-                    IF tombstone_ts IS NOT NULL THEN
-                        DELETE FROM relay_tombstones WHERE key = p_key;
-                    END IF;
-                    RETURN -1;
-                END $$
-                """,
-                """
-                CREATE FUNCTION coords_delete(p_lock BIGINT, p_key BYTEA, p_ts BIGINT, p_now BIGINT)
-                RETURNS BIGINT LANGUAGE plpgsql VOLATILE AS $$
-                DECLARE record_ts BIGINT; tombstone_ts BIGINT;
-                BEGIN
-                    PERFORM pg_advisory_xact_lock(p_lock);
-                    SELECT ts INTO record_ts FROM relay_records WHERE key = p_key;
-                    SELECT ts INTO tombstone_ts FROM relay_tombstones WHERE key = p_key;
-                    IF record_ts IS NOT NULL AND p_ts <= record_ts THEN RETURN record_ts; END IF;
-                    IF record_ts IS NULL AND tombstone_ts IS NOT NULL AND p_ts <= tombstone_ts THEN RETURN tombstone_ts; END IF;
-                    DELETE FROM relay_records WHERE key = p_key;
-                    INSERT INTO relay_tombstones (key, ts, recorded_at) VALUES (p_key, greatest(p_ts, coalesce(tombstone_ts, 0)), p_now)
-                    ON CONFLICT (key) DO UPDATE SET ts = EXCLUDED.ts, recorded_at = EXCLUDED.recorded_at;
-                    RETURN CASE WHEN record_ts IS NULL THEN -2 ELSE -1 END;
-                END $$
-                """
-            ]
-        ),
-        // Version 3: a batch of uploads in one statement and one transaction (one commit for
-        // all the uploads in flight). The keys' locks are taken first, in ascending order, so
-        // batches of two nodes never deadlock; then each upload is decided in arrival order,
-        // exactly as coords_put would.
-        (
-            3,
-            [
-                """
-                CREATE FUNCTION coords_put_batch(p_locks BIGINT[], p_keys BYTEA[], p_blobs BYTEA[], p_ts BIGINT[], p_signatures BYTEA[],
-                                                 p_updated BIGINT[])
-                RETURNS BIGINT[] LANGUAGE plpgsql VOLATILE AS $$
-                DECLARE results BIGINT[] := '{}'; lock_id BIGINT; record_ts BIGINT; tombstone_ts BIGINT;
-                BEGIN
-                    FOR lock_id IN SELECT DISTINCT l FROM unnest(p_locks) AS l ORDER BY l LOOP
-                        PERFORM pg_advisory_xact_lock(lock_id);
-                    END LOOP;
-                    FOR i IN 1 .. coalesce(array_length(p_keys, 1), 0) LOOP
-                        SELECT ts INTO record_ts FROM relay_records WHERE key = p_keys[i];
-                        SELECT ts INTO tombstone_ts FROM relay_tombstones WHERE key = p_keys[i];
-                        IF (record_ts IS NOT NULL OR tombstone_ts IS NOT NULL)
-                           AND p_ts[i] <= greatest(coalesce(record_ts, 0), coalesce(tombstone_ts, 0)) THEN
-                            results := results || greatest(coalesce(record_ts, 0), coalesce(tombstone_ts, 0));
-                            CONTINUE;
-                        END IF;
-                        INSERT INTO relay_records (key, blob, ts, signature, updated)
-                        VALUES (p_keys[i], p_blobs[i], p_ts[i], p_signatures[i], p_updated[i])
-                        ON CONFLICT (key) DO UPDATE SET blob = EXCLUDED.blob, ts = EXCLUDED.ts, signature = EXCLUDED.signature,
-                                                        updated = EXCLUDED.updated;
-                        IF tombstone_ts IS NOT NULL THEN
-                            DELETE FROM relay_tombstones WHERE key = p_keys[i];
-                        END IF;
-                        results := results || (-1)::BIGINT;
-                    END LOOP;
-                    RETURN results;
-                END $$
-                """
-            ]
-        ),
-        (
-            4,
-            [
-                "CREATE TABLE push_endpoints (recipient TEXT PRIMARY KEY, endpoint TEXT NOT NULL, expires_at BIGINT NOT NULL)",
-                "CREATE INDEX push_endpoints_expires ON push_endpoints (expires_at)"
-            ]
-        ),
-        // Version 5: the normalised address that registered a push endpoint, so wakes are shared
-        // fairly per registering address (RELAY.md, "Fairness"); rows of version 4 read as ''.
-        (
-            5,
-            ["ALTER TABLE push_endpoints ADD COLUMN registered_by TEXT NOT NULL DEFAULT ''"]
-        )
-    ]
-    /// The advisory lock that serialises migrations of several nodes starting at once.
-    static let migrationLock: Int64 = 0x636f_6f72_6473_0001
 
     private let client: PostgresClient
     private let runner: Task<Void, Never>
@@ -355,78 +89,6 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         }
     }
 
-    private static func tls(_ mode: String) throws -> PostgresClient.Configuration.TLS {
-        switch mode {
-        case "disable": return .disable
-        case "allow", "prefer":
-            var configuration = TLSConfiguration.makeClientConfiguration()
-            configuration.certificateVerification = .none  // libpq's prefer: encrypted if offered, not verified
-            return .prefer(configuration)
-        case "require":
-            var configuration = TLSConfiguration.makeClientConfiguration()
-            configuration.certificateVerification = .none  // libpq's require: encrypted, not verified
-            return .require(configuration)
-        default: return .require(.makeClientConfiguration())  // verify-ca, verify-full
-        }
-    }
-
-    /// One direct connection before the pool starts: the pool retries failed connections quietly,
-    /// so a wrong password or an unreachable host would only show as timeouts. Here they become
-    /// one clear sentence.
-    private static func checkConnection(_ location: PostgresLocation, timeout: Duration, logger: Logger) async throws {
-        let tls: PostgresConnection.Configuration.TLS
-        switch location.sslMode {
-        case "disable": tls = .disable
-        case "allow", "prefer":
-            var configuration = TLSConfiguration.makeClientConfiguration()
-            configuration.certificateVerification = .none
-            tls = .prefer(try NIOSSLContext(configuration: configuration))
-        case "require":
-            var configuration = TLSConfiguration.makeClientConfiguration()
-            configuration.certificateVerification = .none
-            tls = .require(try NIOSSLContext(configuration: configuration))
-        default: tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
-        }
-        let configuration = PostgresConnection.Configuration(
-            host: location.host, port: location.port, username: location.username,
-            password: location.password, database: location.database, tls: tls)
-        do {
-            try await withDeadline(timeout, what: "connect") {
-                let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
-                try await connection.close()
-            }
-        } catch let error as PSQLError {
-            let state = error.serverInfo?[.sqlState] ?? ""
-            let message = error.serverInfo?[.message] ?? "\(error.code)"
-            if state.hasPrefix("28") {
-                throw RelayStoreError(
-                    description:
-                        "PostgreSQL at \(location.host):\(location.port) refused user \(location.username): \(message) (check the password in the URL or PGPASSWORD)"
-                )
-            }
-            if state == "3D000" {
-                throw RelayStoreError(description: "PostgreSQL at \(location.host):\(location.port) has no database \(location.database): \(message)")
-            }
-            if error.code == .server {
-                throw RelayStoreError(description: "PostgreSQL at \(location.host):\(location.port) refused the connection: \(message) (SQLSTATE \(state))")
-            }
-            if let tlsError = error.underlying as? NIOSSLError {
-                throw RelayStoreError(
-                    description:
-                        "TLS with PostgreSQL at \(location.host):\(location.port) failed (sslmode=\(location.sslMode)): \(tlsError) (verify-full needs a certificate your system trusts for this host name; require encrypts without checking)"
-                )
-            }
-            throw RelayStoreError(
-                description: "cannot reach PostgreSQL at \(location.host):\(location.port): \(error.underlying.map { "\($0)" } ?? "\(error.code)")")
-        } catch let error as RelayStoreUnavailable {
-            throw RelayStoreError(description: "cannot reach PostgreSQL at \(location.host):\(location.port): \(error.description)")
-        } catch let error as RelayStoreError {
-            throw error
-        } catch {
-            throw RelayStoreError(description: "cannot reach PostgreSQL at \(location.host):\(location.port): \(error)")
-        }
-    }
-
     public func close() async {
         runner.cancel()
         _ = await runner.value
@@ -486,48 +148,6 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         }
     }
 
-    // MARK: Schema
-
-    private func migrate(within timeout: Duration) async throws {
-        try await run("migrate the schema", within: timeout) { client, logger in
-            try await client.withTransaction(logger: logger) { connection in
-                try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
-                try await connection.query(
-                    """
-                    CREATE TABLE IF NOT EXISTS coords_relay_migrations (
-                        version INT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
-                    """, logger: logger)
-                var current = 0
-                for try await version in try await connection.query(
-                    "SELECT coalesce(max(version), 0) FROM coords_relay_migrations",
-                    logger: logger
-                ).decode(Int.self) {
-                    current = version
-                }
-                guard current <= Self.schemaVersion else {
-                    throw RelayStoreError(
-                        description: "the database's relay schema is version \(current), newer than this relay's \(Self.schemaVersion); upgrade coords-relay")
-                }
-                for migration in Self.migrations where migration.version > current {
-                    for statement in migration.statements { try await connection.query(statement, logger: logger) }
-                    try await connection.query("INSERT INTO coords_relay_migrations (version) VALUES (\(migration.version))", logger: logger)
-                    logger.info("relay schema migrated", metadata: ["version": "\(migration.version)"])
-                }
-            }
-        }
-    }
-
-    /// The schema version stored in the database.
-    public func storedSchemaVersion() async throws -> Int {
-        try await run("read the schema version") { client, logger in
-            var version = 0
-            for try await v in try await client.query("SELECT coalesce(max(version), 0) FROM coords_relay_migrations", logger: logger)
-                .decode(Int.self)
-            { version = v }
-            return version
-        }
-    }
-
     // MARK: Uploads
 
     public func put(key: Bytes32, record: RelayRecord) async throws -> PutResult {
@@ -540,7 +160,7 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         }
     }
 
-    private static func putBatch(_ batch: [(Bytes32, RelayRecord)], _ client: PostgresClient, _ logger: Logger) async throws -> [PutResult] {
+    static func putBatch(_ batch: [(Bytes32, RelayRecord)], _ client: PostgresClient, _ logger: Logger) async throws -> [PutResult] {
         var outcomes: [Int64] = []
         for try await value in try await client.execute(
             PutBatchStatement(
@@ -584,7 +204,7 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     /// answered as one bytea: per record `key (32) | ts i64 | updated i64 | signature length i32 |
     /// signature | blob length i32 | blob`, big-endian — one value to decode instead of rows of
     /// five columns. Each fetch then gets its own keys, newer than its own `updatedSince`.
-    private static func fetchBatch(_ batch: [([Bytes32], UInt64)], _ client: PostgresClient, _ logger: Logger) async throws
+    static func fetchBatch(_ batch: [([Bytes32], UInt64)], _ client: PostgresClient, _ logger: Logger) async throws
         -> [[Bytes32: RelayRecord]]
     {
         var keys = Set<Bytes32>()
@@ -633,11 +253,8 @@ public final class PostgresRelayStore: RelayStore, Sendable {
 
     public func sweep(updatedBefore: UInt64, tombstonesBefore: UInt64) async throws -> Int {
         try await run("sweep expired uploads") { client, logger in
-            var removed = 0
-            for try await _ in try await client.query(
-                "DELETE FROM relay_records WHERE updated < \(Self.int(updatedBefore)) RETURNING 1",
-                logger: logger
-            ).decode(Int.self) { removed += 1 }
+            let removed = try await Self.rowsReturned(
+                client.query("DELETE FROM relay_records WHERE updated < \(Self.int(updatedBefore)) RETURNING 1", logger: logger))
             try await client.query("DELETE FROM relay_tombstones WHERE recorded_at < \(Self.int(tombstonesBefore))", logger: logger)
             return removed
         }
@@ -674,15 +291,13 @@ public final class PostgresRelayStore: RelayStore, Sendable {
                 if waiting >= limits.quota(for: entry) { return .recipientFull }
                 // The total cap: an estimate would let it drift; this count uses the primary key index.
                 if try await Self.scalar("SELECT count(*) FROM mailbox", connection, logger) >= limits.total { return .relayFull }
-                var inserted = 0
-                for try await _ in try await connection.query(
+                let inserted = try await connection.query(
                     """
                     INSERT INTO mailbox (id, recipient, expires_at, authenticated, envelope)
                     VALUES (\(entry.id), \(entry.recipient), \(Self.int(entry.expiresAt)), \(entry.authenticated), \(Self.bytes(entry.envelope)))
                     ON CONFLICT (id) DO NOTHING RETURNING 1
-                    """, logger: logger
-                ).decode(Int.self) { inserted += 1 }
-                return inserted == 1 ? .stored : .duplicate
+                    """, logger: logger)
+                return try await Self.rowsReturned(inserted) == 1 ? .stored : .duplicate
             }
         }
     }
@@ -715,9 +330,7 @@ public final class PostgresRelayStore: RelayStore, Sendable {
                 if let owner, owner != recipient { return false }  // someone else's: changes nothing
                 var deleted = 0
                 if owner != nil {
-                    for try await _ in try await connection.query("DELETE FROM mailbox WHERE id = \(id) RETURNING 1", logger: logger)
-                        .decode(Int.self)
-                    { deleted += 1 }
+                    deleted = try await Self.rowsReturned(connection.query("DELETE FROM mailbox WHERE id = \(id) RETURNING 1", logger: logger))
                 }
                 try await connection.query(
                     """
@@ -731,10 +344,8 @@ public final class PostgresRelayStore: RelayStore, Sendable {
 
     public func mailboxSweep(now: UInt64) async throws -> Int {
         try await run("sweep the mailbox") { client, logger in
-            var removed = 0
-            for try await _ in try await client.query("DELETE FROM mailbox WHERE expires_at <= \(Self.int(now)) RETURNING 1", logger: logger)
-                .decode(Int.self)
-            { removed += 1 }
+            let removed = try await Self.rowsReturned(
+                client.query("DELETE FROM mailbox WHERE expires_at <= \(Self.int(now)) RETURNING 1", logger: logger))
             try await client.query("DELETE FROM mailbox_tombstones WHERE until < \(Self.int(now))", logger: logger)
             try await client.query("DELETE FROM seen_signatures WHERE until < \(Self.int(now))", logger: logger)
             return removed
@@ -751,15 +362,13 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         // One conditional statement, so two nodes seeing the same signature at the same instant
         // cannot both accept it: a row comes back only for a new signature or an expired one.
         try await run("record a request signature") { client, logger in
-            var accepted = false
-            for try await _ in try await client.query(
+            let accepted = try await client.query(
                 """
                 INSERT INTO seen_signatures (r, until) VALUES (\(Self.bytes(r.bytes)), \(Self.int(until)))
                 ON CONFLICT (r) DO UPDATE SET until = EXCLUDED.until WHERE seen_signatures.until < \(Self.int(now))
                 RETURNING 1
-                """, logger: logger
-            ).decode(Int.self) { accepted = true }
-            return accepted ? .accepted : .replayed
+                """, logger: logger)
+            return try await Self.rowsReturned(accepted) > 0 ? .accepted : .replayed
         }
     }
 
@@ -774,8 +383,7 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     public func pushRegister(recipient: String, _ registration: PushRegistration, capacity: Int) async throws -> Bool {
         // One statement: the capacity check and the write cannot interleave with another node's.
         try await run("register a push endpoint") { client, logger in
-            var stored = false
-            for try await _ in try await client.query(
+            let stored = try await client.query(
                 """
                 INSERT INTO push_endpoints (recipient, endpoint, expires_at, registered_by)
                 SELECT \(recipient), \(registration.endpoint), \(Self.int(registration.expiresAt)), \(registration.registeredBy)
@@ -784,9 +392,8 @@ public final class PostgresRelayStore: RelayStore, Sendable {
                 ON CONFLICT (recipient) DO UPDATE SET endpoint = EXCLUDED.endpoint, expires_at = EXCLUDED.expires_at,
                                                       registered_by = EXCLUDED.registered_by
                 RETURNING 1
-                """, logger: logger
-            ).decode(Int.self) { stored = true }
-            return stored
+                """, logger: logger)
+            return try await Self.rowsReturned(stored) > 0
         }
     }
 
@@ -811,19 +418,13 @@ public final class PostgresRelayStore: RelayStore, Sendable {
                 } else {
                     "DELETE FROM push_endpoints WHERE recipient = \(recipient) RETURNING 1"
                 }
-            var removed = false
-            for try await _ in try await client.query(query, logger: logger).decode(Int.self) { removed = true }
-            return removed
+            return try await Self.rowsReturned(client.query(query, logger: logger)) > 0
         }
     }
 
     public func pushSweep(now: UInt64) async throws -> Int {
         try await run("sweep push endpoints") { client, logger in
-            var removed = 0
-            for try await _ in try await client.query("DELETE FROM push_endpoints WHERE expires_at <= \(Self.int(now)) RETURNING 1", logger: logger)
-                .decode(Int.self)
-            { removed += 1 }
-            return removed
+            try await Self.rowsReturned(client.query("DELETE FROM push_endpoints WHERE expires_at <= \(Self.int(now)) RETURNING 1", logger: logger))
         }
     }
 
@@ -831,53 +432,11 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         try await run("count push endpoints") { client, logger in try await Self.scalar("SELECT count(*) FROM push_endpoints", client, logger) }
     }
 
-    // MARK: Prepared statements (parsed and planned once per connection)
-
-    struct PutBatchStatement: PostgresPreparedStatement {
-        static let name = "coords_put_batch_v3"
-        static let sql = "SELECT coords_put_batch($1, $2, $3, $4, $5, $6)"
-        typealias Row = [Int64]
-        var locks: [Int64], keys: [ByteBuffer], blobs: [ByteBuffer], timestamps: [Int64], signatures: [ByteBuffer], updated: [Int64]
-
-        func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 6)
-            bindings.append(locks)
-            bindings.append(keys)
-            bindings.append(blobs)
-            bindings.append(timestamps)
-            bindings.append(signatures)
-            bindings.append(updated)
-            return bindings
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> [Int64] { try row.decode([Int64].self) }
-    }
-
-    struct FetchStatement: PostgresPreparedStatement {
-        static let name = "coords_fetch_v3"
-        static let sql = """
-            SELECT string_agg(key || int8send(ts) || int8send(updated) || int4send(length(signature)) || signature
-                              || int4send(length(blob)) || blob, ''::bytea)
-            FROM relay_records WHERE key = ANY($1) AND updated >= $2
-            """
-        typealias Row = ByteBuffer?
-        var keys: [ByteBuffer], updatedSince: Int64
-
-        func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(keys)
-            bindings.append(updatedSince)
-            return bindings
-        }
-
-        func decodeRow(_ row: PostgresRow) throws -> ByteBuffer? { try row.decode(ByteBuffer?.self) }
-    }
-
     // MARK: Helpers
 
     /// Runs `body` against the database within `timeout` (default ``operationTimeout``); a connection failure or
     /// the timeout becomes ``RelayStoreUnavailable`` (503), anything else a ``RelayStoreError``.
-    private func run<R: Sendable>(
+    func run<R: Sendable>(
         _ what: String, within timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> R
     ) async throws -> R {
         let client = client
@@ -893,7 +452,7 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     /// The relay's view of a database error: ``RelayStoreUnavailable`` (503) for connection
     /// trouble and restarts, ``RelayStoreError`` (500) for anything else. Transaction errors are
     /// unwrapped to their cause.
-    private func classify(_ error: any Error, _ what: String) -> any Error {
+    func classify(_ error: any Error, _ what: String) -> any Error {
         switch error {
         case is RelayStoreError, is RelayStoreUnavailable:
             return error
@@ -920,57 +479,4 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         }
     }
 
-    /// The result of `body`, or ``RelayStoreUnavailable`` after `timeout` — without waiting for
-    /// `body` to notice its cancellation (a request for a pool connection may not). The timer is
-    /// cancelled as soon as `body` finishes: thousands of requests a second must not leave
-    /// thousands of sleeping timers behind.
-    private static func withDeadline<R: Sendable>(
-        _ timeout: Duration, what: String,
-        _ body: @escaping @Sendable () async throws -> R
-    ) async throws -> R {
-        let deadline = Deadline()
-        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, any Error>) in
-            let work = Task {
-                let result: Result<R, any Error>
-                do { result = .success(try await body()) } catch { result = .failure(error) }
-                if deadline.decide() { continuation.resume(with: result) }
-            }
-            deadline.arm(
-                Task {
-                    do { try await Task.sleep(for: timeout) } catch { return }  // cancelled: the work finished first
-                    if deadline.decide() {
-                        work.cancel()
-                        continuation.resume(throwing: RelayStoreUnavailable(description: "the database did not answer within \(timeout) (\(what))"))
-                    }
-                })
-        }
-    }
-
-    private static func scalar(_ query: PostgresQuery, _ client: PostgresClient, _ logger: Logger) async throws -> Int {
-        var value: Int64 = 0
-        for try await n in try await client.query(query, logger: logger).decode(Int64.self) { value = n }
-        return Int(clamping: value)
-    }
-
-    private static func scalar(_ query: PostgresQuery, _ connection: PostgresConnection, _ logger: Logger) async throws -> Int {
-        var value: Int64 = 0
-        for try await n in try await connection.query(query, logger: logger).decode(Int64.self) { value = n }
-        return Int(clamping: value)
-    }
-
-    /// A bytea parameter.
-    static func bytes(_ value: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: value) }
-
-    /// A BIGINT parameter: relay numbers are checked well below 2⁶³ (timestamps within the skew,
-    /// expiries within the message TTL), so clamping only guards against the impossible.
-    static func int(_ value: UInt64) -> Int64 { Int64(clamping: value) }
-
-    /// The advisory lock id of a key or recipient: its first 8 bytes of SHA-256-like spread are
-    /// not needed, a simple FNV-1a over the bytes gives distinct ids for distinct keys in practice
-    /// (a collision only serialises two unrelated requests).
-    static func lockID(_ bytes: [UInt8]) -> Int64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-        return Int64(bitPattern: hash)
-    }
 }

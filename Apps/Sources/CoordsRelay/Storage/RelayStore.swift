@@ -38,6 +38,12 @@ public enum DeleteResult: Sendable, Equatable {
     case stale(current: UInt64)
 }
 
+/// The store could not reach its database (down, restarting, unreachable): the relay answers
+/// 503 with a JSON reason and keeps serving once the database is back.
+public struct RelayStoreUnavailable: Error, CustomStringConvertible {
+    public var description: String
+}
+
 /// Where the relay keeps uploads. ``LMDBRelayStore`` persists them (durable before the 204);
 /// ``MemoryRelayStore`` is for tests. Both apply ``RelayStoreRules`` so they behave the same.
 public protocol RelayStore: MailboxStore, PushStore {

@@ -1,0 +1,102 @@
+import ArgumentParser
+import AsyncHTTPClient
+import CoordsCore
+import Logging
+import NIOCore
+import NIOHTTP1
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a relay answered.
+struct HTTPResult {
+    let status: Int
+    let body: [UInt8]
+    var isSuccess: Bool { (200..<300).contains(status) }
+}
+
+/// The relay could not be reached (DNS, connection refused, timeout, TLS).
+struct NetworkFailure: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Sends prepared requests with AsyncHTTPClient, within the client's limits (PROTOCOL.md §4.1):
+/// connect, read and whole-request deadlines, the request's own answer-size cap, and no
+/// redirects. A relay that breaks a limit is reported as unreachable or refused, never waited on.
+enum RelayHTTP {
+    /// One client for the process: a refused or unreachable relay fails within seconds instead
+    /// of being retried until the request deadline — the outbox is the CLI's retry mechanism.
+    static let client: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = .init(connect: .seconds(ClientLimits.connectSeconds), read: .seconds(ClientLimits.readSeconds))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.redirectConfiguration = .disallow
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }()
+
+    /// The whole request was not done within its deadline.
+    private struct DeadlineExceeded: Error {}
+
+    /// Sends `request` and reads its answer: at most `request.maximumResponseBytes`, all within
+    /// `timeout` seconds (the head, the body and everything before them).
+    /// - Throws: ``NetworkFailure`` (unreachable, too slow, or an answer over the cap).
+    static func send(_ request: PreparedRequest, timeout: Int64 = ClientLimits.requestSeconds) async throws -> HTTPResult {
+        var http = HTTPClientRequest(url: request.url)
+        http.method = HTTPMethod(rawValue: request.method)
+        for header in request.headers { http.headers.add(name: header.name, value: header.value) }
+        if !request.body.isEmpty { http.body = .bytes(ByteBuffer(bytes: request.body)) }
+        let limit = request.maximumResponseBytes
+        let prepared = http
+        do {
+            return try await withThrowingTaskGroup(of: HTTPResult.self) { group in
+                group.addTask {
+                    let response = try await client.execute(prepared, deadline: .now() + .seconds(timeout))
+                    let body = try await response.body.collect(upTo: limit)
+                    return HTTPResult(status: Int(response.status.code), body: Array(body.readableBytesView))
+                }
+                group.addTask {
+                    try await Task.sleep(for: .seconds(timeout))
+                    throw DeadlineExceeded()
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next() else { throw DeadlineExceeded() }
+                return first
+            }
+        } catch is DeadlineExceeded {
+            throw NetworkFailure(description: "cannot reach \(request.url): no complete answer within \(timeout) s")
+        } catch is NIOTooManyBytesError {
+            throw NetworkFailure(description: "\(request.url) answered with more than \(limit) bytes; refused")
+        } catch {
+            throw NetworkFailure(description: "cannot reach \(request.url): \(networkReason(error))")
+        }
+    }
+
+    private static func networkReason(_ error: any Error) -> String {
+        let text = "\(error)"
+        if text.contains("connectTimeout") || text.contains("deadlineExceeded") { return "timed out" }
+        if text.contains("Connection refused") || text.contains("connection refused") { return "connection refused" }
+        if text.contains("handshakeFailed") || text.contains("WRONG_VERSION_NUMBER") {
+            return "the TLS handshake failed (if the relay serves plain http, use an http:// server URL)"
+        }
+        return text.count > 160 ? String(text.prefix(160)) + "…" : text
+    }
+
+    /// A sentence for a relay's refusal, with advice.
+    static func refusal(_ result: HTTPResult, action: String) -> String {
+        let error = RelayAPI.error(status: result.status, body: result.body)
+        guard case .relayError(let status, let code, let message) = error else { return error.description }
+        let advice: String
+        let aboutTime = code == "timestamp_too_old" || code == "timestamp_in_future" || message.contains("timestamp")
+        switch (status, code) {
+        case (401, _) where aboutTime: advice = " — check this computer's clock"
+        case (401, _): advice = " — the relay did not accept the signature"
+        case (409, _): advice = " — the relay already has a newer upload from you"
+        case (413, _): advice = " — too many friends for one upload"
+        case (429, _): advice = " — the relay is rate limiting; try again later"
+        case (500..<600, _): advice = " — the relay has a problem; try again later"  // callers that queue say so themselves
+        default: advice = ""
+        }
+        return "the relay refused to \(action) (\(status)\(code.map { " \(Terminal.safe($0))" } ?? "")): \(Terminal.safe(message))\(advice)"
+    }
+}

@@ -1,0 +1,247 @@
+import CoordsCore
+import Logging
+import NIOCore
+import PostgresNIO
+import Synchronization
+
+/// Where a PostgreSQL store connects: parsed from a libpq-style URL
+/// (`postgres://user:password@host:port/database?sslmode=require`).
+public struct PostgresLocation: Sendable, Equatable {
+    /// The server's host name or address.
+    public var host: String
+    /// The server's port (5432 when the URL names none).
+    public var port: Int
+    /// The role to log in as.
+    public var username: String
+    /// The role's password, if the URL has one (errors show the URL with it redacted).
+    public var password: String?
+    /// The database name.
+    public var database: String
+    /// `disable` (default for loopback), `prefer`, `require` or `verify-full`.
+    public var sslMode: String
+
+    /// Parses `url`; the password may also come from `PGPASSWORD` (`environmentPassword`).
+    /// - Throws: ``RelayStoreError`` naming what is wrong (never a crash on a strange URL).
+    public init(url: String, environmentPassword: String? = nil) throws {
+        guard let schemeEnd = url.range(of: "://"), ["postgres", "postgresql"].contains(url[..<schemeEnd.lowerBound].lowercased()) else {
+            throw RelayStoreError(description: "the PostgreSQL URL must start with postgres:// (got \(Self.redacted(url)))")
+        }
+        var rest = url[schemeEnd.upperBound...]
+        var query = Substring("")
+        if let mark = rest.firstIndex(of: "?") {
+            query = rest[rest.index(after: mark)...]
+            rest = rest[..<mark]
+        }
+        var path = Substring("")
+        if let slash = rest.firstIndex(of: "/") {
+            path = rest[rest.index(after: slash)...]
+            rest = rest[..<slash]
+        }
+        var user = Substring("postgres")
+        var password: Substring?
+        if let at = rest.lastIndex(of: "@") {
+            let credentials = rest[..<at]
+            rest = rest[rest.index(after: at)...]
+            if let colon = credentials.firstIndex(of: ":") {
+                user = credentials[..<colon]
+                password = credentials[credentials.index(after: colon)...]
+            } else {
+                user = credentials
+            }
+        }
+        var host = rest
+        var port = 5432
+        if host.hasPrefix("["), host.firstIndex(of: "]") == nil {
+            throw RelayStoreError(description: "the PostgreSQL URL has an unclosed [ in its host")
+        }
+        if host.hasPrefix("["), let close = host.firstIndex(of: "]") {  // [::1]:5432
+            let after = host[host.index(after: close)...]
+            if after.hasPrefix(":") {
+                guard let p = Int(after.dropFirst()), (1...65535).contains(p) else {
+                    throw RelayStoreError(description: "the PostgreSQL URL has an invalid port")
+                }
+                port = p
+            }
+            host = host[host.index(after: host.startIndex)..<close]
+        } else if let colon = host.lastIndex(of: ":") {
+            guard let p = Int(host[host.index(after: colon)...]), (1...65535).contains(p) else {
+                throw RelayStoreError(description: "the PostgreSQL URL has an invalid port")
+            }
+            port = p
+            host = host[..<colon]
+        }
+        guard !host.isEmpty else { throw RelayStoreError(description: "the PostgreSQL URL has no host") }
+        self.host = Self.percentDecoded(host)
+        self.port = port
+        self.username = Self.percentDecoded(user)
+        self.password = password.map(Self.percentDecoded) ?? environmentPassword
+        self.database = path.isEmpty ? self.username : Self.percentDecoded(path)
+        var mode = "prefer"  // libpq's default: TLS when the server offers it, not verified
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.count == 2, parts[0] == "sslmode" { mode = String(parts[1]) }
+        }
+        guard ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"].contains(mode) else {
+            throw RelayStoreError(description: "sslmode must be disable, prefer, require, verify-ca or verify-full (got \(mode))")
+        }
+        sslMode = mode
+    }
+
+    /// The URL without its password (for logs and errors).
+    public var redacted: String { "postgres://\(username)@\(host):\(port)/\(database)?sslmode=\(sslMode)" }
+
+    /// `url` with everything between its scheme and its last `@` (user and password) replaced
+    /// by `…`, also when the scheme is missing or misplaced (`user:password@host`).
+    static func redacted(_ url: String) -> String {
+        guard let at = url.lastIndex(of: "@") else { return url }
+        let host = String(url[url.index(after: at)...])
+        guard let scheme = url.range(of: "://"), scheme.upperBound <= at else { return "…@" + host }
+        return String(url[..<scheme.upperBound]) + "…@" + host
+    }
+
+    private static func percentDecoded(_ text: Substring) -> String {
+        var bytes: [UInt8] = []
+        var iterator = Array(text.utf8)[...]
+        while let byte = iterator.popFirst() {
+            if byte == UInt8(ascii: "%"), let high = iterator.first.flatMap(Hex.value(of:)),
+                let low = iterator.dropFirst().first.flatMap(Hex.value(of:))
+            {
+                bytes.append(high << 4 | low)
+                iterator = iterator.dropFirst(2)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// Who finished first, the work or its timer; the first to ``decide()`` wins, and deciding
+/// cancels the timer (also when the timer is armed after the work already finished).
+final class Deadline: Sendable {
+    private let state = Mutex<(decided: Bool, timer: Task<Void, Never>?)>((false, nil))
+
+    /// True for the first caller only; cancels the timer.
+    func decide() -> Bool {
+        let (first, timer) = state.withLock { state -> (Bool, Task<Void, Never>?) in
+            defer { state.decided = true }
+            return (!state.decided, state.timer)
+        }
+        timer?.cancel()
+        return first
+    }
+
+    /// Hands over the timer task (cancelled at once if the work already finished).
+    func arm(_ timer: Task<Void, Never>) {
+        let decided = state.withLock { state -> Bool in
+            state.timer = timer
+            return state.decided
+        }
+        if decided { timer.cancel() }
+    }
+}
+
+/// How a PostgreSQL relay store reaches its database: the TLS policy of `sslmode`, the first
+/// connection that turns a wrong password or an unreachable host into one sentence, and the
+/// deadline that turns a silent database into a 503.
+extension PostgresRelayStore {
+    /// libpq's `sslmode` as a TLS policy — the one mapping for the pool and the first connection:
+    /// nil is plain text; otherwise the configuration (certificate and host name checked only for
+    /// `verify-ca`/`verify-full`; `prefer` and `require` encrypt without checking, as libpq) and
+    /// whether TLS is required (`prefer`/`allow`: used when the server offers it).
+    static func tlsPolicy(_ mode: String) -> (configuration: TLSConfiguration, required: Bool)? {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        switch mode {
+        case "disable": return nil
+        case "allow", "prefer":
+            configuration.certificateVerification = .none
+            return (configuration, false)
+        case "require":
+            configuration.certificateVerification = .none
+            return (configuration, true)
+        default: return (configuration, true)  // verify-ca, verify-full
+        }
+    }
+
+    static func tls(_ mode: String) throws -> PostgresClient.Configuration.TLS {
+        guard let policy = tlsPolicy(mode) else { return .disable }
+        return policy.required ? .require(policy.configuration) : .prefer(policy.configuration)
+    }
+
+    /// One direct connection before the pool starts: the pool retries failed connections quietly,
+    /// so a wrong password or an unreachable host would only show as timeouts. Here they become
+    /// one clear sentence.
+    static func checkConnection(_ location: PostgresLocation, timeout: Duration, logger: Logger) async throws {
+        let tls: PostgresConnection.Configuration.TLS
+        if let policy = tlsPolicy(location.sslMode) {
+            let context = try NIOSSLContext(configuration: policy.configuration)
+            tls = policy.required ? .require(context) : .prefer(context)
+        } else {
+            tls = .disable
+        }
+        let configuration = PostgresConnection.Configuration(
+            host: location.host, port: location.port, username: location.username,
+            password: location.password, database: location.database, tls: tls)
+        do {
+            try await withDeadline(timeout, what: "connect") {
+                let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+                try await connection.close()
+            }
+        } catch let error as PSQLError {
+            let state = error.serverInfo?[.sqlState] ?? ""
+            let message = error.serverInfo?[.message] ?? "\(error.code)"
+            if state.hasPrefix("28") {
+                throw RelayStoreError(
+                    description:
+                        "PostgreSQL at \(location.host):\(location.port) refused user \(location.username): \(message) (check the password in the URL or PGPASSWORD)"
+                )
+            }
+            if state == "3D000" {
+                throw RelayStoreError(description: "PostgreSQL at \(location.host):\(location.port) has no database \(location.database): \(message)")
+            }
+            if error.code == .server {
+                throw RelayStoreError(description: "PostgreSQL at \(location.host):\(location.port) refused the connection: \(message) (SQLSTATE \(state))")
+            }
+            if let tlsError = error.underlying as? NIOSSLError {
+                throw RelayStoreError(
+                    description:
+                        "TLS with PostgreSQL at \(location.host):\(location.port) failed (sslmode=\(location.sslMode)): \(tlsError) (verify-full needs a certificate your system trusts for this host name; require encrypts without checking)"
+                )
+            }
+            throw RelayStoreError(
+                description: "cannot reach PostgreSQL at \(location.host):\(location.port): \(error.underlying.map { "\($0)" } ?? "\(error.code)")")
+        } catch let error as RelayStoreUnavailable {
+            throw RelayStoreError(description: "cannot reach PostgreSQL at \(location.host):\(location.port): \(error.description)")
+        } catch let error as RelayStoreError {
+            throw error
+        } catch {
+            throw RelayStoreError(description: "cannot reach PostgreSQL at \(location.host):\(location.port): \(error)")
+        }
+    }
+
+    /// The result of `body`, or ``RelayStoreUnavailable`` after `timeout` — without waiting for
+    /// `body` to notice its cancellation (a request for a pool connection may not). The timer is
+    /// cancelled as soon as `body` finishes: thousands of requests a second must not leave
+    /// thousands of sleeping timers behind.
+    static func withDeadline<R: Sendable>(
+        _ timeout: Duration, what: String,
+        _ body: @escaping @Sendable () async throws -> R
+    ) async throws -> R {
+        let deadline = Deadline()
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, any Error>) in
+            let work = Task {
+                let result: Result<R, any Error>
+                do { result = .success(try await body()) } catch { result = .failure(error) }
+                if deadline.decide() { continuation.resume(with: result) }
+            }
+            deadline.arm(
+                Task {
+                    do { try await Task.sleep(for: timeout) } catch { return }  // cancelled: the work finished first
+                    if deadline.decide() {
+                        work.cancel()
+                        continuation.resume(throwing: RelayStoreUnavailable(description: "the database did not answer within \(timeout) (\(what))"))
+                    }
+                })
+        }
+    }
+}
