@@ -38,7 +38,9 @@ public struct Friend: Sendable, Equatable {
         markerColor = MarkerColor(id: id).hex
         shareUntil = record.shareUntil
         conflictKeys = record.conflict?.map(\.key) ?? []
-        sharing = !record.shareWith ? .paused : record.shareUntil.map { now < $0 ? .until : .expired } ?? .on
+        sharing =
+            !record.shareWith
+            ? .paused : record.shareUntil == nil ? .on : FriendRecord.isRunning(until: record.shareUntil, at: now) ? .until : .expired
     }
 }
 
@@ -347,7 +349,7 @@ public actor FriendsManager {
         /// The share's end (ms, exclusive), if it has one.
         let until: UInt64?
 
-        func isSharing(at now: UInt64) -> Bool { until.map { now < $0 } ?? true }
+        func isSharing(at now: UInt64) -> Bool { FriendRecord.isRunning(until: until, at: now) }
     }
 
     /// Every friend whose record shares (``FriendRecord/isSharing(at:)`` apart from the time):
@@ -356,7 +358,7 @@ public actor FriendsManager {
     static func shareCandidates(in tx: borrowing ReadTransaction) throws -> [ShareCandidate] {
         var candidates: [ShareCandidate] = []
         try tx.open(Tables.friends).forEach { key, record in
-            guard record.shareWith, record.trust != .blocked, record.trust != .conflict else { return true }
+            guard record.sharesApartFromTime else { return true }
             guard let bytes = try? Base64.decode(record.x25519PublicKey), let x = try? X25519PublicKey(rawRepresentation: bytes) else {
                 throw StoreError.decodingFailed(
                     table: Tables.friends.name, type: FriendRecord.storeTypeName,

@@ -173,11 +173,19 @@ public struct FriendRecord: StoreJSONValue, Equatable {
     /// exactly this time the share is over (PROTOCOL.md §9.3).
     public var shareUntil: UInt64?
 
-    /// Whether uploads at `now` (ms) are sealed for this friend: sharing on, not past its end,
-    /// not blocked.
+    /// Whether uploads at `now` (ms) are sealed for this friend: the sharing rule, defined here
+    /// once — ``sharesApartFromTime`` and the share's end not reached (``isRunning(until:at:)``).
     public func isSharing(at now: UInt64) -> Bool {
-        shareWith && trust != .blocked && trust != .conflict && (shareUntil.map { now < $0 } ?? true)
+        sharesApartFromTime && Self.isRunning(until: shareUntil, at: now)
     }
+
+    /// The part of the sharing rule that does not change with time: sharing on, not blocked, not
+    /// in a key conflict (§9.2).
+    public var sharesApartFromTime: Bool { shareWith && trust != .blocked && trust != .conflict }
+
+    /// The part that does: a share with an end runs until it (exclusive, PROTOCOL.md §9.3); one
+    /// without runs on.
+    public static func isRunning(until end: UInt64?, at now: UInt64) -> Bool { end.map { now < $0 } ?? true }
     /// In a conflict (§9.2): the candidate keys and their servers, the current one first.
     public var conflict: [RotationCandidate]?
 
