@@ -1,9 +1,6 @@
 import ArgumentParser
-import AsyncHTTPClient
 import CoordsCore
 import Logging
-import NIOCore
-import NIOHTTP1
 
 #if canImport(Glibc)
 import Glibc

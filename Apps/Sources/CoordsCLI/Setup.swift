@@ -1,5 +1,4 @@
 import ArgumentParser
-import CoordsBuildInfo
 import CoordsCore
 
 #if canImport(Glibc)
