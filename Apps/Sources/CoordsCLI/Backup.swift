@@ -1,10 +1,6 @@
 import ArgumentParser
 import CoordsCore
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 struct Backup: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Export or import an encrypted backup of your identity and friends.",

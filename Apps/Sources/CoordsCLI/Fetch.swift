@@ -1,10 +1,6 @@
 import ArgumentParser
 import CoordsCore
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// What one relay request of a fetch could not do.
 struct FetchFailure {
     let server: String

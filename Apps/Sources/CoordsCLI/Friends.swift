@@ -1,10 +1,6 @@
 import ArgumentParser
 import CoordsCore
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 struct Add: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "Add a friend from their coord:// link.")
     @OptionGroup var options: CommandOptions

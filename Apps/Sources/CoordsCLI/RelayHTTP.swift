@@ -5,10 +5,6 @@ import Logging
 import NIOCore
 import NIOHTTP1
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// What a relay answered.
 struct HTTPResult {
     let status: Int

@@ -1,10 +1,6 @@
 import ArgumentParser
 import CoordsCore
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 struct Init: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Create your identity.")
     @OptionGroup var options: CommandOptions

@@ -1,10 +1,6 @@
 import ArgumentParser
 import CoordsCore
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Shares one fix: sealed and queued in the outbox, then sent at once; the core decides what
 /// the relay's answer means. Returns a line to print, and whether it waits in the outbox.
 /// - Throws: ``CLIFailure`` when the relay refused the upload for good.

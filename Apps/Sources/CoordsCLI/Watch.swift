@@ -1,10 +1,6 @@
 import ArgumentParser
 import CoordsCore
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// `coords watch`: a session command without `--json` (it prints lines as things happen).
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,15 +1,5 @@
 import CoordsCore
-import HTTPTypes
 import Hummingbird
-import HummingbirdCore
-import Logging
-import NIOCore
-import NIOHTTP1
-import ServiceLifecycle
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `GET /v1/relay/live` without a WebSocket upgrade: 426 (the upgrade itself is taken by the
 /// connection's channel before routing, ``RelayHTTPChannel``). Absent when the live channel is

@@ -1,15 +1,5 @@
 import CoordsCore
-import HTTPTypes
 import Hummingbird
-import HummingbirdCore
-import Logging
-import NIOCore
-import NIOHTTP1
-import ServiceLifecycle
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Coords v3 and our extensions: `GET version`, `PUT`/`POST`/`DELETE location`.
 func coordsRoutes(service: RelayService) -> RouteCollection<RelayRequestContext> {

@@ -1,15 +1,5 @@
 import CoordsCore
-import HTTPTypes
 import Hummingbird
-import HummingbirdCore
-import Logging
-import NIOCore
-import NIOHTTP1
-import ServiceLifecycle
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The §7.3 mailbox: post an envelope (sender-signed inside), list and acknowledge (recipient-signed headers).
 func mailboxRoutes(service: RelayService) -> RouteCollection<RelayRequestContext> {

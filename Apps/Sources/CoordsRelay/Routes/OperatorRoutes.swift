@@ -1,15 +1,5 @@
 import CoordsCore
-import HTTPTypes
 import Hummingbird
-import HummingbirdCore
-import Logging
-import NIOCore
-import NIOHTTP1
-import ServiceLifecycle
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The operator's endpoints: `GET healthz` (liveness: the process serves HTTP), `GET readyz`
 /// (readiness: the store answers too; 503 `store_unavailable` otherwise) and `GET metrics`

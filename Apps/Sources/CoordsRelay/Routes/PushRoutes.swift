@@ -1,15 +1,5 @@
 import CoordsCore
-import HTTPTypes
 import Hummingbird
-import HummingbirdCore
-import Logging
-import NIOCore
-import NIOHTTP1
-import ServiceLifecycle
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// §8.7 push registration (recipient-signed). Absent when push is off, so such a relay answers
 /// 404 like a reference relay.

@@ -7,10 +7,6 @@ import NIOCore
 import NIOHTTP1
 import ServiceLifecycle
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The relay's routes and their methods, for 405 answers with `Allow` (a `:name` segment matches anything).
 let knownRoutes: [(path: [String], methods: [String])] = {
     var routes: [(path: [String], methods: [String])] = []
