@@ -261,16 +261,18 @@ public enum RelayAPI {
 
     /// Turns a relay's error response into ``WireError/relayError(status:code:message:)``.
     /// Accepts our JSON bodies (`{"error": "<code>", "message": "<text>"}`) and the reference
-    /// relay's plain text. The message is cut to 500 characters and the code to 64, both
-    /// stripped of control characters.
+    /// relay's plain text. The message is cut to 500 characters and stripped of control
+    /// characters; the code is cut to 64 characters (shown escaped by whoever prints it).
     public static func error(status: Int, body: [UInt8]) -> WireError {
         // A body that is not our JSON error is the reference relay's plain text, read below.
         if let object = try? JSONValue.parse(body).objectValue,
             let code = object["error"]?.stringValue
         {
             let message = object["message"]?.stringValue ?? code
-            // A code is a short identifier; a hostile relay's is cut like a message, shorter.
-            return .relayError(status: status, code: sanitize(code, maximum: 64), message: sanitize(message))
+            // A code is a short identifier: a hostile relay's is cut to 64 characters. Its characters
+            // are kept as sent (hosts escape them when they show them, as the CLI does).
+            let shortCode = code.count > 64 ? String(code.prefix(64)) + "…" : code
+            return .relayError(status: status, code: shortCode, message: sanitize(message))
         }
         let text = String(decoding: body, as: UTF8.self)
         return .relayError(status: status, code: nil, message: sanitize(text.isEmpty ? "(empty body)" : text))
@@ -322,8 +324,8 @@ public enum RelayAPI {
 
     static func appendBigEndian(_ value: UInt64, to bytes: inout [UInt8]) { bytes.appendBigEndian(value) }
 
-    static func sanitize(_ text: String, maximum: Int = 500) -> String {
+    static func sanitize(_ text: String) -> String {
         let cleaned = String(String.UnicodeScalarView(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7f }))
-        return cleaned.count > maximum ? String(cleaned.prefix(maximum)) + "…" : cleaned
+        return cleaned.count > 500 ? String(cleaned.prefix(500)) + "…" : cleaned
     }
 }
