@@ -152,6 +152,26 @@ public enum LocationBlob {
 
     /// Pointer form of ``open(_:with:)-([UInt8],X25519PrivateKey)``.
     public static func open(_ blob: UnsafeRawBufferPointer, with key: X25519PrivateKey) throws -> WireLocation {
+        try open(blob, keyCount: 1) { _ in key }.location
+    }
+
+    /// Opens a blob with the first of several keys that unwraps an entry (PROTOCOL.md §10.9: the
+    /// identity key and every signed prekey still kept).
+    /// - Parameters:
+    ///   - blob: the blob.
+    ///   - keys: the reader's keys, tried in order (each agreement is computed once).
+    /// - Returns: the location and the index in `keys` of the key that opened it.
+    /// - Throws: the errors of ``open(_:with:)-([UInt8],X25519PrivateKey)``; ``WireError/notARecipient``
+    ///   when no key opens any entry (or `keys` is empty).
+    public static func open(_ blob: [UInt8], withAnyOf keys: [X25519PrivateKey]) throws -> (location: WireLocation, keyIndex: Int) {
+        try blob.withUnsafeBytes { bytes in try open(bytes, keyCount: keys.count) { keys[$0] } }
+    }
+
+    /// The opening rule of §3 for `keyCount` keys, tried in order.
+    @inline(__always)
+    static func open(
+        _ blob: UnsafeRawBufferPointer, keyCount: Int, key: (Int) -> X25519PrivateKey
+    ) throws -> (location: WireLocation, keyIndex: Int) {
         guard blob.count >= minimumByteCount else { throw WireError.blobTooShort(actual: blob.count, minimum: minimumByteCount) }
         guard blob[0] == version else { throw WireError.unsupportedBlobVersion(blob[0]) }
         // X25519 ignores the top bit of a u-coordinate, so a set bit would give a second blob
@@ -169,21 +189,23 @@ public enum LocationBlob {
         return try scratch.withUnsafeMutableBytes { keys in
             let shared = UnsafeMutableRawBufferPointer(rebasing: keys[0..<32])
             let dek = UnsafeMutableRawBufferPointer(rebasing: keys[32..<64])
-            guard key.sharedSecret(withRaw: blob.u8 + 1, into: shared.u8) else { throw WireError.invalidEphemeralKey }
-            let unwrap = AES256GCM.PrecomputedKey(unsafeKey: UnsafeRawPointer(shared.u8))
-            var found = false
-            for i in 0..<entryCount {
-                let entry = headerByteCount + entryByteCount * i
-                if unwrap.openRaw(
-                    UnsafeRawBufferPointer(rebasing: blob[entry + 12..<entry + 60]),
-                    nonce: UnsafeRawBufferPointer(rebasing: blob[entry..<entry + 12]),
-                    associatedData: UnsafeRawBufferPointer(start: nil, count: 0), into: dek)
-                {
-                    found = true
-                    break
+            var found: Int?
+            keys: for k in 0..<keyCount {
+                guard key(k).sharedSecret(withRaw: blob.u8 + 1, into: shared.u8) else { throw WireError.invalidEphemeralKey }
+                let unwrap = AES256GCM.PrecomputedKey(unsafeKey: UnsafeRawPointer(shared.u8))
+                for i in 0..<entryCount {
+                    let entry = headerByteCount + entryByteCount * i
+                    if unwrap.openRaw(
+                        UnsafeRawBufferPointer(rebasing: blob[entry + 12..<entry + 60]),
+                        nonce: UnsafeRawBufferPointer(rebasing: blob[entry..<entry + 12]),
+                        associatedData: UnsafeRawBufferPointer(start: nil, count: 0), into: dek)
+                    {
+                        found = k
+                        break keys
+                    }
                 }
             }
-            guard found else { throw WireError.notARecipient }
+            guard let keyIndex = found else { throw WireError.notARecipient }
 
             let data = headerByteCount + entryByteCount * entryCount
             let nonce = UnsafeRawBufferPointer(rebasing: blob[data..<data + 12])
@@ -200,7 +222,7 @@ public enum LocationBlob {
                     else {
                         throw WireError.blobDataTampered
                     }
-                    return WireLocation(unchecked: UnsafeRawBufferPointer(out))
+                    return (WireLocation(unchecked: UnsafeRawBufferPointer(out)), keyIndex)
                 }
             }
             // Wrong length: authenticate anyway, so a corrupted blob says "tampered" and a

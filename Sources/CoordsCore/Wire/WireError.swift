@@ -72,6 +72,28 @@ public enum WireError: CoordsCoreError, Equatable {
     /// Something arrived signed by a key its owner rotated away from (§9.1) or revoked (§9.2).
     case retiredKey(id: String)
 
+    // 380–399: prekeys and sessions (§10)
+    /// A prekey bundle (§10.2) is malformed, someone else's, badly signed, a rollback or a conflict.
+    case invalidPrekeyBundle(String)
+    /// The bundle's signed prekey has expired (Unix ms): nobody seals to it any more.
+    case prekeyBundleExpired(expires: UInt64)
+    /// A version-3 sealed payload (§10.7) is malformed: the reason names the part.
+    case malformedSessionMessage(String)
+    /// A handshake names a signed or one-time prekey this identity no longer keeps (§10.5).
+    case unknownPrekey(String)
+    /// A handshake reuses a base key whose session is gone: a replay (§10.5).
+    case replayedHandshake
+    /// A session message whose key was already used or erased: a replay or a duplicate (§10.6).
+    case duplicateMessage
+    /// A session message skips more message keys than are kept (§10.6, 1,000).
+    case tooManySkipped(gap: UInt64)
+    /// No kept session opens this message (our state for it was lost); a reset follows (§10.8).
+    case sessionBroken
+    /// A friend who announced forward secrecy sent a version-2 message: refused (§10.4).
+    case downgradeRefused
+    /// No session and no valid prekey bundle for a friend who announced forward secrecy (§10.4).
+    case prekeysUnavailable
+
     /// The stable numeric code of this error.
     public var code: Int32 {
         switch self {
@@ -106,6 +128,16 @@ public enum WireError: CoordsCoreError, Equatable {
         case .envelopeTampered: 364
         case .invalidRotation: 370
         case .retiredKey: 371
+        case .invalidPrekeyBundle: 380
+        case .prekeyBundleExpired: 381
+        case .malformedSessionMessage: 385
+        case .unknownPrekey: 386
+        case .replayedHandshake: 387
+        case .duplicateMessage: 388
+        case .tooManySkipped: 389
+        case .sessionBroken: 390
+        case .downgradeRefused: 391
+        case .prekeysUnavailable: 392
         }
     }
 
@@ -148,6 +180,18 @@ public enum WireError: CoordsCoreError, Equatable {
         case .retiredKey(let id): "signed by \(id.prefix(8))…, a key its owner rotated away from or revoked: refused"
         case .envelopeExpired(let at): "this message expired at \(RFC3339.format(at)) and is not shown"
         case .envelopeTampered: "the message does not open: its payload or header was altered"
+        case .invalidPrekeyBundle(let why): "refused prekey bundle: \(why)"
+        case .prekeyBundleExpired(let at):
+            "the friend's signed prekey expired at \(at / 1000) (Unix s); fetch their bundle again"
+        case .malformedSessionMessage(let why): "malformed forward-secret message: \(why)"
+        case .unknownPrekey(let why): "the handshake names \(why) this identity no longer keeps (used already, erased, or a replay)"
+        case .replayedHandshake: "this handshake was accepted before and its session is gone: a replay, refused"
+        case .duplicateMessage: "this message was opened before or its key was erased: a replay or duplicate, refused"
+        case .tooManySkipped(let gap): "the message skips \(gap) messages; at most 1000 are kept, so it is refused"
+        case .sessionBroken: "no session opens this message (the state was lost, e.g. after a restore); a session reset is sent"
+        case .downgradeRefused: "this friend uses forward secrecy; a message sealed the old way from them is refused (a downgrade)"
+        case .prekeysUnavailable:
+            "no forward-secret session with this friend and no valid prekey bundle on their relay; the message waits, it is never sent the old way"
         }
     }
 }
