@@ -46,7 +46,10 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "response-limit": responseLimit,
     "sealed-value": sealedValue,
     "server-url": serverURL,
-    "outbox-answer": outboxAnswer
+    "outbox-answer": outboxAnswer,
+    "prekey-bundle": prekeyBundle,
+    "session-message": sessionMessage,
+    "ratchet-state": ratchetState
 ]
 
 /// A failed property: crash loudly so libFuzzer keeps the input.
@@ -525,6 +528,63 @@ func cheapenArgon2(_ bytes: inout [UInt8], at offset: Int) {
     if let payload = try? MessagePayload(json: bytes) {
         check((try? MessagePayload(json: payload.json)) == payload, "a parsed payload re-encodes to itself")
     }
+}
+
+/// A relay's prekey bundle answer (§10.2): parsing never traps, a parsed bundle re-encodes to
+/// itself, and verification at any time (from the input) never traps.
+@Sendable func prekeyBundle(_ bytes: [UInt8]) {
+    guard let bundle = try? PrekeyBundle(json: bytes) else { return }
+    check((try? PrekeyBundle(json: bundle.json.serialized())) == bundle, "a parsed bundle re-encodes to itself")
+    let now = bytes.reduce(UInt64(0)) { $0 &* 31 &+ UInt64($1) }
+    _ = try? bundle.verify(for: bundle.identity, now: now, cached: bundle.signedPrekey)
+    _ = try? bundle.verify(for: Fixture.reader.publicKey, now: now)
+}
+
+/// A version-3 sealed payload (§10.7): parsing never traps and re-encodes to the same bytes;
+/// opening it in a fixed session never traps, and a payload that does not open leaves the
+/// session exactly as it was.
+@Sendable func sessionMessage(_ bytes: [UInt8]) {
+    guard let message = try? SessionMessage(payload: bytes) else { return }
+    check(message.payload == bytes, "a parsed session message re-encodes to its bytes")
+    var session = Fixture.session
+    let before = session.serialized()
+    let context = SessionContext(sender: Fixture.reader.publicKey, recipient: Fixture.reader.publicKey, envelopeAssociatedData: [])
+    if (try? session.open(message, context: context, now: 1, using: SeededRandomSource(seed: 1))) == nil {
+        check(session.serialized() == before, "a message that does not open changes nothing")
+    }
+}
+
+/// A stored session (§10.10, bytes from disk): reading never traps, and what reads writes back
+/// to the same bytes.
+@Sendable func ratchetState(_ bytes: [UInt8]) {
+    let stored = SecretBytes(copying: bytes)
+    guard let session = try? RatchetSession(serialized: stored) else { return }
+    check(session.serialized() == stored, "a stored session re-encodes to its bytes")
+}
+
+extension Fixture {
+    /// A responder session on fixed keys that has opened one message (so it has both chains).
+    static let session: RatchetSession = {
+        do {
+            let random = SeededRandomSource(seed: 41)
+            let signed = try X25519PrivateKey.generate(using: random)
+            let base = try X25519PrivateKey.generate(using: random)
+            let bundle = PrekeyBundle(
+                identity: reader.publicKey, signedPrekey: SignedPrekey.make(id: 1, key: signed.publicKey, created: 0, identity: reader),
+                oneTimePrekey: nil)
+            let handshake = SessionMessage.Handshake(signedPrekeyID: 1, oneTimePrekeyID: nil, baseKey: base.publicKey)
+            let sk = try X3DH.initiate(identity: reader, bundle: bundle, baseKey: base)
+            var initiator = try RatchetSession.initiate(
+                sharedSecret: sk, remoteSignedPrekey: signed.publicKey, handshake: handshake, now: 0, using: random)
+            let context = SessionContext(sender: reader.publicKey, recipient: reader.publicKey, envelopeAssociatedData: [])
+            let first = try initiator.seal([1, 2, 3], context: context, now: 0)
+            var responder = RatchetSession.respond(sharedSecret: sk, signedPrekey: signed, handshake: handshake, now: 0)
+            _ = try responder.open(first, context: context, now: 0, using: random)
+            return responder
+        } catch {
+            fatalError("the fuzz session fixture failed: \(error)")
+        }
+    }()
 }
 
 // MARK: Entry point

@@ -277,7 +277,7 @@ extension RatchetSession {
     /// - Throws: ``StoreError/decodingFailed(table:type:reason:)`` for anything malformed.
     public init(serialized stored: SecretBytes) throws {
         func fail(_ why: String) -> StoreError { StoreError.decodingFailed(table: "sessions", type: "RatchetSession", reason: why) }
-        let parsed: RatchetSession? = try stored.withUnsafeBytes { bytes -> RatchetSession? in
+        self = try stored.withUnsafeBytes { bytes -> RatchetSession in
             var reader = ByteReader(bytes)
             do {
                 guard try reader.read(UInt8.self) == Self.storedVersion else { throw fail("unknown version") }
@@ -295,7 +295,7 @@ extension RatchetSession {
                 let spk = try reader.read(UInt32.self)
                 let hasOPK = try reader.read(UInt8.self)
                 let opk = try reader.read(UInt32.self)
-                guard hasOPK <= 1 else { throw fail("bad one-time prekey flag") }
+                guard hasOPK <= 1, hasOPK == 1 || opk == 0 else { throw fail("bad one-time prekey flag or id") }
                 let base = try X25519PublicKey(rawRepresentation: try reader.read(count: 32))
                 let lastUsed = try reader.read(UInt64.self)
                 let count = Int(try reader.read(UInt16.self))
@@ -321,7 +321,5 @@ extension RatchetSession {
                 throw fail("\(error)")
             }
         }
-        guard let parsed else { throw fail("empty") }
-        self = parsed
     }
 }

@@ -220,6 +220,10 @@ struct SessionPair {
         badVersion[0] = 9
         #expect(throws: StoreError.self) { try RatchetSession(serialized: SecretBytes(copying: badVersion)) }
         #expect(!"\(again)".contains(Hex.encode(bytes[2..<34])))
+        // Found by the ratchet-state fuzz target: "no one-time prekey" with a non-zero id would
+        // read but not write back the same bytes.
+        let fuzzed = try Data(contentsOf: Fixtures.repositoryRoot.appendingPathComponent("Fuzz/corpus/ratchet-state/absent-opk-with-id"))
+        #expect(throws: StoreError.self) { try RatchetSession(serialized: SecretBytes(copying: Array(fuzzed))) }
     }
 
     @Test func sessionMessageParserRefusesMalformedPayloads() throws {
