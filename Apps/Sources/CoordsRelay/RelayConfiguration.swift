@@ -71,6 +71,8 @@ public struct RelayConfiguration: Sendable {
     public var live = LiveLimits()
     /// Push endpoints for sleeping phones (`/v1/relay/push`, PROTOCOL.md §8.7): see ``PushLimits``.
     public var push = PushLimits()
+    /// Prekey bundles (PROTOCOL.md §10.3).
+    public var prekeys = PrekeyLimits()
     /// How a request's client address is found and normalised for the per-address limits
     /// (IPv6 prefix, trusted proxies): see ``AddressPolicy``.
     public var addresses = AddressPolicy()
@@ -171,5 +173,22 @@ public struct ConnectionLimits: Sendable, Equatable {
     public var maximumConnectionsPerAddress = 128
 
     /// The defaults, as documented on each property.
+    public init() {}
+}
+
+/// Limits of the prekey routes (PROTOCOL.md §10.3): draining protection.
+public struct PrekeyLimits: Sendable, Equatable {
+    /// Bundle requests one requester (key, or address when anonymous) may make per hour (429 beyond).
+    public var requestsPerHour: Double = 60
+    /// One-time prekeys one requester key receives per target per hour (429 beyond).
+    public var oneTimePerRequesterPerTargetPerHour: Double = 1
+    /// One-time prekeys one target hands out per hour (beyond: bundles without one).
+    public var oneTimePerTargetPerHour: Double = 20
+    /// One-time prekeys kept per owner (`OPK_STOCK`).
+    public var stock = ForwardSecrecy.oneTimePrekeyStock
+    /// Largest PUT body, bytes.
+    public var maximumBodyBytes = 32_768
+
+    /// The defaults of §10.3.
     public init() {}
 }

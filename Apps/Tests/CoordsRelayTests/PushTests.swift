@@ -505,4 +505,13 @@ final class PushOutageStore: RelayStore, @unchecked Sendable {
     func pushRemove(recipient: String, endpoint: String?) async throws -> Bool { try await inner.pushRemove(recipient: recipient, endpoint: endpoint) }
     func pushSweep(now: UInt64) async throws -> Int { try await inner.pushSweep(now: now) }
     func pushCount() async throws -> Int { try await inner.pushCount() }
+    func prekeyPut(owner: Bytes32, signed: SignedPrekey, oneTime: [OneTimePrekey], stockLimit: Int) async throws -> PrekeyPutResult {
+        try await inner.prekeyPut(owner: owner, signed: signed, oneTime: oneTime, stockLimit: stockLimit)
+    }
+    func prekeyBundle(owner: Bytes32, takeOneTime: Bool, now: UInt64) async throws -> (signed: SignedPrekey, oneTime: OneTimePrekey?)? {
+        try await inner.prekeyBundle(owner: owner, takeOneTime: takeOneTime, now: now)
+    }
+    func prekeyStock(owner: Bytes32) async throws -> PrekeyStock { try await inner.prekeyStock(owner: owner) }
+    func prekeySweep(now: UInt64) async throws -> Int { try await inner.prekeySweep(now: now) }
+    func prekeyTotals() async throws -> (owners: Int, oneTime: Int) { try await inner.prekeyTotals() }
 }

@@ -44,6 +44,15 @@ public struct SignedPrekey: Sendable, Equatable {
     /// Ed25519 signature by the owner's identity over ``signedBytes``.
     public var signature: [UInt8]
 
+    /// Wraps the parts (not verified; see ``verify(owner:now:)``).
+    public init(id: UInt32, key: X25519PublicKey, created: UInt64, expires: UInt64, signature: [UInt8]) {
+        self.id = id
+        self.key = key
+        self.created = created
+        self.expires = expires
+        self.signature = signature
+    }
+
     /// `"coords-prekey-v1" ‖ id (u32) ‖ key (32) ‖ created (u64) ‖ expires (u64)`.
     public var signedBytes: [UInt8] {
         var writer = ByteWriter(capacity: Self.domain.count + 52)
@@ -96,6 +105,13 @@ public struct OneTimePrekey: Sendable, Equatable {
     public var key: X25519PublicKey
     /// Ed25519 signature by the owner's identity over ``signedBytes``.
     public var signature: [UInt8]
+
+    /// Wraps the parts (not verified; see ``verify(owner:)``).
+    public init(id: UInt32, key: X25519PublicKey, signature: [UInt8]) {
+        self.id = id
+        self.key = key
+        self.signature = signature
+    }
 
     /// `"coords-onetime-prekey-v1" ‖ id (u32) ‖ key (32)`.
     public var signedBytes: [UInt8] {

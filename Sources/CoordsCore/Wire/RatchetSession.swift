@@ -274,9 +274,9 @@ extension RatchetSession {
     }
 
     /// Reads a stored session (bytes from disk are untrusted: every length and count is checked).
-    /// - Throws: ``StoreError/decodingFailed(table:type:reason:)`` for anything malformed.
+    /// - Throws: ``WireError/malformedSessionMessage(_:)`` ("stored session: …") for anything malformed.
     public init(serialized stored: SecretBytes) throws {
-        func fail(_ why: String) -> StoreError { StoreError.decodingFailed(table: "sessions", type: "RatchetSession", reason: why) }
+        func fail(_ why: String) -> WireError { WireError.malformedSessionMessage("stored session: \(why)") }
         self = try stored.withUnsafeBytes { bytes -> RatchetSession in
             var reader = ByteReader(bytes)
             do {
@@ -315,7 +315,7 @@ extension RatchetSession {
                     skipped: skipped,
                     handshake: SessionMessage.Handshake(signedPrekeyID: spk, oneTimePrekeyID: hasOPK == 1 ? opk : nil, baseKey: base),
                     isInitiator: flags & 1 != 0, confirmed: flags & 2 != 0, lastUsed: lastUsed)
-            } catch let error as StoreError {
+            } catch let error as WireError {
                 throw error
             } catch {
                 throw fail("\(error)")

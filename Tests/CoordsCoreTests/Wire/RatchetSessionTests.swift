@@ -163,7 +163,8 @@ struct SessionPair {
         // The thief can read what arrives next with the copy...
         let next = try pair.aliceSends("c")
         var thief = stolen
-        #expect(String(decoding: try thief.open(try SessionMessage(payload: next.0), context: pair.context(fromAlice: true, next.1), now: 1), as: UTF8.self) == "c")
+        let read = try thief.open(try SessionMessage(payload: next.0), context: pair.context(fromAlice: true, next.1), now: 1)
+        #expect(String(decoding: read, as: UTF8.self) == "c")
         #expect(try pair.bobOpens(next) == "c")
         // ...until both sides have made a new DH ratchet step.
         #expect(try pair.aliceOpens(try pair.bobSends("d")) == "d")
@@ -213,17 +214,17 @@ struct SessionPair {
         #expect(again.skippedKeyCount == 1 && !again.isInitiator && again.confirmed)
         let bytes = stored.copyBytes()
         for cut in [0, 1, 2, 40, bytes.count - 1] {
-            #expect(throws: StoreError.self) { try RatchetSession(serialized: SecretBytes(copying: Array(bytes.prefix(cut)))) }
+            #expect(throws: WireError.self) { try RatchetSession(serialized: SecretBytes(copying: Array(bytes.prefix(cut)))) }
         }
-        #expect(throws: StoreError.self) { try RatchetSession(serialized: SecretBytes(copying: bytes + [0])) }
+        #expect(throws: WireError.self) { try RatchetSession(serialized: SecretBytes(copying: bytes + [0])) }
         var badVersion = bytes
         badVersion[0] = 9
-        #expect(throws: StoreError.self) { try RatchetSession(serialized: SecretBytes(copying: badVersion)) }
+        #expect(throws: WireError.self) { try RatchetSession(serialized: SecretBytes(copying: badVersion)) }
         #expect(!"\(again)".contains(Hex.encode(bytes[2..<34])))
         // Found by the ratchet-state fuzz target: "no one-time prekey" with a non-zero id would
         // read but not write back the same bytes.
         let fuzzed = try Data(contentsOf: Fixtures.repositoryRoot.appendingPathComponent("Fuzz/corpus/ratchet-state/absent-opk-with-id"))
-        #expect(throws: StoreError.self) { try RatchetSession(serialized: SecretBytes(copying: Array(fuzzed))) }
+        #expect(throws: WireError.self) { try RatchetSession(serialized: SecretBytes(copying: Array(fuzzed))) }
     }
 
     @Test func sessionMessageParserRefusesMalformedPayloads() throws {

@@ -84,6 +84,7 @@ public func buildRouter(service: RelayService) -> Router<RelayRequestContext> {
     router.addRoutes(mailboxRoutes(service: service))
     router.addRoutes(liveRoutes(service: service))
     router.addRoutes(pushRoutes(service: service))
+    router.addRoutes(prekeyRoutes(service: service))
     router.addRoutes(operatorRoutes(service: service))
     return router
 }

@@ -15,6 +15,9 @@ public final class RelayService: Sendable {
     let messageLimiter: RateLimiter
     /// Envelopes per client address and recipient (``RelayConfiguration/maximumMessagesPerAddressPerRecipient``).
     let recipientAddressLimiter: RateLimiter
+    /// Prekey bundle requests per requester, one-time prekeys per requester and target, and
+    /// one-time prekeys per target (§10.3).
+    let prekeyLimiters: (requests: RateLimiter, pair: RateLimiter, target: RateLimiter)
     /// This node's live subscribers (§8); every accepted write is published to it.
     public let live: LiveHub
     /// Sends push wakes for accepted envelopes (§8.7); nil when push is off.
@@ -35,6 +38,12 @@ public final class RelayService: Sendable {
         messageLimiter = RateLimiter(rate: configuration.messageRate, burst: configuration.messageBurst)
         let perAddress = Double(max(configuration.maximumMessagesPerAddressPerRecipient, 0))
         recipientAddressLimiter = RateLimiter(rate: perAddress / 3600, burst: perAddress)
+        let prekeys = configuration.prekeys
+        prekeyLimiters = (
+            RateLimiter(rate: prekeys.requestsPerHour / 3600, burst: prekeys.requestsPerHour),
+            RateLimiter(rate: prekeys.oneTimePerRequesterPerTargetPerHour / 3600, burst: prekeys.oneTimePerRequesterPerTargetPerHour),
+            RateLimiter(rate: prekeys.oneTimePerTargetPerHour / 3600, burst: prekeys.oneTimePerTargetPerHour)
+        )
         live = LiveHub(limits: configuration.live)
         push =
             configuration.push.enabled
@@ -201,6 +210,7 @@ public final class RelayService: Sendable {
         addressLimiter.prune(now: clock.now())
         keyLimiter.prune(now: clock.now())
         try await sweepMailbox()
+        try await sweepPrekeys()
         return removed
     }
 
@@ -211,6 +221,10 @@ public final class RelayService: Sendable {
         if let count = try? await store.mailboxCount() { metrics.mailboxEntries.set(Int64(count)) }
         if let count = try? await store.seenSignatureCount() { metrics.seenSignatures.set(Int64(count)) }
         if let count = try? await store.pushCount() { metrics.pushRegistrations.set(Int64(count)) }
+        if let totals = try? await store.prekeyTotals() {
+            metrics.prekeyOwners.set(Int64(totals.owners))
+            metrics.prekeyStock.set(Int64(totals.oneTime))
+        }
         let live = live.counts
         metrics.liveOpen.set(Int64(live.connections))
         metrics.liveKeys.set(Int64(live.keys))

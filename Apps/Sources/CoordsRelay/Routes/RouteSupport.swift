@@ -19,6 +19,8 @@ let knownRoutes: [(path: [String], methods: [String])] = {
     routes.append((["v1", "relay", "messages", ":id"], ["DELETE"]))
     routes.append((["v1", "relay", "live"], ["GET"]))
     routes.append((["v1", "relay", "push"], ["PUT", "DELETE"]))
+    routes.append((["v1", "relay", "prekeys"], ["GET", "PUT"]))
+    routes.append((["v1", "relay", "prekeys", ":key"], ["GET"]))
     routes.append((["healthz"], ["GET"]))
     routes.append((["readyz"], ["GET"]))
     routes.append((["metrics"], ["GET"]))

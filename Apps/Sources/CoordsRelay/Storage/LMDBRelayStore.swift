@@ -58,17 +58,26 @@ enum RelayTables {
     static let seenSignatures = TableDefinition<Bytes32, UInt64>("seen_signatures")
     /// Recipient id (64 hex digits) → its push endpoint (§8.7).
     static let pushEndpoints = TableDefinition<String, PushRegistration>("push_endpoints")
+    /// Owner key → its signed prekey (§10.3).
+    static let signedPrekeys = TableDefinition<Bytes32, SignedPrekey>("prekeys_signed")
+    /// `owner (32) | id u32 BE` → a one-time prekey in stock (§10.3).
+    static let oneTimePrekeys = TableDefinition<[UInt8], StoredOneTimePrekey>("prekeys_one_time")
     /// Version 2 added the mailbox tables, version 3 the seen signatures, version 4 the push
     /// endpoints (created at open; nothing to convert), version 5 the registering address in push
     /// registrations (their second layout; the first still reads, so nothing is converted — the
-    /// bump keeps an older relay, which cannot read the second layout, from opening the file).
+    /// bump keeps an older relay, which cannot read the second layout, from opening the file),
+    /// version 6 the prekey tables (created at open).
     static let schema = Schema(
-        version: 5,
+        version: 6,
         tables: [
             records.erased, tombstones.erased, mailbox.erased, mailboxIndex.erased,
-            mailboxTombstones.erased, mailboxMeta.erased, seenSignatures.erased, pushEndpoints.erased
+            mailboxTombstones.erased, mailboxMeta.erased, seenSignatures.erased, pushEndpoints.erased,
+            signedPrekeys.erased, oneTimePrekeys.erased
         ],
-        migrations: [Migration(to: 2) { _ in }, Migration(to: 3) { _ in }, Migration(to: 4) { _ in }, Migration(to: 5) { _ in }])
+        migrations: [
+            Migration(to: 2) { _ in }, Migration(to: 3) { _ in }, Migration(to: 4) { _ in }, Migration(to: 5) { _ in },
+            Migration(to: 6) { _ in }
+        ])
 }
 
 /// The schema versions this relay writes, for `--version`, the `build_info` metric and
@@ -207,6 +216,9 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
         case pushRegister(recipient: String, PushRegistration, capacity: Int)
         case pushRemove(recipient: String, endpoint: String?)
         case pushSweep(now: UInt64)
+        case prekeyPut(owner: Bytes32, SignedPrekey, [OneTimePrekey], stockLimit: Int)
+        case prekeyTake(owner: Bytes32, now: UInt64)
+        case prekeySweep(now: UInt64)
     }
 
     private enum Outcome {
@@ -217,6 +229,8 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
         case acked(Bool)
         case signature(SignatureAcceptance)
         case done(Bool)
+        case prekeyPut(PrekeyPutResult)
+        case bundle((SignedPrekey, OneTimePrekey?)?)
     }
 
     private struct Job: Sendable {
@@ -357,6 +371,83 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
 
     public func pushCount() async throws -> Int {
         try database.read { tx in try tx.open(RelayTables.pushEndpoints).count() }
+    }
+
+    // MARK: Prekeys
+
+    public func prekeyPut(owner: Bytes32, signed: SignedPrekey, oneTime: [OneTimePrekey], stockLimit: Int) async throws -> PrekeyPutResult {
+        guard case .prekeyPut(let result) = try await submit(.prekeyPut(owner: owner, signed, oneTime, stockLimit: stockLimit)) else {
+            throw RelayStoreError(description: "unexpected outcome")
+        }
+        return result
+    }
+
+    public func prekeyBundle(owner: Bytes32, takeOneTime: Bool, now: UInt64) async throws -> (signed: SignedPrekey, oneTime: OneTimePrekey?)? {
+        guard takeOneTime else {
+            return try database.read { tx in try tx.open(RelayTables.signedPrekeys).get(owner) }.flatMap { $0.expires > now ? ($0, nil) : nil }
+        }
+        guard case .bundle(let found) = try await submit(.prekeyTake(owner: owner, now: now)) else {
+            throw RelayStoreError(description: "unexpected outcome")
+        }
+        return found.map { ($0.0, $0.1) }
+    }
+
+    public func prekeyStock(owner: Bytes32) async throws -> PrekeyStock {
+        try database.read { tx in
+            var count = 0
+            try tx.open(RelayTables.oneTimePrekeys).forEachValue(prefix: owner.bytes) { _ in
+                count += 1
+                return true
+            }
+            return PrekeyStock(signed: try tx.open(RelayTables.signedPrekeys).get(owner), oneTime: count)
+        }
+    }
+
+    public func prekeySweep(now: UInt64) async throws -> Int {
+        guard case .swept(let count) = try await submit(.prekeySweep(now: now)) else { throw RelayStoreError(description: "unexpected outcome") }
+        return count
+    }
+
+    public func prekeyTotals() async throws -> (owners: Int, oneTime: Int) {
+        try database.read { tx in (try tx.open(RelayTables.signedPrekeys).count(), try tx.open(RelayTables.oneTimePrekeys).count()) }
+    }
+
+    /// The prekey operations of one commit.
+    private static func applyPrekeys(_ operation: Operation, _ tx: borrowing WriteTransaction) throws -> Outcome? {
+        switch operation {
+        case .prekeyPut(let owner, let signed, let oneTime, let stockLimit):
+            let signedTable = try tx.open(RelayTables.signedPrekeys)
+            let stockTable = try tx.open(RelayTables.oneTimePrekeys)
+            var stock = 0
+            try stockTable.forEachValue(prefix: owner.bytes) { _ in
+                stock += 1
+                return true
+            }
+            let decision = try PrekeyStoreRules.decide(
+                existing: try signedTable.get(owner),
+                storedOneTime: { id in try stockTable.get(OneTimePrekey.tableKey(owner: owner, id: id))?.prekey(id: id) },
+                stock: stock, signed: signed, oneTime: oneTime, stockLimit: stockLimit)
+            guard case .stored = decision.result else { return .prekeyPut(decision.result) }
+            if decision.writeSigned { try signedTable.put(owner, signed) }
+            for prekey in decision.add { try stockTable.put(OneTimePrekey.tableKey(owner: owner, id: prekey.id), StoredOneTimePrekey(prekey)) }
+            return .prekeyPut(decision.result)
+        case .prekeyTake(let owner, let now):
+            guard let signed = try tx.open(RelayTables.signedPrekeys).get(owner), signed.expires > now else { return .bundle(nil) }
+            let stockTable = try tx.open(RelayTables.oneTimePrekeys)
+            guard let first = try stockTable.entries(prefix: owner.bytes, limit: 1).first else { return .bundle((signed, nil)) }
+            _ = try stockTable.delete(first.key)
+            let id = try ByteReader.bigEndian(UInt32.self, in: first.key, at: 32)
+            return .bundle((signed, try first.value.prekey(id: id)))
+        case .prekeySweep(let now):
+            let expired = try tx.open(RelayTables.signedPrekeys).removeAll { _, signed in signed.expires <= now }
+            let stockTable = try tx.open(RelayTables.oneTimePrekeys)
+            for owner in expired {
+                for entry in try stockTable.entries(prefix: owner.key.bytes) { _ = try stockTable.delete(entry.key) }
+            }
+            return .swept(expired.count)
+        default:
+            return nil
+        }
     }
 
     // MARK: Export (coords-relay migrate)
@@ -510,6 +601,7 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
                     let tombstones = try tx.open(RelayTables.tombstones)
                     return try batch.map { job -> Outcome in
                         if let outcome = try Self.apply(job.operation, tx) { return outcome }
+                        if let outcome = try Self.applyPrekeys(job.operation, tx) { return outcome }
                         switch job.operation {
                         case .put(let key, let record):
                             let result = RelayStoreRules.put(
@@ -531,7 +623,8 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
                             let expired = try records.removeAll { _, record in record.updated < updatedBefore }
                             try tombstones.removeAll { _, tombstone in tombstone.recordedAt < tombstonesBefore }
                             return .swept(expired.count)
-                        case .mailboxPost, .mailboxAck, .mailboxSweep, .acceptSignature, .pushRegister, .pushRemove, .pushSweep:
+                        case .mailboxPost, .mailboxAck, .mailboxSweep, .acceptSignature, .pushRegister, .pushRemove, .pushSweep,
+                            .prekeyPut, .prekeyTake, .prekeySweep:
                             throw RelayStoreError(description: "mailbox operation not applied")
                         }
                     }

@@ -127,4 +127,45 @@ public actor MemoryRelayStore: RelayStore {
     }
 
     public func pushCount() -> Int { pushEndpoints.count }
+
+    // MARK: Prekeys
+
+    private var signedPrekeys: [Bytes32: SignedPrekey] = [:]
+    private var oneTimePrekeys: [Bytes32: [UInt32: OneTimePrekey]] = [:]
+
+    public func prekeyPut(owner: Bytes32, signed: SignedPrekey, oneTime: [OneTimePrekey], stockLimit: Int) -> PrekeyPutResult {
+        let stock = oneTimePrekeys[owner] ?? [:]
+        let decision = PrekeyStoreRules.decide(
+            existing: signedPrekeys[owner], storedOneTime: { stock[$0] }, stock: stock.count, signed: signed, oneTime: oneTime,
+            stockLimit: stockLimit)
+        guard case .stored = decision.result else { return decision.result }
+        if decision.writeSigned { signedPrekeys[owner] = signed }
+        for prekey in decision.add { oneTimePrekeys[owner, default: [:]][prekey.id] = prekey }
+        return decision.result
+    }
+
+    public func prekeyBundle(owner: Bytes32, takeOneTime: Bool, now: UInt64) -> (signed: SignedPrekey, oneTime: OneTimePrekey?)? {
+        guard let signed = signedPrekeys[owner], signed.expires > now else { return nil }
+        guard takeOneTime, let id = oneTimePrekeys[owner]?.keys.min() else { return (signed, nil) }
+        let taken = oneTimePrekeys[owner]?.removeValue(forKey: id)
+        if oneTimePrekeys[owner]?.isEmpty == true { oneTimePrekeys[owner] = nil }
+        return (signed, taken)
+    }
+
+    public func prekeyStock(owner: Bytes32) -> PrekeyStock {
+        PrekeyStock(signed: signedPrekeys[owner], oneTime: oneTimePrekeys[owner]?.count ?? 0)
+    }
+
+    public func prekeySweep(now: UInt64) -> Int {
+        let expired = signedPrekeys.filter { $0.value.expires <= now }.map(\.key)
+        for owner in expired {
+            signedPrekeys[owner] = nil
+            oneTimePrekeys[owner] = nil
+        }
+        return expired.count
+    }
+
+    public func prekeyTotals() -> (owners: Int, oneTime: Int) {
+        (signedPrekeys.count, oneTimePrekeys.values.reduce(0) { $0 + $1.count })
+    }
 }

@@ -125,7 +125,9 @@ extension PostgresRelayStore {
         (
             5,
             ["ALTER TABLE push_endpoints ADD COLUMN registered_by TEXT NOT NULL DEFAULT ''"]
-        )
+        ),
+        // Version 6: prekeys (PROTOCOL.md §10.3), PostgresPrekeys.swift.
+        prekeyMigration
     ]
     /// The advisory lock that serialises migrations of several nodes starting at once.
     static let migrationLock: Int64 = 0x636f_6f72_6473_0001

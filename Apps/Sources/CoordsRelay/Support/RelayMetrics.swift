@@ -23,6 +23,11 @@ final class RelayMetrics: Sendable {
     let liveKeys: Gauge
     let pushRegistrations: Gauge
     let pushDropped: Counter
+    let prekeyUploads: Counter
+    let prekeyBundles: Counter
+    let prekeyOneTimeHandedOut: Counter
+    let prekeyOwners: Gauge
+    let prekeyStock: Gauge
     private static let buckets: [Duration] = [
         .microseconds(250), .milliseconds(1), .milliseconds(2), .milliseconds(5),
         .milliseconds(10), .milliseconds(20), .milliseconds(50), .milliseconds(100),
@@ -62,6 +67,11 @@ final class RelayMetrics: Sendable {
         liveKeys = gauge("live_keys", "count", "Keys watched by live connections now")
         pushRegistrations = gauge("push_registrations", "count", "Push endpoints registered (expired ones until swept)")
         pushDropped = counter("push_endpoints_dropped", "Push registrations removed because the endpoint failed or was refused")
+        prekeyUploads = counter("prekey_uploads", "Prekey uploads stored")
+        prekeyBundles = counter("prekey_bundles", "Prekey bundles handed out")
+        prekeyOneTimeHandedOut = counter("prekey_one_time_handed_out", "One-time prekeys handed out (each exactly once)")
+        prekeyOwners = gauge("prekey_owners", "count", "Identities with a signed prekey")
+        prekeyStock = gauge("prekey_one_time_stock", "count", "One-time prekeys in stock, all identities")
         // Rate limits are counted in each process: N relays behind a load balancer allow up to N
         // times these rates in total (docs/RELAY.md, "Scaling").
         registry.makeGauge(
