@@ -17,7 +17,8 @@ extension Record {
             "rejected": .array(
                 o.rejected.map { .object(["id": .string($0.id), "error": .object(["code": .number(String($0.code)), "message": .string($0.reason)])]) }),
             "acks": .array(o.acks.map(\.json)), "receipts": .array(o.receipts.map(outboxEntry)),
-            "rotated": .array(o.rotated.map { .string($0) }), "conflicts": .array(o.conflicts.map { .string($0) })
+            "rotated": .array(o.rotated.map { .string($0) }), "conflicts": .array(o.conflicts.map { .string($0) }),
+            "resets": .array(o.resets.map { .string($0) }), "broken": .array(o.broken.map { .string($0) })
         ])
     }
 
@@ -79,6 +80,7 @@ extension MessagesManagerReconcileMessage {
             UpdateRecord("disappearing_changed", ["friend_id": .string(friend), "seconds": seconds.map { .integer($0) } ?? .null])
         case .friendRotated(let from, let to, let name): UpdateRecord("friend_rotated", ["from": .string(from), "to": .string(to), "name": .string(name)])
         case .friendConflict(let id, let name): UpdateRecord("friend_conflict", ["id": .string(id), "name": .string(name)])
+        case .sessionReset(let id, let name): UpdateRecord("session_reset", ["friend_id": .string(id), "name": .string(name)])
         case .errorOccurred(let code, let message): .failure(code, message)
         }
     }

@@ -113,6 +113,7 @@ import Testing
                 #"{"manager":"messages","type":"friend_rotated","from":"A","to":"B","name":"Bob"}"#
             ),
             (.messages(.friendConflict(id: "A", name: "Bob")), #"{"manager":"messages","type":"friend_conflict","id":"A","name":"Bob"}"#),
+            (.messages(.sessionReset(friendID: "A", name: "Bob")), #"{"manager":"messages","type":"session_reset","friend_id":"A","name":"Bob"}"#),
             (.messages(.errorOccurred(code: 4, message: "m")), #"{"manager":"messages","type":"error_occurred","code":4,"message":"m"}"#)
         ]
     }

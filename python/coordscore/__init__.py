@@ -811,6 +811,10 @@ class MessagesOutcome(_Record):
     """Friends (old ids) whose rotation statement was applied or put them in conflict (PROTOCOL.md §9)."""
     conflicts: list[Any] = field(default_factory=list)
     """Friends (current ids) a rotation put in conflict: compare safety numbers, then resolve_conflict."""
+    resets: list[Any] = field(default_factory=list)
+    """Friends whose forward-secret session was reset (PROTOCOL.md §10.8): messages may have been lost."""
+    broken: list[Any] = field(default_factory=list)
+    """Friends whose session message no kept session opened; a reset was queued to them in a new session."""
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "MessagesOutcome":
@@ -818,7 +822,7 @@ class MessagesOutcome(_Record):
         return cls([Message.from_json(x) for x in obj["received"]], list(obj["delivered"]), list(obj["duplicates"]),
                    [Rejection.from_json(x) for x in obj["rejected"]], [Request.from_json(x) for x in obj["acks"]],
                    [OutboxEntry.from_json(x) for x in obj["receipts"]], list(obj.get("rotated", [])),
-                   list(obj.get("conflicts", [])))
+                   list(obj.get("conflicts", [])), list(obj.get("resets", [])), list(obj.get("broken", [])))
 
 
 @dataclass(frozen=True)

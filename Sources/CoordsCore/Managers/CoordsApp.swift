@@ -86,6 +86,8 @@ public final class CoordsApp: Sendable {
     public let outbox: OutboxManager
     /// Sealed 1:1 messages through the relay (§7).
     public let messages: MessagesManager
+    /// Forward secrecy (§10): own prekeys, friends' bundles, sessions.
+    public let sessions: SessionsManager
     /// The live channel's client side (§8): which relays to hold WebSockets to and what their
     /// frames mean. The host owns the sockets.
     public let live: LiveSession
@@ -156,6 +158,7 @@ public final class CoordsApp: Sendable {
         messages = MessagesManager(context: context, outbox: outbox, spine: spine)
         outbox.messages.set(messages)
         live = LiveSession(context: context, location: location, messages: messages)
+        sessions = SessionsManager(context: context)
     }
 
     /// Closes the store and ends the update channels (listeners finish after draining).

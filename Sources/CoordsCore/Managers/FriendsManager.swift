@@ -270,6 +270,7 @@ public actor FriendsManager {
             }
             try friends.delete(key)
             try tx.open(Tables.locations).delete(key)  // unread: a damaged cache entry must not block the removal
+            try SessionsManager.forget(tx, friend: key)
             messages.append(.friendRemoved(id: id))
         }
     }

@@ -188,7 +188,7 @@ public final class LiveSession: Sendable {
             guard state.subscribed.contains(notice.id) else { return .ignored(id: notice.id) }
             let identity = try context.identity.get()
             let entry = RelayAPI.processEntry(
-                id: notice.id, value: notice.fetchEntry, reader: identity.x25519,
+                id: notice.id, value: notice.fetchEntry, readers: try location.readerKeys(identity),
                 options: .init(requireSignatures: try context.isStrictMode()))
             return .locations(try await location.process([entry]))
         case .deleted(let id, let timestamp, let signature):

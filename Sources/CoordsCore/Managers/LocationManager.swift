@@ -192,7 +192,7 @@ public actor LocationManager {
         wire: WireLocation, fixTimestamp: UInt64, for friends: [(id: String, key: X25519PublicKey)], identity: Identity, server: String, now: UInt64,
         refusingStale: Bool = false
     ) throws -> PreparedUpload {
-        let recipients = [identity.x25519.publicKey] + friends.map(\.key)
+        let recipients = try blobRecipients(identity: identity, friends: friends, now: now)
         let blob = try LocationBlob.seal(wire, for: recipients, using: context.random)
         let uploadTimestamp = try reconciler.write(context.database) { tx, messages -> UInt64 in
             let table = try tx.open(Tables.uploadState)
@@ -215,6 +215,29 @@ public actor LocationManager {
         return PreparedUpload(
             request: request, fixTimestamp: fixTimestamp, uploadTimestamp: uploadTimestamp,
             recipientCount: recipients.count, blobByteCount: blob.count)
+    }
+
+    /// The keys a blob is sealed to (PROTOCOL.md §10.9): our own current signed prekey (or our
+    /// identity), then each friend's accepted, unexpired signed prekey (or their identity).
+    private func blobRecipients(identity: Identity, friends: [(id: String, key: X25519PublicKey)], now: UInt64) throws -> [X25519PublicKey] {
+        try context.database.read { tx in
+            let own = try SessionsManager.ownSignedPrekeys(tx).first { !$0.replaced && now < $0.expires }
+            var keys = [own?.key.publicKey ?? identity.x25519.publicKey]
+            keys.reserveCapacity(friends.count + 1)
+            // Most uploads have no friend with prekeys: one count instead of a lookup per friend.
+            guard try tx.open(Tables.friendPrekeys).count() > 0 else { return keys + friends.map(\.key) }
+            for friend in friends {
+                let key = try Ed25519PublicKey(base64URL: friend.id)
+                keys.append(try SessionsManager.blobKey(tx, friend: key, now: now) ?? friend.key)
+            }
+            return keys
+        }
+    }
+
+    /// The keys our blob entries may be sealed to, identity first, then the signed prekeys still
+    /// kept, newest first (§10.9).
+    nonisolated func readerKeys(_ identity: Identity) throws -> [X25519PrivateKey] {
+        try [identity.x25519] + context.database.read { tx in try SessionsManager.ownSignedPrekeys(tx).map(\.key) }
     }
 
     /// After a share ended (its time passed, ``FriendsManager/pause(id:)``,
@@ -346,7 +369,7 @@ public actor LocationManager {
     public func processFetchResponse(_ body: [UInt8]) throws -> FetchOutcome {
         let identity = try context.identity.get()
         let strict = try context.isStrictMode()
-        return try process(try RelayAPI.processFetchResponse(body, reader: identity.x25519, options: .init(requireSignatures: strict)))
+        return try process(try RelayAPI.processFetchResponse(body, readers: try readerKeys(identity), options: .init(requireSignatures: strict)))
     }
 
     /// Caches what `entries` (a fetch answer or a live notice, §8.3) bring, in one transaction.

@@ -52,6 +52,12 @@ public struct MessagesOutcome: Sendable, Equatable {
     public var rotated: [String] = []
     /// Friends (their current ids) a rotation put in conflict (§9.2): tell the user, once.
     public var conflicts: [String] = []
+    /// Friends whose forward-secret session was reset (§10.8): messages may have been lost; the
+    /// new session is as protected as before. Tell the user.
+    public var resets: [String] = []
+    /// Session messages that no kept session opens (our state was lost): a reset was sent to
+    /// these friends in a new session when their bundle allowed it (§10.8).
+    public var broken: [String] = []
 
     /// An empty outcome.
     public init() {}
@@ -80,6 +86,8 @@ public enum MessagesManagerReconcileMessage: Sendable, Equatable, ReconcileMessa
     case friendRotated(from: String, to: String, name: String)
     /// Two different rotations of one friend's key arrived (§9.2): sharing with them is paused.
     case friendConflict(id: String, name: String)
+    /// A friend's forward-secret session was reset (§10.8): messages may have been lost.
+    case sessionReset(friendID: String, name: String)
     /// A dispatched action failed: the failure's stable code (``InternalError``, 199, for an error from outside CoordsCore) and its description.
     case errorOccurred(code: Int32, message: String)
 }
@@ -152,31 +160,36 @@ public actor MessagesManager {
             throw MessagesManagerError.messageTooLong(bytes: text.utf8.count, maximum: Self.maximumTextBytes)
         }
         let id = try Envelope.newUUID(using: context.random)
-        let (message, request) = try seal(kind: "text", id: id, text: text, ack: nil, to: friendID)
-        let stored = try reconciler.write(context.database) { tx, messages -> MessageRecord in
-            var message = message
+        // Sealed in the transaction that stores it: a session advances only with the message it sent (§10.10).
+        let (stored, request) = try reconciler.write(context.database) { tx, messages -> (MessageRecord, PreparedRequest) in
+            var (message, request) = try seal(tx, kind: "text", id: id, text: text, ack: nil, to: friendID)
             message.disappearsAt = try Self.disappearance(tx, peer: message.peer, storedAt: message.storedAt)
             try Self.store(message, tx)
             messages.append(.messageQueued(message))
-            return message
+            return (message, request)
         }
         let outboxID = try await outbox.enqueue(kind: .message, request: request, reference: id)
         return SentMessage(message: stored, request: request, outboxID: outboxID)
     }
 
-    /// Seals one payload for a friend: the stored record and the POST to their relay.
-    private func seal(kind: String, id: String, text: String, ack: String?, to friendID: String) throws -> (MessageRecord, PreparedRequest) {
+    /// Seals one payload for a friend in `tx`: the stored record and the POST to their relay. A
+    /// friend who announced forward secrecy gets a session message (§10.7), never version 2.
+    private nonisolated func seal(
+        _ tx: borrowing WriteTransaction, kind: String, id: String, text: String, ack: String?, to friendID: String
+    ) throws -> (MessageRecord, PreparedRequest) {
         let identity = try context.identity.get()
         let key = try Ed25519PublicKey(base64URL: friendID)
-        guard let friend = try context.database.read({ tx in try tx.open(Tables.friends).get(key) }) else {
-            throw FriendsManagerError.notFound(id: friendID)
-        }
+        guard let friend = try tx.open(Tables.friends).get(key) else { throw FriendsManagerError.notFound(id: friendID) }
         guard friend.trust != .blocked else { throw MessagesManagerError.friendBlocked(id: friendID) }
         let now = context.clock.now()
         let payload = MessagePayload(kind: kind, id: id, text: text, sentAt: now, ack: ack)
-        let envelope = try Envelope.seal(
-            payload.json, id: id, from: identity.signing, to: key, createdAt: now / 1000,
-            expiresAt: now / 1000 + Self.envelopeLifetimeSeconds, random: context.random)
+        let createdAt = now / 1000
+        let expiresAt = now / 1000 + Self.envelopeLifetimeSeconds
+        let envelope =
+            try SessionsManager.sealMessage(
+                tx, identity: identity, friend: key, payload: payload.json, id: id, createdAt: createdAt, expiresAt: expiresAt, now: now,
+                random: context.random)
+            ?? Envelope.seal(payload.json, id: id, from: identity.signing, to: key, createdAt: createdAt, expiresAt: expiresAt, random: context.random)
         let request = PreparedRequest(
             url: try RelayAPI.endpoint(server: friend.server, path: "/v1/relay/messages"), method: "POST",
             headers: [.init(name: "Content-Type", value: "application/json")], body: envelope.json.serialized())
@@ -300,6 +313,8 @@ public actor MessagesManager {
         var ackIDs: [String] = []
         var acked = Set<String>()
         var receiptsFor: [(friendID: String, messageID: String)] = []
+        var brokenFriends: [String] = []
+        let random = context.random
         try reconciler.write(context.database) { tx, messages in
             let friends = try tx.open(Tables.friends)
             var byPeerID: [String: (key: Ed25519PublicKey, record: FriendRecord)] = [:]
@@ -350,13 +365,40 @@ public actor MessagesManager {
                     continue
                 }
                 let payload: MessagePayload
+                var reset = false
                 do {
-                    payload = try MessagePayload(json: try envelope.open(as: identity.signing, from: sender.key, now: now / 1000))
+                    if envelope.version == Envelope.sessionProtocolVersion {
+                        let opened = try SessionsManager.openMessage(
+                            tx, identity: identity, friend: sender.key, envelope: envelope, now: now, random: random)
+                        (payload, reset) = (try MessagePayload(json: opened.payload), opened.reset)
+                    } else {
+                        payload = try MessagePayload(json: try envelope.open(as: identity.signing, from: sender.key, now: now / 1000))
+                        // A friend who announced forward secrecy is never downgraded; only the §9.1 statement comes the old way.
+                        if payload.kind != "rotation", try tx.open(Tables.friendPrekeys).get(sender.key)?.announcedAt != nil {
+                            throw WireError.downgradeRefused
+                        }
+                    }
+                } catch let error as WireError where error == .sessionBroken || error.code == WireError.unknownPrekey("").code {
+                    try ids.put(id, [])
+                    reject(error.code, error.description)
+                    outcome.broken.append(sender.key.base64URL)
+                    brokenFriends.append(sender.key.base64URL)
+                    continue
                 } catch {
                     reject((error as? any CoordsCoreError)?.code ?? 364, (error as? any CoordsCoreError)?.description ?? "\(error)")
                     continue
                 }
                 let friendID = sender.key.base64URL
+                if reset || payload.kind == "session-reset" {
+                    if !outcome.resets.contains(friendID) {
+                        outcome.resets.append(friendID)
+                        messages.append(.sessionReset(friendID: friendID, name: sender.record.name))
+                    }
+                    if payload.kind == "session-reset" {
+                        try ids.put(id, [])
+                        continue
+                    }
+                }
                 if payload.kind == "rotation" {
                     try ids.put(id, [])
                     if let refusal = try Self.processRotation(payload, sender: sender.key, tx, &messages, &byPeerID, conflicts: &outcome.conflicts) {
@@ -388,17 +430,38 @@ public actor MessagesManager {
             }
             if !outcome.received.isEmpty { messages.append(.messagesReceived(outcome.received)) }
         }
+        // Our state for these sessions is lost: end them and tell each friend in a new session (§10.8).
+        try await resetSessions(with: Set(brokenFriends))
         // Committed: now it is safe to tell the relay to forget them.
         outcome.acks = try ackIDs.map { try signedRequest(method: "POST", path: "/v1/relay/messages/\($0)/ack", identity: identity) }
         for (friendID, messageID) in receiptsFor {
-            // A receipt is a courtesy: one that cannot be sealed (the friend was removed or blocked meanwhile) is not sent.
-            guard let (_, request) = try? seal(kind: "receipt", id: Envelope.newUUID(using: context.random), text: "", ack: messageID, to: friendID) else {
-                continue
-            }
+            let receiptID = try Envelope.newUUID(using: context.random)
+            guard
+                // A receipt is a courtesy: one that cannot be sealed (the friend was removed or blocked meanwhile) is not sent.
+                let request = try? context.database.write({ tx in
+                    try seal(tx, kind: "receipt", id: receiptID, text: "", ack: messageID, to: friendID).1
+                })
+            else { continue }
             let outboxID = try await outbox.enqueue(kind: .receipt, request: request, reference: messageID)
             if let entry = try outbox.pending().first(where: { $0.id == outboxID }) { outcome.receipts.append(entry) }
         }
         return outcome
+    }
+
+    /// Ends the sessions with `friends` (a message no kept session opens: our state was lost) and
+    /// queues each a `session-reset` in a new session (§10.8). Without a valid bundle for a friend
+    /// the reset waits: the next message to them makes the new session.
+    private func resetSessions(with friends: Set<String>) async throws {
+        for friendID in friends {
+            let friend = try Ed25519PublicKey(base64URL: friendID)
+            try context.database.write { tx in try SessionsManager.endSessions(tx, friend: friend) }
+            let resetID = try Envelope.newUUID(using: context.random)
+            // No valid bundle (or the friend went away meanwhile): nothing to send now, see above.
+            let request = try? context.database.write { tx in
+                try seal(tx, kind: "session-reset", id: resetID, text: "", ack: nil, to: friendID).1
+            }
+            if let request { _ = try await outbox.enqueue(kind: .message, request: request, reference: resetID) }
+        }
     }
 
     // MARK: Rotations (PROTOCOL.md §9)
@@ -446,6 +509,7 @@ public actor MessagesManager {
         guard let record = try friends.get(statement.old) else { return WireError.invalidRotation("the statement is for someone who is not a friend") }
         guard try !friends.contains(statement.new) else { return WireError.invalidRotation("the new key is already another friend") }
         try FriendsManager.move(from: statement.old, to: statement.new, server: statement.server, tx)
+        try SessionsManager.forget(tx, friend: statement.old)
         try retired.put(statement.old, RetiredKey(successor: newID, revoked: statement.revokes))
         byPeerID[PeerID(statement.old).hex] = nil
         if let moved = try friends.get(statement.new) { byPeerID[PeerID(statement.new).hex] = (statement.new, moved) }

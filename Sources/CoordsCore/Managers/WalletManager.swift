@@ -234,6 +234,8 @@ public actor WalletManager {
             state.statement = String(decoding: statement.json.serialized(), as: UTF8.self)
             state.pending = friendIDs
             try rotation.put(RotationState.key, state)
+            // Sessions and prekeys belong to the old identity (PROTOCOL.md §10.11).
+            try SessionsManager.endIdentity(tx)
             // The next upload is the new identity's: nothing it signs is older than this.
             let uploads = try tx.open(Tables.uploadState)
             var upload = try uploads.get(UploadState.key) ?? UploadState()

@@ -39,20 +39,27 @@ public enum AppSchema {
     /// `shareUntil` and `conflictKeys`, trust may be `conflict`).
     /// Version 4: sealed at rest (every value sealed, keys hidden; docs/STORE.md). A version-3
     /// store is copied into a new sealed file by ``CoordsApp/open(directory:options:)``.
-    public static let version: UInt32 = 4
+    /// Version 5: own_prekeys, friend_prekeys, sessions, base_keys (forward secrecy, PROTOCOL.md
+    /// §10; new tables, nothing to convert).
+    public static let version: UInt32 = 5
 
     /// Every table, in creation order.
     public static var tables: [AnyTableDefinition] {
         [
             Tables.friends.erased, Tables.locations.erased, Tables.uploadState.erased, Tables.settings.erased, Tables.outbox.erased,
             Tables.messages.erased, Tables.messageIDs.erased, Tables.conversations.erased, Tables.shareLimits.erased,
-            Tables.retiredKeys.erased, Tables.rotation.erased
+            Tables.retiredKeys.erased, Tables.rotation.erased, Tables.ownPrekeys.erased, Tables.friendPrekeys.erased,
+            Tables.sessions.erased, Tables.baseKeys.erased
         ]
     }
 
     /// The schema ``Database/open(path:options:schema:)`` is given for a data directory.
     public static var current: Schema {
-        Schema(version: version, tables: tables, migrations: [Migration(to: 2) { _ in }, Migration(to: 3) { _ in }, Migration(to: 4) { _ in }])
+        Schema(
+            version: version, tables: tables,
+            migrations: [
+                Migration(to: 2) { _ in }, Migration(to: 3) { _ in }, Migration(to: 4) { _ in }, Migration(to: 5) { _ in }
+            ])
     }
 }
 
@@ -73,6 +80,10 @@ public enum SettingKey {
     public static let messageNextSequence = Setting<UInt64>("message_next_sequence")
     /// The timestamp (Unix s) of the last signed mailbox request (each new one is later).
     public static let mailboxLastSignedTimestamp = Setting<UInt64>("mailbox_last_signed_timestamp")
+    /// The id of the signed prekey the relay last confirmed (PROTOCOL.md §10.2).
+    public static let prekeysPublishedSignedID = Setting<UInt64>("prekeys_published_signed_id")
+    /// The relay's last reported stock of our one-time prekeys.
+    public static let prekeysRelayStock = Setting<UInt64>("prekeys_relay_stock")
 }
 
 /// A typed row name of ``Tables/settings``.

@@ -152,9 +152,10 @@ public struct MessagePayload: Sendable, Equatable {
 /// Made by ``seal(_:id:from:to:createdAt:expiresAt:includeSenderKey:random:)`` or parsed from JSON,
 /// never assembled field by field: the memberwise initialiser is internal.
 public struct Envelope: Sendable, Equatable {
-    /// The `protocolVersion` this code writes and reads (§7.1).
+    /// The `protocolVersion` of envelopes sealed to identity keys (§7.1).
     public static let protocolVersion: UInt64 = 2
-    static let signatureDomain = "CoordsCore/envelope/v2"
+    /// The `protocolVersion` of envelopes carrying a forward-secret session message (§10.7).
+    public static let sessionProtocolVersion: UInt64 = 3
     static let hkdfSalt = Array("CoordsCore/envelope/v2".utf8)
     /// The largest sealed payload a relay accepts (decoded bytes).
     public static let maximumPayloadBytes = 131_072
@@ -176,10 +177,13 @@ public struct Envelope: Sendable, Equatable {
     /// The sender's Ed25519 key (base64url), a CoordsCore extension letting the relay check the
     /// signature; optional on the wire.
     public var senderKey: String?
+    /// 2 (§7) or 3 (§10.7: the payload is a session message; `senderKey` is required).
+    public var version: UInt64 = Envelope.protocolVersion
 
-    /// The bytes the sender signs (§7.1), strings exactly as in the JSON.
+    /// The bytes the sender signs (§7.1, §10.7), strings exactly as in the JSON:
+    /// `CoordsCore/envelope/v<version>|<version>|<id>|…|<sealedPayloadBase64>`.
     public var signedBytes: [UInt8] {
-        Array("\(Self.signatureDomain)|\(Self.protocolVersion)|\(id)|\(senderID)|\(recipientID)|\(createdAt)|\(expiresAt)|\(sealedPayloadBase64)".utf8)
+        Array("CoordsCore/envelope/v\(version)|\(version)|\(id)|\(senderID)|\(recipientID)|\(createdAt)|\(expiresAt)|\(sealedPayloadBase64)".utf8)
     }
 
     /// The AEAD associated data (§7.2): the header, so a payload cannot move to another envelope.
@@ -240,6 +244,51 @@ public struct Envelope: Sendable, Equatable {
             outputByteCount: 32)
     }
 
+    /// Seals a version-3 envelope (§10.7): `sealSession` gets the envelope's associated data and
+    /// returns the session message's payload (``RatchetSession/seal(_:context:now:)``).
+    /// - Parameters:
+    ///   - id: the envelope id (lowercase UUID v4).
+    ///   - sender: signs the envelope; its key goes in `senderKey`.
+    ///   - recipient: the recipient's identity.
+    ///   - createdAt: Unix seconds.
+    ///   - expiresAt: Unix seconds, after `createdAt`.
+    ///   - sealSession: seals the payload for the given associated data.
+    /// - Throws: ``WireError/invalidEnvelope(_:)`` (times, payload too large), errors of `sealSession`.
+    public static func sealSession(
+        id: String, from sender: Ed25519SigningKey, to recipient: Ed25519PublicKey, createdAt: UInt64, expiresAt: UInt64,
+        _ sealSession: ([UInt8]) throws -> [UInt8]
+    ) throws -> Envelope {
+        guard expiresAt > createdAt else { throw WireError.invalidEnvelope("expiresAt must be after createdAt") }
+        var envelope = Envelope(
+            id: id, senderID: PeerID(sender.publicKey).hex, recipientID: PeerID(recipient).hex,
+            sealedPayloadBase64: "", signatureBase64: "", createdAt: RFC3339.format(createdAt),
+            expiresAt: RFC3339.format(expiresAt), senderKey: sender.publicKey.base64URL, version: sessionProtocolVersion)
+        let payload = try sealSession(envelope.associatedData)
+        guard payload.count <= maximumPayloadBytes else {
+            throw WireError.invalidEnvelope("the payload is \(payload.count) bytes; at most \(maximumPayloadBytes)")
+        }
+        envelope.sealedPayloadBase64 = Base64.encode(payload, variant: .standard)
+        envelope.signatureBase64 = Base64.encode(sender.signature(for: envelope.signedBytes), variant: .standard)
+        return envelope
+    }
+
+    /// Checks a version-3 envelope addressed to `recipient` from `senderKey` (recipient, expiry,
+    /// signature) and returns its session payload, still sealed.
+    /// - Throws: ``WireError/envelopeNotForMe``, ``WireError/envelopeExpired(expiresAt:)``,
+    ///   ``WireError/envelopeSignatureInvalid``, ``WireError/invalidEnvelope(_:)`` (not version 3,
+    ///   payload not base64), ``WireError/malformedSessionMessage(_:)``.
+    public func sessionMessage(as recipient: Ed25519SigningKey, from senderKey: Ed25519PublicKey, now: UInt64) throws -> SessionMessage {
+        guard version == Self.sessionProtocolVersion else { throw WireError.invalidEnvelope("not a version-3 (session) envelope") }
+        guard recipientID.lowercased() == PeerID(recipient.publicKey).hex else { throw WireError.envelopeNotForMe }
+        let expiry = try RFC3339.parse(expiresAt)
+        guard expiry > now else { throw WireError.envelopeExpired(expiresAt: expiry) }
+        try verify(senderKey: senderKey)
+        guard let payload = try? Base64.decode(sealedPayloadBase64, variant: .standard, field: "sealedPayloadBase64") else {
+            throw WireError.invalidEnvelope("the sealed payload is not standard base64")
+        }
+        return try SessionMessage(payload: payload)
+    }
+
     /// A random lowercase UUID v4.
     public static func newUUID(using random: any RandomSource = SystemRandomSource()) throws -> String {
         var b = try random.bytes(16)
@@ -274,6 +323,7 @@ public struct Envelope: Sendable, Equatable {
     ///   ``WireError/envelopeSignatureInvalid``, ``WireError/envelopeTampered`` (payload or header
     ///   changed), ``WireError/invalidEnvelope(_:)``.
     public func open(as recipient: Ed25519SigningKey, from senderKey: Ed25519PublicKey, now: UInt64) throws -> [UInt8] {
+        guard version == Self.protocolVersion else { throw WireError.invalidEnvelope("a version-3 envelope opens in its session (§10.7)") }
         guard recipientID.lowercased() == PeerID(recipient.publicKey).hex else { throw WireError.envelopeNotForMe }
         let expiry = try RFC3339.parse(expiresAt)
         _ = try RFC3339.parse(createdAt)
@@ -305,7 +355,7 @@ extension Envelope {
     /// The §7.1 JSON object.
     public var json: JSONValue {
         var object = JSONObject()
-        object["protocolVersion"] = .integer(Self.protocolVersion)
+        object["protocolVersion"] = .integer(version)
         object["id"] = .string(id)
         object["senderID"] = .string(senderID)
         object["recipientID"] = .string(recipientID)
@@ -321,8 +371,9 @@ extension Envelope {
     /// - Throws: ``WireError/invalidEnvelope(_:)`` naming the first bad field.
     public init(json value: JSONValue) throws {
         guard let object = value.objectValue else { throw WireError.invalidEnvelope("an envelope is a JSON object") }
-        guard object["protocolVersion"]?.uint64Value == Self.protocolVersion else {
-            throw WireError.invalidEnvelope("protocolVersion must be 2")
+        guard let version = object["protocolVersion"]?.uint64Value, version == Self.protocolVersion || version == Self.sessionProtocolVersion
+        else {
+            throw WireError.invalidEnvelope("protocolVersion must be 2 or 3")
         }
         func string(_ name: String) throws -> String {
             guard let text = object[name]?.stringValue else { throw WireError.invalidEnvelope("\(name) is missing or not a string") }
@@ -342,10 +393,11 @@ extension Envelope {
             guard let text = key.stringValue else { throw WireError.invalidEnvelope("senderKey must be a string") }
             senderKey = text
         }
+        guard version == Self.protocolVersion || senderKey != nil else { throw WireError.invalidEnvelope("a version-3 envelope needs senderKey") }
         self.init(
             id: id, senderID: try string("senderID"), recipientID: try string("recipientID"),
             sealedPayloadBase64: try string("sealedPayloadBase64"), signatureBase64: try string("signatureBase64"),
-            createdAt: created, expiresAt: expires, senderKey: senderKey)
+            createdAt: created, expiresAt: expires, senderKey: senderKey, version: version)
     }
 
     /// Whether `text` is a UUID (8-4-4-4-12 hex digits, any case).

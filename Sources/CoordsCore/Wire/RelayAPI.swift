@@ -169,6 +169,8 @@ public enum RelayAPI {
         public var authenticity: Authenticity
         /// Why there is no location although a blob was present (or why the entry was refused).
         public var error: WireError?
+        /// The entry for us was sealed to one of our signed prekeys (§10.9), not our identity key.
+        public var forwardSecret: Bool = false
     }
 
     /// Options for ``processFetchResponse(_:reader:options:)``.
@@ -196,13 +198,27 @@ public enum RelayAPI {
         _ body: [UInt8], reader: X25519PrivateKey,
         options: FetchOptions = FetchOptions()
     ) throws -> [FetchEntry] {
+        try processFetchResponse(body, readers: [reader], options: options)
+    }
+
+    /// ``processFetchResponse(_:reader:options:)`` for a reader with several keys (§10.9): the
+    /// identity's X25519 form first, then the signed prekeys still kept, newest first. An entry
+    /// opened by any key but the first is ``FetchEntry/forwardSecret``.
+    /// - Throws: as ``processFetchResponse(_:reader:options:)``.
+    public static func processFetchResponse(
+        _ body: [UInt8], readers: [X25519PrivateKey], options: FetchOptions = FetchOptions()
+    ) throws -> [FetchEntry] {
         guard let object = try JSONValue.parse(body).objectValue else {
             throw WireError.unexpectedJSON("a fetch response must be an object keyed by id")
         }
-        return object.members.map { processEntry(id: $0.key, value: $0.value, reader: reader, options: options) }
+        return object.members.map { processEntry(id: $0.key, value: $0.value, readers: readers, options: options) }
     }
 
     static func processEntry(id: String, value: JSONValue, reader: X25519PrivateKey, options: FetchOptions) -> FetchEntry {
+        processEntry(id: id, value: value, readers: [reader], options: options)
+    }
+
+    static func processEntry(id: String, value: JSONValue, readers: [X25519PrivateKey], options: FetchOptions) -> FetchEntry {
         var entry = FetchEntry(id: id, location: nil, updated: nil, uploadTimestamp: nil, authenticity: .absent, error: nil)
         if value.isNull { return entry }
         guard let fields = value.objectValue else {
@@ -248,7 +264,9 @@ public enum RelayAPI {
             entry.authenticity = .verified
         }
         do {
-            entry.location = try LocationBlob.open(blob, with: reader).location
+            let opened = try LocationBlob.open(blob, withAnyOf: readers)
+            entry.location = opened.location.location
+            entry.forwardSecret = opened.keyIndex > 0
         } catch let error as WireError {
             entry.error = error
         } catch {

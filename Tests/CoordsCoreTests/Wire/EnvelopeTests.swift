@@ -138,7 +138,8 @@ struct EnvelopeTests {
         // Malformed JSON fields each get a clear error, never a trap.
         let good = try #require(a.json.objectValue)
         for (field, bad) in [
-            ("protocolVersion", JSONValue.integer(UInt64(3))), ("id", .string("nope")), ("senderID", .string("12")),
+            ("protocolVersion", JSONValue.integer(UInt64(4))), ("protocolVersion", JSONValue.integer(UInt64(1))), ("id", .string("nope")),
+            ("senderID", .string("12")),
             ("recipientID", .string(a.senderID)), ("createdAt", .string("yesterday")), ("expiresAt", .integer(UInt64(5))),
             ("senderKey", .integer(UInt64(1)))
         ] {
@@ -148,6 +149,16 @@ struct EnvelopeTests {
         }
         #expect(throws: WireError.self) { try Envelope(json: .array([])) }
         #expect(throws: WireError.self) { try MessagePayload(json: Array("{}".utf8)) }
+        // Version 3 (§10.7) needs senderKey, and its signature covers the version: a v2
+        // envelope relabelled 3 no longer verifies, and it never opens the v2 way.
+        var relabelled = good
+        relabelled["protocolVersion"] = .integer(UInt64(3))
+        let three = try Envelope(json: .object(relabelled))
+        #expect(three.version == 3)
+        #expect(throws: WireError.envelopeSignatureInvalid) { try three.verify(senderKey: alice.publicKey) }
+        #expect(throws: WireError.self) { try three.open(as: bob, from: alice.publicKey, now: Self.created) }
+        relabelled["senderKey"] = nil
+        #expect(throws: WireError.self) { try Envelope(json: .object(relabelled)) }
     }
 
     @Test func rfc3339AcceptsOffsetsAndFractions() throws {

@@ -87,7 +87,7 @@ public enum RelaySchemaVersions {
     public static var lmdb: UInt32 { RelayTables.schema.version }
     /// The PostgreSQL store's schema (`coords_relay_migrations`).
     public static var postgres: Int { PostgresRelayStore.schemaVersion }
-    /// "LMDB schema 5, PostgreSQL schema 5".
+    /// "LMDB schema 6, PostgreSQL schema 6".
     public static var summary: String { "LMDB schema \(lmdb), PostgreSQL schema \(postgres)" }
 }
 

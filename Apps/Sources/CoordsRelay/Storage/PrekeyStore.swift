@@ -97,31 +97,6 @@ public enum PrekeyStoreRules {
 
 // MARK: Store codecs (LMDB)
 
-/// `signed-prekey/1`: `id u32 | key (32) | created u64 | expires u64 | signature (64)`.
-extension SignedPrekey: StoreValue {
-    public static var storeTypeName: String { "signed-prekey/1" }
-
-    public func withStoreBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        var writer = ByteWriter(capacity: 116)
-        writer.write(id)
-        writer.write(key.rawRepresentation)
-        writer.write(created)
-        writer.write(expires)
-        writer.write(signature)
-        return try writer.bytes.withUnsafeBytes { try body($0) }
-    }
-
-    public init(storeBytes: UnsafeRawBufferPointer) throws {
-        guard storeBytes.count == 116 else { throw StoreCodecError("a signed prekey is 116 bytes") }
-        var reader = ByteReader(storeBytes)
-        let id = try reader.read(UInt32.self)
-        let key = try X25519PublicKey(rawRepresentation: try reader.read(count: 32))
-        self.init(
-            id: id, key: key, created: try reader.read(UInt64.self), expires: try reader.read(UInt64.self),
-            signature: try reader.read(count: 64))
-    }
-}
-
 /// `one-time-prekey/1`: `key (32) | signature (64)` (the id is in the table key).
 struct StoredOneTimePrekey: StoreValue, Equatable {
     var key: [UInt8]
