@@ -649,6 +649,57 @@ int32_t coords_messages_prepare_push_register(CoordsApp *app, const char *endpoi
  * Errors: NO_IDENTITY, NO_SERVER. */
 int32_t coords_messages_prepare_push_unregister(CoordsApp *app, CoordsBuffer *request_json_out, CoordsError *out_error);
 
+/* ---- Forward secrecy (PROTOCOL.md §10): prekeys, bundles; messages use sessions by themselves ----
+ *
+ * A host keeps its prekeys published and its friends' bundles fresh:
+ *   coords_prekeys_prepare_upload  -> send -> coords_prekeys_process_upload   (at least daily)
+ *   coords_prekeys_bundles_due     -> for each id: coords_prekeys_prepare_bundle -> send
+ *                                     -> coords_prekeys_process_bundle
+ *   coords_sessions_sweep          (daily: erases replaced prekeys, idle sessions, old skipped keys)
+ * Every function is safe to call from any thread; outputs are freed with coords_buffer_free. */
+
+/* The owner-signed PUT of our relay's /v1/relay/prekeys when something is due (a new signed
+ * prekey every 7 days, a batch of 100 one-time prekeys when the relay's stock is low or unknown),
+ * Request JSON, or the JSON `null` when nothing is due. `force` != 0 republishes the current
+ * signed prekey anyway. The private halves are stored before the request is returned.
+ * Errors: NO_IDENTITY, NO_SERVER. */
+int32_t coords_prekeys_prepare_upload(CoordsApp *app, int32_t force, CoordsBuffer *request_json_out, CoordsError *out_error);
+
+/* Records the relay's answer (status 100…999, body borrowed for the call) to the upload.
+ * *stock_out = the one-time prekeys the relay now holds, or -1 when it refused the upload.
+ * Errors: INVALID_ARGUMENT (status), TOO_LARGE, NULL_ARGUMENT. */
+int32_t coords_prekeys_process_upload(CoordsApp *app, int32_t status, const uint8_t *body, size_t body_len, int64_t *stock_out,
+                                      CoordsError *out_error);
+
+/* The owner-signed GET of our relay's /v1/relay/prekeys (Request JSON): the stock.
+ * Errors: NO_IDENTITY, NO_SERVER. */
+int32_t coords_prekeys_prepare_stock(CoordsApp *app, CoordsBuffer *request_json_out, CoordsError *out_error);
+
+/* Records the stock answer; *stock_out = the stock, or -1 for any other answer.
+ * Errors: INVALID_ARGUMENT (status), TOO_LARGE, NULL_ARGUMENT. */
+int32_t coords_prekeys_process_stock(CoordsApp *app, int32_t status, const uint8_t *body, size_t body_len, int64_t *stock_out,
+                                     CoordsError *out_error);
+
+/* Friends whose bundle should be fetched now, JSON [id, …] (none accepted yet, or the signed
+ * prekey expires within 2 days; each asked at most once an hour). Errors: store errors. */
+int32_t coords_prekeys_bundles_due(CoordsApp *app, CoordsBuffer *ids_json_out, CoordsError *out_error);
+
+/* The signed GET of a friend's bundle from their relay (Request JSON; signed, so the answer may
+ * carry a one-time prekey). Errors: FRIEND_NOT_FOUND, INVALID_PUBLIC_KEY_ID, NO_IDENTITY, NULL_ARGUMENT. */
+int32_t coords_prekeys_prepare_bundle(CoordsApp *app, const char *friend_id, CoordsBuffer *request_json_out, CoordsError *out_error);
+
+/* Checks the relay's answer against the friend's key as we know it and stores it. Writes
+ * {"result": "accepted", "one_time": b} (the friend now has forward secrecy: "protection" in
+ * Friend), {"result": "not_offered"} (404: no prekeys) or {"result": "refused", "error": Error}
+ * (a wrong, unsigned, stale or someone else's bundle, or an error status: nothing stored).
+ * Errors: FRIEND_NOT_FOUND, INVALID_PUBLIC_KEY_ID, INVALID_ARGUMENT (status), TOO_LARGE, NULL_ARGUMENT. */
+int32_t coords_prekeys_process_bundle(CoordsApp *app, const char *friend_id, int32_t status, const uint8_t *body, size_t body_len,
+                                      CoordsBuffer *outcome_json_out, CoordsError *out_error);
+
+/* Erases replaced signed prekeys past their keep time, idle sessions and old skipped message keys
+ * and handshake base keys (PROTOCOL.md §10.1). *erased_out = prekeys and sessions erased. */
+int32_t coords_sessions_sweep(CoordsApp *app, uint64_t *erased_out, CoordsError *out_error);
+
 /* Processes the relay's {"packets": [...]}: verifies, opens, de-duplicates and stores every
  * envelope, then writes {"received": [Message], "delivered": [id], "duplicates": [id],
  * "rejected": [{"id", "error"}], "acks": [Request], "receipts": [OutboxEntry]}. Send the acks

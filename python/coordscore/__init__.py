@@ -321,6 +321,14 @@ _SIGNATURES = [
     ("coords_messages_set_disappearing", c_int32, [_APP, c_char_p, c_uint64, _ERR]),
     ("coords_messages_sweep_expired", c_int32, [_APP, _BUF, _ERR]),
     ("coords_messages_next_expiry", c_int32, [_APP, POINTER(c_uint64), _ERR]),
+    ("coords_prekeys_prepare_upload", c_int32, [_APP, c_int32, _BUF, _ERR]),
+    ("coords_prekeys_process_upload", c_int32, [_APP, c_int32, _U8, c_size_t, POINTER(c_int64), _ERR]),
+    ("coords_prekeys_prepare_stock", c_int32, [_APP, _BUF, _ERR]),
+    ("coords_prekeys_process_stock", c_int32, [_APP, c_int32, _U8, c_size_t, POINTER(c_int64), _ERR]),
+    ("coords_prekeys_bundles_due", c_int32, [_APP, _BUF, _ERR]),
+    ("coords_prekeys_prepare_bundle", c_int32, [_APP, c_char_p, _BUF, _ERR]),
+    ("coords_prekeys_process_bundle", c_int32, [_APP, c_char_p, c_int32, _U8, c_size_t, _BUF, _ERR]),
+    ("coords_sessions_sweep", c_int32, [_APP, POINTER(c_uint64), _ERR]),
     ("coords_live_connections", c_int32, [_APP, _BUF, _ERR]),
     ("coords_live_opened", c_int32, [_APP, c_char_p, _BUF, _ERR]),
     ("coords_live_process", c_int32, [_APP, c_char_p, _U8, c_size_t, _BUF, _ERR]),
@@ -586,12 +594,15 @@ class Friend(_Record):
     """When sharing ends (ms since the epoch), or None for no end."""
     conflict_keys: list[Any] = field(default_factory=list)
     """While trust is "conflict" (two different rotations of their old key, §9.2): the candidate keys."""
+    protection: str = "legacy"
+    """"forward-secret" once they announced prekeys (PROTOCOL.md §10.4), else "legacy"."""
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "Friend":
         """A Friend from the library's JSON."""
         return cls(obj["id"], obj["name"], obj["server"], obj["share_with"], obj["fetch_from"], obj["added_at"], obj["trust"],
-                   obj["marker_color"], obj.get("sharing", "on"), obj.get("share_until"), list(obj.get("conflict_keys", [])))
+                   obj["marker_color"], obj.get("sharing", "on"), obj.get("share_until"), list(obj.get("conflict_keys", [])),
+                   obj.get("protection", "legacy"))
 
 
 @dataclass(frozen=True)
@@ -1511,6 +1522,62 @@ class App(_NativeHandle):
         """Verifies, opens and stores a mailbox response: send the outcome's acks and receipts."""
         return MessagesOutcome.from_json(
             _json_call(lib.coords_messages_process_fetch_response, self.handle, _bytes(body, "body"), len(body)))
+
+    # Forward secrecy (PROTOCOL.md §10)
+
+    def prepare_prekey_upload(self, force: bool = False) -> Optional[Request]:
+        """The owner-signed PUT of our relay's /v1/relay/prekeys when something is due (a new
+        signed prekey every 7 days; 100 one-time prekeys when the relay's stock is low or
+        unknown), or None. Send it and pass the answer to process_prekey_upload.
+
+        Raises CoordsError ERR_NO_IDENTITY, ERR_NO_SERVER."""
+        obj = _json_call(lib.coords_prekeys_prepare_upload, self.handle, 1 if force else 0)
+        return None if obj is None else Request.from_json(obj)
+
+    def process_prekey_upload(self, status: int, body: bytes) -> Optional[int]:
+        """Records the relay's answer to the prekey upload: the stock it now holds, or None
+        when it refused the upload.
+
+        Raises CoordsError ERR_INVALID_ARGUMENT (status not 100…999)."""
+        out = c_int64()
+        _call(lib.coords_prekeys_process_upload, self.handle, status, _bytes(body, "body"), len(body), byref(out))
+        return None if out.value < 0 else out.value
+
+    def prepare_prekey_stock(self) -> Request:
+        """The owner-signed GET of our relay's /v1/relay/prekeys (our one-time prekey stock)."""
+        return Request.from_json(_json_call(lib.coords_prekeys_prepare_stock, self.handle))
+
+    def process_prekey_stock(self, status: int, body: bytes) -> Optional[int]:
+        """Records the stock the relay reports (None for any other answer); the next
+        prepare_prekey_upload refills a low stock."""
+        out = c_int64()
+        _call(lib.coords_prekeys_process_stock, self.handle, status, _bytes(body, "body"), len(body), byref(out))
+        return None if out.value < 0 else out.value
+
+    def bundles_due(self) -> list[str]:
+        """Friends whose prekey bundle should be fetched now (each asked at most once an hour)."""
+        return [str(x) for x in _json_call(lib.coords_prekeys_bundles_due, self.handle)]
+
+    def prepare_bundle_request(self, friend_id: str) -> Request:
+        """The signed GET of a friend's bundle from their relay.
+
+        Raises CoordsError ERR_FRIEND_NOT_FOUND, ERR_INVALID_PUBLIC_KEY_ID, ERR_NO_IDENTITY."""
+        return Request.from_json(_json_call(lib.coords_prekeys_prepare_bundle, self.handle, _utf8(friend_id, "friend_id")))
+
+    def process_bundle(self, friend_id: str, status: int, body: bytes) -> dict[str, Any]:
+        """Checks and stores a friend's bundle answer: {"result": "accepted", "one_time": b},
+        {"result": "not_offered"} (404) or {"result": "refused", "error": {code, message}}
+        (a wrong, unsigned, stale or someone else's bundle: nothing stored)."""
+        result: dict[str, Any] = _json_call(
+            lib.coords_prekeys_process_bundle, self.handle, _utf8(friend_id, "friend_id"), status, _bytes(body, "body"), len(body))
+        return result
+
+    def sweep_sessions(self) -> int:
+        """Erases replaced signed prekeys past their keep time, idle sessions and old skipped
+        keys (run daily); returns how many prekeys and sessions went."""
+        out = c_uint64()
+        _call(lib.coords_sessions_sweep, self.handle, byref(out))
+        return out.value
 
     def conversations(self) -> list[Conversation]:
         """One summary per friend with messages."""

@@ -187,8 +187,9 @@ import Testing
             let byAlice = try PrekeyBundle(json: Array(try await Self.bundle(client, relay, of: Self.bob, by: Self.alice).body.readableBytesView))
             try byAlice.verify(for: Self.bob.publicKey, now: now)
             #expect(byAlice.oneTimePrekey == oneTime[0])
-            let again = try await Self.bundle(client, relay, of: Self.bob, by: Self.alice, at: 1)
-            #expect(again.status == .tooManyRequests && again.headers[.retryAfter] != nil)
+            // Within the hour Alice gets the bundle again, without a one-time prekey.
+            let again = try PrekeyBundle(json: Array(try await Self.bundle(client, relay, of: Self.bob, by: Self.alice, at: 1).body.readableBytesView))
+            #expect(again.oneTimePrekey == nil && again.signedPrekey == signed)
             let byCarol = try PrekeyBundle(json: Array(try await Self.bundle(client, relay, of: Self.bob, by: Self.carol).body.readableBytesView))
             #expect(byCarol.oneTimePrekey == oneTime[1])
             // The stock, for its owner.
@@ -198,6 +199,19 @@ import Testing
             let fields = try JSONValue.parse(Array(stock.body.readableBytesView)).objectValue
             #expect(fields?["oneTimePrekeys"]?.uint64Value == 0 && fields?["signedPrekeyID"]?.uint64Value == 1)
             #expect(try await client.execute(uri: "/v1/relay/prekeys/not-a-key", method: .get).status == .badRequest)
+        }
+    }
+
+    @Test func aRequesterMakesAtMostItsHourlyBundleRequests() async throws {
+        let relay = try await RelayHarness.make(.memory) { $0.prekeys.requestsPerHour = 2 }
+        try await relay.test(.router) { client in
+            let (signed, _) = try Self.prekeys(Self.bob, created: relay.clock.milliseconds)
+            #expect(try await Self.put(client, relay, Self.bob, signed, []).status == .ok)
+            for offset in [UInt64(1), 2] { #expect(try await Self.bundle(client, relay, of: Self.bob, by: Self.alice, at: offset).status == .ok) }
+            let refused = try await Self.bundle(client, relay, of: Self.bob, by: Self.alice, at: 3)
+            #expect(refused.status == .tooManyRequests && refused.headers[.retryAfter] != nil)
+            // A 404 is charged as a request, but no one-time prekey is.
+            #expect(try await Self.bundle(client, relay, of: Self.carol, by: Self.bob).status == .notFound)
         }
     }
 

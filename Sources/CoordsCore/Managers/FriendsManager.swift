@@ -25,6 +25,10 @@ public struct Friend: Sendable, Equatable {
     /// In a key conflict (``TrustState/conflict``, PROTOCOL.md §9.2): the candidate keys, the
     /// current one first; empty otherwise.
     public var conflictKeys: [String]
+    /// How their messages and positions are protected (PROTOCOL.md §10.4): forward-secret once
+    /// they announced it, legacy otherwise. Filled in by ``FriendsManager/list()`` and
+    /// ``FriendsManager/friend(id:)``; update messages carry `legacy`.
+    public var protection: Protection = .legacy
 
     init(key: Ed25519PublicKey, record: FriendRecord, now: UInt64) {
         id = key.base64URL
@@ -318,7 +322,12 @@ public actor FriendsManager {
     public nonisolated func list() throws -> [Friend] {
         let now = context.clock.now()
         return try context.database.read { tx in
-            try tx.open(Tables.friends).entries().map { Friend(key: $0.key, record: $0.value, now: now) }
+            let prekeys = try tx.open(Tables.friendPrekeys)
+            return try tx.open(Tables.friends).entries().map { entry in
+                var friend = Friend(key: entry.key, record: entry.value, now: now)
+                if try prekeys.get(entry.key)?.announcedAt != nil { friend.protection = .forwardSecret }
+                return friend
+            }
         }.sorted { ($0.name, $0.id) < ($1.name, $1.id) }
     }
 
@@ -327,7 +336,12 @@ public actor FriendsManager {
     public nonisolated func friend(id: String) throws -> Friend? {
         let key = try Ed25519PublicKey(base64URL: id)
         let now = context.clock.now()
-        return try context.database.read { tx in try tx.open(Tables.friends).get(key).map { Friend(key: key, record: $0, now: now) } }
+        return try context.database.read { tx in
+            guard let record = try tx.open(Tables.friends).get(key) else { return nil }
+            var friend = Friend(key: key, record: record, now: now)
+            if try tx.open(Tables.friendPrekeys).get(key)?.announcedAt != nil { friend.protection = .forwardSecret }
+            return friend
+        }
     }
 
     /// The cached X25519 keys of everyone we share with now (sharing on and not expired, not

@@ -94,7 +94,8 @@ extension RelayService {
     }
 
     /// `GET /v1/relay/prekeys/{key}`: the bundle; a one-time prekey only for a signed request,
-    /// within the draining limits. 404 `no_prekeys` when none is stored.
+    /// within the draining limits (beyond them the bundle comes without one). 404 `no_prekeys`
+    /// when none is stored; 429 beyond the requests a requester may make.
     public func prekeyBundle(key text: String, pathWithQuery: String, headers: [String: String], clientAddress: String) async throws -> RelayReply {
         guard let target = try? Ed25519PublicKey(base64URL: text) else {
             throw RelayFailure(400, "invalid_key", "the key must be a b64u Ed25519 public key")
@@ -108,15 +109,15 @@ extension RelayService {
         if let retry = limits.requests.take(requester.map { "k:" + $0.hex } ?? "a:" + clientAddress, now: now) {
             throw RelayFailure(429, "rate_limited", "too many prekey bundle requests; retry later", retryAfter: retry)
         }
-        var takeOneTime = false
-        if let requester {
-            if let retry = limits.pair.take(requester.hex + ">" + text, now: now) {
-                throw RelayFailure(429, "rate_limited", "one one-time prekey per target per hour; retry later", retryAfter: retry)
-            }
-            takeOneTime = limits.target.take(text, now: now) == nil
-        }
+        // One-time prekeys are charged only when one is handed out (a 404 or an empty stock costs nothing).
+        let pairName = requester.map { $0.hex + ">" + text }
+        let takeOneTime = pairName.map { limits.pair.available($0, now: now) && limits.target.available(text, now: now) } ?? false
         guard let found = try await store.prekeyBundle(owner: try Bytes32(target.rawRepresentation), takeOneTime: takeOneTime, now: now) else {
             throw RelayFailure(404, "no_prekeys", "this relay holds no prekeys for that key")
+        }
+        if found.oneTime != nil, let pairName {
+            _ = limits.pair.take(pairName, now: now)
+            _ = limits.target.take(text, now: now)
         }
         metrics.prekeyBundles.increment()
         if found.oneTime != nil { metrics.prekeyOneTimeHandedOut.increment() }

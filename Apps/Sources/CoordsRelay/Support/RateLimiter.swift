@@ -43,6 +43,17 @@ final class RateLimiter: Sendable {
         }
     }
 
+    /// Whether ``take(_:now:)`` would allow `name` at `now`, without taking a token (for limits
+    /// charged only when something is handed out).
+    func available(_ name: String, now: UInt64) -> Bool {
+        guard rate > 0 else { return true }
+        return buckets.withLock { buckets in
+            guard let bucket = buckets[name] else { return true }
+            let elapsed = Double(now &- min(bucket.last, now)) / 1000
+            return min(burst, bucket.tokens + elapsed * rate) >= 1
+        }
+    }
+
     /// Drops buckets that have refilled completely (they behave like new ones).
     func prune(now: UInt64) {
         buckets.withLock { Self.prune(&$0, now: now, rate: rate, burst: burst) }
