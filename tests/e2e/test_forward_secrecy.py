@@ -99,3 +99,25 @@ def test_two_python_hosts_talk_and_share_in_forward_secret_sessions(tmp_path):
             seen = bob.process_fetch_response(answer.body)
         assert [round(loc.location.latitude, 4) for loc in seen.updated] == [46.948]
         assert bob.sweep_sessions() == 0
+
+
+def test_the_cli_publishes_fetches_bundles_and_talks_in_sessions(tmp_path):
+    from e2e_support import alice_and_bob, coords, data, passphrase_env
+
+    env = passphrase_env()
+    with Relay(str(tmp_path / "relay")) as relay:
+        alice, bob = alice_and_bob(env, tmp_path, relay.url)
+        assert [f["protection"] for f in data(env, alice, "friends")["friends"]] == ["legacy"]
+        # Bob's inbox publishes his prekeys (Alice has none yet); Alice's then accepts his bundle.
+        coords(env, bob, "inbox")
+        result = coords(env, alice, "inbox")
+        assert "forward secrecy" not in result.stderr, result.stderr
+        assert [f["protection"] for f in data(env, alice, "friends")["friends"]] == ["forward-secret"]
+        assert "PROTECTION" in coords(env, alice, "friends").stdout
+        coords(env, alice, "send", "Bob", "a forward-secret hello")
+        got = data(env, bob, "inbox")
+        assert [m["text"] for m in got["received"]] == ["a forward-secret hello"] and got["rejected"] == []
+        # A version-3 envelope announced Alice to Bob, and he answers in the same session.
+        assert [f["protection"] for f in data(env, bob, "friends")["friends"]] == ["forward-secret"]
+        coords(env, bob, "send", "Alice", "and back")
+        assert [m["text"] for m in data(env, alice, "inbox")["received"]] == ["and back"]

@@ -68,6 +68,7 @@ struct Friends: SessionCommand {
                                 "share_until_ms": friend.shareUntil.map { .integer($0) } ?? .null,
                                 "fetching": .bool(friend.fetchFrom), "trust": .string(friend.trust.rawValue),
                                 "verified": .bool(friend.trust == .verified),
+                                "protection": .string(friend.protection.rawValue),
                                 "location": seen?.location.map(locationJSON) ?? .null,
                                 "signature": seen?.authenticity.map { .string(signatureWord($0)) } ?? .null
                             ])
@@ -79,7 +80,7 @@ struct Friends: SessionCommand {
             printLine("No friends yet. Add one with `coords add LINK`; give them yours from `coords whoami`.")
             return
         }
-        var table = TextTable("NAME", "SERVER", "SHARING", "LAST LOCATION", "AGE", "SIGNATURE", "VERIFIED")
+        var table = TextTable("NAME", "SERVER", "SHARING", "LAST LOCATION", "AGE", "SIGNATURE", "VERIFIED", "PROTECTION")
         for friend in friends {
             let seen = locations[friend.id]
             table.add(
@@ -87,7 +88,8 @@ struct Friends: SessionCommand {
                 sharingText(friend, now: now), seen?.location.map(describe) ?? "—",
                 seen?.location.map { age(since: $0.timestamp, now: now) } ?? "—",
                 seen?.authenticity.map(signatureWord) ?? "—",
-                friend.trust == .verified ? "yes" : (friend.trust == .blocked || friend.trust == .conflict ? friend.trust.rawValue : "no"))
+                friend.trust == .verified ? "yes" : (friend.trust == .blocked || friend.trust == .conflict ? friend.trust.rawValue : "no"),
+                friend.protection.rawValue)
         }
         printLine(table.render())
     }

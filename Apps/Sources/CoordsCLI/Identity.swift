@@ -100,5 +100,9 @@ func rotationLines(_ outcome: MessagesOutcome, session: Session) -> [String] {
     }
     let moved = outcome.rotated.count - outcome.conflicts.count
     if moved > 0 { lines.append("\(moved) friend\(moved == 1 ? "" : "s") moved to a new key (signed by the old and the new key); coords friends lists them.") }
+    for id in outcome.resets {
+        let name = friends.first(where: { $0.id == id }).map { $0.name.isEmpty ? String(id.prefix(8)) : $0.name } ?? String(id.prefix(8))
+        lines.append("\(name): session reset — messages sent meanwhile may be lost; the new session is forward-secret as before.")
+    }
     return lines
 }

@@ -49,6 +49,8 @@ func withSession(
         let session = try Session.open(options)
         defer { session.close() }
         if case .deliver(let json) = outbox {
+            // Prekeys and friends' bundles first: a message sent now uses them (PROTOCOL.md §10).
+            await PrekeyRefresh.refresh(session)
             OutboxDelivery.print(await OutboxDelivery.flush(session), json: json)
         }
         try await body(session)
