@@ -7,6 +7,10 @@
 //   rekey:  opens a CoordsApp (file keychain, host key ``CrashSchema.hostKey``) holding
 //           ``CrashSchema.friendCount`` friends and rekeys its store over and over ("ack N" after
 //           each); the parent checks that the app still opens and reads every friend.
+//   sessions <file>: opens the CoordsApp in <directory> (file keychain, passphrase
+//           ``CrashSchema.sessionPassphrase``) and hands it each mailbox answer of <file> (a JSON
+//           array of `{"packets": [...]}` objects) in turn, "ack N" after each was processed and
+//           stored; forward-secret sessions advance in those transactions (PROTOCOL.md §10.10).
 import CoordsCore
 
 #if canImport(Glibc)
@@ -33,6 +37,8 @@ enum CrashSchema {
     static let hostKey = [UInt8](repeating: 0x33, count: 32)
     /// Friends the rekey mode's app holds.
     static let friendCount = 40
+    /// The file keychain's passphrase in the sessions mode.
+    static let sessionPassphrase = "crash sessions"
 
     /// Options of the sealed mode's store.
     static func sealedOptions() throws -> Database.Options {
@@ -55,6 +61,31 @@ guard arguments.count >= 2 else {
     exit(2)
 }
 let mode = arguments.count > 2 ? arguments[2] : "durable"
+if mode == "sessions" {
+    do {
+        guard arguments.count > 3, let file = fopen(arguments[3], "rb") else { throw CrashChildError("no mailbox file") }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
+            if n == 0 { break }
+            bytes += chunk[0..<n]
+        }
+        fclose(file)
+        guard let answers = try JSONValue.parse(bytes).arrayValue else { throw CrashChildError("the mailbox file is not a JSON array") }
+        let app = try CoordsApp.open(directory: arguments[1], options: .init(keychain: .file(.passphrase(CrashSchema.sessionPassphrase))))
+        say("ready 0")
+        for (n, answer) in answers.enumerated() {
+            _ = try await app.messages.processFetchResponse(answer.serialized())
+            say("ack \(n)")
+        }
+        say("done")
+        while true { sleep(1) }
+    } catch {
+        say("store-crash-child: \(error)", to: 2)
+        exit(1)
+    }
+}
 if mode == "rekey" {
     do {
         let app = try CoordsApp.open(directory: arguments[1], options: .init(keychain: .file(.key(SecretBytes(copying: CrashSchema.hostKey)))))
@@ -99,4 +130,10 @@ do {
 } catch {
     say("store-crash-child: \(error)", to: 2)
     exit(1)
+}
+
+/// A failure of the child's own setup.
+struct CrashChildError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }

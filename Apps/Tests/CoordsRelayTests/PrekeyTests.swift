@@ -117,7 +117,6 @@ import Testing
             #expect(try await reopened.prekeyBundle(owner: owner, takeOneTime: true, now: 10_000_001)?.oneTime?.id == 101)
         } cleanup: {
             await reopened.close()
-            StoreUnderTest.removeDirectories()
         }
     }
 

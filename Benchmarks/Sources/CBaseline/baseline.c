@@ -333,3 +333,40 @@ int cb_envelope_open(const uint8_t recipient_sk[64], const uint8_t sender_pk[32]
     sodium_memzero(rsk, sizeof rsk); sodium_memzero(ikm, sizeof ikm); sodium_memzero(key, sizeof key);
     return rc == 0 ? (int)(sealed_len - 60) : -1;
 }
+
+/* ---- Forward-secret session messages (PROTOCOL.md §10.6–§10.7) ----
+ * The floor of one message on an established session: KDF_CK (HKDF-SHA-256 of the chain key,
+ * 76 bytes: one extract and three expand blocks), then AES-256-GCM with the derived key and
+ * nonce over the plaintext and the associated data — once to seal, once to open. */
+static void kdf_chain(const uint8_t ck[32], uint8_t next[32], uint8_t mk[44]) {
+    static const char salt[] = "CoordsCore/ratchet/chain/v1";
+    uint8_t prk[32], okm[96], block[32];
+    crypto_auth_hmacsha256_state st;
+    crypto_auth_hmacsha256_init(&st, (const uint8_t *)salt, sizeof salt - 1);
+    crypto_auth_hmacsha256_update(&st, ck, 32);
+    crypto_auth_hmacsha256_final(&st, prk);
+    size_t written = 0;
+    for (uint8_t i = 1; written < 76; i++) {
+        crypto_auth_hmacsha256_init(&st, prk, 32);
+        if (i > 1) crypto_auth_hmacsha256_update(&st, block, 32);
+        crypto_auth_hmacsha256_update(&st, &i, 1);
+        crypto_auth_hmacsha256_final(&st, block);
+        memcpy(okm + written, block, 32);
+        written += 32;
+    }
+    memcpy(next, okm, 32);
+    memcpy(mk, okm + 32, 44);
+    sodium_memzero(prk, sizeof prk); sodium_memzero(okm, sizeof okm); sodium_memzero(block, sizeof block);
+}
+
+int cb_session_seal_open(const uint8_t chain[32], const uint8_t *plaintext, size_t len, const uint8_t *ad, size_t ad_len,
+                         uint8_t *sealed, uint8_t *opened) {
+    uint8_t next[32], mk[44];
+    kdf_chain(chain, next, mk);
+    crypto_aead_aes256gcm_encrypt(sealed, NULL, plaintext, len, ad, ad_len, NULL, mk + 32, mk);
+    uint8_t next2[32], mk2[44];
+    kdf_chain(chain, next2, mk2);
+    int rc = crypto_aead_aes256gcm_decrypt(opened, NULL, NULL, sealed, len + 16, ad, ad_len, mk2 + 32, mk2);
+    sodium_memzero(mk, sizeof mk); sodium_memzero(mk2, sizeof mk2);
+    return rc;
+}

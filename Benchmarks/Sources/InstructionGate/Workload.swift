@@ -180,7 +180,10 @@ let operations: [Operation] = [
     // plus 4 % (docs/PERFORMANCE.md).
     storePut(sealed: true),
     storeGet(borrowing: true, sealed: true),
-    prepareUpload(friends: 8), prepareUpload(friends: 64), processFetch()
+    prepareUpload(friends: 8), prepareUpload(friends: 64), processFetch(),
+    // Forward secrecy (issue 41): a message on an established session, and an upload whose
+    // entries are sealed to signed prekeys (PROTOCOL.md §10.9).
+    sessionMessage(), prepareUpload(friends: 8, forwardSecret: true)
 ]
 
 // MARK: Manager paths (issue 24: at least 0.8× of the crypto they contain)
@@ -205,11 +208,29 @@ func gateApp(friends: Int) async throws -> (app: CoordsApp, me: Identity, friend
 }
 
 /// `LocationManager.prepareUpload` for `friends` friends (read the recipients, seal, record,
-/// sign the upload) against the bare blob seal for `friends + 1` cached keys in C.
-func prepareUpload(friends: Int) -> Operation {
-    Operation(name: "prepare-upload-\(friends)", iterations: friends >= 64 ? 2 : 10, budget: 1.20) {
+/// sign the upload) against the bare blob seal for `friends + 1` cached keys in C. With
+/// `forwardSecret`, every friend has an accepted bundle and we have a signed prekey: the entries
+/// are sealed to signed prekeys (the C floor seals to the same keys).
+func prepareUpload(friends: Int, forwardSecret: Bool = false) -> Operation {
+    Operation(name: "prepare-upload-\(friends)\(forwardSecret ? "-forward-secret" : "")", iterations: friends >= 64 ? 2 : 10, budget: 1.20) {
         let (app, me, friendKeys) = try await gateApp(friends: friends)
-        let raw = try ([me.x25519.publicKey] + friendKeys.map { try X25519PublicKey(ed25519: $0.publicKey) }).flatMap(\.rawRepresentation)
+        var keys = try [me.x25519.publicKey] + friendKeys.map { try X25519PublicKey(ed25519: $0.publicKey) }
+        if forwardSecret {
+            guard let upload = try app.sessions.preparePrekeyUpload(),
+                let signed = try JSONValue.parse(upload.body).objectValue?["signedPrekey"]
+            else { fail("no prekey upload") }
+            keys[0] = try SignedPrekey(json: signed).key
+            for (index, friend) in friendKeys.enumerated() {
+                let prekey = try X25519PrivateKey(rawRepresentation: SecretBytes(copying: randomBytes(32))).publicKey
+                let bundle = PrekeyBundle(
+                    identity: friend.publicKey,
+                    signedPrekey: SignedPrekey.make(id: 1, key: prekey, created: 1_763_805_600_000, identity: friend), oneTimePrekey: nil)
+                guard case .accepted = try app.sessions.processBundle(for: friend.publicKey.base64URL, status: 200, body: bundle.json.serialized())
+                else { fail("bundle refused") }
+                keys[index + 1] = prekey
+            }
+        }
+        let raw = keys.flatMap(\.rawRepresentation)
         let size = LocationBlob.byteCount(forEntryCount: LocationBlob.paddedEntryCount(forRecipientCount: friends + 1))
         let plaintext = location.bytes
         var out = [UInt8](repeating: 0, count: size)
@@ -221,6 +242,55 @@ func prepareUpload(friends: Int) -> Operation {
             },
             c: { keep(cb_blob_seal(plaintext, raw, friends + 1, 0, &out)) }
         )
+    }
+}
+
+/// One 1 KiB message sealed and opened on an established session (``RatchetSession``: chain KDF,
+/// AES-256-GCM with the §10.7 associated data, the stored-state copy kept only on success)
+/// against the chain KDF and AES-GCM of the same bytes in C.
+func sessionMessage() -> Operation {
+    Operation(name: "session-message-1k", iterations: 10, budget: 1.25) {
+        let (alice, bob) = (try Identity(), try Identity())
+        let prekey = try X25519PrivateKey(rawRepresentation: SecretBytes(copying: randomBytes(32)))
+        let base = try X25519PrivateKey(rawRepresentation: SecretBytes(copying: randomBytes(32)))
+        let bundle = PrekeyBundle(
+            identity: bob.key.publicKey, signedPrekey: SignedPrekey.make(id: 1, key: prekey.publicKey, created: 0, identity: bob.key),
+            oneTimePrekey: nil)
+        let handshake = SessionMessage.Handshake(signedPrekeyID: 1, oneTimePrekeyID: nil, baseKey: base.publicKey)
+        let secret = try X3DH.initiate(identity: alice.key, bundle: bundle, baseKey: base)
+        let sessions = SessionPair(
+            a: try RatchetSession.initiate(sharedSecret: secret, remoteSignedPrekey: prekey.publicKey, handshake: handshake, now: 0, using: FixedRandom()),
+            b: RatchetSession.respond(sharedSecret: secret, signedPrekey: prekey, handshake: handshake, now: 0))
+        let envelope = Array(
+            "3f2a6c1e-8b7d-4e5f-9a0b-1c2d3e4f5a60|\(PeerID(alice.key.publicKey).hex)|\(PeerID(bob.key.publicKey).hex)|2026-11-22T10:00:00Z|2026-11-23T10:00:00Z"
+                .utf8)
+        let toBob = SessionContext(sender: alice.key.publicKey, recipient: bob.key.publicKey, envelopeAssociatedData: envelope)
+        let toAlice = SessionContext(sender: bob.key.publicKey, recipient: alice.key.publicKey, envelopeAssociatedData: envelope)
+        // One round trip first: both chains exist and Alice's messages no longer carry the handshake.
+        _ = try sessions.b.open(try sessions.a.seal([1], context: toBob, now: 0), context: toBob, now: 0, using: FixedRandom())
+        _ = try sessions.a.open(try sessions.b.seal([2], context: toAlice, now: 0), context: toAlice, now: 0, using: FixedRandom())
+        let payload = randomBytes(1024)
+        let chain = randomBytes(32)
+        let ad = randomBytes(21 + 64 + SessionMessage.messagePrefixByteCount + envelope.count)
+        var sealed = [UInt8](repeating: 0, count: 1024 + 16)
+        var opened = [UInt8](repeating: 0, count: 1024)
+        return (
+            ours: .sync {
+                let message = try sessions.a.seal(payload, context: toBob, now: 0)
+                keep(try sessions.b.open(message, context: toBob, now: 0, using: FixedRandom()))
+            },
+            c: { keep(cb_session_seal_open(chain, payload, payload.count, ad, ad.count, &sealed, &opened)) }
+        )
+    }
+}
+
+/// The two ends of a session the gate advances (mutable state shared with the measured closure).
+final class SessionPair: @unchecked Sendable {
+    var a: RatchetSession
+    var b: RatchetSession
+    init(a: RatchetSession, b: RatchetSession) {
+        self.a = a
+        self.b = b
     }
 }
 

@@ -33,11 +33,11 @@ import Testing
     }
 
     /// Runs the child until it has acknowledged something (or briefly), kills it, returns the acks.
-    func runAndKill(directory: URL, mode: String, killAfter: TimeInterval) throws -> (acks: [UInt64], stderr: String) {
+    func runAndKill(directory: URL, mode: String, killAfter: TimeInterval, extra: [String] = []) throws -> (acks: [UInt64], stderr: String) {
         let executable = try #require(Self.childExecutable, "build the StoreCrashChild product first (swift build)")
         let process = Process()
         process.executableURL = executable
-        process.arguments = [directory.path, mode]
+        process.arguments = [directory.path, mode] + extra
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out
@@ -122,6 +122,65 @@ import Testing
             app.close()
         }
         #expect(totalAcks > 16, "the child should have rekeyed during most rounds")
+    }
+
+    /// A process opening forward-secret session messages (PROTOCOL.md §10.10) is killed at random
+    /// moments: a message is either stored with its session advanced, or neither — never opened and
+    /// lost (a burnt key), never stored twice (a reused key). In the end every message is there once.
+    @Test func killedWhileOpeningSessionMessagesNeverBurnsOrReusesAKey() async throws {
+        let clock = ManualClock(milliseconds: UInt64(Date().timeIntervalSince1970 * 1000))
+        let alice = try TestApp(name: "crash-alice", passphrase: CrashSchema.sessionPassphrase, clock: clock)
+        let bob = try TestApp(name: "crash-bob", passphrase: CrashSchema.sessionPassphrase, clock: clock)
+        defer {
+            try? FileManager.default.removeItem(at: alice.directory)
+            try? FileManager.default.removeItem(at: bob.directory)
+        }
+        let aliceID = try await alice.app.wallet.createIdentity(name: "Alice", server: "https://relay.test")
+        let bobID = try await bob.app.wallet.createIdentity(name: "Bob", server: "https://relay.test")
+        _ = try await alice.app.friends.add(id: bobID, server: "https://relay.test", name: "Bob")
+        _ = try await bob.app.friends.add(id: aliceID, server: "https://relay.test", name: "Alice")
+        // Bob publishes; Alice accepts his bundle (the relay's answer made from his upload).
+        let upload = try #require(try bob.app.sessions.preparePrekeyUpload())
+        let body = try #require(try JSONValue.parse(upload.body).objectValue)
+        let bundle = JSONValue.object([
+            "key": .string(bobID), "signedPrekey": try #require(body["signedPrekey"]),
+            "oneTimePrekey": body["oneTimePrekeys"]?.arrayValue?.first ?? .null
+        ])
+        #expect(try alice.app.sessions.processBundle(for: bobID, status: 200, body: bundle.serialized()) == .accepted(oneTime: true))
+        // 120 messages, delivered in pairs swapped (2, 1, 4, 3, …), so skipped keys are stored too.
+        var answers: [JSONValue] = []
+        let texts = (0..<120).map { "message \($0)" }
+        for text in texts {
+            let sent = try await alice.app.messages.send(text, to: bobID)
+            answers.append(.object(["packets": .array([try JSONValue.parse(sent.request.body)])]))
+        }
+        for i in stride(from: 0, to: answers.count - 1, by: 2) { answers.swapAt(i, i + 1) }
+        let file = bob.directory.appendingPathComponent("mailbox.json")
+        try Data(JSONValue.array(answers).serialized()).write(to: file)
+        bob.app.close()
+
+        var totalAcks = 0
+        var killedMidway = 0
+        for round in 0..<12 {
+            let (acks, errors) = try runAndKill(
+                directory: bob.directory, mode: "sessions", killAfter: 0.15 + Double.random(in: 0...0.35), extra: [file.path])
+            #expect(errors.isEmpty, "child failed: \(errors)")
+            totalAcks += acks.count
+            if !acks.isEmpty, acks.count < answers.count { killedMidway += 1 }
+            let app = try CoordsApp.open(directory: bob.directory.path, options: TestApp.options(passphrase: bob.passphrase, clock: clock))
+            let received = try app.messages.history(with: aliceID).map(\.text)
+            #expect(Set(received).count == received.count, "round \(round): a message stored twice")
+            #expect(Set(received).isSubset(of: Set(texts)), "round \(round)")
+            app.close()
+        }
+        // One last run to the end: every message opens, once.
+        _ = try runAndKill(directory: bob.directory, mode: "sessions", killAfter: 4, extra: [file.path])
+        let app = try CoordsApp.open(directory: bob.directory.path, options: TestApp.options(passphrase: bob.passphrase, clock: clock))
+        defer { app.close() }
+        let received = try app.messages.history(with: aliceID).map(\.text)
+        #expect(Set(received) == Set(texts) && received.count == texts.count, "\(received.count) of \(texts.count) messages")
+        #expect(totalAcks > 12, "the child should have processed messages during most rounds")
+        #expect(killedMidway >= 1, "no round was killed while messages were being opened")
     }
 
     /// Checks that `db` holds exactly a prefix of the child's commits including every acknowledged one.

@@ -52,4 +52,10 @@ int cb_lmdb_put_sealed_one_txn(cb_lmdb *db, const uint8_t *keys, size_t n, const
                                const uint8_t key[32]);
 size_t cb_lmdb_get_sealed(cb_lmdb *db, const uint8_t *keys, size_t n, const uint8_t key[32]);
 
+/* One session message sealed and opened on an established chain (PROTOCOL.md §10.6): the
+ * chain KDF and AES-256-GCM over `len` bytes with `ad_len` bytes of associated data, twice.
+ * `sealed` holds len + 16 bytes, `opened` len. Returns 0 when the open authenticated. */
+int cb_session_seal_open(const uint8_t chain[32], const uint8_t *plaintext, size_t len, const uint8_t *ad, size_t ad_len,
+                         uint8_t *sealed, uint8_t *opened);
+
 #endif
