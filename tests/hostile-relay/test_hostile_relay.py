@@ -323,3 +323,39 @@ def test_close_reasons_and_live_refusals_are_escaped(relay, homes, tmp_path):
         assert "\\u{1B}]0;owned" in output
     finally:
         watch.stop()
+
+
+# ---- Prekey bundles (PROTOCOL.md §10): someone else's, forged, huge ---------------------------
+
+def test_a_wrong_forged_or_huge_prekey_bundle_is_refused(relay, homes, tmp_path):
+    """Bob and Carol publish real prekeys; the relay then serves Carol's signed prekey under
+    Bob's key, Bob's with a broken signature, or an endless body: each is refused with one line
+    on standard error, and Bob stays `legacy` — no session is built on a bundle Bob did not sign."""
+    _, bob = homes
+    carol = tmp_path / "carol"
+    ok(carol, "init", "--server", relay.url, "--name", "Carol")
+    ok(bob, "inbox")
+    ok(carol, "inbox")
+    bob_id = json.loads(ok(bob, "whoami", "--json").stdout)["id"]
+    bob_link = json.loads(ok(bob, "whoami", "--json").stdout)["link"]
+    signed = {r.header("X-Coords-Key"): json.loads(r.body)["signedPrekey"] for r in relay.received("PUT", "/v1/relay/prekeys")}
+    assert len(signed) == 2 and bob_id in signed, "Bob and Carol should each have published prekeys"
+    bob_signed = signed.pop(bob_id)
+    carol_signed = list(signed.values())[0]
+    forged = dict(bob_signed, created=bob_signed["created"] + 1)
+    attacks = {
+        "someone else's": answer(200, {"key": bob_id, "signedPrekey": carol_signed, "oneTimePrekey": None}),
+        "forged": answer(200, {"key": bob_id, "signedPrekey": forged, "oneTimePrekey": None}),
+        "huge": endless_body(),
+    }
+    for index, (name, attack) in enumerate(attacks.items()):
+        relay.attack("GET", f"/v1/relay/prekeys/{bob_id}", attack)
+        home = tmp_path / f"reader{index}"
+        ok(home, "init", "--server", relay.url, "--name", f"Reader {index}")
+        ok(home, "add", bob_link)
+        result, seconds = coords(home, "inbox")
+        assert result.returncode == 0, f"{name}: {result.stderr}"
+        assert "forward secrecy" in result.stderr and "prekey" in result.stderr, f"{name}: {result.stderr}"
+        assert not CONTROLS.search(result.stderr), name
+        assert seconds < 45, name
+        assert [f["protection"] for f in friends_of(home)] == ["legacy"], name
