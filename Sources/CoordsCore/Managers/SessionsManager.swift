@@ -19,10 +19,9 @@ public enum BundleOutcome: Sendable, Equatable {
 }
 
 /// Forward secrecy (PROTOCOL.md §10): the identity's own prekeys, friends' bundles, and the
-/// sessions messages travel in. Messages and locations call its transaction helpers
-/// (``SessionsManager/sealMessage(_:identity:friend:payload:id:createdAt:expiresAt:now:random:)``,
-/// ``SessionsManager/openMessage(_:identity:friend:envelope:now:random:)``), so a session
-/// advances in the transaction that stores or queues the message.
+/// sessions messages travel in. The messages and location managers call its internal
+/// transaction helpers (`sealMessage`, `openMessage`, `blobKey`), so a session advances in the
+/// transaction that stores or queues the message.
 public actor SessionsManager {
     let context: AppContext
 

@@ -68,7 +68,8 @@ public struct SignedPrekey: Sendable, Equatable {
     /// - Parameters:
     ///   - id: the prekey id.
     ///   - key: the public half.
-    ///   - created: Unix ms; `expires` is `created + ForwardSecrecy.signedPrekeyValidity` unless given.
+    ///   - created: when it was made (Unix ms).
+    ///   - expires: Unix ms; `created + ForwardSecrecy.signedPrekeyValidity` when nil.
     ///   - identity: the owner's identity key.
     public static func make(id: UInt32, key: X25519PublicKey, created: UInt64, expires: UInt64? = nil, identity: Ed25519SigningKey) -> SignedPrekey {
         var prekey = SignedPrekey(
