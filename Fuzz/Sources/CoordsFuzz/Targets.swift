@@ -49,7 +49,8 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "outbox-answer": outboxAnswer,
     "prekey-bundle": prekeyBundle,
     "session-message": sessionMessage,
-    "ratchet-state": ratchetState
+    "ratchet-state": ratchetState,
+    "relay-prekeys": relayPrekeys
 ]
 
 /// A failed property: crash loudly so libFuzzer keeps the input.
@@ -585,6 +586,22 @@ extension Fixture {
             fatalError("the fuzz session fixture failed: \(error)")
         }
     }()
+}
+
+/// A prekey upload body as the relay reads it (§10.3): never traps, answers 400/401 for
+/// anything wrong; what it accepts verifies under the owner and re-encodes to itself.
+@Sendable func relayPrekeys(_ bytes: [UInt8]) {
+    let now: UInt64 = 1_800_000_000_000
+    do {
+        let (signed, oneTime) = try RelayService.parsePrekeyUpload(bytes, owner: Fixture.reader.publicKey, now: now)
+        check((try? signed.verify(owner: Fixture.reader.publicKey, now: now)) != nil, "an accepted signed prekey verifies")
+        check(oneTime.count <= ForwardSecrecy.oneTimePrekeyBatch, "at most one batch of one-time prekeys")
+        check((try? SignedPrekey(json: signed.json)) == signed, "an accepted signed prekey re-encodes to itself")
+    } catch let failure as RelayFailure {
+        check([400, 401].contains(failure.status), "a bad prekey upload is 400 or 401, got \(failure.status)")
+    } catch {
+        check(false, "a prekey upload threw \(error)")
+    }
 }
 
 // MARK: Entry point

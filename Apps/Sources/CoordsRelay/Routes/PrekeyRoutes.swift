@@ -35,6 +35,27 @@ extension RelayService {
             throw RelayFailure(401, "unauthenticated", "X-Coords-Key is not a key")  // checked by authenticateCaller already
         }
         guard PeerID(ownerKey) == owner else { throw RelayFailure(401, "wrong_mailbox", "X-Coords-Key does not match") }
+        let (signed, oneTime) = try Self.parsePrekeyUpload(body, owner: ownerKey, now: clock.now())
+        let key = try Bytes32(ownerKey.rawRepresentation)
+        switch try await store.prekeyPut(owner: key, signed: signed, oneTime: oneTime, stockLimit: configuration.prekeys.stock) {
+        case .stored(let stock):
+            metrics.prekeyUploads.increment()
+            return .json(.object(["signedPrekeyID": .integer(UInt64(signed.id)), "oneTimePrekeys": .integer(UInt64(max(stock, 0)))]))
+        case .stale:
+            throw RelayFailure(409, "stale_prekey", "the relay holds a newer signed prekey")
+        case .conflict:
+            throw RelayFailure(409, "prekey_conflict", "a prekey id is already stored with other bytes")
+        case .stockFull:
+            throw RelayFailure(
+                409, "prekey_stock_full", "the relay keeps at most \(configuration.prekeys.stock) one-time prekeys per identity")
+        }
+    }
+
+    /// The body of a prekey upload, checked against its owner (§10.3): the signed prekey and the
+    /// one-time prekeys, every signature verified under `owner`, the times valid at `now` (ms).
+    /// - Throws: ``RelayFailure`` 400 `invalid_json`/`invalid_prekey`, 401 `bad_prekey_signature`.
+    static func parsePrekeyUpload(_ body: [UInt8], owner: Ed25519PublicKey, now: UInt64) throws -> (SignedPrekey, [OneTimePrekey]) {
+        // Anything that is not JSON is answered 400 below.
         guard let object = (try? JSONValue.parse(body, maximumDepth: 4))?.objectValue else {
             throw RelayFailure(400, "invalid_json", "the body is not a JSON object")
         }
@@ -52,10 +73,9 @@ extension RelayService {
         } catch let WireError.invalidPrekeyBundle(why) {
             throw RelayFailure(400, "invalid_prekey", why)
         }
-        let nowMilliseconds = clock.now()
         do {
-            try signed.verify(owner: ownerKey, now: nowMilliseconds)
-            for prekey in oneTime { try prekey.verify(owner: ownerKey) }
+            try signed.verify(owner: owner, now: now)
+            for prekey in oneTime { try prekey.verify(owner: owner) }
         } catch WireError.prekeyBundleExpired {
             throw RelayFailure(400, "invalid_prekey", "the signed prekey has expired")
         } catch let WireError.invalidPrekeyBundle(why) where why.contains("signature") {
@@ -63,19 +83,7 @@ extension RelayService {
         } catch let WireError.invalidPrekeyBundle(why) {
             throw RelayFailure(400, "invalid_prekey", why)
         }
-        let key = try Bytes32(ownerKey.rawRepresentation)
-        switch try await store.prekeyPut(owner: key, signed: signed, oneTime: oneTime, stockLimit: configuration.prekeys.stock) {
-        case .stored(let stock):
-            metrics.prekeyUploads.increment()
-            return .json(.object(["signedPrekeyID": .integer(UInt64(signed.id)), "oneTimePrekeys": .integer(UInt64(max(stock, 0)))]))
-        case .stale:
-            throw RelayFailure(409, "stale_prekey", "the relay holds a newer signed prekey")
-        case .conflict:
-            throw RelayFailure(409, "prekey_conflict", "a prekey id is already stored with other bytes")
-        case .stockFull:
-            throw RelayFailure(
-                409, "prekey_stock_full", "the relay keeps at most \(configuration.prekeys.stock) one-time prekeys per identity")
-        }
+        return (signed, oneTime)
     }
 
     /// `GET /v1/relay/prekeys` (owner-signed): `{"signedPrekeyID", "signedPrekeyCreated", "oneTimePrekeys"}`.
