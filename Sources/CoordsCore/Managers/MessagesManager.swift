@@ -372,11 +372,9 @@ public actor MessagesManager {
                             tx, identity: identity, friend: sender.key, envelope: envelope, now: now, random: random)
                         (payload, reset) = (try MessagePayload(json: opened.payload), opened.reset)
                     } else {
+                        // Version 2 is accepted from anyone who holds the friend's key: only they can sign it, and a
+                        // friend who restored a backup or rotated knows no bundle of ours yet (§10.4).
                         payload = try MessagePayload(json: try envelope.open(as: identity.signing, from: sender.key, now: now / 1000))
-                        // A friend who announced forward secrecy is never downgraded; only the §9.1 statement comes the old way.
-                        if payload.kind != "rotation", try tx.open(Tables.friendPrekeys).get(sender.key)?.announcedAt != nil {
-                            throw WireError.downgradeRefused
-                        }
                     }
                 } catch let error as WireError where error == .sessionBroken || error.code == WireError.unknownPrekey("").code {
                     try ids.put(id, [])

@@ -182,7 +182,11 @@ public actor SessionsManager {
             record.checkedAt = now
             defer { _ = try? table.put(key, record) }  // the time asked is a hint; failing to store it only means asking sooner
             guard status == 200 else {
-                if status == 404 { return .notOffered }
+                if status == 404 {
+                    // A relay that hides the bundle of a friend who announced is a downgrade attempt (§10.4).
+                    guard record.announcedAt != nil else { return .notOffered }
+                    return .refused(code: WireError.downgradeRefused.code, reason: WireError.downgradeRefused.description)
+                }
                 let error = RelayAPI.error(status: status, body: body)
                 return .refused(code: error.code, reason: error.description)
             }

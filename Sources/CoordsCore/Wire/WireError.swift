@@ -89,7 +89,8 @@ public enum WireError: CoordsCoreError, Equatable {
     case tooManySkipped(gap: UInt64)
     /// No kept session opens this message (our state for it was lost); a reset follows (§10.8).
     case sessionBroken
-    /// A friend who announced forward secrecy sent a version-2 message: refused (§10.4).
+    /// A relay answered "no prekeys" for a friend who announced forward secrecy: a downgrade
+    /// attempt, refused — the last bundle and the sessions stay in use (§10.4).
     case downgradeRefused
     /// No session and no valid prekey bundle for a friend who announced forward secrecy (§10.4).
     case prekeysUnavailable
@@ -189,7 +190,8 @@ public enum WireError: CoordsCoreError, Equatable {
         case .duplicateMessage: "this message was opened before or its key was erased: a replay or duplicate, refused"
         case .tooManySkipped(let gap): "the message skips \(gap) messages; at most 1000 are kept, so it is refused"
         case .sessionBroken: "no session opens this message (the state was lost, e.g. after a restore); a session reset is sent"
-        case .downgradeRefused: "this friend uses forward secrecy; a message sealed the old way from them is refused (a downgrade)"
+        case .downgradeRefused:
+            "the relay says this friend has no prekeys, but they announced forward secrecy: refused as a downgrade; their last bundle stays in use"
         case .prekeysUnavailable:
             "no forward-secret session with this friend and no valid prekey bundle on their relay; the message waits, it is never sent the old way"
         }
