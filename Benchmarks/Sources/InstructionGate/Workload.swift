@@ -212,7 +212,12 @@ func gateApp(friends: Int) async throws -> (app: CoordsApp, me: Identity, friend
 /// `forwardSecret`, every friend has an accepted bundle and we have a signed prekey: the entries
 /// are sealed to signed prekeys (the C floor seals to the same keys).
 func prepareUpload(friends: Int, forwardSecret: Bool = false) -> Operation {
-    Operation(name: "prepare-upload-\(friends)\(forwardSecret ? "-forward-secret" : "")", iterations: friends >= 64 ? 2 : 10, budget: 1.20) {
+    // Forward secret: nine sealed records more are read (our signed prekey, each friend's bundle);
+    // the issue's bar is 0.8× the floor, a ratio of 1.25.
+    Operation(
+        name: "prepare-upload-\(friends)\(forwardSecret ? "-forward-secret" : "")", iterations: friends >= 64 ? 2 : 10,
+        budget: forwardSecret ? 1.25 : 1.20
+    ) {
         let (app, me, friendKeys) = try await gateApp(friends: friends)
         var keys = try [me.x25519.publicKey] + friendKeys.map { try X25519PublicKey(ed25519: $0.publicKey) }
         if forwardSecret {

@@ -57,6 +57,13 @@ public struct X25519PrivateKey: Sendable {
         publicKey = X25519PublicKey(validatedBytes: pk)
     }
 
+    /// A scalar with the public key stored next to it (the app's sealed store: authenticated, so
+    /// the pair is the one that was written), without the base-point multiplication.
+    init(storedScalar: SecretBytes, publicKey: X25519PublicKey) {
+        rawRepresentation = storedScalar
+        self.publicKey = publicKey
+    }
+
     /// The X25519 form of an identity (PROTOCOL.md §1): the first 32 bytes of SHA-512(seed),
     /// clamped, via libsodium `crypto_sign_ed25519_sk_to_curve25519`.
     /// - Throws: ``CryptoError`` only if libsodium cannot initialise.

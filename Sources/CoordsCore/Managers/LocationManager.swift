@@ -222,13 +222,14 @@ public actor LocationManager {
     private func blobRecipients(identity: Identity, friends: [(id: String, key: X25519PublicKey)], now: UInt64) throws -> [X25519PublicKey] {
         try context.database.read { tx in
             let own = try SessionsManager.ownSignedPrekeys(tx).first { !$0.replaced && now < $0.expires }
-            var keys = [own?.key.publicKey ?? identity.x25519.publicKey]
+            var keys = [own?.publicKey ?? identity.x25519.publicKey]
             keys.reserveCapacity(friends.count + 1)
             // Most uploads have no friend with prekeys: one count instead of a lookup per friend.
-            guard try tx.open(Tables.friendPrekeys).count() > 0 else { return keys + friends.map(\.key) }
+            let prekeys = try tx.open(Tables.friendPrekeys)
+            guard try prekeys.count() > 0 else { return keys + friends.map(\.key) }
             for friend in friends {
                 let key = try Ed25519PublicKey(base64URL: friend.id)
-                keys.append(try SessionsManager.blobKey(tx, friend: key, now: now) ?? friend.key)
+                keys.append(try prekeys.get(key)?.usableSignedPrekey(at: now)?.key ?? friend.key)
             }
             return keys
         }
@@ -237,7 +238,7 @@ public actor LocationManager {
     /// The keys our blob entries may be sealed to, identity first, then the signed prekeys still
     /// kept, newest first (§10.9).
     nonisolated func readerKeys(_ identity: Identity) throws -> [X25519PrivateKey] {
-        try [identity.x25519] + context.database.read { tx in try SessionsManager.ownSignedPrekeys(tx).map(\.key) }
+        try [identity.x25519] + context.database.read { tx in try SessionsManager.ownSignedPrekeys(tx).map { $0.key() } }
     }
 
     /// After a share ended (its time passed, ``FriendsManager/pause(id:)``,

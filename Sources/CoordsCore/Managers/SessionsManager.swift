@@ -20,7 +20,7 @@ public enum BundleOutcome: Sendable, Equatable {
 
 /// Forward secrecy (PROTOCOL.md §10): the identity's own prekeys, friends' bundles, and the
 /// sessions messages travel in. The messages and location managers call its internal
-/// transaction helpers (`sealMessage`, `openMessage`, `blobKey`), so a session advances in the
+/// transaction helpers (`sealMessage`, `openMessage`, `ownSignedPrekeys`), so a session advances in the
 /// transaction that stores or queues the message.
 public actor SessionsManager {
     let context: AppContext
@@ -46,9 +46,11 @@ public actor SessionsManager {
         let prepared: (SignedPrekey, [OneTimePrekey], String)? = try context.database.write { tx in
             let settings = try tx.open(Tables.settings)
             guard let server = try settings.get(SettingKey.server), !server.isEmpty else { throw WalletManagerError.noServer }
-            let own = try tx.open(Tables.ownPrekeys)
+            let own = try tx.open(Tables.ownSignedPrekeys)
+            let oneTimeTable = try tx.open(Tables.ownOneTimePrekeys)
             let entries = try own.entries()
-            var current = entries.filter { $0.value.kind == .signed && !$0.value.replaced }.max { $0.value.created < $1.value.created }
+            var used = Set(entries.map(\.key))
+            var current = entries.filter { !$0.value.replaced }.max { $0.value.created < $1.value.created }
             var changed = force
             if current == nil || now.subtractingSaturating(current?.value.created ?? 0) >= ForwardSecrecy.signedPrekeyRotation {
                 if let old = current {
@@ -56,7 +58,9 @@ public actor SessionsManager {
                     replaced.replaced = true
                     try own.put(old.key, replaced)
                 }
-                let id = try Self.freshID(existing: Set(entries.map(\.key)), random: random)
+                used.formUnion(try oneTimeTable.entries().map(\.key))
+                let id = try Self.freshID(existing: used, random: random)
+                used.insert(id)
                 let key = try X25519PrivateKey.generate(using: random)
                 let prekey = OwnPrekey(
                     kind: .signed, key: key, created: now, expires: now.addingSaturating(ForwardSecrecy.signedPrekeyValidity))
@@ -69,19 +73,19 @@ public actor SessionsManager {
             var oneTime: [OneTimePrekey] = []
             let stock = try settings.get(SettingKey.prekeysRelayStock)
             if stock.map({ $0 < UInt64(ForwardSecrecy.oneTimePrekeyLow) }) ?? true {
-                var used = Set(try own.entries().map(\.key))
+                used.formUnion(try oneTimeTable.entries().map(\.key))
                 for _ in 0..<ForwardSecrecy.oneTimePrekeyBatch {
                     let id = try Self.freshID(existing: used, random: random)
                     used.insert(id)
                     let key = try X25519PrivateKey.generate(using: random)
-                    try own.put(id, OwnPrekey(kind: .oneTime, key: key, created: now, expires: 0))
+                    try oneTimeTable.put(id, OwnPrekey(kind: .oneTime, key: key, created: now, expires: 0))
                     oneTime.append(OneTimePrekey.make(id: id, key: key.publicKey, identity: identity.signing))
                 }
                 changed = true
             }
             guard changed else { return nil }
             let signed = SignedPrekey.make(
-                id: current.key, key: current.value.key.publicKey, created: current.value.created, expires: current.value.expires,
+                id: current.key, key: current.value.publicKey, created: current.value.created, expires: current.value.expires,
                 identity: identity.signing)
             return (signed, oneTime, server)
         }
@@ -221,9 +225,7 @@ public actor SessionsManager {
     public nonisolated func sweep() throws -> Int {
         let now = context.clock.now()
         return try context.database.write { tx in
-            var erased = try tx.open(Tables.ownPrekeys).removeAll { _, prekey in
-                prekey.kind == .signed && prekey.replaced && prekey.eraseAt <= now
-            }.count
+            var erased = try tx.open(Tables.ownSignedPrekeys).removeAll { _, prekey in prekey.replaced && prekey.eraseAt <= now }.count
             let sessions = try tx.open(Tables.sessions)
             for (key, var stored) in try sessions.entries() {
                 if !stored.active, stored.session.lastUsed.addingSaturating(ForwardSecrecy.sessionKeep) <= now {
@@ -340,19 +342,20 @@ extension SessionsManager {
             let baseKeys = try tx.open(Tables.baseKeys)
             let base = try Bytes32(handshake.baseKey.rawRepresentation)
             guard try baseKeys.get(base) == nil else { throw WireError.replayedHandshake }
-            let own = try tx.open(Tables.ownPrekeys)
-            guard let signed = try own.get(handshake.signedPrekeyID), signed.kind == .signed else {
+            guard let signedRecord = try tx.open(Tables.ownSignedPrekeys).get(handshake.signedPrekeyID) else {
                 throw WireError.unknownPrekey("signed prekey \(handshake.signedPrekeyID)")
             }
-            var oneTime: OwnPrekey?
+            let signed = signedRecord.key()
+            let own = try tx.open(Tables.ownOneTimePrekeys)
+            var oneTime: X25519PrivateKey?
             if let id = handshake.oneTimePrekeyID {
-                guard let found = try own.get(id), found.kind == .oneTime else { throw WireError.unknownPrekey("one-time prekey \(id)") }
-                oneTime = found
+                guard let found = try own.get(id) else { throw WireError.unknownPrekey("one-time prekey \(id)") }
+                oneTime = found.key()
             }
             let secret = try X3DH.respond(
-                identity: identity.signing, signedPrekey: signed.key, oneTimePrekey: oneTime?.key, initiator: friend,
+                identity: identity.signing, signedPrekey: signed, oneTimePrekey: oneTime, initiator: friend,
                 baseKey: handshake.baseKey)
-            var session = RatchetSession.respond(sharedSecret: secret, signedPrekey: signed.key, handshake: handshake, now: now)
+            var session = RatchetSession.respond(sharedSecret: secret, signedPrekey: signed, handshake: handshake, now: now)
             let plaintext = try session.open(message, context: context, now: now, using: random)
             if let id = handshake.oneTimePrekeyID { _ = try own.delete(id) }
             try baseKeys.put(base, now)
@@ -397,7 +400,8 @@ extension SessionsManager {
     /// and every own prekey, private halves included, and what the relay was told.
     static func endIdentity(_ tx: borrowing WriteTransaction) throws {
         try tx.open(Tables.sessions).removeAll()
-        try tx.open(Tables.ownPrekeys).removeAll()
+        try tx.open(Tables.ownSignedPrekeys).removeAll()
+        try tx.open(Tables.ownOneTimePrekeys).removeAll()
         try tx.open(Tables.baseKeys).removeAll()
         let settings = try tx.open(Tables.settings)
         _ = try settings.delete(SettingKey.prekeysPublishedSignedID.name)
@@ -427,15 +431,9 @@ extension SessionsManager {
 
     // MARK: Keys for location blobs (§10.9)
 
-    /// The key a blob entry for `friend` is sealed to at `now`: their accepted, unexpired signed
-    /// prekey, or nil (the identity key then).
-    static func blobKey(_ tx: borrowing ReadTransaction, friend: Ed25519PublicKey, now: UInt64) throws -> X25519PublicKey? {
-        try tx.open(Tables.friendPrekeys).get(friend)?.usableSignedPrekey(at: now)?.key
-    }
-
     /// Own signed prekeys still kept, newest first (the current one is the first unless none).
     static func ownSignedPrekeys(_ tx: borrowing ReadTransaction) throws -> [OwnPrekey] {
-        try tx.open(Tables.ownPrekeys).entries().map(\.value).filter { $0.kind == .signed }.sorted { $0.created > $1.created }
+        try tx.open(Tables.ownSignedPrekeys).entries().map(\.value).sorted { $0.created > $1.created }
     }
 }
 

@@ -48,7 +48,8 @@ public enum AppSchema {
         [
             Tables.friends.erased, Tables.locations.erased, Tables.uploadState.erased, Tables.settings.erased, Tables.outbox.erased,
             Tables.messages.erased, Tables.messageIDs.erased, Tables.conversations.erased, Tables.shareLimits.erased,
-            Tables.retiredKeys.erased, Tables.rotation.erased, Tables.ownPrekeys.erased, Tables.friendPrekeys.erased,
+            Tables.retiredKeys.erased, Tables.rotation.erased, Tables.ownSignedPrekeys.erased, Tables.ownOneTimePrekeys.erased,
+            Tables.friendPrekeys.erased,
             Tables.sessions.erased, Tables.baseKeys.erased
         ]
     }

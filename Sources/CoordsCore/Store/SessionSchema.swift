@@ -2,9 +2,11 @@
 /// and handshake base keys. Every value is sealed at rest like every other value of the store,
 /// and none is in a backup.
 extension Tables {
-    /// Own prekeys by id: private halves of the signed prekeys still kept and the one-time
-    /// prekeys not used yet.
-    public static let ownPrekeys = TableDefinition<UInt32, OwnPrekey>("own_prekeys")
+    /// Own signed prekeys still kept, by id (private halves).
+    public static let ownSignedPrekeys = TableDefinition<UInt32, OwnPrekey>("own_signed_prekeys")
+    /// Own one-time prekeys not used yet, by id (private halves). A separate table, so reading the
+    /// few signed prekeys (every upload and fetch) never walks the hundreds of one-time ones.
+    public static let ownOneTimePrekeys = TableDefinition<UInt32, OwnPrekey>("own_one_time_prekeys")
     /// Friends' accepted prekeys and whether they announced forward secrecy (§10.4).
     public static let friendPrekeys = TableDefinition<Ed25519PublicKey, FriendPrekeys>("friend_prekeys")
     /// Sessions by `friend key (32) | base key (32)`: a prefix scan lists a friend's sessions.
@@ -13,8 +15,8 @@ extension Tables {
     public static let baseKeys = TableDefinition<Bytes32, UInt64>("base_keys")
 }
 
-/// One of the identity's own prekeys (value of ``Tables/ownPrekeys``):
-/// `kind u8 | flags u8 (bit 0: replaced) | created u64 | expires u64 | private (32)`.
+/// One of the identity's own prekeys (value of ``Tables/ownSignedPrekeys`` and ``Tables/ownOneTimePrekeys``):
+/// `kind u8 | flags u8 (bit 0: replaced) | created u64 | expires u64 | private (32) | public (32)`.
 public struct OwnPrekey: StoreValue, Sendable {
     public static var storeTypeName: String { "own-prekey/1" }
 
@@ -28,8 +30,10 @@ public struct OwnPrekey: StoreValue, Sendable {
 
     /// Which kind.
     public var kind: Kind
-    /// The private half (wiped memory).
-    public var key: X25519PrivateKey
+    /// The private scalar (wiped memory); ``key()`` makes the key pair when it is needed.
+    public var secret: SecretBytes
+    /// The public half.
+    public var publicKey: X25519PublicKey
     /// When it was made (Unix ms).
     public var created: UInt64
     /// Signed prekeys: nobody seals to it from then on (Unix ms); 0 for one-time prekeys.
@@ -40,34 +44,42 @@ public struct OwnPrekey: StoreValue, Sendable {
     /// A prekey from its parts.
     public init(kind: Kind, key: X25519PrivateKey, created: UInt64, expires: UInt64, replaced: Bool = false) {
         self.kind = kind
-        self.key = key
+        self.secret = key.rawRepresentation
+        self.publicKey = key.publicKey
         self.created = created
         self.expires = expires
         self.replaced = replaced
     }
 
+    /// The key pair (the stored public half: no base-point multiplication).
+    public func key() -> X25519PrivateKey { X25519PrivateKey(storedScalar: secret, publicKey: publicKey) }
+
     /// When the private half is erased (signed prekeys: `expires + SPK_KEEP`).
     public var eraseAt: UInt64 { expires.addingSaturating(ForwardSecrecy.signedPrekeyKeep) }
 
     public func withStoreBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        let bytes = SecretBytes(count: 50) { out in
+        let bytes = SecretBytes(count: 82) { out in
             out[0] = kind.rawValue
             out[1] = replaced ? 1 : 0
             withUnsafeBytes(of: created.bigEndian) { UnsafeMutableRawBufferPointer(rebasing: out[2..<10]).copyMemory(from: $0) }
             withUnsafeBytes(of: expires.bigEndian) { UnsafeMutableRawBufferPointer(rebasing: out[10..<18]).copyMemory(from: $0) }
-            key.rawRepresentation.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: out[18..<50]).copyMemory(from: $0) }
+            secret.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: out[18..<50]).copyMemory(from: $0) }
+            publicKey.rawRepresentation.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: out[50..<82]).copyMemory(from: $0) }
         }
         return try bytes.withUnsafeBytes { try body($0) }
     }
 
     public init(storeBytes: UnsafeRawBufferPointer) throws {
-        guard storeBytes.count == 50, let kind = Kind(rawValue: storeBytes[0]), storeBytes[1] <= 1 else {
+        guard storeBytes.count == 82, let kind = Kind(rawValue: storeBytes[0]), storeBytes[1] <= 1 else {
             throw StoreCodecError("not an own-prekey/1 value")
         }
         var reader = ByteReader(UnsafeRawBufferPointer(rebasing: storeBytes[2..<18]))
-        self.init(
-            kind: kind, key: try X25519PrivateKey(rawRepresentation: SecretBytes(borrowing: UnsafeRawBufferPointer(rebasing: storeBytes[18..<50]))),
-            created: try reader.read(UInt64.self), expires: try reader.read(UInt64.self), replaced: storeBytes[1] == 1)
+        self.kind = kind
+        self.secret = SecretBytes(borrowing: UnsafeRawBufferPointer(rebasing: storeBytes[18..<50]))
+        self.publicKey = try X25519PublicKey(rawRepresentation: Array(storeBytes[50..<82]))
+        self.created = try reader.read(UInt64.self)
+        self.expires = try reader.read(UInt64.self)
+        self.replaced = storeBytes[1] == 1
     }
 }
 

@@ -74,14 +74,14 @@ import Testing
     @Test func messagesTravelInSessionsBothWaysAndUseOneTimePrekeysOnce() async throws {
         var p = try await Pair()
         #expect(try p.alice.app.sessions.protection(of: p.bobID) == .forwardSecret)
-        let bobOwn = try p.bob.app.context.database.read { tx in try tx.open(Tables.ownPrekeys).count() }
+        let bobOwn = try p.bob.app.context.database.read { tx in try tx.open(Tables.ownOneTimePrekeys).count() }
         let first = try await p.alice.app.messages.send("hello in a session", to: p.bobID)
         let second = try await p.alice.app.messages.send("and again", to: p.bobID)
         #expect(try Self.version(first.request) == 3 && Self.version(second.request) == 3)
         // Out of order, then a reply, then a second reply: every message opens once.
         let got = try await p.bob.app.messages.processFetchResponse(try Pair.packets([second.request, first.request]))
         #expect(got.received.map(\.text) == ["and again", "hello in a session"] && got.rejected.isEmpty)
-        #expect(try p.bob.app.context.database.read { tx in try tx.open(Tables.ownPrekeys).count() } == bobOwn - 1)
+        #expect(try p.bob.app.context.database.read { tx in try tx.open(Tables.ownOneTimePrekeys).count() } == bobOwn - 1)
         let reply = try await p.bob.app.messages.send("hi Alice", to: p.aliceID)
         #expect(try Self.version(reply.request) == 3)
         let back = try await p.alice.app.messages.processFetchResponse(try Pair.packets([reply.request] + got.receipts.map(\.item.request)))
