@@ -528,6 +528,40 @@ static void test_apps(void) {
     CHECK(contains(&json, "\"decision\":\"unknown\"")); /* reported twice */
     coords_buffer_free(&json);
 
+    /* Forward secrecy (PROTOCOL.md §10): Bob's prekey upload, Alice's bundle requests. */
+    EXPECT(COORDS_OK, coords_prekeys_prepare_upload(bob, 0, &json, &e_));
+    CHECK(contains(&json, "/v1/relay/prekeys") && contains(&json, "\"method\":\"PUT\""));
+    coords_buffer_free(&json);
+    const char *stock_answer = "{\"signedPrekeyID\":1,\"oneTimePrekeys\":100}";
+    int64_t stock = 0;
+    EXPECT(COORDS_OK, coords_prekeys_process_upload(bob, 200, (const uint8_t *)stock_answer, strlen(stock_answer), &stock, &e_));
+    CHECK(stock == 100);
+    EXPECT(COORDS_ERR_INVALID_ARGUMENT, coords_prekeys_process_upload(bob, 1000, NULL, 0, &stock, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_prekeys_process_upload(bob, 200, NULL, 0, NULL, &e_));
+    EXPECT(COORDS_OK, coords_prekeys_prepare_stock(bob, &json, &e_));
+    CHECK(contains(&json, "X-Coords-Signature"));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_prekeys_process_stock(bob, 500, NULL, 0, &stock, &e_));
+    CHECK(stock == -1);
+    EXPECT(COORDS_OK, coords_prekeys_bundles_due(alice, &json, &e_));
+    CHECK(contains(&json, bob_id));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_prekeys_prepare_bundle(alice, bob_id, &json, &e_));
+    CHECK(contains(&json, "/v1/relay/prekeys/"));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_ERR_INVALID_PUBLIC_KEY_ID, coords_prekeys_prepare_bundle(alice, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", &json, &e_));
+    const char *garbage = "{\"key\": 1}";
+    EXPECT(COORDS_OK, coords_prekeys_process_bundle(alice, bob_id, 200, (const uint8_t *)garbage, strlen(garbage), &json, &e_));
+    CHECK(contains(&json, "\"result\":\"refused\""));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_prekeys_process_bundle(alice, bob_id, 404, NULL, 0, &json, &e_));
+    CHECK(contains(&json, "\"result\":\"not_offered\""));
+    coords_buffer_free(&json);
+    uint64_t erased = 1;
+    EXPECT(COORDS_OK, coords_sessions_sweep(alice, &erased, &e_));
+    CHECK(erased == 0);
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_sessions_sweep(alice, NULL, &e_));
+
     /* Sealed messages: Alice writes to Bob; a stranger's envelope is refused by Bob. */
     EXPECT(COORDS_OK, coords_messages_send(alice, bob_id, "on my way", &json, &e_));
     CHECK(contains(&json, "\"status\":\"queued\"") && contains(&json, "/v1/relay/messages"));

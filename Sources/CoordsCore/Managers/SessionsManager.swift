@@ -72,7 +72,11 @@ public actor SessionsManager {
             if try settings.get(SettingKey.prekeysPublishedSignedID) != UInt64(current.key) { changed = true }
             var oneTime: [OneTimePrekey] = []
             let stock = try settings.get(SettingKey.prekeysRelayStock)
-            if stock.map({ $0 < UInt64(ForwardSecrecy.oneTimePrekeyLow) }) ?? true {
+            // Unused one-time prekeys kept here are bounded too: uploads the relay never confirmed
+            // do not pile up batches (at most OPK_STOCK are kept).
+            if stock.map({ $0 < UInt64(ForwardSecrecy.oneTimePrekeyLow) }) ?? true,
+                try oneTimeTable.count() + ForwardSecrecy.oneTimePrekeyBatch <= ForwardSecrecy.oneTimePrekeyStock
+            {
                 used.formUnion(try oneTimeTable.entries().map(\.key))
                 for _ in 0..<ForwardSecrecy.oneTimePrekeyBatch {
                     let id = try Self.freshID(existing: used, random: random)
