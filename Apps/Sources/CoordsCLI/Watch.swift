@@ -52,6 +52,8 @@ struct Watch: AsyncParsableCommand {
         while count == 0 || round < count {
             round += 1
             var failed = false
+            // Prekeys due, friends' bundles due (the core limits both), then the outbox (PROTOCOL.md §10).
+            if round > 1 { await PrekeyRefresh.refresh(session) }
             OutboxDelivery.print(await OutboxDelivery.flush(session), json: false)
             await resealAfterShareEnded(session)
             if let lat, let lon {
