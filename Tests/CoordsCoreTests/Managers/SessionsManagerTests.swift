@@ -249,3 +249,46 @@ import Testing
         #expect(entries.first?.location == nil && entries.first?.error == .notARecipient, "the recorded blob opened with the stolen state")
     }
 }
+
+/// Rotation and revocation (PROTOCOL.md §10.11): the old identity's sessions and prekeys end, the
+/// statement still travels the old way, and the new key starts over.
+@Suite struct SessionsRotationTests {
+    @Test func rotatingEndsSessionsAndPrekeysAndTheNewKeyStartsOver() async throws {
+        var p = try await SessionsManagerTests.Pair()
+        let hello = try await p.alice.app.messages.send("before", to: p.bobID)
+        _ = try await p.bob.app.messages.processFetchResponse(try SessionsManagerTests.Pair.packets([hello.request]))
+        let counts = { (app: TestApp) throws -> (Int, Int, Int) in
+            try app.app.context.database.read { tx in
+                (
+                    try tx.open(Tables.sessions).count(), try tx.open(Tables.ownSignedPrekeys).count(),
+                    try tx.open(Tables.ownOneTimePrekeys).count()
+                )
+            }
+        }
+        #expect(try counts(p.alice).0 == 1 && counts(p.alice).1 == 1)
+        let rotation = try await p.alice.app.rotateIdentity()
+        #expect(try counts(p.alice) == (0, 0, 0), "the old identity's sessions and prekeys end with it")
+        // The statement is the one message still sealed the old way (version 2), and Bob follows it.
+        let statement = try #require(rotation.statements.first?.item.request)
+        #expect(try SessionsManagerTests.version(statement) == 2)
+        let followed = try await p.bob.app.messages.processFetchResponse(try SessionsManagerTests.Pair.packets([statement]))
+        #expect(followed.rotated.count == 1 && followed.rejected.isEmpty)
+        #expect(try p.bob.app.sessions.protection(of: rotation.id) == .legacy, "the new key has announced nothing yet")
+        #expect(try counts(p.bob).0 == 0, "Bob forgot the sessions with Alice's old key")
+        // Until Alice's new key publishes, Bob writes version 2 — and Alice reads it.
+        let interim = try await p.bob.app.messages.send("to your new key", to: rotation.id)
+        #expect(try SessionsManagerTests.version(interim.request) == 2)
+        #expect(
+            try await p.alice.app.messages.processFetchResponse(try SessionsManagerTests.Pair.packets([interim.request])).received.map(\.text)
+                == ["to your new key"])
+        // The new key publishes; Bob accepts its bundle; sessions again.
+        p.stock[rotation.id] = nil
+        try p.publish(p.alice, rotation.id)
+        #expect(try p.fetchBundle(into: p.bob, of: rotation.id) == .accepted(oneTime: true))
+        let after = try await p.bob.app.messages.send("forward-secret again", to: rotation.id)
+        #expect(try SessionsManagerTests.version(after.request) == 3)
+        #expect(
+            try await p.alice.app.messages.processFetchResponse(try SessionsManagerTests.Pair.packets([after.request])).received.map(\.text)
+                == ["forward-secret again"])
+    }
+}
