@@ -27,17 +27,25 @@ public func ffiPrekeysPrepareUpload(_ handle: Handle, _ force: Int32, _ requestO
     }
 }
 
-@_cdecl("coords_prekeys_process_upload")
-public func ffiPrekeysProcessUpload(
+/// The shared shape of the two stock answers: status and body in, the stock (or -1) out.
+private func processingStock(
     _ handle: Handle, _ status: Int32, _ body: UnsafePointer<UInt8>?, _ length: Int, _ stockOut: UnsafeMutablePointer<Int64>?,
-    _ error: ErrorOut
+    _ error: ErrorOut, _ process: (SessionsManager, Int, [UInt8]) throws -> Int?
 ) -> Int32 {
     exported(error) {
         let out = try Argument.output(stockOut, "stock_out")
         let code = try httpStatus(status)
         let bytes = try Argument.body(body, length)
-        out.pointee = try apps.get(handle).app.sessions.processPrekeyUpload(status: code, body: bytes).map { Int64($0) } ?? -1
+        out.pointee = try process(try apps.get(handle).app.sessions, code, bytes).map { Int64($0) } ?? -1
     }
+}
+
+@_cdecl("coords_prekeys_process_upload")
+public func ffiPrekeysProcessUpload(
+    _ handle: Handle, _ status: Int32, _ body: UnsafePointer<UInt8>?, _ length: Int, _ stockOut: UnsafeMutablePointer<Int64>?,
+    _ error: ErrorOut
+) -> Int32 {
+    processingStock(handle, status, body, length, stockOut, error) { try $0.processPrekeyUpload(status: $1, body: $2) }
 }
 
 @_cdecl("coords_prekeys_prepare_stock")
@@ -50,12 +58,7 @@ public func ffiPrekeysProcessStock(
     _ handle: Handle, _ status: Int32, _ body: UnsafePointer<UInt8>?, _ length: Int, _ stockOut: UnsafeMutablePointer<Int64>?,
     _ error: ErrorOut
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.output(stockOut, "stock_out")
-        let code = try httpStatus(status)
-        let bytes = try Argument.body(body, length)
-        out.pointee = try apps.get(handle).app.sessions.processStock(status: code, body: bytes).map { Int64($0) } ?? -1
-    }
+    processingStock(handle, status, body, length, stockOut, error) { try $0.processStock(status: $1, body: $2) }
 }
 
 @_cdecl("coords_prekeys_bundles_due")

@@ -9,19 +9,16 @@ import Testing
 @Suite struct SessionsManagerTests {
     /// Alice and Bob, friends both ways, each with published prekeys and the other's bundle.
     struct Pair {
-        let clock = ManualClock(milliseconds: 1_800_000_000_000)
+        let clock: ManualClock
         let alice: TestApp, bob: TestApp
         let aliceID: String, bobID: String
         /// What each one's relay holds: the last upload's signed prekey and one-time stock.
         var stock: [String: (signed: JSONValue, oneTime: [JSONValue])] = [:]
 
+        /// The messages suite's pair (friends both ways), then prekeys published and bundles accepted.
         init(announce: Bool = true) async throws {
-            alice = try TestApp(name: "alice", clock: clock)
-            bob = try TestApp(name: "bob", clock: clock)
-            aliceID = try await alice.app.wallet.createIdentity(name: "Alice", server: "https://relay.test")
-            bobID = try await bob.app.wallet.createIdentity(name: "Bob", server: "https://relay.test")
-            _ = try await alice.app.friends.add(id: bobID, server: "https://relay.test", name: "Bob")
-            _ = try await bob.app.friends.add(id: aliceID, server: "https://relay.test", name: "Alice")
+            let friends = try await MessagesManagerTests.Pair()
+            (clock, alice, bob, aliceID, bobID) = (friends.clock, friends.alice, friends.bob, friends.aliceID, friends.bobID)
             if announce {
                 try publish(alice, aliceID)
                 try publish(bob, bobID)
