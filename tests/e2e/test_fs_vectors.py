@@ -1,5 +1,8 @@
 """The §10 known answers are what the independent implementation computes (scripts/make-fs-vectors.py).
 
+Here, not in tests/python: that suite also runs against the wheel in an environment without the
+system's libsodium, which the second implementation loads through ctypes.
+
 The Swift suite reproduces every byte of the file (ForwardSecrecyVectorTests); this test keeps the
 file and the second implementation in step, so neither can drift alone.
 """
