@@ -26,6 +26,6 @@ rm -f dist/coordscore-"$(cat VERSION)"-*.whl
 PATH="$work/venv/bin:$PATH" "$work/venv/bin/auditwheel" repair --wheel-dir dist "$work"/plain/coordscore-*.whl >"$work/repair.log" 2>&1 || {
     cat "$work/repair.log" >&2; exit 1; }
 wheel=$(ls dist/coordscore-"$(cat VERSION)"-py3-none-manylinux_*.whl)
-"$work/venv/bin/auditwheel" show "$wheel" | tr '\n' ' ' | grep -q 'consistent with the following platform tag: "manylinux_' || {
+"$work/venv/bin/auditwheel" show "$wheel" | tr '\n' ' ' | grep 'consistent with the following platform tag: "manylinux_' > /dev/null || {
     "$work/venv/bin/auditwheel" show "$wheel" >&2; echo "wheel: auditwheel does not accept $wheel as manylinux" >&2; exit 1; }
 echo "$wheel"

@@ -20,7 +20,7 @@ fi
 others=$(readelf --dyn-syms -W "$lib" | awk '($5 == "GLOBAL" || $5 == "WEAK") && $7 != "UND" { sub(/@.*/, "", $8); print $8 }' \
     | grep -v -e '^coords_' -e '^COORDSCORE_[0-9]*$' | sort -u || true)
 if [ -n "$others" ]; then
-    echo "check-abi: $lib exports $(echo "$others" | wc -l) symbols beyond the C ABI, e.g.: $(echo "$others" | head -5 | tr '\n' ' ')" >&2
+    echo "check-abi: $lib exports $(echo "$others" | wc -l) symbols beyond the C ABI, e.g.: $(echo "$others" | sed -n 1,5p | tr '\n' ' ')" >&2
     echo "check-abi: link it with include/coordscore.map (make lib, make lib-portable)" >&2
     exit 1
 fi

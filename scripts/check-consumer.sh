@@ -23,7 +23,7 @@ echo "check-consumer: an app depending on CoordsCore resolves 1 package ($pins)"
 # local clone of this repository (releases are tagged with the bare VERSION, docs/RELEASING.md;
 # an untagged checkout is tagged in the clone the way a release is).
 version=$(cat VERSION)
-line=$(grep -o '\.package(url: "[^"]*", from: "[^"]*")' README.md | head -1)
+line=$(grep -o '\.package(url: "[^"]*", from: "[^"]*")' README.md | sed -n 1p)
 [ -n "$line" ] || { echo "check-consumer: README.md has no .package(url:from:) line" >&2; exit 1; }
 url=$(sed 's/.*url: "\([^"]*\)".*/\1/' <<<"$line")
 name=$(basename "$url" .git)

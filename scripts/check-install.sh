@@ -30,7 +30,7 @@ flags=$(PKG_CONFIG_LIBDIR="$lib/pkgconfig" pkg-config --define-prefix --cflags -
     || fail "pkg-config --cflags --libs coordscore fails without the -dev packages' .pc files"
 case "$flags" in *"$stage"*) ;; *) fail "pkg-config did not point into the stage: $flags" ;; esac
 cc -std=c99 -Wall -Wextra -Werror "$stage/demo.c" $flags -o "$stage/demo"
-readelf -d "$stage/demo" | grep -q "NEEDED.*libcoordscore.so.$abi" || fail "the program does not record libcoordscore.so.$abi"
+readelf -d "$stage/demo" | grep "NEEDED.*libcoordscore.so.$abi" > /dev/null || fail "the program does not record libcoordscore.so.$abi"
 out=$(LD_LIBRARY_PATH="$lib" "$stage/demo")
 echo "check-install: $out"
 case "$out" in "libcoordscore $version: Bob sees 47.3769 8.5417") ;; *) fail "unexpected output: $out" ;; esac
@@ -74,7 +74,7 @@ toolchain=$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")
 for tool in coords coords-relay; do
     runpath=$(readelf -d "$stage/usr/bin/$tool" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
     [ "$runpath" = '$ORIGIN/../lib/coords' ] || fail "$tool's RUNPATH is '$runpath', not \$ORIGIN/../lib/coords"
-    ! readelf -d "$stage/usr/bin/$tool" | grep -q "(RPATH)" || fail "$tool has an RPATH"
+    ! readelf -d "$stage/usr/bin/$tool" | grep "(RPATH)" > /dev/null || fail "$tool has an RPATH"
 done
 if [ "$(id -u)" -eq 0 ]; then hide=(unshare --mount); else hide=(unshare --map-root-user --mount); fi
 hidden=$("${hide[@]}" sh -c '
@@ -112,7 +112,7 @@ walk(json.load(sys.stdin)["command"], [])'); do
         grep -q "^ *$tool ${command//_/ }\b" <<<"$rendered" || fail "$tool.1 has no section for '$tool ${command//_/ }'"
         # Help text has no stray line-continuation backslashes (a `\\` at a line end of a Swift
         # multi-line string prints a literal one).
-        ! "$stage/usr/bin/$tool" ${command//_/ } --help | grep -q '\\$' || fail "'$tool ${command//_/ } --help' prints a line ending in a backslash"
+        ! "$stage/usr/bin/$tool" ${command//_/ } --help | grep '\\$' > /dev/null || fail "'$tool ${command//_/ } --help' prints a line ending in a backslash"
     done
     bash -n "$stage/usr/share/bash-completion/completions/$tool" || fail "the bash completion of $tool does not parse"
     zsh -n "$stage/usr/share/zsh/site-functions/_$tool" || fail "the zsh completion of $tool does not parse"

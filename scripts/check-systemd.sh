@@ -17,4 +17,4 @@ sed 's/^NoNewPrivileges=yes/NoNewPrivileges=perhaps/' "$work/coords-relay.servic
 mv "$work/broken.service" "$work/coords-relay.service"
 out=$(systemd-analyze verify "$work/coords-relay.service" 2>&1 || true)
 [ -n "$out" ] || { echo "check-systemd: a broken unit verified cleanly; the check is not checking" >&2; exit 1; }
-echo "check-systemd: deploy/systemd/coords-relay.service verifies ($(systemd-analyze --version | head -1))"
+echo "check-systemd: deploy/systemd/coords-relay.service verifies ($(systemd-analyze --version | sed -n 1p))"

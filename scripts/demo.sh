@@ -34,7 +34,7 @@ say "1. A relay starts on this machine."
 RELAY_PID=$!
 PORT=""
 for _ in $(seq 1 200); do
-    PORT=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$WORK/relay.log" | head -1)
+    PORT=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$WORK/relay.log" | sed -n 1p)
     [ -n "$PORT" ] && break
     sleep 0.05
 done

@@ -18,7 +18,7 @@ package=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["
 # The system's libsodium and liblmdb, by their real files (what the loader would open).
 hidden=()
 for name in libsodium.so.23 liblmdb.so.0; do
-    real=$(ldconfig -p | awk -v n="$name" '$1 == n { print $NF; exit }')
+    real=$(ldconfig -p | awk -v n="$name" '$1 == n && !found { print $NF; found = 1 }')
     [ -n "$real" ] && hidden+=("$(readlink -f "$real")")
 done
 if [ "$(id -u)" -eq 0 ]; then isolate=(unshare --mount); else isolate=(unshare --map-root-user --mount); fi
