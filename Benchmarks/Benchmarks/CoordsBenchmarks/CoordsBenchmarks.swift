@@ -16,6 +16,7 @@ let benchmarks: @Sendable () -> Void = {
     clientGrowthBenchmark()
     geocodingBenchmarks()
     envelopeBenchmarks()
+    sessionBenchmarks()
 }
 
 // MARK: Crypto primitives: our API vs the same libsodium call
@@ -627,5 +628,133 @@ func envelopeBenchmarks() {
                 cb_envelope_open(
                     bob.rawSecretKey, alice.key.publicKey.rawRepresentation, id, envelope.sealedPayloadBase64,
                     envelope.signatureBase64, &out, out.count))
+        })
+}
+
+// MARK: Forward-secret sessions (PROTOCOL.md §10) vs the same libsodium calls in C
+
+/// The two ends of a session the benchmarks advance.
+final class BenchSessions: @unchecked Sendable {
+    var a: RatchetSession
+    var b: RatchetSession
+    let toBob: SessionContext
+    let toAlice: SessionContext
+
+    init(alice: Identity, bob: Identity) throws {
+        let prekey = try X25519PrivateKey.generate()
+        let base = try X25519PrivateKey.generate()
+        let bundle = PrekeyBundle(
+            identity: bob.key.publicKey, signedPrekey: SignedPrekey.make(id: 1, key: prekey.publicKey, created: 0, identity: bob.key),
+            oneTimePrekey: nil)
+        let handshake = SessionMessage.Handshake(signedPrekeyID: 1, oneTimePrekeyID: nil, baseKey: base.publicKey)
+        let secret = try X3DH.initiate(identity: alice.key, bundle: bundle, baseKey: base)
+        a = try RatchetSession.initiate(sharedSecret: secret, remoteSignedPrekey: prekey.publicKey, handshake: handshake, now: 0)
+        b = RatchetSession.respond(sharedSecret: secret, signedPrekey: prekey, handshake: handshake, now: 0)
+        let envelope = Array("3f2a6c1e-8b7d-4e5f-9a0b-1c2d3e4f5a60|\(PeerID(alice.key.publicKey).hex)|\(PeerID(bob.key.publicKey).hex)|x|y".utf8)
+        toBob = SessionContext(sender: alice.key.publicKey, recipient: bob.key.publicKey, envelopeAssociatedData: envelope)
+        toAlice = SessionContext(sender: bob.key.publicKey, recipient: alice.key.publicKey, envelopeAssociatedData: envelope)
+        _ = try b.open(try a.seal([1], context: toBob, now: 0), context: toBob, now: 0)
+        _ = try a.open(try b.seal([2], context: toAlice, now: 0), context: toAlice, now: 0)
+    }
+}
+
+func sessionBenchmarks() {
+    let alice: Identity
+    let bob: Identity
+    let sessions: BenchSessions
+    do {
+        alice = try Identity()
+        bob = try Identity()
+        sessions = try BenchSessions(alice: alice, bob: bob)
+    } catch {
+        print("sessionBenchmarks: setup failed: \(error)")
+        return
+    }
+    let payload = randomBytes(1024)
+    let chain = randomBytes(32)
+    let ad = randomBytes(21 + 64 + SessionMessage.messagePrefixByteCount + sessions.toBob.envelopeAssociatedData.count)
+    // A message on an established session (one direction: no DH step), sealed and opened.
+    pair(
+        "Session message seal+open 1 KiB", ops: 20,
+        ours: {
+            let message = try sessions.a.seal(payload, context: sessions.toBob, now: 0)
+            blackHole(try sessions.b.open(message, context: sessions.toBob, now: 0))
+        },
+        raw: {
+            var sealed = [UInt8](repeating: 0, count: 1040)
+            var opened = [UInt8](repeating: 0, count: 1024)
+            blackHole(cb_session_seal_open(chain, payload, payload.count, ad, ad.count, &sealed, &opened))
+        })
+    // A DH ratchet step each way (the reply makes the other side step), each with a message
+    // sealed and opened: against two ratchet steps in C (two agreements, a key pair and two
+    // KDF_RK each) and two messages on a chain.
+    let root = randomBytes(32)
+    let ratchetSecret = randomBytes(32)
+    let ratchetPeer = (try? X25519PrivateKey.generate().publicKey.rawRepresentation) ?? []
+    pair(
+        "Session DH ratchet steps, both ways", ops: 10,
+        ours: {
+            blackHole(try sessions.a.open(try sessions.b.seal(payload, context: sessions.toAlice, now: 0), context: sessions.toAlice, now: 0))
+            blackHole(try sessions.b.open(try sessions.a.seal(payload, context: sessions.toBob, now: 0), context: sessions.toBob, now: 0))
+        },
+        raw: {
+            var fresh = [UInt8](repeating: 0, count: 32)
+            var out = [UInt8](repeating: 0, count: 64)
+            var sealed = [UInt8](repeating: 0, count: 1040)
+            var opened = [UInt8](repeating: 0, count: 1024)
+            for _ in 0..<2 {
+                blackHole(cb_ratchet_step(root, ratchetSecret, ratchetPeer, &fresh, &out))
+                blackHole(cb_session_seal_open(chain, payload, payload.count, ad, ad.count, &sealed, &opened))
+            }
+        })
+    // The handshake on both sides (X3DH with a one-time prekey), against the same conversions,
+    // agreements and HKDF for each side in C.
+    guard let prekey = try? X25519PrivateKey.generate(), let oneTime = try? X25519PrivateKey.generate(),
+        let base = try? X25519PrivateKey.generate()
+    else { return }
+    let bundle = PrekeyBundle(
+        identity: bob.key.publicKey, signedPrekey: SignedPrekey.make(id: 1, key: prekey.publicKey, created: 0, identity: bob.key),
+        oneTimePrekey: OneTimePrekey.make(id: 2, key: oneTime.publicKey, identity: bob.key))
+    let prekeySecret = prekey.rawRepresentation.copyBytes()
+    let oneTimeSecret = oneTime.rawRepresentation.copyBytes()
+    let baseSecret = base.rawRepresentation.copyBytes()
+    let prekeyPublic = prekey.publicKey.rawRepresentation
+    let oneTimePublic = oneTime.publicKey.rawRepresentation
+    let basePublic = base.publicKey.rawRepresentation
+    let aliceX = alice.rawX25519Scalar
+    let alicePublic = alice.key.publicKey.rawRepresentation
+    let bobPublic = bob.key.publicKey.rawRepresentation
+    pair(
+        "Session handshake, both sides", ops: 10,
+        ours: {
+            blackHole(try X3DH.initiate(identity: alice.key, bundle: bundle, baseKey: base))
+            blackHole(
+                try X3DH.respond(
+                    identity: bob.key, signedPrekey: prekey, oneTimePrekey: oneTime, initiator: alice.key.publicKey, baseKey: base.publicKey))
+        },
+        raw: {
+            var out = [UInt8](repeating: 0, count: 32)
+            // Alice: DH(IKx_A, SPK_B), identities, DH(EK_A, SPK_B), DH(EK_A, OPK_B).
+            aliceX.withUnsafeBufferPointer { a in
+                baseSecret.withUnsafeBufferPointer { e in
+                    prekeyPublic.withUnsafeBufferPointer { spk in
+                        oneTimePublic.withUnsafeBufferPointer { opk in
+                            let secrets: [UnsafePointer<UInt8>?] = [a.baseAddress, e.baseAddress, e.baseAddress]
+                            let publics: [UnsafePointer<UInt8>?] = [spk.baseAddress, spk.baseAddress, opk.baseAddress]
+                            blackHole(cb_x3dh_side(alice.rawSecretKey, bobPublic, secrets, publics, 1, &out))
+                        }
+                    }
+                }
+            }
+            // Bob: DH(SPK_B, IKx_A), identities, DH(SPK_B, EK_A), DH(OPK_B, EK_A).
+            prekeySecret.withUnsafeBufferPointer { spk in
+                oneTimeSecret.withUnsafeBufferPointer { opk in
+                    basePublic.withUnsafeBufferPointer { e in
+                        let secrets: [UnsafePointer<UInt8>?] = [spk.baseAddress, spk.baseAddress, opk.baseAddress]
+                        let publics: [UnsafePointer<UInt8>?] = [e.baseAddress, e.baseAddress, e.baseAddress]
+                        blackHole(cb_x3dh_side(bob.rawSecretKey, alicePublic, secrets, publics, 1, &out))
+                    }
+                }
+            }
         })
 }

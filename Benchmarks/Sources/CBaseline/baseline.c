@@ -370,3 +370,61 @@ int cb_session_seal_open(const uint8_t chain[32], const uint8_t *plaintext, size
     sodium_memzero(mk, sizeof mk); sodium_memzero(mk2, sizeof mk2);
     return rc;
 }
+
+/* ---- The handshake and the DH ratchet step (PROTOCOL.md §10.5–§10.6) ---- */
+
+/* HKDF-SHA-256 giving 64 bytes (two expand blocks), for KDF_RK. */
+static void hkdf64(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt, size_t salt_len, uint8_t out[64]) {
+    uint8_t prk[32];
+    crypto_auth_hmacsha256_state st;
+    crypto_auth_hmacsha256_init(&st, salt, salt_len);
+    crypto_auth_hmacsha256_update(&st, ikm, ikm_len);
+    crypto_auth_hmacsha256_final(&st, prk);
+    uint8_t one = 1, two = 2;
+    crypto_auth_hmacsha256_init(&st, prk, 32);
+    crypto_auth_hmacsha256_update(&st, &one, 1);
+    crypto_auth_hmacsha256_final(&st, out);
+    crypto_auth_hmacsha256_init(&st, prk, 32);
+    crypto_auth_hmacsha256_update(&st, out, 32);
+    crypto_auth_hmacsha256_update(&st, &two, 1);
+    crypto_auth_hmacsha256_final(&st, out + 32);
+    sodium_memzero(prk, sizeof prk);
+}
+
+int cb_x3dh_side(const uint8_t own_ed_sk[64], const uint8_t peer_ed_pk[32], const uint8_t *const secrets[3],
+                 const uint8_t *const publics[3], size_t with_one_time, uint8_t out[32]) {
+    static const char info_label[] = "CoordsCore/x3dh/v1";
+    uint8_t own_x[32], peer_x[32], ikm[32 + 4 * 32], info[sizeof info_label - 1 + 64];
+    if (crypto_sign_ed25519_sk_to_curve25519(own_x, own_ed_sk) != 0) return -1;
+    if (crypto_sign_ed25519_pk_to_curve25519(peer_x, peer_ed_pk) != 0) return -1;
+    memset(ikm, 0xFF, 32);
+    size_t parts = with_one_time ? 4 : 3;
+    /* As many agreements as §10.5 makes, one of them with the converted identities. */
+    if (crypto_scalarmult(ikm + 32, secrets[0], publics[0]) != 0) return -1;
+    if (crypto_scalarmult(ikm + 64, own_x, peer_x) != 0) return -1;
+    if (crypto_scalarmult(ikm + 96, secrets[1], publics[1]) != 0) return -1;
+    if (with_one_time && crypto_scalarmult(ikm + 128, secrets[2], publics[2]) != 0) return -1;
+    memcpy(info, info_label, sizeof info_label - 1);
+    memcpy(info + sizeof info_label - 1, own_ed_sk + 32, 32);
+    memcpy(info + sizeof info_label - 1 + 32, peer_ed_pk, 32);
+    static const uint8_t zero_salt[32] = {0};
+    hkdf(ikm, 32 + 32 * parts, zero_salt, 32, info, sizeof info, out);
+    sodium_memzero(own_x, sizeof own_x); sodium_memzero(ikm, sizeof ikm);
+    return 0;
+}
+
+int cb_ratchet_step(const uint8_t root[32], const uint8_t own_sk[32], const uint8_t peer_pk[32], uint8_t new_pk[32],
+                    uint8_t out[64]) {
+    static const char salt[] = "CoordsCore/ratchet/root/v1";
+    uint8_t ikm[64], fresh[32], next_root[64];
+    memcpy(ikm, root, 32);
+    if (crypto_scalarmult(ikm + 32, own_sk, peer_pk) != 0) return -1;
+    hkdf64(ikm, 64, (const uint8_t *)salt, sizeof salt - 1, next_root);
+    randombytes_buf(fresh, 32);
+    crypto_scalarmult_base(new_pk, fresh);
+    memcpy(ikm, next_root, 32);
+    if (crypto_scalarmult(ikm + 32, fresh, peer_pk) != 0) return -1;
+    hkdf64(ikm, 64, (const uint8_t *)salt, sizeof salt - 1, out);
+    sodium_memzero(ikm, sizeof ikm); sodium_memzero(fresh, sizeof fresh); sodium_memzero(next_root, sizeof next_root);
+    return 0;
+}

@@ -58,4 +58,17 @@ size_t cb_lmdb_get_sealed(cb_lmdb *db, const uint8_t *keys, size_t n, const uint
 int cb_session_seal_open(const uint8_t chain[32], const uint8_t *plaintext, size_t len, const uint8_t *ad, size_t ad_len,
                          uint8_t *sealed, uint8_t *opened);
 
+/* The work of one side of the handshake (PROTOCOL.md §10.5): the identity conversions (Ed25519 →
+ * X25519, private and public), three or four agreements — (secrets[0], publics[0]), the converted
+ * identities, (secrets[1], publics[1]) and, with `with_one_time`, (secrets[2], publics[2]) — and
+ * the HKDF of SK. Returns 0, or -1 when an agreement fails. */
+int cb_x3dh_side(const uint8_t own_ed_sk[64], const uint8_t peer_ed_pk[32], const uint8_t *const secrets[3],
+                 const uint8_t *const publics[3], size_t with_one_time, uint8_t out[32]);
+
+/* One DH ratchet step (PROTOCOL.md §10.6 step 2): an agreement and KDF_RK for the receiving
+ * chain, a fresh key pair, an agreement and KDF_RK for the sending chain. `out` gets the last
+ * KDF_RK's 64 bytes, `new_pk` the fresh public key. Returns 0, or -1 when an agreement fails. */
+int cb_ratchet_step(const uint8_t root[32], const uint8_t own_sk[32], const uint8_t peer_pk[32], uint8_t new_pk[32],
+                    uint8_t out[64]);
+
 #endif
