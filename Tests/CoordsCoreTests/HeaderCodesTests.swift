@@ -25,6 +25,7 @@ import Testing
         WireError.invalidPrekeyBundle(""), WireError.prekeyBundleExpired(expires: 0), WireError.malformedSessionMessage(""),
         WireError.unknownPrekey(""), WireError.replayedHandshake, WireError.duplicateMessage, WireError.tooManySkipped(gap: 0),
         WireError.sessionBroken, WireError.downgradeRefused, WireError.prekeysUnavailable,
+        WireError.malformedGroupStatement(""), WireError.groupSignatureInvalid, WireError.malformedGroupMessage(""),
         StoreError.openFailed(path: "", LMDBCode.notFound), StoreError.alreadyOpen(path: ""), StoreError.mapFull(mapSize: 0, maximumMapSize: 0),
         StoreError.corrupted(.corrupted), StoreError.storage(operation: "", LMDBCode.notFound), StoreError.closed, StoreError.unknownTable(""),
         StoreError.tableTypeMismatch(table: "", stored: "", requested: ""), StoreError.tooManyTables(0), StoreError.transactionClosed,

@@ -1,30 +1,36 @@
-"""The §10 known answers are what the independent implementation computes (scripts/make-fs-vectors.py).
+"""The §10 and §11 known answers are what the independent implementations compute
+(scripts/make-fs-vectors.py, scripts/make-group-vectors.py).
 
 Here, not in tests/python: that suite also runs against the wheel in an environment without the
-system's libsodium, which the second implementation loads through ctypes.
+system's libsodium, which the second implementations load through ctypes.
 
-The Swift suite reproduces every byte of the file (ForwardSecrecyVectorTests); this test keeps the
-file and the second implementation in step, so neither can drift alone.
+The Swift suite reproduces every byte of the files (ForwardSecrecyVectorTests, GroupVectorTests);
+this test keeps each file and its second implementation in step, so neither can drift alone.
 """
 import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PAIRS = [("make-fs-vectors.py", "forward-secrecy-v1.json"), ("make-group-vectors.py", "groups-v1.json")]
 
 
-def test_vector_file_matches_the_independent_implementation():
-    script = os.path.join(ROOT, "scripts", "make-fs-vectors.py")
-    result = subprocess.run([sys.executable, script, "--check"], capture_output=True, text=True)
+@pytest.mark.parametrize("script,vectors", PAIRS)
+def test_vector_file_matches_the_independent_implementation(script, vectors):
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", script), "--check"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 
 
-def test_check_notices_a_changed_byte(tmp_path):
-    source = os.path.join(ROOT, "Tests", "CoordsCoreTests", "KnownAnswers", "forward-secrecy-v1.json")
+@pytest.mark.parametrize("script,vectors", PAIRS)
+def test_check_notices_a_changed_byte(tmp_path, script, vectors):
+    source = os.path.join(ROOT, "Tests", "CoordsCoreTests", "KnownAnswers", vectors)
     text = open(source, encoding="utf-8").read()
-    changed = tmp_path / "fs.json"
-    changed.write_text(text.replace('"sk": "', '"sk": "0', 1), encoding="utf-8")
-    script = os.path.join(ROOT, "scripts", "make-fs-vectors.py")
-    result = subprocess.run([sys.executable, script, "--check", str(changed)], capture_output=True, text=True)
+    changed = tmp_path / vectors
+    edited = text.replace('"seed": "', '"seed": "0', 1)
+    assert edited != text
+    changed.write_text(edited, encoding="utf-8")
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", script), "--check", str(changed)], capture_output=True, text=True)
     assert result.returncode == 1
     assert "differs" in result.stderr

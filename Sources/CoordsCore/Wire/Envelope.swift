@@ -156,6 +156,8 @@ public struct Envelope: Sendable, Equatable {
     public static let protocolVersion: UInt64 = 2
     /// The `protocolVersion` of envelopes carrying a forward-secret session message (§10.7).
     public static let sessionProtocolVersion: UInt64 = 3
+    /// The `protocolVersion` of envelopes carrying a group message (§11.6).
+    public static let groupProtocolVersion: UInt64 = 4
     static let hkdfSalt = Array("CoordsCore/envelope/v2".utf8)
     /// The largest sealed payload a relay accepts (decoded bytes).
     public static let maximumPayloadBytes = 131_072
@@ -177,7 +179,8 @@ public struct Envelope: Sendable, Equatable {
     /// The sender's Ed25519 key (base64url), a CoordsCore extension letting the relay check the
     /// signature; optional on the wire.
     public var senderKey: String?
-    /// 2 (§7) or 3 (§10.7: the payload is a session message; `senderKey` is required).
+    /// 2 (§7), 3 (§10.7: the payload is a session message) or 4 (§11.6: a group message);
+    /// `senderKey` is required from 3 on.
     public var version: UInt64 = Envelope.protocolVersion
 
     /// The bytes the sender signs (§7.1, §10.7), strings exactly as in the JSON:
@@ -289,6 +292,49 @@ public struct Envelope: Sendable, Equatable {
         return try SessionMessage(payload: payload)
     }
 
+    /// Wraps one member's copy of a group message in a version-4 envelope (§11.6) and signs it:
+    /// the same `id`, times and payload for every member, one signature per recipient.
+    /// - Parameters:
+    ///   - message: the group message, sealed once.
+    ///   - id: the envelope id (the message's id; lowercase UUID v4).
+    ///   - sender: signs the envelope; its key goes in `senderKey`.
+    ///   - recipient: the member.
+    ///   - createdAt: Unix seconds.
+    ///   - expiresAt: Unix seconds, after `createdAt`.
+    /// - Throws: ``WireError/invalidEnvelope(_:)`` (times, payload too large).
+    public static func sealGroup(
+        _ message: [UInt8], id: String, from sender: Ed25519SigningKey, to recipient: Ed25519PublicKey, createdAt: UInt64,
+        expiresAt: UInt64
+    ) throws -> Envelope {
+        guard expiresAt > createdAt else { throw WireError.invalidEnvelope("expiresAt must be after createdAt") }
+        guard message.count <= maximumPayloadBytes else {
+            throw WireError.invalidEnvelope("the payload is \(message.count) bytes; at most \(maximumPayloadBytes)")
+        }
+        var envelope = Envelope(
+            id: id, senderID: PeerID(sender.publicKey).hex, recipientID: PeerID(recipient).hex,
+            sealedPayloadBase64: Base64.encode(message, variant: .standard), signatureBase64: "", createdAt: RFC3339.format(createdAt),
+            expiresAt: RFC3339.format(expiresAt), senderKey: sender.publicKey.base64URL, version: groupProtocolVersion)
+        envelope.signatureBase64 = Base64.encode(sender.signature(for: envelope.signedBytes), variant: .standard)
+        return envelope
+    }
+
+    /// Checks a version-4 envelope addressed to `recipient` from `senderKey` (recipient, expiry,
+    /// signature) and returns its group message, still sealed.
+    /// - Throws: ``WireError/envelopeNotForMe``, ``WireError/envelopeExpired(expiresAt:)``,
+    ///   ``WireError/envelopeSignatureInvalid``, ``WireError/invalidEnvelope(_:)`` (not version 4,
+    ///   payload not base64), ``WireError/malformedGroupMessage(_:)``.
+    public func groupMessage(as recipient: Ed25519SigningKey, from senderKey: Ed25519PublicKey, now: UInt64) throws -> GroupMessage {
+        guard version == Self.groupProtocolVersion else { throw WireError.invalidEnvelope("not a version-4 (group) envelope") }
+        guard recipientID.lowercased() == PeerID(recipient.publicKey).hex else { throw WireError.envelopeNotForMe }
+        let expiry = try RFC3339.parse(expiresAt)
+        guard expiry > now else { throw WireError.envelopeExpired(expiresAt: expiry) }
+        try verify(senderKey: senderKey)
+        guard let payload = try? Base64.decode(sealedPayloadBase64, variant: .standard, field: "sealedPayloadBase64") else {
+            throw WireError.invalidEnvelope("the sealed payload is not standard base64")
+        }
+        return try GroupMessage(bytes: payload)
+    }
+
     /// A random lowercase UUID v4.
     public static func newUUID(using random: any RandomSource = SystemRandomSource()) throws -> String {
         var b = try random.bytes(16)
@@ -323,7 +369,9 @@ public struct Envelope: Sendable, Equatable {
     ///   ``WireError/envelopeSignatureInvalid``, ``WireError/envelopeTampered`` (payload or header
     ///   changed), ``WireError/invalidEnvelope(_:)``.
     public func open(as recipient: Ed25519SigningKey, from senderKey: Ed25519PublicKey, now: UInt64) throws -> [UInt8] {
-        guard version == Self.protocolVersion else { throw WireError.invalidEnvelope("a version-3 envelope opens in its session (§10.7)") }
+        guard version == Self.protocolVersion else {
+            throw WireError.invalidEnvelope("a version-\(version) envelope opens in its session (§10.7) or its group (§11.6)")
+        }
         guard recipientID.lowercased() == PeerID(recipient.publicKey).hex else { throw WireError.envelopeNotForMe }
         let expiry = try RFC3339.parse(expiresAt)
         _ = try RFC3339.parse(createdAt)
@@ -371,9 +419,10 @@ extension Envelope {
     /// - Throws: ``WireError/invalidEnvelope(_:)`` naming the first bad field.
     public init(json value: JSONValue) throws {
         guard let object = value.objectValue else { throw WireError.invalidEnvelope("an envelope is a JSON object") }
-        guard let version = object["protocolVersion"]?.uint64Value, version == Self.protocolVersion || version == Self.sessionProtocolVersion
+        guard let version = object["protocolVersion"]?.uint64Value,
+            version == Self.protocolVersion || version == Self.sessionProtocolVersion || version == Self.groupProtocolVersion
         else {
-            throw WireError.invalidEnvelope("protocolVersion must be 2 or 3")
+            throw WireError.invalidEnvelope("protocolVersion must be 2, 3 or 4")
         }
         func string(_ name: String) throws -> String {
             guard let text = object[name]?.stringValue else { throw WireError.invalidEnvelope("\(name) is missing or not a string") }
@@ -393,7 +442,7 @@ extension Envelope {
             guard let text = key.stringValue else { throw WireError.invalidEnvelope("senderKey must be a string") }
             senderKey = text
         }
-        guard version == Self.protocolVersion || senderKey != nil else { throw WireError.invalidEnvelope("a version-3 envelope needs senderKey") }
+        guard version == Self.protocolVersion || senderKey != nil else { throw WireError.invalidEnvelope("a version-\(version) envelope needs senderKey") }
         self.init(
             id: id, senderID: try string("senderID"), recipientID: try string("recipientID"),
             sealedPayloadBase64: try string("sealedPayloadBase64"), signatureBase64: try string("signatureBase64"),

@@ -94,6 +94,12 @@ public enum WireError: CoordsCoreError, Equatable {
     case downgradeRefused
     /// No session and no valid prekey bundle for a friend who announced forward secrecy (§10.4).
     case prekeysUnavailable
+    /// A group membership statement that breaks §11.2–§11.3 (layout, lengths, chain, state).
+    case malformedGroupStatement(String)
+    /// A group statement or group message whose signature does not verify (§11.3, §11.6).
+    case groupSignatureInvalid
+    /// A group message that is not the §11.6 layout.
+    case malformedGroupMessage(String)
 
     /// The stable numeric code of this error.
     public var code: Int32 {
@@ -139,6 +145,9 @@ public enum WireError: CoordsCoreError, Equatable {
         case .sessionBroken: 390
         case .downgradeRefused: 391
         case .prekeysUnavailable: 392
+        case .malformedGroupStatement: 393
+        case .groupSignatureInvalid: 394
+        case .malformedGroupMessage: 395
         }
     }
 
@@ -194,6 +203,9 @@ public enum WireError: CoordsCoreError, Equatable {
             "the relay says this friend has no prekeys, but they announced forward secrecy: refused as a downgrade; their last bundle stays in use"
         case .prekeysUnavailable:
             "no forward-secret session with this friend and no valid prekey bundle on their relay; the message waits, it is never sent the old way"
+        case .malformedGroupStatement(let why): "refused group membership statement: \(why)"
+        case .groupSignatureInvalid: "a group statement or group message does not verify with its signer's key (forged or altered)"
+        case .malformedGroupMessage(let why): "malformed group message: \(why)"
         }
     }
 }
