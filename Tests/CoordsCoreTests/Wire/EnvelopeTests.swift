@@ -138,7 +138,7 @@ struct EnvelopeTests {
         // Malformed JSON fields each get a clear error, never a trap.
         let good = try #require(a.json.objectValue)
         for (field, bad) in [
-            ("protocolVersion", JSONValue.integer(UInt64(4))), ("protocolVersion", JSONValue.integer(UInt64(1))), ("id", .string("nope")),
+            ("protocolVersion", JSONValue.integer(UInt64(5))), ("protocolVersion", JSONValue.integer(UInt64(1))), ("id", .string("nope")),
             ("senderID", .string("12")),
             ("recipientID", .string(a.senderID)), ("createdAt", .string("yesterday")), ("expiresAt", .integer(UInt64(5))),
             ("senderKey", .integer(UInt64(1)))
