@@ -172,6 +172,18 @@ extern "C" {
 #define COORDS_ERR_KEYCHAIN_IO 652
 #define COORDS_ERR_KEYCHAIN_INVALID_NAME 653
 #define COORDS_ERR_HOST_KEYCHAIN 654      /* a host keychain callback reported a failure */
+#define COORDS_ERR_GROUP_NOT_FOUND 660
+#define COORDS_ERR_NOT_A_GROUP_MEMBER 661
+#define COORDS_ERR_NOT_A_GROUP_ADMIN 662
+#define COORDS_ERR_TOO_MANY_GROUPS 663
+#define COORDS_ERR_INVALID_GROUP_MEMBERS 664
+#define COORDS_ERR_GROUP_MESSAGE_TOO_LONG 665
+#define COORDS_ERR_NOT_INVITED 666  /* a statement that would add us is not from an admin friend */
+#define COORDS_ERR_STALE_GROUP_STATEMENT 667
+#define COORDS_ERR_GROUP_FORK_LIMIT 668
+#define COORDS_ERR_UNKNOWN_GROUP_CHAIN 669  /* a group message waits in the mailbox for its sender key */
+#define COORDS_ERR_GROUP_CHAIN_CONFLICT 670
+#define COORDS_ERR_STILL_A_GROUP_MEMBER 671
 /* 7xx: offline geocoding. */
 #define COORDS_ERR_INVALID_COORDINATE 700 /* NaN, infinite, |latitude| > 90 or |longitude| > 180 */
 #define COORDS_ERR_DAMAGED_PLACE_DATA 701 /* a CGEO file failed its checks; nothing was loaded */
@@ -705,8 +717,10 @@ int32_t coords_sessions_sweep(CoordsApp *app, uint64_t *erased_out, CoordsError 
 
 /* Processes the relay's {"packets": [...]}: verifies, opens, de-duplicates and stores every
  * envelope, then writes {"received": [Message], "delivered": [id], "duplicates": [id],
- * "rejected": [{"id", "error"}], "acks": [Request], "receipts": [OutboxEntry]}. Send the acks
- * (everything was stored first) and the receipts. Errors: INVALID_MAILBOX_RESPONSE, NO_IDENTITY,
+ * "rejected": [{"id", "error"}], "acks": [Request], "receipts": [OutboxEntry], "waiting": [id],
+ * "group_queued": [OutboxEntry], …}. Send the acks (everything was stored first), the receipts and
+ * group_queued (sender keys and reseals the group rules queued, PROTOCOL.md §11); "waiting" group
+ * messages stay in the mailbox until their sender key arrives. Errors: INVALID_MAILBOX_RESPONSE, NO_IDENTITY,
  * TOO_LARGE. */
 int32_t coords_messages_process_fetch_response(CoordsApp *app, const uint8_t *body, size_t body_len,
                                                CoordsBuffer *outcome_json_out, CoordsError *out_error);
@@ -733,6 +747,71 @@ int32_t coords_messages_next_expiry(CoordsApp *app, uint64_t *at_ms_out, CoordsE
  * their minute has passed (no copy of the store taken later opens them); writes their ids as a
  * JSON array. Errors: INVALID_HANDLE, STORE_*, KEYCHAIN_*. */
 int32_t coords_messages_sweep_expired(CoordsApp *app, CoordsBuffer *ids_json_out, CoordsError *out_error);
+
+/* ---- Groups (PROTOCOL.md section 11) ----------------------------------------------------
+ * A group is a circle of friends sharing positions and messages. Changes are membership
+ * statements signed by an admin; the library seals them 1:1 for every member and queues them in
+ * the outbox, with the sender keys members need (send coords_outbox_due entries as usual).
+ * Incoming statements, sender keys and group messages arrive through
+ * coords_messages_process_fetch_response. `group` arguments are a group's id (b64u) or its exact
+ * name; `members_json` is a JSON array of friends' ids. A GroupChange is
+ * {"group": Group, "queued": [OutboxEntry], "unreachable": [id]} (members who are not friends
+ * cannot be told); a Group is {"id", "name", "status": "member"|"left"|"removed", "is_admin",
+ * "in_conflict", "epoch", "sharing", "members": [{"id", "name"|null, "is_admin", "is_self",
+ * "is_friend"}]}. Every output is freed with coords_buffer_free. */
+
+/* Creates a group with us as its admin and `members_json`, writing a GroupChange.
+ * Errors: INVALID_GROUP_MEMBERS (not friends, blocked, twice, more than 255), TOO_MANY_GROUPS (64),
+ * MALFORMED_GROUP_STATEMENT (the name: 1–64 bytes, no control characters), INVALID_JSON, NO_IDENTITY. */
+int32_t coords_groups_create(CoordsApp *app, const char *name, const char *members_json, CoordsBuffer *change_json_out,
+                             CoordsError *out_error);
+
+/* Adds friends to a group (admins only); they read only what is sent after they joined.
+ * Errors: GROUP_NOT_FOUND, NOT_A_GROUP_MEMBER, NOT_A_GROUP_ADMIN, INVALID_GROUP_MEMBERS, INVALID_JSON. */
+int32_t coords_groups_add(CoordsApp *app, const char *group, const char *members_json, CoordsBuffer *change_json_out,
+                          CoordsError *out_error);
+
+/* Removes members (admins only); every remaining member replaces its sender key.
+ * Errors: GROUP_NOT_FOUND, NOT_A_GROUP_ADMIN, INVALID_GROUP_MEMBERS (not members, ourselves, no admin
+ * left), INVALID_JSON. */
+int32_t coords_groups_remove(CoordsApp *app, const char *group, const char *members_json, CoordsBuffer *change_json_out,
+                             CoordsError *out_error);
+
+/* Renames a group (admins only). Errors: GROUP_NOT_FOUND, NOT_A_GROUP_ADMIN, MALFORMED_GROUP_STATEMENT. */
+int32_t coords_groups_rename(CoordsApp *app, const char *group, const char *name, CoordsBuffer *change_json_out,
+                             CoordsError *out_error);
+
+/* Makes a member an admin (is_admin != 0) or not (admins only; one admin always remains).
+ * Errors: GROUP_NOT_FOUND, NOT_A_GROUP_ADMIN, INVALID_GROUP_MEMBERS. */
+int32_t coords_groups_set_admin(CoordsApp *app, const char *group, const char *member, int32_t is_admin,
+                                CoordsBuffer *change_json_out, CoordsError *out_error);
+
+/* Leaves a group: the remaining members are told (the last admin hands the role on), then sending
+ * and sharing stop and the group's sender keys are erased. Errors: GROUP_NOT_FOUND, NOT_A_GROUP_MEMBER. */
+int32_t coords_groups_leave(CoordsApp *app, const char *group, CoordsBuffer *change_json_out, CoordsError *out_error);
+
+/* Forgets a group we left or were removed from, with its messages.
+ * Errors: GROUP_NOT_FOUND, STILL_A_GROUP_MEMBER. */
+int32_t coords_groups_delete(CoordsApp *app, const char *group, CoordsError *out_error);
+
+/* Shares positions with the group's members (sharing != 0) or stops; writes the reseal of the last
+ * fix queued in the outbox for the new readers (OutboxEntry), or the JSON `null` when nothing was
+ * shared yet or nothing changed. Errors: GROUP_NOT_FOUND, NOT_A_GROUP_MEMBER, NO_SERVER. */
+int32_t coords_groups_set_sharing(CoordsApp *app, const char *group, int32_t sharing, CoordsBuffer *reseal_json_out,
+                                  CoordsError *out_error);
+
+/* Seals `text` once with our sender key and queues one envelope per member who is a friend:
+ * {"message": Message (with "group"), "queued": [OutboxEntry], "unreachable": [id]}.
+ * Errors: GROUP_NOT_FOUND, NOT_A_GROUP_MEMBER, GROUP_MESSAGE_TOO_LONG (65,536 bytes). */
+int32_t coords_groups_send(CoordsApp *app, const char *group, const char *text, CoordsBuffer *sent_json_out,
+                           CoordsError *out_error);
+
+/* Every group kept ([Group]), by name. */
+int32_t coords_groups_list(CoordsApp *app, CoordsBuffer *json_out, CoordsError *out_error);
+
+/* A group's messages, oldest first ([Message], each with "group"; "friend_id" is the sender);
+ * the last `limit` when limit > 0. Errors: GROUP_NOT_FOUND. */
+int32_t coords_groups_history(CoordsApp *app, const char *group, uint32_t limit, CoordsBuffer *json_out, CoordsError *out_error);
 
 /* ---- Live channel (PROTOCOL.md section 8; the host owns the WebSockets) ----------------- */
 

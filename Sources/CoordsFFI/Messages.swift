@@ -6,7 +6,8 @@ extension Record {
         .object([
             "id": .string(m.id), "friend_id": .string(m.peer), "outgoing": .bool(m.outgoing), "kind": .string(m.kind),
             "text": .string(m.text), "sent_at": .integer(m.sentAt), "stored_at": .integer(m.storedAt),
-            "status": .string(m.status.rawValue), "disappears_at": optional(m.disappearsAt) { .integer($0) }
+            "status": .string(m.status.rawValue), "disappears_at": optional(m.disappearsAt) { .integer($0) },
+            "group": optional(m.group) { .string($0) }
         ])
     }
 
@@ -18,7 +19,8 @@ extension Record {
                 o.rejected.map { .object(["id": .string($0.id), "error": .object(["code": .number(String($0.code)), "message": .string($0.reason)])]) }),
             "acks": .array(o.acks.map(\.json)), "receipts": .array(o.receipts.map(outboxEntry)),
             "rotated": .array(o.rotated.map { .string($0) }), "conflicts": .array(o.conflicts.map { .string($0) }),
-            "resets": .array(o.resets.map { .string($0) }), "broken": .array(o.broken.map { .string($0) })
+            "resets": .array(o.resets.map { .string($0) }), "broken": .array(o.broken.map { .string($0) }),
+            "waiting": .array(o.waiting.map { .string($0) }), "group_queued": .array(o.groupQueued.map(outboxEntry))
         ])
     }
 

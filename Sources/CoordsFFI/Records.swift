@@ -143,6 +143,7 @@ enum Record {
             case .location(let m): (type(of: m).manager, m.record)
             case .outbox(let m): (type(of: m).manager, m.record)
             case .messages(let m): (type(of: m).manager, m.record)
+            case .groups(let m): (type(of: m).manager, m.record)
             }
         return .object(JSONObject([("manager", .string(manager)), ("type", .string(record.type))] + record.fields))
     }

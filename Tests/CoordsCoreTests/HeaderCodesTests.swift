@@ -41,6 +41,10 @@ import Testing
         KeychainError.hostFailure(code: 0, message: ""),
         MessagesManagerError.friendBlocked(id: ""), MessagesManagerError.messageTooLong(bytes: 0, maximum: 0),
         MessagesManagerError.invalidMailboxResponse(""),
+        GroupsManagerError.notFound(id: ""), GroupsManagerError.notAMember(id: ""), GroupsManagerError.notAnAdmin(id: ""),
+        GroupsManagerError.tooManyGroups(maximum: 0), GroupsManagerError.invalidMembers(""), GroupsManagerError.messageTooLong(bytes: 0, maximum: 0),
+        GroupsManagerError.notInvited(""), GroupsManagerError.staleStatement(epoch: 0), GroupsManagerError.forkLimit(epoch: 0),
+        GroupsManagerError.unknownChain(""), GroupsManagerError.chainConflict(""), GroupsManagerError.stillMember(id: ""),
         GeocodingError.invalidCoordinate(""), GeocodingError.damagedData(""), GeocodingError.unsupportedVersion(0),
         GeocodingError.unreadableFile(path: "", reason: ""),
         InternalError(CancellationError())

@@ -29,7 +29,7 @@ import Testing
         status: .received, disappearsAt: nil)
     static let messageJSON = """
         {"id":"6f1e0b52-3c1a-4d55-9a43-0e8d0c1d2f3a","friend_id":"\(key)","outgoing":false,"kind":"text","text":"hi",\
-        "sent_at":5,"stored_at":6,"status":"received","disappears_at":null}
+        "sent_at":5,"stored_at":6,"status":"received","disappears_at":null,"group":null}
         """
 
     /// Every case of every manager's message, with its record.
@@ -114,7 +114,21 @@ import Testing
             ),
             (.messages(.friendConflict(id: "A", name: "Bob")), #"{"manager":"messages","type":"friend_conflict","id":"A","name":"Bob"}"#),
             (.messages(.sessionReset(friendID: "A", name: "Bob")), #"{"manager":"messages","type":"session_reset","friend_id":"A","name":"Bob"}"#),
-            (.messages(.errorOccurred(code: 4, message: "m")), #"{"manager":"messages","type":"error_occurred","code":4,"message":"m"}"#)
+            (.messages(.errorOccurred(code: 4, message: "m")), #"{"manager":"messages","type":"error_occurred","code":4,"message":"m"}"#),
+            (.groups(.joined(groupID: "G", name: "Trip", by: "A")), #"{"manager":"groups","type":"group_joined","group_id":"G","name":"Trip","by":"A"}"#),
+            (
+                .groups(.changed(groupID: "G", name: "Trip", epoch: 2, added: ["A"], removed: [], renamed: true)),
+                #"{"manager":"groups","type":"group_changed","group_id":"G","name":"Trip","epoch":2,"added":["A"],"removed":[],"renamed":true}"#
+            ),
+            (.groups(.conflict(groupID: "G", name: "Trip")), #"{"manager":"groups","type":"group_conflict","group_id":"G","name":"Trip"}"#),
+            (.groups(.removed(groupID: "G", name: "Trip")), #"{"manager":"groups","type":"group_removed","group_id":"G","name":"Trip"}"#),
+            (.groups(.left(groupID: "G", name: "Trip")), #"{"manager":"groups","type":"group_left","group_id":"G","name":"Trip"}"#),
+            (.groups(.sharingChanged(groupID: "G", sharing: true)), #"{"manager":"groups","type":"group_sharing_changed","group_id":"G","sharing":true}"#),
+            (
+                .groups(.statementRefused(groupID: "G", code: 662, message: "m")),
+                #"{"manager":"groups","type":"group_statement_refused","id":"G","code":662,"message":"m"}"#
+            ),
+            (.groups(.errorOccurred(code: 5, message: "m")), #"{"manager":"groups","type":"error_occurred","code":5,"message":"m"}"#)
         ]
     }
 

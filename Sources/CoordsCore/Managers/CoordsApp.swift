@@ -18,6 +18,8 @@ public enum AppUpdate: Sendable, Equatable {
     case outbox(OutboxManagerReconcileMessage)
     /// A ``MessagesManager`` message.
     case messages(MessagesManagerReconcileMessage)
+    /// A ``GroupsManager`` message.
+    case groups(GroupsManagerReconcileMessage)
 }
 
 /// The result of waiting for an update.
@@ -88,6 +90,8 @@ public final class CoordsApp: Sendable {
     public let messages: MessagesManager
     /// Forward secrecy (§10): own prekeys, friends' bundles, sessions.
     public let sessions: SessionsManager
+    /// Groups (§11): circles of friends sharing positions and messages.
+    public let groups: GroupsManager
     /// The live channel's client side (§8): which relays to hold WebSockets to and what their
     /// frames mean. The host owns the sockets.
     public let live: LiveSession
@@ -157,6 +161,8 @@ public final class CoordsApp: Sendable {
         outbox = OutboxManager(context: context, spine: spine, location: location)
         messages = MessagesManager(context: context, outbox: outbox, spine: spine)
         outbox.messages.set(messages)
+        groups = GroupsManager(context: context, outbox: outbox, location: location, spine: spine)
+        messages.groups.set(groups)
         live = LiveSession(context: context, location: location, messages: messages)
         sessions = SessionsManager(context: context)
     }

@@ -349,11 +349,24 @@ public actor FriendsManager {
     /// - Throws: store errors; ``StoreError/decodingFailed(table:type:reason:)`` for a damaged cache entry.
     public nonisolated func shareRecipients() throws -> [X25519PublicKey] {
         let now = context.clock.now()
-        return try context.database.read { tx in try Self.shareRecipients(in: tx, now: now) }.map(\.key)
+        let me = try context.identity.get().id
+        return try context.database.read { tx in Self.sharing(try Self.shareCandidates(in: tx, me: me), at: now) }.map(\.key)
     }
 
-    static func shareRecipients(in tx: borrowing ReadTransaction, now: UInt64) throws -> [(id: String, key: X25519PublicKey)] {
-        try shareCandidates(in: tx).filter { $0.isSharing(at: now) }.map { ($0.id, $0.key) }
+    /// The candidates shared with at `now`, each once: a friend shared with one by one whose share
+    /// is running, or a member of a group shared with (PROTOCOL.md §11.7).
+    static func sharing(_ candidates: [ShareCandidate], at now: UInt64) -> [(id: String, key: X25519PublicKey)] {
+        let running = candidates.filter { $0.isSharing(at: now) }
+        // Without groups nobody can appear twice.
+        guard running.contains(where: \.viaGroup) else { return running.map { ($0.id, $0.key) } }
+        var seen = Set<String>()
+        return running.filter { seen.insert($0.id).inserted }.map { ($0.id, $0.key) }
+    }
+
+    /// Friends shared with one by one (``shareCandidates(in:)``) and members of groups shared with
+    /// (``GroupsManager``, §11.7).
+    static func shareCandidates(in tx: borrowing ReadTransaction, me: String) throws -> [ShareCandidate] {
+        try shareCandidates(in: tx) + GroupsManager.shareCandidates(in: tx, me: me)
     }
 
     /// A friend uploads may be sealed for, with what decides it over time: the friends table
@@ -363,6 +376,8 @@ public actor FriendsManager {
         let key: X25519PublicKey
         /// The share's end (ms, exclusive), if it has one.
         let until: UInt64?
+        /// Shared with as a member of a group (§11.7), not one by one.
+        var viaGroup = false
 
         func isSharing(at now: UInt64) -> Bool { FriendRecord.isRunning(until: until, at: now) }
     }

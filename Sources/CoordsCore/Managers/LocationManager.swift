@@ -173,15 +173,15 @@ public actor LocationManager {
     /// between uploads and read again only when the table's change stamp moved (any change, by
     /// any manager or process), so an upload does not decode every friend record.
     private func shareRecipients(in tx: borrowing ReadTransaction, now: UInt64) throws -> [(id: String, key: X25519PublicKey)] {
-        let stamp = try tx.changeStamp(of: Tables.friends)
+        let stamp = (try tx.changeStamp(of: Tables.friends), try tx.changeStamp(of: Tables.groups))
         let candidates: [FriendsManager.ShareCandidate]
         if let view = shareView, view.stamp == stamp {
             candidates = view.candidates
         } else {
-            candidates = try FriendsManager.shareCandidates(in: tx)
+            candidates = try FriendsManager.shareCandidates(in: tx, me: try context.identity.get().id)
             shareView = (stamp, candidates)
         }
-        return candidates.filter { $0.isSharing(at: now) }.map { ($0.id, $0.key) }
+        return FriendsManager.sharing(candidates, at: now)
     }
 
     /// Seals `wire` for the user and `friends`, records it (pending, and as the last sealed fix
@@ -446,7 +446,7 @@ public actor LocationManager {
     let context: AppContext
     let reconciler: Reconciler<LocationManagerReconcileMessage>
     /// The share candidates as of a change stamp of the friends table (``shareRecipients(in:now:)``).
-    private var shareView: (stamp: UInt64, candidates: [FriendsManager.ShareCandidate])?
+    private var shareView: (stamp: (friends: UInt64, groups: UInt64), candidates: [FriendsManager.ShareCandidate])?
 
     init(context: AppContext, spine: UpdateSpine) {
         self.context = context

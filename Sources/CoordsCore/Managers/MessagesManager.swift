@@ -58,6 +58,13 @@ public struct MessagesOutcome: Sendable, Equatable {
     /// Session messages that no kept session opens (our state was lost): a reset was sent to
     /// these friends in a new session when their bundle allowed it (§10.8).
     public var broken: [String] = []
+    /// Group messages (envelope ids) whose sender key has not arrived yet (§11.6): left in the
+    /// mailbox, not acknowledged, and tried again at the next fetch.
+    public var waiting: [String] = []
+    /// Envelopes the group rules queued (sender keys for members who joined or after a removal,
+    /// §11.4) and the reseal of a shared group whose members changed (§11.7): send them now or let
+    /// the outbox retry them.
+    public var groupQueued: [OutboxEntry] = []
 
     /// An empty outcome.
     public init() {}
@@ -177,26 +184,37 @@ public actor MessagesManager {
     private nonisolated func seal(
         _ tx: borrowing WriteTransaction, kind: String, id: String, text: String, ack: String?, to friendID: String
     ) throws -> (MessageRecord, PreparedRequest) {
-        let identity = try context.identity.get()
-        let key = try Ed25519PublicKey(base64URL: friendID)
-        guard let friend = try tx.open(Tables.friends).get(key) else { throw FriendsManagerError.notFound(id: friendID) }
-        guard friend.trust != .blocked else { throw MessagesManagerError.friendBlocked(id: friendID) }
         let now = context.clock.now()
         let payload = MessagePayload(kind: kind, id: id, text: text, sentAt: now, ack: ack)
-        let createdAt = now / 1000
-        let expiresAt = now / 1000 + Self.envelopeLifetimeSeconds
-        let envelope =
-            try SessionsManager.sealMessage(
-                tx, identity: identity, friend: key, payload: payload.json, id: id, createdAt: createdAt, expiresAt: expiresAt, now: now,
-                random: context.random)
-            ?? Envelope.seal(payload.json, id: id, from: identity.signing, to: key, createdAt: createdAt, expiresAt: expiresAt, random: context.random)
-        let request = PreparedRequest(
-            url: try RelayAPI.endpoint(server: friend.server, path: "/v1/relay/messages"), method: "POST",
-            headers: [.init(name: "Content-Type", value: "application/json")], body: envelope.json.serialized())
+        let request = try Self.seal(
+            tx, payload: payload, to: try Ed25519PublicKey(base64URL: friendID), identity: try context.identity.get(), now: now,
+            random: context.random)
         let record = MessageRecord(
             id: id, peer: friendID, outgoing: true, kind: kind, text: text, sentAt: now, storedAt: now,
             status: .queued, disappearsAt: nil)
         return (record, request)
+    }
+
+    /// Seals `payload` for friend `key` in `tx` (a session message to a friend who announced
+    /// forward secrecy, §10.7; else version 2) and returns the POST to their relay.
+    /// - Throws: ``FriendsManagerError/notFound(id:)``, ``MessagesManagerError/friendBlocked(id:)``,
+    ///   ``WireError/prekeysUnavailable``, ``WireError/invalidServerURL(_:)``, store and crypto errors.
+    static func seal(
+        _ tx: borrowing WriteTransaction, payload: MessagePayload, to key: Ed25519PublicKey, identity: Identity, now: UInt64,
+        random: any RandomSource
+    ) throws -> PreparedRequest {
+        guard let friend = try tx.open(Tables.friends).get(key) else { throw FriendsManagerError.notFound(id: key.base64URL) }
+        guard friend.trust != .blocked else { throw MessagesManagerError.friendBlocked(id: key.base64URL) }
+        let createdAt = now / 1000
+        let expiresAt = now / 1000 + Self.envelopeLifetimeSeconds
+        let envelope =
+            try SessionsManager.sealMessage(
+                tx, identity: identity, friend: key, payload: payload.json, id: payload.id, createdAt: createdAt, expiresAt: expiresAt,
+                now: now, random: random)
+            ?? Envelope.seal(payload.json, id: payload.id, from: identity.signing, to: key, createdAt: createdAt, expiresAt: expiresAt, random: random)
+        return PreparedRequest(
+            url: try RelayAPI.endpoint(server: friend.server, path: "/v1/relay/messages"), method: "POST",
+            headers: [.init(name: "Content-Type", value: "application/json")], body: envelope.json.serialized())
     }
 
     /// Records that the relay took a message (202, or 409 because it already had it) and removes
@@ -314,6 +332,9 @@ public actor MessagesManager {
         var acked = Set<String>()
         var receiptsFor: [(friendID: String, messageID: String)] = []
         var brokenFriends: [String] = []
+        var groupUpdates: [GroupsManagerReconcileMessage] = []
+        var groupQueued: [UInt64] = []
+        var groupReseal = false
         let random = context.random
         try reconciler.write(context.database) { tx, messages in
             let friends = try tx.open(Tables.friends)
@@ -322,6 +343,13 @@ public actor MessagesManager {
             var retiredByPeerID: [String: Ed25519PublicKey] = [:]
             for (key, _) in try tx.open(Tables.retiredKeys).entries() { retiredByPeerID[PeerID(key).hex] = key }
             let ids = try tx.open(Tables.messageIDs)
+            groupUpdates = []
+            groupQueued = []
+            groupReseal = false
+            // Sender keys for a group not known yet, and group messages whose chain has not come:
+            // tried again after the whole answer, since a statement or key later in it may be what they need.
+            var laterKeys: [(MessagePayload, Ed25519PublicKey)] = []
+            var laterMessages: [(Envelope, Ed25519PublicKey)] = []
             for packet in packets {
                 let rawID = packet.objectValue?["id"]?.stringValue ?? ""
                 func reject(_ code: Int32, _ reason: String) {
@@ -362,6 +390,18 @@ public actor MessagesManager {
                 }
                 guard sender.record.trust != .blocked else {
                     reject(MessagesManagerError.friendBlocked(id: "").code, "from \(sender.record.name), who is blocked")
+                    continue
+                }
+                if envelope.version == Envelope.groupProtocolVersion {
+                    do {
+                        outcome.received.append(
+                            try GroupsManager.openGroupMessage(tx, envelope, sender: sender.key, identity: identity, now: now))
+                    } catch GroupsManagerError.unknownChain, GroupsManagerError.notAMember {
+                        // No chain yet, or a sender (or we) not a member yet: a statement or key later in this answer may change it.
+                        laterMessages.append((envelope, sender.key))
+                    } catch {
+                        reject((error as? any CoordsCoreError)?.code ?? 364, (error as? any CoordsCoreError)?.description ?? "\(error)")
+                    }
                     continue
                 }
                 let payload: MessagePayload
@@ -408,6 +448,23 @@ public actor MessagesManager {
                     }
                     continue
                 }
+                if payload.kind == "group-statement" {
+                    try ids.put(id, [])
+                    let effects = try GroupsManager.processStatements(
+                        tx, payload, sender: sender.key, identity: identity, now: now, random: random, messages: &groupUpdates)
+                    groupQueued += effects.queued
+                    groupReseal = groupReseal || effects.reseal
+                    continue
+                }
+                if payload.kind == "group-sender-key" {
+                    try ids.put(id, [])
+                    switch try GroupsManager.processSenderKey(tx, payload, sender: sender.key, now: now) {
+                    case .stored: break
+                    case .unknownGroup: laterKeys.append((payload, sender.key))
+                    case .refused(let update): groupUpdates.append(update)
+                    }
+                    continue
+                }
                 if payload.kind == "receipt" {
                     try ids.put(id, [])
                     if let acked = payload.ack?.lowercased(),
@@ -426,7 +483,29 @@ public actor MessagesManager {
                 outcome.received.append(record)
                 if payload.kind == "text" { receiptsFor.append((friendID, id)) }
             }
+            for (payload, sender) in laterKeys {
+                // Still for a group we are not in: ignored (§11.5).
+                if case .refused(let update) = try GroupsManager.processSenderKey(tx, payload, sender: sender, now: now) { groupUpdates.append(update) }
+            }
+            for (envelope, sender) in laterMessages {
+                let id = envelope.id.lowercased()
+                do {
+                    outcome.received.append(try GroupsManager.openGroupMessage(tx, envelope, sender: sender, identity: identity, now: now))
+                } catch GroupsManagerError.unknownChain {
+                    // Its sender key may still be on its way: left in the mailbox for the next fetch.
+                    ackIDs.removeAll { $0 == id }
+                    outcome.waiting.append(id)
+                } catch {
+                    let failure = error as? any CoordsCoreError
+                    outcome.rejected.append(MessageRejection(id: id, code: failure?.code ?? 364, reason: failure?.description ?? "\(error)"))
+                    messages.append(.messageRejected(id: id, code: failure?.code ?? 364, message: failure?.description ?? "\(error)"))
+                }
+            }
             if !outcome.received.isEmpty { messages.append(.messagesReceived(outcome.received)) }
+        }
+        if let manager = groups.object {
+            for update in groupUpdates { manager.reconciler.send(update) }
+            outcome.groupQueued = try await manager.finish(queued: groupQueued, reseal: groupReseal)
         }
         // Our state for these sessions is lost: end them and tell each friend in a new session (§10.8).
         try await resetSessions(with: Set(brokenFriends))
@@ -705,6 +784,8 @@ public actor MessagesManager {
     let context: AppContext
     let reconciler: Reconciler<MessagesManagerReconcileMessage>
     let outbox: OutboxManager
+    /// The groups manager, for the group payloads and envelopes a fetch carries (§11).
+    let groups = WeakLink<GroupsManager>()
 
     init(context: AppContext, outbox: OutboxManager, spine: UpdateSpine) {
         self.context = context

@@ -187,7 +187,7 @@ extension OutboxManager {
             }
         case .reseal: return try await location.prepareReseal(force: true)?.request
         case .delete: return try await location.prepareDelete()
-        case .message, .receipt, .rotation, .request: return item.request
+        case .message, .receipt, .rotation, .groupMessage, .request: return item.request
         }
     }
 
@@ -209,7 +209,7 @@ extension OutboxManager {
                     locationMessages.append(.uploadSucceeded(fixTimestamp: fix))
                 }
                 return []
-            case .message:
+            case .message, .groupMessage:
                 if let message = item.reference, try MessagesManager.update(message, tx, { if $0.status == .queued { $0.status = .sent } }) {
                     messagesMessages.append(.messageSent(id: message))
                 }

@@ -83,22 +83,30 @@ public actor OutboxManager {
     public func enqueue(kind: OutboxKind, request: PreparedRequest, reference: String? = nil, location: Location? = nil) throws -> UInt64 {
         let now = context.clock.now()
         return try reconciler.write(context.database) { tx, messages in
-            let table = try tx.open(Tables.outbox)
-            // Ids are never reused (a host may still hold an old one): a counter in the settings.
-            let settings = try tx.open(Tables.settings)
-            // A damaged counter is an error (reading it as 1 would hand out ids again).
-            let stored = try settings.get(SettingKey.outboxNextID) ?? 1
-            let id = max(stored, (try table.last()?.key ?? 0).addingSaturating(1))
-            guard id < .max else { throw StoreError.encodingFailed(type: "outbox id", reason: "the outbox ids are used up") }
-            try settings.put(SettingKey.outboxNextID, id + 1)
-            try table.put(
-                id,
-                OutboxItem(
-                    kind: kind, request: request, nextAttemptAt: now, createdAt: now,
-                    reference: reference, location: location))
+            let id = try Self.enqueue(tx, kind: kind, request: request, reference: reference, location: location, now: now)
             messages.append(.queued(id: id, kind: kind))
             return id
         }
+    }
+
+    /// ``enqueue(kind:request:reference:location:)`` inside `tx`, for a manager that queues
+    /// requests in the transaction that makes them (group changes, §11); it sends the
+    /// ``OutboxManagerReconcileMessage/queued(id:kind:)`` messages after its commit.
+    /// - Returns: the new entry's id.
+    /// - Throws: store errors.
+    static func enqueue(
+        _ tx: borrowing WriteTransaction, kind: OutboxKind, request: PreparedRequest, reference: String?, location: Location? = nil, now: UInt64
+    ) throws -> UInt64 {
+        let table = try tx.open(Tables.outbox)
+        // Ids are never reused (a host may still hold an old one): a counter in the settings.
+        let settings = try tx.open(Tables.settings)
+        // A damaged counter is an error (reading it as 1 would hand out ids again).
+        let stored = try settings.get(SettingKey.outboxNextID) ?? 1
+        let id = max(stored, (try table.last()?.key ?? 0).addingSaturating(1))
+        guard id < .max else { throw StoreError.encodingFailed(type: "outbox id", reason: "the outbox ids are used up") }
+        try settings.put(SettingKey.outboxNextID, id + 1)
+        try table.put(id, OutboxItem(kind: kind, request: request, nextAttemptAt: now, createdAt: now, reference: reference, location: location))
+        return id
     }
 
     /// Removes a delivered entry and records its follow-up in the same transaction, as

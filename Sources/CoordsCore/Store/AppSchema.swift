@@ -41,7 +41,9 @@ public enum AppSchema {
     /// store is copied into a new sealed file by ``CoordsApp/open(directory:options:)``.
     /// Version 5: own_prekeys, friend_prekeys, sessions, base_keys (forward secrecy, PROTOCOL.md
     /// §10; new tables, nothing to convert).
-    public static let version: UInt32 = 5
+    /// Version 6: groups, group_statements, group_pending, group_chains (PROTOCOL.md §11; new
+    /// tables, nothing to convert; messages gain an optional `group`).
+    public static let version: UInt32 = 6
 
     /// Every table, in creation order.
     public static var tables: [AnyTableDefinition] {
@@ -50,7 +52,8 @@ public enum AppSchema {
             Tables.messages.erased, Tables.messageIDs.erased, Tables.conversations.erased, Tables.shareLimits.erased,
             Tables.retiredKeys.erased, Tables.rotation.erased, Tables.ownSignedPrekeys.erased, Tables.ownOneTimePrekeys.erased,
             Tables.friendPrekeys.erased,
-            Tables.sessions.erased, Tables.baseKeys.erased
+            Tables.sessions.erased, Tables.baseKeys.erased, Tables.groups.erased, Tables.groupStatements.erased, Tables.groupPending.erased,
+            Tables.groupChains.erased
         ]
     }
 
@@ -59,7 +62,8 @@ public enum AppSchema {
         Schema(
             version: version, tables: tables,
             migrations: [
-                Migration(to: 2) { _ in }, Migration(to: 3) { _ in }, Migration(to: 4) { _ in }, Migration(to: 5) { _ in }
+                Migration(to: 2) { _ in }, Migration(to: 3) { _ in }, Migration(to: 4) { _ in }, Migration(to: 5) { _ in },
+                Migration(to: 6) { _ in }
             ])
     }
 }
@@ -452,6 +456,9 @@ public enum OutboxKind: String, Sendable, Codable, CaseIterable, Equatable {
     case receipt
     /// A rotation statement for one friend (§9.1).
     case rotation
+    /// One member's copy of a group message (§11.6); the reference is the message id, shared by
+    /// every member's copy.
+    case groupMessage = "group-message"
     /// Any other request a host queued (through the C ABI): delivered as is.
     case request
 
@@ -462,7 +469,7 @@ public enum OutboxKind: String, Sendable, Codable, CaseIterable, Equatable {
 
     /// Whether it posts a sealed envelope, whose id the relay refuses twice: a 409 means the
     /// relay already has it, which is delivered.
-    public var isEnvelope: Bool { self == .message || self == .receipt || self == .rotation }
+    public var isEnvelope: Bool { self == .message || self == .receipt || self == .rotation || self == .groupMessage }
 
     /// Reads a stored kind; a name this version does not know (a host's own kind written by
     /// 1.1 or earlier) reads as ``request``, so an old row never makes the outbox unreadable.
@@ -552,6 +559,9 @@ public struct MessageRecord: StoreJSONValue, Equatable {
     public var status: MessageStatus
     /// Local deletion time (ms) when the conversation has disappearing messages.
     public var disappearsAt: UInt64?
+    /// For a group message (PROTOCOL.md §11.6): the group's id (b64u); ``peer`` is its sender
+    /// (ourselves for our own). Nil for 1:1 messages.
+    public var group: String? = nil
 }
 
 extension MessageRecord {

@@ -110,15 +110,21 @@ public struct MessagePayload: Sendable, Equatable {
     public var ack: String?
     /// For `"rotation"` payloads: the statement object (PROTOCOL.md §9.1).
     public var rotation: JSONValue?
+    /// Members beyond the ones above, in order (the group kinds of §11.3 and §11.5: `group`,
+    /// `statements`, `chain`, …); kept when parsed, written after them.
+    public var extra: JSONObject
 
-    /// A payload; `ack` and `rotation` only for the kinds that carry them.
-    public init(kind: String, id: String, text: String, sentAt: UInt64, ack: String? = nil, rotation: JSONValue? = nil) {
+    /// A payload; `ack`, `rotation` and `extra` only for the kinds that carry them.
+    public init(
+        kind: String, id: String, text: String, sentAt: UInt64, ack: String? = nil, rotation: JSONValue? = nil, extra: JSONObject = JSONObject()
+    ) {
         self.kind = kind
         self.id = id
         self.text = text
         self.sentAt = sentAt
         self.ack = ack
         self.rotation = rotation
+        self.extra = extra
     }
 
     /// The UTF-8 JSON plaintext, keys in the §7.2 order.
@@ -130,6 +136,7 @@ public struct MessagePayload: Sendable, Equatable {
         object["sentAt"] = .integer(sentAt)
         if let ack { object["ack"] = .string(ack) }
         if let rotation { object["rotation"] = rotation }
+        for member in extra.members where object[member.key] == nil { object[member.key] = member.value }
         return JSONValue.object(object).serialized()
     }
 
@@ -141,9 +148,10 @@ public struct MessagePayload: Sendable, Equatable {
         else {
             throw WireError.invalidEnvelope("the payload is not {\"kind\",\"id\",\"text\",\"sentAt\"} JSON")
         }
+        let known: Set<String> = ["kind", "id", "text", "sentAt", "ack", "rotation"]
         self.init(
             kind: kind, id: id, text: object["text"]?.stringValue ?? "", sentAt: sentAt, ack: object["ack"]?.stringValue,
-            rotation: object["rotation"])
+            rotation: object["rotation"], extra: JSONObject(object.members.filter { !known.contains($0.key) }.map { ($0.key, $0.value) }))
     }
 }
 

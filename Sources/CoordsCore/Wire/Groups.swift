@@ -206,6 +206,10 @@ public struct GroupStatement: Equatable, Sendable {
     /// - Throws: ``WireError/malformedGroupStatement(_:)`` (layout, lengths, flags, chain, state),
     ///   ``WireError/groupSignatureInvalid``.
     public init(bytes: [UInt8]) throws {
+        try self.init(bytes: bytes, verifying: true)
+    }
+
+    private init(bytes: [UInt8], verifying: Bool) throws {
         func fail(_ why: String) -> WireError { WireError.malformedGroupStatement(why) }
         guard bytes.count <= 512 + Groups.maximumMembers * 33 else { throw fail("\(bytes.count) bytes is longer than any statement") }
         let parsed = try bytes.withUnsafeBytes { raw -> (GroupStatement, Int) in
@@ -241,7 +245,9 @@ public struct GroupStatement: Equatable, Sendable {
                 guard reader.isAtEnd else { throw fail("trailing bytes") }
                 let state = try GroupState(name: name, members: members)
                 let statement = GroupStatement(group: group, epoch: epoch, previous: previous, author: author, at: at, state: state, bytes: bytes)
-                guard author.isValidSignature(signature, for: Array(bytes[0..<bodyLength])) else { throw WireError.groupSignatureInvalid }
+                guard !verifying || author.isValidSignature(signature, for: Array(bytes[0..<bodyLength])) else {
+                    throw WireError.groupSignatureInvalid
+                }
                 return (statement, bodyLength)
             } catch let error as WireError {
                 throw error
@@ -250,6 +256,13 @@ public struct GroupStatement: Equatable, Sendable {
             }
         }
         self = parsed.0
+    }
+
+    /// Reads a statement the store kept: it was verified when accepted and the sealed store
+    /// authenticates it since, so the signature is not checked again.
+    /// - Throws: ``WireError/malformedGroupStatement(_:)`` for damaged bytes.
+    init(storedBytes bytes: [UInt8]) throws {
+        try self.init(bytes: bytes, verifying: false)
     }
 
     /// Why a statement may not follow its predecessor (§11.4 rule 4).
