@@ -222,7 +222,8 @@ public actor GroupsManager {
         let group = try GroupID.random(using: context.random)
         return try await change(group, creating: true) { tx, _ in
             let keys = try Self.friendKeys(members, tx, identity: identity)
-            return try GroupState(name: name, members: [GroupMember(key: identity.publicKey, isAdmin: true)] + keys.map { GroupMember(key: $0, isAdmin: false) })
+            return try GroupState(
+                name: name, members: [GroupMember(key: identity.publicKey, isAdmin: true)] + keys.map { GroupMember(key: $0, isAdmin: false) })
         }
     }
 
@@ -595,10 +596,13 @@ public actor GroupsManager {
         random: any RandomSource, messages: inout [GroupsManagerReconcileMessage]
     ) throws -> Effects {
         var effects = Effects()
+        // A payload without a usable group id or statement list is refused as a whole, reported below.
         guard let groupText = payload.extra["group"]?.stringValue, let group = try? GroupID(base64URL: groupText),
             let list = payload.extra["statements"]?.arrayValue, (1...Groups.statementsCarried).contains(list.count)
         else {
-            messages.append(.statementRefused(groupID: "", code: WireError.malformedGroupStatement("").code, message: "a group-statement payload needs group and 1–4 statements"))
+            messages.append(
+                .statementRefused(
+                    groupID: "", code: WireError.malformedGroupStatement("").code, message: "a group-statement payload needs group and 1–4 statements"))
             return effects
         }
         var statements: [GroupStatement] = []
@@ -638,7 +642,9 @@ public actor GroupsManager {
                 return record
             }
             let record = try recompute(tx, group, previous: rejoined, now: now)
-            try apply(tx, group, old: old, new: record, identity: identity, author: invitation.author, now: now, random: random, effects: &effects, messages: &messages)
+            try apply(
+                tx, group, old: old, new: record, identity: identity, author: invitation.author, now: now, random: random, effects: &effects,
+                messages: &messages)
             return effects
         }
         var accepted: GroupStatement?
@@ -676,7 +682,8 @@ public actor GroupsManager {
         }
         guard let accepted else { return effects }
         let record = try recompute(tx, group, previous: old, now: now)
-        try apply(tx, group, old: old, new: record, identity: identity, author: accepted.author, now: now, random: random, effects: &effects, messages: &messages)
+        try apply(
+            tx, group, old: old, new: record, identity: identity, author: accepted.author, now: now, random: random, effects: &effects, messages: &messages)
         return effects
     }
 
@@ -823,6 +830,7 @@ public actor GroupsManager {
         -> SenderKeyOutcome
     {
         let extra = payload.extra
+        // Any field missing or malformed makes the whole payload a refusal, reported below.
         guard let groupText = extra["group"]?.stringValue, let group = try? GroupID(base64URL: groupText),
             let chainNumber = extra["chain"]?.uint64Value, let chainID = UInt32(exactly: chainNumber), chainID != 0,
             let iterationNumber = extra["iteration"]?.uint64Value, let iteration = UInt32(exactly: iterationNumber),
@@ -903,7 +911,9 @@ public actor GroupsManager {
         let payload = try MessagePayload(json: plaintext)
         chain.opened = true
         try table.put(key, chain)
-        guard payload.text.utf8.count <= Groups.maximumTextBytes else { throw GroupsManagerError.messageTooLong(bytes: payload.text.utf8.count, maximum: Groups.maximumTextBytes) }
+        guard payload.text.utf8.count <= Groups.maximumTextBytes else {
+            throw GroupsManagerError.messageTooLong(bytes: payload.text.utf8.count, maximum: Groups.maximumTextBytes)
+        }
         let stored = MessageRecord(
             id: envelope.id.lowercased(), peer: sender.base64URL, outgoing: false, kind: payload.kind, text: payload.text, sentAt: payload.sentAt,
             storedAt: now, status: .received, disappearsAt: nil, group: message.group.base64URL)
@@ -961,6 +971,7 @@ public actor GroupsManager {
             let friends = try tx.open(Tables.friends)
             let bytes = sealed.bytes
             for member in record.members where member.key != identity.id {
+                // A member id that does not parse, a non-friend or a blocked friend gets no copy (reported as unreachable).
                 guard let key = try? Ed25519PublicKey(base64URL: member.key), let friend = try friends.get(key), friend.trust != .blocked else {
                     unreachable.append(member.key)
                     continue

@@ -164,12 +164,15 @@ import Testing
         let head = try #require(found)
         let forged = try GroupStatement.make(
             group: head.group, epoch: 1, previous: head.hash, author: bob.signing, at: mesh.clock.milliseconds,
-            state: try GroupState(name: "Team", members: head.state.members + [GroupMember(key: try Ed25519PublicKey(base64URL: mesh.id("dave")), isAdmin: true)]))
+            state: try GroupState(
+                name: "Team", members: head.state.members + [GroupMember(key: try Ed25519PublicKey(base64URL: mesh.id("dave")), isAdmin: true)]))
         let payload = MessagePayload(
             kind: "group-statement", id: try Envelope.newUUID(), text: "", sentAt: mesh.clock.milliseconds,
             extra: JSONObject([("group", .string(group)), ("statements", .array([.string(Base64.encode(forged.bytes))]))]))
         let request = try mesh.app("bob").context.database.write { tx in
-            try MessagesManager.seal(tx, payload: payload, to: try Ed25519PublicKey(base64URL: mesh.id("carol")), identity: bob, now: mesh.clock.milliseconds, random: SystemRandomSource())
+            try MessagesManager.seal(
+                tx, payload: payload, to: try Ed25519PublicKey(base64URL: mesh.id("carol")), identity: bob, now: mesh.clock.milliseconds,
+                random: SystemRandomSource())
         }
         let updates = mesh.app("carol").groups.updates
         _ = try await mesh.app("carol").messages.processFetchResponse(JSONValue.object(["packets": .array([try JSONValue.parse(request.body)])]).serialized())
