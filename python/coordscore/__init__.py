@@ -336,6 +336,17 @@ _SIGNATURES = [
     ("coords_messages_set_disappearing", c_int32, [_APP, c_char_p, c_uint64, _ERR]),
     ("coords_messages_sweep_expired", c_int32, [_APP, _BUF, _ERR]),
     ("coords_messages_next_expiry", c_int32, [_APP, POINTER(c_uint64), _ERR]),
+    ("coords_groups_create", c_int32, [_APP, c_char_p, c_char_p, _BUF, _ERR]),
+    ("coords_groups_add", c_int32, [_APP, c_char_p, c_char_p, _BUF, _ERR]),
+    ("coords_groups_remove", c_int32, [_APP, c_char_p, c_char_p, _BUF, _ERR]),
+    ("coords_groups_rename", c_int32, [_APP, c_char_p, c_char_p, _BUF, _ERR]),
+    ("coords_groups_set_admin", c_int32, [_APP, c_char_p, c_char_p, c_int32, _BUF, _ERR]),
+    ("coords_groups_leave", c_int32, [_APP, c_char_p, _BUF, _ERR]),
+    ("coords_groups_delete", c_int32, [_APP, c_char_p, _ERR]),
+    ("coords_groups_set_sharing", c_int32, [_APP, c_char_p, c_int32, _BUF, _ERR]),
+    ("coords_groups_send", c_int32, [_APP, c_char_p, c_char_p, _BUF, _ERR]),
+    ("coords_groups_list", c_int32, [_APP, _BUF, _ERR]),
+    ("coords_groups_history", c_int32, [_APP, c_char_p, c_uint32, _BUF, _ERR]),
     ("coords_prekeys_prepare_upload", c_int32, [_APP, c_int32, _BUF, _ERR]),
     ("coords_prekeys_process_upload", c_int32, [_APP, c_int32, _U8, c_size_t, POINTER(c_int64), _ERR]),
     ("coords_prekeys_prepare_stock", c_int32, [_APP, _BUF, _ERR]),
@@ -741,12 +752,78 @@ class Message(_Record):
     status: str
     """"queued", "sent", "delivered" or "received"."""
     disappears_at: Optional[int]
+    group: Optional[str] = None
+    """For a group message (PROTOCOL.md §11): the group's id; friend_id is then its sender."""
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "Message":
         """A Message from the library's JSON."""
         return cls(obj["id"], obj["friend_id"], obj["outgoing"], obj["kind"], obj["text"], obj["sent_at"], obj["stored_at"],
-                   obj["status"], obj["disappears_at"])
+                   obj["status"], obj["disappears_at"], obj.get("group"))
+
+
+@dataclass(frozen=True)
+class GroupMember(_Record):
+    """One member of a Group."""
+    id: str
+    name: Optional[str]
+    """The friend's name; None for the user and for members who are not friends."""
+    is_admin: bool
+    is_self: bool
+    is_friend: bool
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "GroupMember":
+        """A GroupMember from the library's JSON."""
+        return cls(obj["id"], obj["name"], obj["is_admin"], obj["is_self"], obj["is_friend"])
+
+
+@dataclass(frozen=True)
+class Group(_Record):
+    """A group (PROTOCOL.md §11): its effective name and members and the user's standing."""
+    id: str
+    name: str
+    status: str
+    """"member", "left" or "removed"."""
+    is_admin: bool
+    in_conflict: bool
+    """Two admins changed it at once: the safe side of both applies until the next change."""
+    epoch: int
+    sharing: bool
+    members: list[GroupMember]
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "Group":
+        """A Group from the library's JSON."""
+        return cls(obj["id"], obj["name"], obj["status"], obj["is_admin"], obj["in_conflict"], obj["epoch"], obj["sharing"],
+                   [GroupMember.from_json(x) for x in obj["members"]])
+
+
+@dataclass(frozen=True)
+class GroupChange(_Record):
+    """A group change: the group after it, the envelopes queued (deliver them with outbox_due /
+    outbox_report) and the members who could not be told (not friends)."""
+    group: Group
+    queued: list[Any]
+    unreachable: list[str]
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "GroupChange":
+        """A GroupChange from the library's JSON."""
+        return cls(Group.from_json(obj["group"]), [OutboxEntry.from_json(x) for x in obj["queued"]], list(obj["unreachable"]))
+
+
+@dataclass(frozen=True)
+class GroupSent(_Record):
+    """A group message queued: one outbox entry per member reached."""
+    message: Message
+    queued: list[Any]
+    unreachable: list[str]
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "GroupSent":
+        """A GroupSent from the library's JSON."""
+        return cls(Message.from_json(obj["message"]), [OutboxEntry.from_json(x) for x in obj["queued"]], list(obj["unreachable"]))
 
 
 @dataclass(frozen=True)
@@ -841,6 +918,10 @@ class MessagesOutcome(_Record):
     """Friends whose forward-secret session was reset (PROTOCOL.md §10.8): messages may have been lost."""
     broken: list[Any] = field(default_factory=list)
     """Friends whose session message no kept session opened; a reset was queued to them in a new session."""
+    waiting: list[Any] = field(default_factory=list)
+    """Group messages (ids) waiting in the mailbox for their sender key (PROTOCOL.md §11.6)."""
+    group_queued: list[Any] = field(default_factory=list)
+    """Sender keys and reseals the group rules queued: deliver them like receipts."""
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "MessagesOutcome":
@@ -848,7 +929,8 @@ class MessagesOutcome(_Record):
         return cls([Message.from_json(x) for x in obj["received"]], list(obj["delivered"]), list(obj["duplicates"]),
                    [Rejection.from_json(x) for x in obj["rejected"]], [Request.from_json(x) for x in obj["acks"]],
                    [OutboxEntry.from_json(x) for x in obj["receipts"]], list(obj.get("rotated", [])),
-                   list(obj.get("conflicts", [])), list(obj.get("resets", [])), list(obj.get("broken", [])))
+                   list(obj.get("conflicts", [])), list(obj.get("resets", [])), list(obj.get("broken", [])),
+                   list(obj.get("waiting", [])), [OutboxEntry.from_json(x) for x in obj.get("group_queued", [])])
 
 
 @dataclass(frozen=True)
@@ -1593,6 +1675,80 @@ class App(_NativeHandle):
         out = c_uint64()
         _call(lib.coords_sessions_sweep, self.handle, byref(out))
         return out.value
+
+    # Groups (PROTOCOL.md §11)
+
+    def create_group(self, name: str, members: list[str]) -> GroupChange:
+        """Creates a group with us as its admin and `members` (friends' ids); the statement and
+        our sender key are queued for each member.
+
+        Raises ManagerError ERR_INVALID_GROUP_MEMBERS, ERR_TOO_MANY_GROUPS; WireError
+        ERR_MALFORMED_GROUP_STATEMENT (the name: 1–64 bytes, no control characters)."""
+        return GroupChange.from_json(_json_call(lib.coords_groups_create, self.handle, _utf8(name, "name"),
+                                                _utf8(json.dumps(members), "members")))
+
+    def add_to_group(self, group: str, members: list[str]) -> GroupChange:
+        """Adds friends to a group (admins only); they read only what is sent after they joined.
+
+        Raises ManagerError ERR_GROUP_NOT_FOUND, ERR_NOT_A_GROUP_ADMIN, ERR_INVALID_GROUP_MEMBERS."""
+        return GroupChange.from_json(_json_call(lib.coords_groups_add, self.handle, _utf8(group, "group"),
+                                                _utf8(json.dumps(members), "members")))
+
+    def remove_from_group(self, group: str, members: list[str]) -> GroupChange:
+        """Removes members (admins only); every remaining member replaces its sender key.
+
+        Raises ManagerError ERR_GROUP_NOT_FOUND, ERR_NOT_A_GROUP_ADMIN, ERR_INVALID_GROUP_MEMBERS."""
+        return GroupChange.from_json(_json_call(lib.coords_groups_remove, self.handle, _utf8(group, "group"),
+                                                _utf8(json.dumps(members), "members")))
+
+    def rename_group(self, group: str, name: str) -> GroupChange:
+        """Renames a group (admins only).
+
+        Raises ManagerError ERR_GROUP_NOT_FOUND, ERR_NOT_A_GROUP_ADMIN; WireError ERR_MALFORMED_GROUP_STATEMENT."""
+        return GroupChange.from_json(_json_call(lib.coords_groups_rename, self.handle, _utf8(group, "group"), _utf8(name, "name")))
+
+    def set_group_admin(self, group: str, member: str, is_admin: bool) -> GroupChange:
+        """Makes a member an admin or not (admins only; one admin always remains).
+
+        Raises ManagerError ERR_GROUP_NOT_FOUND, ERR_NOT_A_GROUP_ADMIN, ERR_INVALID_GROUP_MEMBERS."""
+        return GroupChange.from_json(_json_call(lib.coords_groups_set_admin, self.handle, _utf8(group, "group"),
+                                                _utf8(member, "member"), 1 if is_admin else 0))
+
+    def leave_group(self, group: str) -> GroupChange:
+        """Leaves a group: the others are told, sending and sharing stop, its keys are erased.
+
+        Raises ManagerError ERR_GROUP_NOT_FOUND, ERR_NOT_A_GROUP_MEMBER."""
+        return GroupChange.from_json(_json_call(lib.coords_groups_leave, self.handle, _utf8(group, "group")))
+
+    def delete_group(self, group: str) -> None:
+        """Forgets a group we left or were removed from, with its messages.
+
+        Raises ManagerError ERR_GROUP_NOT_FOUND, ERR_STILL_A_GROUP_MEMBER."""
+        _call(lib.coords_groups_delete, self.handle, _utf8(group, "group"))
+
+    def set_group_sharing(self, group: str, sharing: bool) -> Optional[OutboxEntry]:
+        """Shares positions with the group's members or stops; returns the reseal of the last fix
+        queued in the outbox (None when nothing was shared yet or nothing changed).
+
+        Raises ManagerError ERR_GROUP_NOT_FOUND, ERR_NOT_A_GROUP_MEMBER."""
+        obj = _json_call(lib.coords_groups_set_sharing, self.handle, _utf8(group, "group"), 1 if sharing else 0)
+        return None if obj is None else OutboxEntry.from_json(obj)
+
+    def send_group_message(self, group: str, text: str) -> GroupSent:
+        """Seals `text` once with our sender key and queues one envelope per member.
+
+        Raises ManagerError ERR_GROUP_NOT_FOUND, ERR_NOT_A_GROUP_MEMBER, ERR_GROUP_MESSAGE_TOO_LONG."""
+        return GroupSent.from_json(_json_call(lib.coords_groups_send, self.handle, _utf8(group, "group"), _utf8(text, "text")))
+
+    def groups(self) -> list[Group]:
+        """Every group kept, by name."""
+        return [Group.from_json(x) for x in _json_call(lib.coords_groups_list, self.handle)]
+
+    def group_history(self, group: str, limit: int = 0) -> list[Message]:
+        """A group's messages, oldest first (the last `limit` when > 0).
+
+        Raises ManagerError ERR_GROUP_NOT_FOUND."""
+        return [Message.from_json(x) for x in _json_call(lib.coords_groups_history, self.handle, _utf8(group, "group"), limit)]
 
     def conversations(self) -> list[Conversation]:
         """One summary per friend with messages."""

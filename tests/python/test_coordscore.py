@@ -2,6 +2,7 @@
 import base64
 import contextlib
 import ctypes
+import hashlib
 import json
 import os
 import threading
@@ -662,6 +663,62 @@ def test_two_apps_exchange_messages(tmp_path):
         with pytest.raises(cc.CoordsException) as caught:
             alice.send_message(cc.b64url(cc.generate_identity()[1]), "stranger")
         assert caught.value.code == cc.ERR_FRIEND_NOT_FOUND
+
+
+def test_three_apps_share_a_group_through_their_mailboxes(tmp_path):
+    names = ["alice", "bob", "carol"]
+    with cc.App(str(tmp_path / "a"), passphrase="a", **FAST) as a, cc.App(str(tmp_path / "b"), passphrase="b", **FAST) as b, \
+            cc.App(str(tmp_path / "c"), passphrase="c", **FAST) as c:
+        apps = dict(zip(names, [a, b, c]))
+        ids = {name: app.create_identity(name.capitalize(), "https://relay.example") for name, app in apps.items()}
+        for x in names:
+            for y in names:
+                if x != y:
+                    apps[x].add_friend(ids[y], "https://relay.example", y.capitalize())
+        peer = {name: hashlib.sha256(base64.urlsafe_b64decode(ids[name] + "==")).hexdigest() for name in names}
+        mailboxes: dict[str, list] = {name: [] for name in names}
+
+        def settle():
+            for _ in range(4):
+                for name, app in apps.items():
+                    for entry in app.outbox_due():
+                        if entry.kind not in ("message", "group-message"):
+                            continue
+                        envelope = json.loads(cc.request_body(entry.request))
+                        mailboxes[next(n for n in names if peer[n] == envelope["recipientID"])].append(envelope)
+                        app.outbox_report(entry.id, 202, b"")
+                for name, app in apps.items():
+                    if mailboxes[name]:
+                        outcome = app.process_messages(json.dumps({"packets": mailboxes[name]}).encode())
+                        assert outcome.rejected == [], outcome.rejected
+                        mailboxes[name] = [e for e in mailboxes[name] if e["id"] in outcome.waiting]
+
+        change = a.create_group("Trip", [ids["bob"], ids["carol"]])
+        assert change.group.is_admin and len(change.group.members) == 3 and change.unreachable == []
+        settle()
+        assert [g.name for g in b.groups()] == ["Trip"] and not b.groups()[0].is_admin
+        sent = a.send_group_message("Trip", "at the station")
+        assert sent.message.group == change.group.id and len(sent.queued) == 2
+        settle()
+        assert [m.text for m in c.group_history("Trip")] == ["at the station"]
+        assert c.group_history("Trip")[0].friend_id == ids["alice"]
+        a.remove_from_group("Trip", [ids["carol"]])
+        settle()
+        assert c.groups()[0].status == "removed"
+        b.send_group_message("Trip", "just us")
+        settle()
+        assert [m.text for m in a.group_history("Trip")] == ["at the station", "just us"]
+        assert [m.text for m in c.group_history("Trip")] == ["at the station"]
+        with pytest.raises(cc.CoordsException) as caught:
+            b.add_to_group("Trip", [ids["carol"]])
+        assert caught.value.code == cc.ERR_NOT_A_GROUP_ADMIN
+        with pytest.raises(cc.CoordsException) as caught:
+            a.create_group("x" * 65, [ids["bob"]])
+        assert caught.value.code == cc.ERR_MALFORMED_GROUP_STATEMENT
+        assert a.set_group_sharing("Trip", True) is None  # nothing shared yet: no reseal
+        assert a.groups()[0].sharing
+        c.delete_group("Trip")
+        assert c.groups() == []
 
 
 def test_out_of_range_keychain_cost_is_an_invalid_argument(tmp_path):
