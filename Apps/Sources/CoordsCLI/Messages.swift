@@ -4,20 +4,32 @@ import CoordsCore
 /// `coords send NAME TEXT`: seals a message for a friend and posts it to their relay (queued in
 /// the outbox when the relay cannot be reached; exit status 75 then).
 struct Send: SessionCommand {
-    static let configuration = CommandConfiguration(abstract: "Send a friend an end-to-end sealed message.")
+    static let configuration = CommandConfiguration(abstract: "Send a friend (or, with --group, a group) an end-to-end sealed message.")
     @OptionGroup var options: CommandOptions
-    @Argument(help: "The friend's name or id.") var friend: String
-    @Argument(help: "The text (quote it).") var text: String
+    @Option(help: "Send to this group (its name or id); the one argument is then the text.") var group: String?
+    @Argument(help: "The friend's name or id (with --group: the text).") var friend: String
+    @Argument(help: "The text (quote it).") var text: String?
 
     var outboxFirst: OutboxFirst { .deliver(json: options.json) }
 
+    /// The text: the second argument, or the only one with --group.
+    var body: String { group == nil ? text ?? "" : friend }
+
+    func validate() throws {
+        if group == nil, text == nil { throw ValidationError("give the friend and the text: coords send NAME \"on my way\"") }
+        if group != nil, text != nil { throw ValidationError("with --group, give only the text: coords send --group NAME \"on my way\"") }
+    }
+
     func checkArguments() throws {
-        guard text.contains(where: { !$0.isWhitespace }) else {
-            throw CLIFailure("the message is empty; write some text, e.g. coords send \(friend) \"on my way\"")
+        guard body.contains(where: { !$0.isWhitespace }) else {
+            let target = group.map { "--group " + $0 } ?? friend
+            throw CLIFailure("the message is empty; write some text, e.g. coords send \(target) \"on my way\"")
         }
     }
 
     func run(in session: Session) async throws {
+        if let group { return try await sendToGroup(group, session: session) }
+        let text = body
         let target = try findFriend(friend, in: session)
         let sent = try await session.app.messages.send(text, to: target.id)
         let report = try await OutboxDelivery.deliver(id: sent.outboxID, sent.request, session: session)
@@ -37,6 +49,30 @@ struct Send: SessionCommand {
             throw CLIFailure("\(name)'s relay refused the message: \(report.reason ?? "unknown error")")
         }
         if report.isQueued { throw ExitCode(ExitStatus.queued) }
+    }
+
+    private func sendToGroup(_ group: String, session: Session) async throws {
+        let found = try findGroup(group, in: session)
+        let sent = try await session.app.groups.send(body, to: found.id)
+        var queued = 0
+        var refused: [String] = []
+        for entry in sent.queued {
+            let report = try await OutboxDelivery.deliver(id: entry.id, entry.item.request, session: session)
+            if report.isQueued { queued += 1 } else if !report.isDelivered { refused.append(report.reason ?? "unknown error") }
+        }
+        if options.json {
+            printJSON(
+                .object([
+                    "id": .string(sent.message.id), "group": .string(found.id), "copies": .integer(UInt64(sent.queued.count)),
+                    "queued": .integer(UInt64(queued)), "unreachable": .array(sent.unreachable.map { .string($0) })
+                ]))
+        } else {
+            printLine("Sent to \(Terminal.safe(found.name)) (\(sent.queued.count) member\(sent.queued.count == 1 ? "" : "s")).")
+            if queued > 0 { printLine("\(queued) copies could not reach their relay; they are queued and will be retried.") }
+            if !sent.unreachable.isEmpty { printLine("\(sent.unreachable.count) member(s) are not your friends and get no copy.") }
+        }
+        guard refused.isEmpty else { throw CLIFailure("a relay refused the message: \(refused[0])") }
+        if queued > 0 { throw ExitCode(ExitStatus.queued) }
     }
 }
 
@@ -70,9 +106,11 @@ struct Inbox: SessionCommand {
             return
         }
         let now = nowMilliseconds()
+        let groupNames = groupNameIndex(session)
         for message in outcome.received {
+            let place = message.group.map { "[\(Terminal.safe(groupNames[$0] ?? String($0.prefix(8))))] " } ?? ""
             printLine(
-                "\(Terminal.safe(names[message.peer] ?? String(message.peer.prefix(8)))) (\(age(since: message.sentAt, now: now)) ago): \(Terminal.safe(message.text))"
+                "\(place)\(Terminal.safe(names[message.peer] ?? String(message.peer.prefix(8)))) (\(age(since: message.sentAt, now: now)) ago): \(Terminal.safe(message.text))"
             )
         }
         for rejection in outcome.rejected { printLine("Refused a message (\(Terminal.safe(rejection.id.prefix(8)))…): \(Terminal.safe(rejection.reason))") }
@@ -91,9 +129,10 @@ struct Inbox: SessionCommand {
 
 /// `coords chat NAME`: the conversation with one friend (fetching new messages first).
 struct Chat: SessionCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the conversation with a friend.")
+    static let configuration = CommandConfiguration(abstract: "Show the conversation with a friend (or, with --group, a group).")
     @OptionGroup var options: CommandOptions
-    @Argument(help: "The friend's name or id.") var friend: String
+    @Option(help: "Show this group's conversation (its name or id) instead of a friend's.") var group: String?
+    @Argument(help: "The friend's name or id.") var friend: String?
     @Option(help: "Show at most this many of the latest messages.") var limit: Int = 50
     @Option(
         name: .customLong("disappear-after"),
@@ -106,10 +145,13 @@ struct Chat: SessionCommand {
 
     func validate() throws {
         guard !(follow && options.json) else { throw ValidationError("--follow prints lines as messages arrive; it does not combine with --json") }
+        guard (friend == nil) != (group == nil) else { throw ValidationError("name a friend, or a group with --group NAME") }
+        guard group == nil || disappearAfter == nil else { throw ValidationError("--disappear-after is for conversations with a friend") }
     }
 
     func run(in session: Session) async throws {
-        let target = try findFriend(friend, in: session)
+        if let group { return try await groupChat(group, session: session) }
+        let target = try findFriend(friend ?? "", in: session)
         if let seconds = disappearAfter {
             try await session.app.messages.setDisappearing(friendID: target.id, after: seconds == 0 ? nil : seconds)
         }
@@ -142,11 +184,41 @@ struct Chat: SessionCommand {
         if unreachable != nil { throw ExitCode(ExitStatus.unavailable) }
     }
 
-    /// Shows `friendID`'s messages as they arrive until interrupted: live notices from the own
-    /// relay, and a mailbox sync every 60 s besides (for a relay without the live channel).
-    static func follow(_ friendID: String, session: Session) async throws {
+    private func groupChat(_ group: String, session: Session) async throws {
+        let found = try findGroup(group, in: session)
+        OutboxDelivery.print(await OutboxDelivery.flush(session), json: options.json)
+        var unreachable: String?
+        do {
+            _ = try await MessageDelivery.sync(session)
+        } catch {
+            unreachable = describe(error)  // the stored conversation is still shown
+        }
+        defer {
+            if let unreachable { printError("coords: could not fetch new messages: \(unreachable); showing what is stored here") }
+        }
+        let history = try session.app.groups.history(groupID: found.id, limit: max(1, limit))
+        if options.json {
+            printJSON(.object(["group": groupJSON(try session.app.groups.group(found.id)), "messages": .array(history.map(messageJSON))]))
+            if unreachable != nil { throw ExitCode(ExitStatus.unavailable) }
+            return
+        }
+        let names = Dictionary(try session.app.friends.list().map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
+        if history.isEmpty { printLine("No messages in \(Terminal.safe(found.name)) yet. Send one with `coords send --group \(found.name) \"…\"`.") }
+        let now = nowMilliseconds()
+        for message in history {
+            let who = message.outgoing ? "you" : names[message.peer] ?? String(message.peer.prefix(8))
+            let state = message.outgoing ? " [\(message.status.rawValue)]" : ""
+            printLine("\(age(since: message.sentAt, now: now)) ago  \(Terminal.safe(who)): \(Terminal.safe(message.text))\(state)")
+        }
+        if follow { try await Self.follow(nil, groupID: found.id, session: session) }
+        if unreachable != nil { throw ExitCode(ExitStatus.unavailable) }
+    }
+
+    /// Shows `friendID`'s (or `group`'s) messages as they arrive until interrupted: live notices
+    /// from the own relay, and a mailbox sync every 60 s besides (for a relay without the live channel).
+    static func follow(_ friendID: String?, groupID: String? = nil, session: Session) async throws {
         let watcher = LiveWatcher(
-            session: session, onLocations: { _ in }, onMessages: { printLive($0, session: session, only: friendID) },
+            session: session, onLocations: { _ in }, onMessages: { printLive($0, session: session, only: friendID, group: groupID) },
             onStatus: { printLine($0) })
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await watcher.run() }
@@ -154,7 +226,7 @@ struct Chat: SessionCommand {
                 while true {
                     try await Task.sleep(for: .seconds(60))
                     // A failed poll is tried again in 60 s; the live channel carries on meanwhile.
-                    if let outcome = try? await MessageDelivery.sync(session) { printLive(outcome, session: session, only: friendID) }
+                    if let outcome = try? await MessageDelivery.sync(session) { printLive(outcome, session: session, only: friendID, group: groupID) }
                 }
             }
             try await group.next()
@@ -166,8 +238,14 @@ struct Chat: SessionCommand {
 func messageJSON(_ m: MessageRecord) -> JSONValue {
     .object([
         "id": .string(m.id), "friend_id": .string(m.peer), "outgoing": .bool(m.outgoing), "kind": .string(m.kind),
-        "text": .string(m.text), "sent_at_ms": .integer(m.sentAt), "status": .string(m.status.rawValue)
+        "text": .string(m.text), "sent_at_ms": .integer(m.sentAt), "status": .string(m.status.rawValue),
+        "group": m.group.map { .string($0) } ?? .null
     ])
+}
+
+/// Group names by id, to label group messages (an unreadable list labels them by id).
+func groupNameIndex(_ session: Session) -> [String: String] {
+    Dictionary(((try? session.app.groups.groups()) ?? []).map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
 }
 
 /// Talking to relays about messages.
@@ -183,7 +261,7 @@ enum MessageDelivery {
         if !outcome.conflicts.isEmpty { _ = try? await sendReseal(session: session) }  // a conflict pauses sharing at once
         // A lost session: the core queued a reset to the friend in a new session; send it now (PROTOCOL.md §10.8).
         if !outcome.broken.isEmpty { OutboxDelivery.print(await OutboxDelivery.flush(session), json: true) }
-        for receipt in outcome.receipts {
+        for receipt in outcome.receipts + outcome.groupQueued {
             // The core records the answer: delivered, or left in the outbox for a retry.
             _ = try await OutboxDelivery.deliver(id: receipt.id, receipt.item.request, session: session)
         }

@@ -17,16 +17,48 @@ func share(_ fix: Location, session: Session) async throws -> (message: String, 
 }
 
 struct Share: SessionCommand {
-    static let configuration = CommandConfiguration(abstract: "Share your position with your friends.")
+    static let configuration = CommandConfiguration(
+        abstract: "Share your position with your friends.",
+        discussion: """
+            With --group NAME, your positions are also sealed for every member of that group (and \
+            --off stops it); --lat and --lon then also share a fix at once.
+            """)
     @OptionGroup var options: CommandOptions
-    @Option(parsing: .unconditional, help: "Latitude in degrees (south is negative: --lat -33.87).") var lat: Double
-    @Option(parsing: .unconditional, help: "Longitude in degrees (west is negative: --lon -9.14).") var lon: Double
+    @Option(parsing: .unconditional, help: "Latitude in degrees (south is negative: --lat -33.87).") var lat: Double?
+    @Option(parsing: .unconditional, help: "Longitude in degrees (west is negative: --lon -9.14).") var lon: Double?
     @Option(parsing: .unconditional, help: "Altitude in metres (below sea level is negative).") var alt: Double = 0
     @Option(help: "Accuracy radius in metres.") var accuracy: Float = 0
+    @Option(help: "Share with this group's members from now on (its name or id).") var group: String?
+    @Flag(help: "With --group: stop sharing with the group.") var off = false
+
+    func validate() throws {
+        guard (lat == nil) == (lon == nil) else { throw ValidationError("give both --lat and --lon") }
+        guard group != nil || lat != nil else { throw ValidationError("give --lat and --lon (or --group NAME to share with a group)") }
+        guard group != nil || !off else { throw ValidationError("--off goes with --group NAME") }
+    }
 
     func run(in session: Session) async throws {
-        let fix = try Location(latitude: lat, longitude: lon, altitude: alt, accuracy: accuracy, timestamp: nowMilliseconds())
         OutboxDelivery.print(await OutboxDelivery.flush(session), json: options.json)
+        if let group {
+            let found = try findGroup(group, in: session)
+            if let reseal = try await session.app.groups.setSharing(groupID: found.id, !off) {
+                _ = try await OutboxDelivery.deliver(id: reseal.id, reseal.item.request, session: session)
+            }
+            let line = off ? "Stopped sharing with \(Terminal.safe(found.name))." : "Sharing with \(Terminal.safe(found.name)) (\(found.members.count) members)."
+            guard let lat, let lon else {
+                if options.json { return printJSON(.object(["group": .string(found.id), "sharing": .bool(!off)])) }
+                return printLine(line)
+            }
+            if !options.json { printLine(line) }
+            try await shareFix(lat: lat, lon: lon, session: session)
+            return
+        }
+        guard let lat, let lon else { return }  // validate() requires them without --group
+        try await shareFix(lat: lat, lon: lon, session: session)
+    }
+
+    private func shareFix(lat: Double, lon: Double, session: Session) async throws {
+        let fix = try Location(latitude: lat, longitude: lon, altitude: alt, accuracy: accuracy, timestamp: nowMilliseconds())
         let (message, queued, upload) = try await share(fix, session: session)
         if options.json {
             printJSON(

@@ -136,12 +136,15 @@ func printLive(_ outcome: FetchOutcome) {
 }
 
 /// One line per message that arrived.
-func printLive(_ outcome: MessagesOutcome, session: Session, only friendID: String? = nil) {
+func printLive(_ outcome: MessagesOutcome, session: Session, only friendID: String? = nil, group: String? = nil) {
     // Names only label lines: without the list, ids are shown.
     let names = Dictionary(((try? session.app.friends.list()) ?? []).map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
-    for message in outcome.received where friendID == nil || message.peer == friendID {
+    let groups = groupNameIndex(session)
+    for message in outcome.received where friendID == nil || (message.peer == friendID && message.group == nil) {
+        guard group == nil || message.group == group else { continue }
         let name = names[message.peer].flatMap { $0.isEmpty ? nil : $0 } ?? String(message.peer.prefix(8))
-        printLine("\(Terminal.safe(name)): \(Terminal.safe(message.text))")
+        let place = message.group.map { "[\(Terminal.safe(groups[$0] ?? String($0.prefix(8))))] " } ?? ""
+        printLine("\(place)\(Terminal.safe(name)): \(Terminal.safe(message.text))")
     }
     if friendID == nil { for line in rotationLines(outcome, session: session) { printLine(line) } }
 }
