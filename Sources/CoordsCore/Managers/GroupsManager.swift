@@ -384,12 +384,11 @@ public actor GroupsManager {
             try tx.open(Tables.groupStatements).put(group.bytes + statement.hash, statement.bytes)
             // The statement (and up to three before it) to everyone in the old or the new state.
             let carried = try Self.carried(tx, group, newest: statement)
-            let payloadID = try Envelope.newUUID(using: random)
-            let payload = MessagePayload(
-                kind: "group-statement", id: payloadID, text: "", sentAt: now,
-                extra: JSONObject([("group", .string(group.base64URL)), ("statements", .array(carried.map { .string(Base64.encode($0.bytes)) }))]))
+            let extra = JSONObject([("group", .string(group.base64URL)), ("statements", .array(carried.map { .string(Base64.encode($0.bytes)) }))])
             let recipients = Set(before.keys + after.keys).subtracting([identity.publicKey]).sorted { $0.base64URL < $1.base64URL }
             for key in recipients {
+                // One id per envelope: a relay's mailbox ids are unique across recipients.
+                let payload = MessagePayload(kind: "group-statement", id: try Envelope.newUUID(using: random), text: "", sentAt: now, extra: extra)
                 guard let id = try Self.queue(tx, payload: payload, to: key, identity: identity, now: now, random: random) else {
                     unreachable.append(key.base64URL)
                     continue
@@ -909,15 +908,20 @@ public actor GroupsManager {
         chain.skipped = Array(chain.skipped.filter { $0.storedAt > cutoff }.suffix(Groups.maximumSkippedKeys))
         let plaintext = try message.open(sender: sender, messageKey: messageKey)
         let payload = try MessagePayload(json: plaintext)
+        guard Envelope.isUUID(payload.id) else { throw WireError.malformedGroupMessage("the message id is not a UUID") }
+        let messageID = payload.id.lowercased()
+        // Every member's copy carries the same message in its own envelope: one copy counts.
+        guard try !tx.open(Tables.messageIDs).contains(messageID) else { throw WireError.duplicateMessage }
         chain.opened = true
         try table.put(key, chain)
         guard payload.text.utf8.count <= Groups.maximumTextBytes else {
             throw GroupsManagerError.messageTooLong(bytes: payload.text.utf8.count, maximum: Groups.maximumTextBytes)
         }
         let stored = MessageRecord(
-            id: envelope.id.lowercased(), peer: sender.base64URL, outgoing: false, kind: payload.kind, text: payload.text, sentAt: payload.sentAt,
+            id: messageID, peer: sender.base64URL, outgoing: false, kind: payload.kind, text: payload.text, sentAt: payload.sentAt,
             storedAt: now, status: .received, disappearsAt: nil, group: message.group.base64URL)
         try store(stored, group: message.group, tx)
+        try tx.open(Tables.messageIDs).put(envelope.id.lowercased(), [])
         return stored
     }
 
@@ -976,8 +980,9 @@ public actor GroupsManager {
                     unreachable.append(member.key)
                     continue
                 }
+                // Its own envelope id (mailbox ids are unique across recipients); the message id is the payload's.
                 let envelope = try Envelope.sealGroup(
-                    bytes, id: id, from: identity.signing, to: key, createdAt: now / 1000,
+                    bytes, id: try Envelope.newUUID(using: random), from: identity.signing, to: key, createdAt: now / 1000,
                     expiresAt: now / 1000 + MessagesManager.envelopeLifetimeSeconds)
                 let request = PreparedRequest(
                     url: try RelayAPI.endpoint(server: friend.server, path: "/v1/relay/messages"), method: "POST",
