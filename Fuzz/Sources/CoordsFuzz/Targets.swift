@@ -50,7 +50,10 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "prekey-bundle": prekeyBundle,
     "session-message": sessionMessage,
     "ratchet-state": ratchetState,
-    "relay-prekeys": relayPrekeys
+    "relay-prekeys": relayPrekeys,
+    "group-statement": groupStatement,
+    "group-message": groupMessage,
+    "group-rules": groupRules
 ]
 
 /// A failed property: crash loudly so libFuzzer keeps the input.
@@ -704,4 +707,101 @@ public func coordsFuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMut
 extension Array where Element == String {
     /// The first element and the second (empty strings when missing).
     fileprivate var splitFirst: (String, String) { (first ?? "", count > 1 ? self[1] : "") }
+}
+
+// MARK: Groups (PROTOCOL.md §11)
+
+/// A membership statement from the wire: parsing never traps; what parses re-encodes to its bytes,
+/// reads back from the store the same way, and its authority and change over a fixed state are
+/// decided without a trap.
+@Sendable func groupStatement(_ bytes: [UInt8]) {
+    guard let statement = try? GroupStatement(bytes: bytes) else { return }
+    check(statement.bytes == bytes, "a parsed statement keeps its bytes")
+    check((try? GroupStatement(storedBytes: bytes)) == statement, "a stored statement reads back the same")
+    check(statement.state.members.count <= Groups.maximumMembers && statement.state.members.contains(where: \.isAdmin), "a valid state")
+    _ = try? statement.checkAuthority(over: GroupFixture.state)
+    let change = statement.change(from: GroupFixture.state)
+    check(change.added.allSatisfy { statement.state.contains($0) }, "added members are members")
+}
+
+/// A group message from the wire: parsing never traps and re-encodes to its bytes; checking its
+/// chain signature and opening it with a fixed key never trap.
+@Sendable func groupMessage(_ bytes: [UInt8]) {
+    guard let message = try? GroupMessage(bytes: bytes) else { return }
+    check(message.bytes == bytes, "a parsed group message re-encodes to its bytes")
+    _ = try? message.verify(sender: Fixture.reader.publicKey, signingKey: Fixture.reader.publicKey)
+    _ = try? message.open(sender: Fixture.reader.publicKey, messageKey: GroupFixture.messageKey)
+}
+
+/// The §11.4 rules on the fuzz app: each 4-byte step makes a statement (author, predecessor,
+/// epoch step, members and admins chosen by the bytes, signed here by fixed keys) and hands it to
+/// the app as its friend's `group-statement`. Whatever arrives, in whatever order: no trap, and
+/// the group's record stays consistent (a head, members and admins from the statements' keys,
+/// the user a member exactly when the status says so, at most 16 × 4 statements kept).
+@Sendable func groupRules(_ bytes: [UInt8]) {
+    guard let app = AppFixture.app, let identity = try? app.context.identity.get() else {
+        check(false, "the fuzz app did not open")
+        return
+    }
+    let group = GroupFixture.group
+    var made: [GroupStatement] = []
+    var index = 0
+    while index + 4 <= bytes.count {
+        let (who, from, step, sets) = (bytes[index], bytes[index + 1], bytes[index + 2], bytes[index + 3])
+        index += 4
+        let keys = GroupFixture.keys
+        let author = keys[Int(who) % keys.count]
+        var members: [GroupMember] = []
+        for (position, key) in keys.enumerated() where sets & (1 << position) != 0 {
+            members.append(GroupMember(key: key.publicKey, isAdmin: (step >> 4) & (1 << (position % 4)) != 0 || position == Int(who) % keys.count))
+        }
+        guard let state = try? GroupState(name: "g\(sets)", members: members) else { continue }
+        let previous = made.isEmpty || from & 0x80 != 0 ? nil : made[Int(from) % made.count]
+        let epoch = previous.map { $0.epoch &+ UInt32(step & 3) } ?? UInt32(step & 3)
+        let hash = previous?.hash ?? [UInt8](repeating: 0, count: 32)
+        guard let statement = try? GroupStatement.make(group: group, epoch: epoch, previous: epoch == 0 ? [UInt8](repeating: 0, count: 32) : hash, author: author, at: 1, state: state)
+        else { continue }
+        made.append(statement)
+        let carried = made.suffix(Int(from % 4) + 1).map { JSONValue.string(Base64.encode($0.bytes)) }
+        let payload = MessagePayload(
+            kind: "group-statement", id: "00000000-0000-4000-8000-000000000000", text: "", sentAt: 1,
+            extra: JSONObject([("group", .string(group.base64URL)), ("statements", .array(Array(carried)))]))
+        var updates: [GroupsManagerReconcileMessage] = []
+        _ = try? app.context.database.write { tx in
+            _ = try GroupsManager.processStatements(
+                tx, payload, sender: GroupFixture.keys[0].publicKey, identity: identity, now: 1, random: SeededRandomSource(seed: 3),
+                messages: &updates)
+        }
+    }
+    _ = try? app.context.database.read { tx in
+        guard let record = try tx.open(Tables.groups).get(group.bytes) else { return }
+        check(!record.heads.isEmpty, "a kept group has a head")
+        check(record.members.count <= Groups.maximumMembers, "at most 256 members")
+        check(record.status != .member || record.isMember(identity.id), "a member is in the members")
+        let kept = try tx.open(Tables.groupStatements).entries(prefix: group.bytes).count
+        check(kept <= Int(Groups.epochsKept) * Groups.maximumForks, "statements kept are bounded: \(kept)")
+        let pending = try tx.open(Tables.groupPending).entries(prefix: group.bytes).count
+        check(pending <= Groups.maximumPending, "pending statements are bounded: \(pending)")
+    }
+    // Start over for the next input (the store is shared): forget the group.
+    _ = try? app.context.database.write { tx in
+        try GroupsManager.forgetStatements(tx, group)
+        try tx.open(Tables.groups).delete(group.bytes)
+        try GroupsManager.eraseChains(tx, group, members: GroupFixture.keys.map(\.publicKey) + [identity.publicKey])
+    }
+}
+
+enum GroupFixture {
+    /// The app's friend (seed 9, an admin candidate), the app's own identity (seed 7) and four others.
+    static let keys: [Ed25519SigningKey] = [9, 7, 11, 12, 13, 14].compactMap { try? Ed25519SigningKey(seed: [UInt8](repeating: $0, count: 32)) }
+    static let group: GroupID = {
+        guard let id = try? GroupID(bytes: [UInt8](repeating: 0x47, count: 16)) else { fatalError("a 16-byte group id") }
+        return id
+    }()
+    static let state: GroupState = {
+        guard let state = try? GroupState(name: "fixture", members: keys.prefix(3).enumerated().map { GroupMember(key: $1.publicKey, isAdmin: $0 == 0) })
+        else { fatalError("the fixture state") }
+        return state
+    }()
+    static let messageKey = SecretBytes(copying: [UInt8](repeating: 5, count: 44))
 }
