@@ -44,7 +44,8 @@ struct Share: SessionCommand {
             if let reseal = try await session.app.groups.setSharing(groupID: found.id, !off) {
                 _ = try await OutboxDelivery.deliver(id: reseal.id, reseal.item.request, session: session)
             }
-            let line = off ? "Stopped sharing with \(Terminal.safe(found.name))." : "Sharing with \(Terminal.safe(found.name)) (\(found.members.count) members)."
+            let line =
+                off ? "Stopped sharing with \(Terminal.safe(found.name))." : "Sharing with \(Terminal.safe(found.name)) (\(found.members.count) members)."
             guard let lat, let lon else {
                 if options.json { return printJSON(.object(["group": .string(found.id), "sharing": .bool(!off)])) }
                 return printLine(line)

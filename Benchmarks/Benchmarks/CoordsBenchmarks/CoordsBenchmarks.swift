@@ -17,6 +17,7 @@ let benchmarks: @Sendable () -> Void = {
     geocodingBenchmarks()
     envelopeBenchmarks()
     sessionBenchmarks()
+    groupBenchmarks()
 }
 
 // MARK: Crypto primitives: our API vs the same libsodium call
@@ -757,4 +758,181 @@ func sessionBenchmarks() {
                 }
             }
         })
+}
+
+// MARK: Groups (PROTOCOL.md §11) vs the same libsodium calls in C
+
+/// An app whose user shares a group with `members` friends.
+struct GroupSendSetup: Sendable {
+    let app: CoordsApp
+    let path: String
+    let me: Identity
+    let group: String
+    static let text = "at the station, platform 4"
+
+    init(members: Int) async throws {
+        path = temporaryDirectory("group")
+        app = try openApp(path)
+        me = try Identity()
+        _ = try await app.wallet.importSeed(me.key.seed, name: "Bench", server: "https://relay.example")
+        var ids: [String] = []
+        for index in 0..<members {
+            let friend = try Ed25519SigningKey.generate()
+            _ = try await app.friends.add(id: friend.publicKey.base64URL, server: "https://relay.example", name: "m\(index)")
+            ids.append(friend.publicKey.base64URL)
+        }
+        group = try await app.groups.create(name: "Bench", members: ids).group.id
+    }
+
+    func send() async throws -> SentGroupMessage { try await app.groups.send(Self.text, to: group) }
+
+    func close() {
+        app.close()
+        removeTree(path)
+    }
+}
+
+/// The crypto of one group send in C, on inputs the size of ours.
+final class GroupSendFloor: @unchecked Sendable {
+    let chain = randomBytes(32)
+    let plaintext: [UInt8]
+    let core = randomBytes(19 + 32 + 16 + 12)
+    let chainKey: Identity
+    let sender: Identity
+    let envelope: [UInt8]
+    let members: Int
+    var sealed: [UInt8]
+    var signature = [UInt8](repeating: 0, count: 64)
+
+    init(setup: GroupSendSetup, sample: SentGroupMessage, members: Int) throws {
+        plaintext = MessagePayload(kind: "text", id: sample.message.id, text: GroupSendSetup.text, sentAt: sample.message.sentAt).json
+        chainKey = try Identity()
+        sender = setup.me
+        guard let body = sample.queued.first?.item.request.body else { throw BenchmarkSetupError("the group send queued nothing") }
+        envelope = try Envelope(json: try JSONValue.parse(body)).signedBytes
+        self.members = members
+        sealed = [UInt8](repeating: 0, count: plaintext.count + 16)
+    }
+
+    func send() {
+        blackHole(
+            cb_group_send(
+                chain, plaintext, plaintext.count, core, core.count, chainKey.rawSecretKey, sender.rawSecretKey, envelope, envelope.count,
+                members, &sealed, &signature))
+    }
+}
+
+/// A reader who shares a group with one sender, and batches of 50 of the sender's messages.
+struct GroupFetchSetup: Sendable {
+    let reader: CoordsApp
+    let sender: CoordsApp
+    let paths: [String]
+    let batches: [[UInt8]]
+    let sample: Envelope
+    private let cursor = Cursor()
+
+    init(batches count: Int) async throws {
+        paths = [temporaryDirectory("group-reader"), temporaryDirectory("group-sender")]
+        reader = try openApp(paths[0])
+        sender = try openApp(paths[1])
+        let r = try Identity()
+        let s = try Identity()
+        _ = try await reader.wallet.importSeed(r.key.seed, name: "Reader", server: "https://relay.example")
+        _ = try await sender.wallet.importSeed(s.key.seed, name: "Sender", server: "https://relay.example")
+        _ = try await reader.friends.add(id: s.key.publicKey.base64URL, server: "https://relay.example", name: "Sender")
+        _ = try await sender.friends.add(id: r.key.publicKey.base64URL, server: "https://relay.example", name: "Reader")
+        let created = try await sender.groups.create(name: "Bench", members: [r.key.publicKey.base64URL])
+        let packets = try created.queued.map { try JSONValue.parse($0.item.request.body) }
+        _ = try await reader.messages.processFetchResponse(JSONValue.object(["packets": .array(packets)]).serialized())
+        var batches: [[UInt8]] = []
+        var last: Envelope?
+        for _ in 0..<count {
+            var envelopes: [JSONValue] = []
+            for _ in 0..<50 {
+                let sent = try await sender.groups.send(GroupSendSetup.text, to: created.group.id)
+                guard let body = sent.queued.first?.item.request.body else { throw BenchmarkSetupError("no copy for the reader") }
+                let envelope = try JSONValue.parse(body)
+                envelopes.append(envelope)
+                last = try Envelope(json: envelope)
+            }
+            batches.append(JSONValue.object(["packets": .array(envelopes)]).serialized())
+        }
+        guard let last else { throw BenchmarkSetupError("no batches") }
+        self.batches = batches
+        sample = last
+    }
+
+    /// The next batch (each is processed once: a batch seen again would be duplicates).
+    func process() async throws {
+        let index = cursor.advance(by: 1, wrappingAt: batches.count - 1)
+        blackHole(try await reader.messages.processFetchResponse(batches[index]))
+    }
+
+    func close() {
+        reader.close()
+        sender.close()
+        for path in paths { removeTree(path) }
+    }
+}
+
+/// The crypto of receiving 50 group messages in C: per message two signature checks, KDF_GK,
+/// AES-256-GCM open and the signature of its ack request, on inputs the size of ours.
+final class GroupFetchFloor: @unchecked Sendable {
+    let chain = randomBytes(32)
+    let core = randomBytes(19 + 32 + 16 + 12)
+    let sealed: [UInt8]
+    let chainPublic: [UInt8]
+    let chainSignature: [UInt8]
+    let senderPublic: [UInt8]
+    let envelope: [UInt8]
+    let envelopeSignature: [UInt8]
+    let ack: [UInt8]
+    let acker: Identity
+    var opened: [UInt8]
+
+    init(sample: Envelope) throws {
+        let plaintext = MessagePayload(kind: "text", id: sample.id, text: GroupSendSetup.text, sentAt: 1).json
+        let key = try SenderChain.step(SecretBytes(copying: chain)).messageKey.copyBytes()
+        sealed = try AES256GCM.seal(
+            plaintext, key: SecretBytes(copying: Array(key[0..<32])), nonce: try AES256GCM.Nonce(Array(key[32..<44])), associatedData: core)
+        let chainKey = try Ed25519SigningKey.generate()
+        chainPublic = chainKey.publicKey.rawRepresentation
+        chainSignature = chainKey.signature(for: core + sealed)
+        let senderKey = try Ed25519SigningKey.generate()
+        senderPublic = senderKey.publicKey.rawRepresentation
+        envelope = sample.signedBytes
+        envelopeSignature = senderKey.signature(for: envelope)
+        ack = MailboxAuth.signedBytes(method: "POST", path: "/v1/relay/messages/\(sample.id)/ack", timestamp: 1_800_000_000)
+        acker = try Identity()
+        opened = [UInt8](repeating: 0, count: plaintext.count)
+    }
+
+    func process() {
+        for _ in 0..<50 {
+            blackHole(
+                cb_group_open(
+                    chain, sealed, sealed.count, core, core.count, chainPublic, chainSignature, senderPublic, envelope, envelope.count,
+                    envelopeSignature, acker.rawSecretKey, ack, ack.count, &opened))
+        }
+    }
+}
+
+func groupBenchmarks() {
+    // A group of N: the user and N − 1 others, each sent one copy.
+    for members in [8, 64, 256] {
+        pairedAsync("Group send to \(members) members", ops: members >= 256 ? 2 : 4) {
+            let setup = try await GroupSendSetup(members: members - 1)
+            let sample = try await setup.send()
+            let bytes = sample.queued.map(\.item.request.body.count).reduce(0, +)
+            writeSideResult(
+                "group-send-\(members).json", ["members": members, "envelopes": sample.queued.count, "wire_bytes": bytes])
+            let floor = try GroupSendFloor(setup: setup, sample: sample, members: members - 1)
+            return (ours: { blackHole(try await setup.send()) }, raw: { floor.send() }, close: { setup.close() })
+        }
+    }
+    pairedAsync("Group process fetch of 50 messages", ops: 1) {
+        let setup = try await GroupFetchSetup(batches: pairedRounds(heavy: true) + 4)
+        let floor = try GroupFetchFloor(sample: setup.sample)
+        return (ours: { try await setup.process() }, raw: { floor.process() }, close: { setup.close() })
+    }
 }

@@ -428,3 +428,62 @@ int cb_ratchet_step(const uint8_t root[32], const uint8_t own_sk[32], const uint
     sodium_memzero(ikm, sizeof ikm); sodium_memzero(fresh, sizeof fresh); sodium_memzero(next_root, sizeof next_root);
     return 0;
 }
+
+/* ---- Groups (PROTOCOL.md §11.5–§11.6) ---- */
+
+/* KDF_GK: the ratchet's chain KDF under the group salt (the same HMAC work). */
+static void kdf_group(const uint8_t ck[32], uint8_t next[32], uint8_t mk[44]) {
+    static const char salt[] = "CoordsCore/group/chain/v1";
+    uint8_t prk[32], okm[96], block[32];
+    crypto_auth_hmacsha256_state st;
+    crypto_auth_hmacsha256_init(&st, (const uint8_t *)salt, sizeof salt - 1);
+    crypto_auth_hmacsha256_update(&st, ck, 32);
+    crypto_auth_hmacsha256_final(&st, prk);
+    size_t written = 0;
+    for (uint8_t i = 1; written < 76; i++) {
+        crypto_auth_hmacsha256_init(&st, prk, 32);
+        if (i > 1) crypto_auth_hmacsha256_update(&st, block, 32);
+        crypto_auth_hmacsha256_update(&st, &i, 1);
+        crypto_auth_hmacsha256_final(&st, block);
+        memcpy(okm + written, block, 32);
+        written += 32;
+    }
+    memcpy(next, okm, 32);
+    memcpy(mk, okm + 32, 44);
+    sodium_memzero(prk, sizeof prk); sodium_memzero(okm, sizeof okm); sodium_memzero(block, sizeof block);
+}
+
+size_t cb_group_send(const uint8_t chain[32], const uint8_t *plaintext, size_t len, const uint8_t *core, size_t core_len,
+                     const uint8_t chain_sk[64], const uint8_t sender_sk[64], const uint8_t *envelope, size_t envelope_len,
+                     size_t members, uint8_t *sealed, uint8_t signature[64]) {
+    uint8_t next[32], mk[44];
+    kdf_group(chain, next, mk);
+    crypto_aead_aes256gcm_encrypt(sealed, NULL, plaintext, len, core, core_len, NULL, mk + 32, mk);
+    /* The chain signature covers core ‖ ciphertext. */
+    crypto_sign_state st;
+    crypto_sign_init(&st);
+    crypto_sign_update(&st, core, core_len);
+    crypto_sign_update(&st, sealed, len + 16);
+    crypto_sign_final_create(&st, signature, NULL, chain_sk);
+    for (size_t i = 0; i < members; i++) crypto_sign_detached(signature, NULL, envelope, envelope_len, sender_sk);
+    sodium_memzero(mk, sizeof mk); sodium_memzero(next, sizeof next);
+    return len + 16;
+}
+
+int cb_group_open(const uint8_t chain[32], const uint8_t *sealed, size_t len, const uint8_t *core, size_t core_len,
+                  const uint8_t chain_pk[32], const uint8_t chain_sig[64], const uint8_t sender_pk[32], const uint8_t *envelope,
+                  size_t envelope_len, const uint8_t envelope_sig[64], const uint8_t ack_sk[64], const uint8_t *ack, size_t ack_len,
+                  uint8_t *opened) {
+    int rc = crypto_sign_verify_detached(envelope_sig, envelope, envelope_len, sender_pk);
+    crypto_sign_state st;
+    crypto_sign_init(&st);
+    crypto_sign_update(&st, core, core_len);
+    crypto_sign_update(&st, sealed, len);
+    rc |= crypto_sign_final_verify(&st, chain_sig, chain_pk);
+    uint8_t next[32], mk[44], ack_sig[64];
+    kdf_group(chain, next, mk);
+    rc |= crypto_aead_aes256gcm_decrypt(opened, NULL, NULL, sealed, len, core, core_len, mk + 32, mk);
+    crypto_sign_detached(ack_sig, NULL, ack, ack_len, ack_sk);
+    sodium_memzero(mk, sizeof mk); sodium_memzero(next, sizeof next);
+    return rc;
+}

@@ -759,7 +759,9 @@ extension Array where Element == String {
         let previous = made.isEmpty || from & 0x80 != 0 ? nil : made[Int(from) % made.count]
         let epoch = previous.map { $0.epoch &+ UInt32(step & 3) } ?? UInt32(step & 3)
         let hash = previous?.hash ?? [UInt8](repeating: 0, count: 32)
-        guard let statement = try? GroupStatement.make(group: group, epoch: epoch, previous: epoch == 0 ? [UInt8](repeating: 0, count: 32) : hash, author: author, at: 1, state: state)
+        guard
+            let statement = try? GroupStatement.make(
+                group: group, epoch: epoch, previous: epoch == 0 ? [UInt8](repeating: 0, count: 32) : hash, author: author, at: 1, state: state)
         else { continue }
         made.append(statement)
         let carried = made.suffix(Int(from % 4) + 1).map { JSONValue.string(Base64.encode($0.bytes)) }

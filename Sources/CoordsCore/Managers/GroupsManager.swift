@@ -178,17 +178,36 @@ public actor GroupsManager {
     /// One group, by id (b64u) or by its exact name.
     /// - Throws: ``GroupsManagerError/notFound(id:)`` (also when two groups share the name), store errors.
     public nonisolated func group(_ idOrName: String) throws -> GroupInfo {
-        let all = try groups()
-        if let match = all.first(where: { $0.id == idOrName }) { return match }
-        let named = all.filter { $0.name == idOrName }
-        guard named.count == 1, let match = named.first else { throw GroupsManagerError.notFound(id: idOrName) }
-        return match
+        let me = try context.identity.get().id
+        let id = try resolve(idOrName)
+        return try context.database.read { tx in
+            guard let record = try tx.open(Tables.groups).get(id.bytes) else { throw GroupsManagerError.notFound(id: idOrName) }
+            let friends = try tx.open(Tables.friends)
+            return try Self.info(id, record, me: me) { try friends.get($0) }
+        }
+    }
+
+    /// The id of the group named by id (b64u) or by its exact name, reading only group records.
+    /// - Throws: ``GroupsManagerError/notFound(id:)`` (also when two groups share the name), store errors.
+    nonisolated func resolve(_ idOrName: String) throws -> GroupID {
+        try context.database.read { tx in
+            let table = try tx.open(Tables.groups)
+            // Not an id: then it is a name.
+            if let id = try? GroupID(base64URL: idOrName), try table.contains(id.bytes) { return id }
+            var found: [GroupID] = []
+            for (key, record) in try table.entries() where record.name == idOrName {
+                // A damaged id is not a group anyone can address.
+                if let id = try? GroupID(bytes: key) { found.append(id) }
+            }
+            guard found.count == 1, let id = found.first else { throw GroupsManagerError.notFound(id: idOrName) }
+            return id
+        }
     }
 
     /// A group's messages, oldest first (the last `limit` when given).
     /// - Throws: ``GroupsManagerError/notFound(id:)``, store errors.
     public nonisolated func history(groupID: String, limit: Int? = nil) throws -> [MessageRecord] {
-        let id = try GroupID(base64URL: try self.group(groupID).id)
+        let id = try resolve(groupID)
         let now = context.clock.now()
         let all = try context.database.read { tx in
             try tx.open(Tables.messages).entries(prefix: Self.conversationKey(id)).map(\.value).filter { !$0.hasDisappeared(at: now) }
@@ -232,7 +251,7 @@ public actor GroupsManager {
     ///   ``GroupsManagerError/invalidMembers(_:)``, store errors.
     public func add(groupID: String, members: [String]) async throws -> GroupChangeResult {
         let identity = try context.identity.get()
-        return try await change(try GroupID(base64URL: try group(groupID).id)) { tx, before in
+        return try await change(try resolve(groupID)) { tx, before in
             let keys = try Self.friendKeys(members, tx, identity: identity)
             guard let fresh = Optional(keys.filter { !before.contains($0) }), !fresh.isEmpty else {
                 throw GroupsManagerError.invalidMembers("every one of them is a member already")
@@ -248,7 +267,7 @@ public actor GroupsManager {
     ///   or no admin would be left), store errors.
     public func remove(groupID: String, members: [String]) async throws -> GroupChangeResult {
         let identity = try context.identity.get()
-        return try await change(try GroupID(base64URL: try group(groupID).id)) { _, before in
+        return try await change(try resolve(groupID)) { _, before in
             var keys: [Ed25519PublicKey] = []
             for id in members {
                 guard let key = try? Ed25519PublicKey(base64URL: id), before.contains(key) else {
@@ -269,7 +288,7 @@ public actor GroupsManager {
     /// - Throws: ``GroupsManagerError/notFound(id:)``, ``GroupsManagerError/notAnAdmin(id:)``,
     ///   ``WireError/malformedGroupStatement(_:)`` (a bad name), store errors.
     public func rename(groupID: String, to name: String) async throws -> GroupChangeResult {
-        try await change(try GroupID(base64URL: try group(groupID).id)) { _, before in
+        try await change(try resolve(groupID)) { _, before in
             try GroupState(name: name, members: before.members)
         }
     }
@@ -278,7 +297,7 @@ public actor GroupsManager {
     /// - Throws: ``GroupsManagerError/notFound(id:)``, ``GroupsManagerError/notAnAdmin(id:)``,
     ///   ``GroupsManagerError/invalidMembers(_:)``, store errors.
     public func setAdmin(groupID: String, member: String, isAdmin: Bool) async throws -> GroupChangeResult {
-        try await change(try GroupID(base64URL: try group(groupID).id)) { _, before in
+        try await change(try resolve(groupID)) { _, before in
             guard let key = try? Ed25519PublicKey(base64URL: member), before.contains(key) else {
                 throw GroupsManagerError.invalidMembers("\(member.prefix(12))… is not a member")
             }
@@ -296,7 +315,7 @@ public actor GroupsManager {
     /// - Throws: ``GroupsManagerError/notFound(id:)``, ``GroupsManagerError/notAMember(id:)``, store errors.
     public func leave(groupID: String) async throws -> GroupChangeResult {
         let identity = try context.identity.get()
-        return try await change(try GroupID(base64URL: try group(groupID).id), leaving: true) { _, before in
+        return try await change(try resolve(groupID), leaving: true) { _, before in
             let rest = before.members.filter { $0.key != identity.publicKey }
             if let left = before.removing(identity.publicKey) { return left }
             // The last admin leaves: the first remaining member becomes an admin in the same statement.
@@ -308,7 +327,7 @@ public actor GroupsManager {
     /// Forgets a group the user left or was removed from, with its history.
     /// - Throws: ``GroupsManagerError/notFound(id:)``, ``GroupsManagerError/stillMember(id:)``, store errors.
     public func delete(groupID: String) throws {
-        let id = try GroupID(base64URL: try self.group(groupID).id)
+        let id = try resolve(groupID)
         try context.database.write { tx in
             let groups = try tx.open(Tables.groups)
             guard let record = try groups.get(id.bytes) else { throw GroupsManagerError.notFound(id: groupID) }
@@ -331,7 +350,7 @@ public actor GroupsManager {
     @discardableResult
     public func setSharing(groupID: String, _ sharing: Bool) async throws -> OutboxEntry? {
         let me = try context.identity.get().id
-        let id = try GroupID(base64URL: try self.group(groupID).id)
+        let id = try resolve(groupID)
         let changed = try reconciler.write(context.database) { tx, messages -> Bool in
             let groups = try tx.open(Tables.groups)
             guard var record = try groups.get(id.bytes) else { throw GroupsManagerError.notFound(id: groupID) }
@@ -420,9 +439,7 @@ public actor GroupsManager {
         if reseal, let upload = try await location.prepareReseal(force: true) {
             ids.append(try await outbox.enqueue(kind: .reseal, request: upload.request, reference: String(upload.fixTimestamp)))
         }
-        guard !ids.isEmpty else { return [] }
-        let pending = try outbox.pending()
-        return ids.compactMap { id in pending.first { $0.id == id } }
+        return try outbox.entries(ids: ids)
     }
 
     /// Friends' keys from ids: each a friend, not the user, not blocked, no repeats.
@@ -870,11 +887,21 @@ public actor GroupsManager {
     /// - Throws: ``GroupsManagerError/unknownChain(_:)`` (leave it in the mailbox),
     ///   ``GroupsManagerError/notAMember(id:)``, ``WireError`` (signatures, tampering, duplicates,
     ///   gaps), store errors.
+    /// - Parameter records: group records read so far in this transaction (a fetch of many
+    ///   messages of one group reads its record once); the caller empties it when statements change them.
     static func openGroupMessage(
-        _ tx: borrowing WriteTransaction, _ envelope: Envelope, sender: Ed25519PublicKey, identity: Identity, now: UInt64
+        _ tx: borrowing WriteTransaction, _ envelope: Envelope, sender: Ed25519PublicKey, identity: Identity, now: UInt64,
+        records: inout [GroupID: GroupRecord]
     ) throws -> MessageRecord {
         let message = try envelope.groupMessage(as: identity.signing, from: sender, now: now / 1000)
-        guard let record = try tx.open(Tables.groups).get(message.group.bytes), record.status == .member, record.isMember(identity.id)
+        let known: GroupRecord?
+        if let cached = records[message.group] {
+            known = cached
+        } else {
+            known = try tx.open(Tables.groups).get(message.group.bytes)
+            if let known { records[message.group] = known }
+        }
+        guard let record = known, record.status == .member, record.isMember(identity.id)
         else { throw GroupsManagerError.notAMember(id: identity.id) }
         guard record.isMember(sender.base64URL) else { throw GroupsManagerError.notAMember(id: sender.base64URL) }
         let table = try tx.open(Tables.groupChains)
@@ -946,23 +973,22 @@ public actor GroupsManager {
             throw GroupsManagerError.messageTooLong(bytes: text.utf8.count, maximum: Groups.maximumTextBytes)
         }
         let identity = try context.identity.get()
-        let group = try GroupID(base64URL: try self.group(groupID).id)
+        let group = try resolve(groupID)
         let now = context.clock.now()
         let random = context.random
         let id = try Envelope.newUUID(using: random)
         var unreachable: [String] = []
-        var queuedIDs: [UInt64] = []
+        var queued: [OutboxEntry] = []
         let stored = try context.database.write { tx -> MessageRecord in
             unreachable = []
-            queuedIDs = []
+            var items: [OutboxItem] = []
             let groups = try tx.open(Tables.groups)
             guard var record = try groups.get(group.bytes), record.status == .member, record.isMember(identity.id) else {
                 throw GroupsManagerError.notAMember(id: identity.id)
             }
-            var (chainID, chain) =
-                try Self.ownChain(tx, group, identity: identity, record: record)
-                ?? Self.makeChain(tx, group, identity: identity, now: now, random: random, record: &record)
-            try groups.put(group.bytes, record)
+            let existing = try Self.ownChain(tx, group, identity: identity, record: record)
+            var (chainID, chain) = try existing ?? Self.makeChain(tx, group, identity: identity, now: now, random: random, record: &record)
+            if existing == nil { try groups.put(group.bytes, record) }
             guard chain.next < .max else { throw GroupsManagerError.invalidMembers("the sender chain is used up; leave and rejoin") }
             let (next, messageKey) = try SenderChain.step(chain.chainKey)
             let payload = MessagePayload(kind: "text", id: id, text: text, sentAt: now)
@@ -987,17 +1013,17 @@ public actor GroupsManager {
                 let request = PreparedRequest(
                     url: try RelayAPI.endpoint(server: friend.server, path: "/v1/relay/messages"), method: "POST",
                     headers: [.init(name: "Content-Type", value: "application/json")], body: envelope.json.serialized())
-                queuedIDs.append(try OutboxManager.enqueue(tx, kind: .groupMessage, request: request, reference: id, now: now))
+                items.append(OutboxItem(kind: .groupMessage, request: request, nextAttemptAt: now, createdAt: now, reference: id))
             }
+            queued = try OutboxManager.enqueue(tx, items)
             let message = MessageRecord(
                 id: id, peer: identity.id, outgoing: true, kind: "text", text: text, sentAt: now, storedAt: now,
-                status: queuedIDs.isEmpty ? .sent : .queued, disappearsAt: nil, group: group.base64URL)
+                status: queued.isEmpty ? .sent : .queued, disappearsAt: nil, group: group.base64URL)
             try Self.store(message, group: group, tx)
             return message
         }
-        for id in queuedIDs { outbox.reconciler.send(.queued(id: id, kind: .groupMessage)) }
-        let pending = try outbox.pending()
-        return SentGroupMessage(message: stored, queued: queuedIDs.compactMap { id in pending.first { $0.id == id } }, unreachable: unreachable)
+        for entry in queued { outbox.reconciler.send(.queued(id: entry.id, kind: .groupMessage)) }
+        return SentGroupMessage(message: stored, queued: queued, unreachable: unreachable)
     }
 
     // MARK: Sharing (§11.7)

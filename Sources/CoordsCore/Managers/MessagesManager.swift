@@ -292,24 +292,42 @@ public actor MessagesManager {
     /// most ``maximumSignatureLead`` ahead of the clock (a counter found further ahead, by a burst
     /// or a clock that went back, is pulled back to that lead).
     nonisolated func nextSignedTimestamp() throws -> UInt64 {
+        try nextSignedTimestamps(1)[0]
+    }
+
+    /// `count` (≥ 1) successive signature timestamps taken in one transaction (a fetch's acks).
+    nonisolated func nextSignedTimestamps(_ count: Int) throws -> [UInt64] {
         let now = context.clock.now() / 1000
         return try context.database.write { tx in
             let settings = try tx.open(Tables.settings)
-            let next = SignedTime.next(after: try settings.get(SettingKey.mailboxLastSignedTimestamp), now: now)
-            try settings.put(SettingKey.mailboxLastSignedTimestamp, next)
-            return next
+            var last = try settings.get(SettingKey.mailboxLastSignedTimestamp)
+            var taken: [UInt64] = []
+            for _ in 0..<max(1, count) {
+                let next = SignedTime.next(after: last, now: now)
+                taken.append(next)
+                last = next
+            }
+            try settings.put(SettingKey.mailboxLastSignedTimestamp, taken[taken.count - 1])
+            return taken
         }
     }
 
     private nonisolated func signedRequest(method: String, path: String, identity: Identity) throws -> PreparedRequest {
+        try signedRequests(method: method, paths: [path], identity: identity)[0]
+    }
+
+    /// Signed requests for `paths` (at least one), their timestamps taken in one transaction.
+    private nonisolated func signedRequests(method: String, paths: [String], identity: Identity) throws -> [PreparedRequest] {
         guard let server = try context.database.read({ tx in try tx.open(Tables.settings).get(SettingKey.server) }), !server.isEmpty else {
             throw WalletManagerError.noServer
         }
-        let timestamp = try nextSignedTimestamp()
-        let headers = MailboxAuth.headers(signer: identity.signing, method: method, path: path, timestamp: timestamp)
-        return PreparedRequest(
-            url: try RelayAPI.endpoint(server: server, path: path), method: method,
-            headers: ["X-Coords-Key", "X-Coords-Timestamp", "X-Coords-Signature"].map { .init(name: $0, value: headers[$0] ?? "") })
+        let timestamps = try nextSignedTimestamps(paths.count)
+        return try zip(paths, timestamps).map { path, timestamp in
+            let headers = MailboxAuth.headers(signer: identity.signing, method: method, path: path, timestamp: timestamp)
+            return PreparedRequest(
+                url: try RelayAPI.endpoint(server: server, path: path), method: method,
+                headers: ["X-Coords-Key", "X-Coords-Timestamp", "X-Coords-Signature"].map { .init(name: $0, value: headers[$0] ?? "") })
+        }
     }
 
     /// Processes the relay's `{"packets": [...]}`: verifies, opens, de-duplicates and stores each
@@ -349,6 +367,7 @@ public actor MessagesManager {
             // Sender keys for a group not known yet, and group messages whose chain has not come:
             // tried again after the whole answer, since a statement or key later in it may be what they need.
             var laterKeys: [(MessagePayload, Ed25519PublicKey)] = []
+            var groupRecords: [GroupID: GroupRecord] = [:]
             var laterMessages: [(Envelope, Ed25519PublicKey)] = []
             for packet in packets {
                 let rawID = packet.objectValue?["id"]?.stringValue ?? ""
@@ -395,7 +414,7 @@ public actor MessagesManager {
                 if envelope.version == Envelope.groupProtocolVersion {
                     do {
                         outcome.received.append(
-                            try GroupsManager.openGroupMessage(tx, envelope, sender: sender.key, identity: identity, now: now))
+                            try GroupsManager.openGroupMessage(tx, envelope, sender: sender.key, identity: identity, now: now, records: &groupRecords))
                     } catch GroupsManagerError.unknownChain, GroupsManagerError.notAMember {
                         // No chain yet, or a sender (or we) not a member yet: a statement or key later in this answer may change it.
                         laterMessages.append((envelope, sender.key))
@@ -450,6 +469,7 @@ public actor MessagesManager {
                 }
                 if payload.kind == "group-statement" {
                     try ids.put(id, [])
+                    groupRecords = [:]
                     let effects = try GroupsManager.processStatements(
                         tx, payload, sender: sender.key, identity: identity, now: now, random: random, messages: &groupUpdates)
                     groupQueued += effects.queued
@@ -490,7 +510,8 @@ public actor MessagesManager {
             for (envelope, sender) in laterMessages {
                 let id = envelope.id.lowercased()
                 do {
-                    outcome.received.append(try GroupsManager.openGroupMessage(tx, envelope, sender: sender, identity: identity, now: now))
+                    outcome.received.append(
+                        try GroupsManager.openGroupMessage(tx, envelope, sender: sender, identity: identity, now: now, records: &groupRecords))
                 } catch GroupsManagerError.unknownChain {
                     // Its sender key may still be on its way: left in the mailbox for the next fetch.
                     ackIDs.removeAll { $0 == id }
@@ -510,7 +531,9 @@ public actor MessagesManager {
         // Our state for these sessions is lost: end them and tell each friend in a new session (§10.8).
         try await resetSessions(with: Set(brokenFriends))
         // Committed: now it is safe to tell the relay to forget them.
-        outcome.acks = try ackIDs.map { try signedRequest(method: "POST", path: "/v1/relay/messages/\($0)/ack", identity: identity) }
+        if !ackIDs.isEmpty {
+            outcome.acks = try signedRequests(method: "POST", paths: ackIDs.map { "/v1/relay/messages/\($0)/ack" }, identity: identity)
+        }
         for (friendID, messageID) in receiptsFor {
             let receiptID = try Envelope.newUUID(using: context.random)
             guard

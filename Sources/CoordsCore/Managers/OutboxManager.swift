@@ -97,16 +97,33 @@ public actor OutboxManager {
     static func enqueue(
         _ tx: borrowing WriteTransaction, kind: OutboxKind, request: PreparedRequest, reference: String?, location: Location? = nil, now: UInt64
     ) throws -> UInt64 {
+        let item = OutboxItem(kind: kind, request: request, nextAttemptAt: now, createdAt: now, reference: reference, location: location)
+        return try enqueue(tx, [item])[0].id
+    }
+
+    /// Queues `items` (at least one) in `tx` under successive new ids, in order.
+    /// - Returns: the entries as queued.
+    /// - Throws: store errors.
+    static func enqueue(_ tx: borrowing WriteTransaction, _ items: [OutboxItem]) throws -> [OutboxEntry] {
+        guard !items.isEmpty else { return [] }
         let table = try tx.open(Tables.outbox)
         // Ids are never reused (a host may still hold an old one): a counter in the settings.
         let settings = try tx.open(Tables.settings)
         // A damaged counter is an error (reading it as 1 would hand out ids again).
         let stored = try settings.get(SettingKey.outboxNextID) ?? 1
-        let id = max(stored, (try table.last()?.key ?? 0).addingSaturating(1))
-        guard id < .max else { throw StoreError.encodingFailed(type: "outbox id", reason: "the outbox ids are used up") }
-        try settings.put(SettingKey.outboxNextID, id + 1)
-        try table.put(id, OutboxItem(kind: kind, request: request, nextAttemptAt: now, createdAt: now, reference: reference, location: location))
-        return id
+        let first = max(stored, (try table.lastKey() ?? 0).addingSaturating(1))
+        guard first < UInt64.max - UInt64(items.count) else {
+            throw StoreError.encodingFailed(type: "outbox id", reason: "the outbox ids are used up")
+        }
+        var entries: [OutboxEntry] = []
+        entries.reserveCapacity(items.count)
+        for (offset, item) in items.enumerated() {
+            let id = first + UInt64(offset)  // below UInt64.max − count: checked above
+            try table.put(id, item)
+            entries.append(OutboxEntry(id: id, item: item))
+        }
+        try settings.put(SettingKey.outboxNextID, first + UInt64(items.count))
+        return entries
     }
 
     /// Removes a delivered entry and records its follow-up in the same transaction, as
@@ -200,6 +217,17 @@ public actor OutboxManager {
 
     /// Every queued entry, oldest first.
     /// - Throws: store errors.
+    /// The entries with these ids, in the order given (ids no longer queued are left out): what a
+    /// manager just queued, without reading the whole outbox.
+    /// - Throws: store errors.
+    nonisolated func entries(ids: [UInt64]) throws -> [OutboxEntry] {
+        guard !ids.isEmpty else { return [] }
+        return try context.database.read { tx in
+            let table = try tx.open(Tables.outbox)
+            return try ids.compactMap { id in try table.get(id).map { OutboxEntry(id: id, item: $0) } }
+        }
+    }
+
     public nonisolated func pending() throws -> [OutboxEntry] {
         try context.database.read { tx in try tx.open(Tables.outbox).entries().map { OutboxEntry(id: $0.key, item: $0.value) } }
     }

@@ -575,3 +575,108 @@ public struct ConversationSettings: StoreJSONValue, Equatable {
     /// Local copies of messages are deleted this many seconds after they were stored; nil keeps them.
     public var disappearAfterSeconds: UInt64?
 }
+
+// Every queued request is written once and read at each outbox pass, and a group message queues
+// one per member: a codec of its own on the core's JSON, the same text Foundation's encoder wrote
+// (sorted keys, the body in standard base64), so rows written before read the same.
+extension OutboxItem {
+    public func withStoreBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        let type = Self.storeTypeName
+        var http = JSONObject()
+        http["body"] = .string(Base64.encode(request.body, variant: .standard))
+        http["headers"] = .array(request.headers.map { .object(JSONObject([("name", .string($0.name)), ("value", .string($0.value))])) })
+        http["method"] = .string(request.method)
+        http["url"] = .string(request.url)
+        var object = JSONObject()
+        object["attempts"] = .integer(UInt64(attempts))
+        object["createdAt"] = .integer(createdAt)
+        object["kind"] = .string(kind.rawValue)
+        object["lastError"] = lastError.map { .string($0) }
+        if let location {
+            var fix = JSONObject()
+            fix["accuracy"] = try .finite(Double(location.accuracy), field: "accuracy", type: type)
+            fix["altitude"] = try .finite(location.altitude, field: "altitude", type: type)
+            fix["latitude"] = try .finite(location.latitude, field: "latitude", type: type)
+            fix["longitude"] = try .finite(location.longitude, field: "longitude", type: type)
+            fix["timestamp"] = .integer(location.timestamp)
+            object["location"] = .object(fix)
+        }
+        object["needsSignature"] = needsSignature.map { .bool($0) }
+        object["nextAttemptAt"] = .integer(nextAttemptAt)
+        object["reference"] = reference.map { .string($0) }
+        object["request"] = .object(http)
+        object["timeRefusals"] = timeRefusals.map { .integer(UInt64($0)) }
+        return try JSONValue.object(object).serialized().withUnsafeBytes(body)
+    }
+
+    /// - Throws: ``StoreCodecError`` when a required field is missing or any field has the wrong type.
+    public init(storeBytes: UnsafeRawBufferPointer) throws {
+        let row = try StoredJSONReader(storeBytes, typeName: Self.storeTypeName)
+        let text = "a string"
+        let number = "an unsigned integer"
+        let http = try row.required("request", "an object") { row.nested($0) }
+        let headers: [PreparedRequest.Header] = try http.required("headers", "an array of {name, value} objects") { value in
+            try http.array(value) { item -> PreparedRequest.Header? in
+                guard let header = http.nested(item) else { return nil }
+                return PreparedRequest.Header(name: try header.required("name", text, \.stringValue), value: try header.required("value", text, \.stringValue))
+            }
+        }
+        let bodyText = try http.required("body", text, \.stringValue)
+        guard let bytes = try? Base64.decode(bodyText, variant: .standard, field: "body") else {
+            throw StoreCodecError("invalid JSON for \(Self.storeTypeName): the request body is not standard base64")
+        }
+        let request = PreparedRequest(
+            url: try http.required("url", text, \.stringValue), method: try http.required("method", text, \.stringValue), headers: headers,
+            body: bytes)
+        let location = try row.optional("location", "an object") { row.nested($0) }.map { fix in
+            let real = "a finite number"
+            return Location(
+                unvalidatedLatitude: try fix.required("latitude", real, \.finiteDouble),
+                longitude: try fix.required("longitude", real, \.finiteDouble), altitude: try fix.required("altitude", real, \.finiteDouble),
+                accuracy: try fix.required("accuracy", real) { $0.finiteDouble.map(Float.init).flatMap { $0.isFinite ? $0 : nil } },
+                timestamp: try fix.required("timestamp", number, \.uint64Value))
+        }
+        self.init(
+            // A kind this version does not know (a host's own, written by 1.1 or earlier) reads as `request`.
+            kind: OutboxKind(rawValue: try row.required("kind", text, \.stringValue)) ?? .request, request: request,
+            attempts: try row.required("attempts", number) { $0.uint64Value.flatMap { UInt32(exactly: $0) } },
+            nextAttemptAt: try row.required("nextAttemptAt", number, \.uint64Value),
+            createdAt: try row.required("createdAt", number, \.uint64Value), lastError: try row.optional("lastError", text, \.stringValue),
+            reference: try row.optional("reference", text, \.stringValue), location: location)
+        needsSignature = try row.optional("needsSignature", "a boolean", \.boolValue)
+        timeRefusals = try row.optional("timeRefusals", number) { $0.uint64Value.flatMap { UInt32(exactly: $0) } }
+    }
+}
+
+// Every message is written once and read by every history: its own codec, the JSON Foundation's
+// encoder wrote before (sorted keys, absent optionals left out), so older rows read the same.
+extension MessageRecord {
+    public func withStoreBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        var object = JSONObject()
+        object["disappearsAt"] = disappearsAt.map { .integer($0) }
+        object["group"] = group.map { .string($0) }
+        object["id"] = .string(id)
+        object["kind"] = .string(kind)
+        object["outgoing"] = .bool(outgoing)
+        object["peer"] = .string(peer)
+        object["sentAt"] = .integer(sentAt)
+        object["status"] = .string(status.rawValue)
+        object["storedAt"] = .integer(storedAt)
+        object["text"] = .string(text)
+        return try JSONValue.object(object).serialized().withUnsafeBytes(body)
+    }
+
+    /// - Throws: ``StoreCodecError`` when a required field is missing or any field has the wrong type.
+    public init(storeBytes: UnsafeRawBufferPointer) throws {
+        let row = try StoredJSONReader(storeBytes, typeName: Self.storeTypeName)
+        let text = "a string"
+        let number = "an unsigned integer"
+        self.init(
+            id: try row.required("id", text, \.stringValue), peer: try row.required("peer", text, \.stringValue),
+            outgoing: try row.required("outgoing", "a boolean", \.boolValue), kind: try row.required("kind", text, \.stringValue),
+            text: try row.required("text", text, \.stringValue), sentAt: try row.required("sentAt", number, \.uint64Value),
+            storedAt: try row.required("storedAt", number, \.uint64Value),
+            status: try row.required("status", "a message status") { $0.stringValue.flatMap(MessageStatus.init(rawValue:)) },
+            disappearsAt: try row.optional("disappearsAt", number, \.uint64Value), group: try row.optional("group", text, \.stringValue))
+    }
+}

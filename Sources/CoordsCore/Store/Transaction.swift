@@ -466,6 +466,18 @@ public struct WriteTransaction: ~Copyable {
         return nil
     }
 
+    /// The largest key; where keys are stored as they are (unsealed, or visible keys) without
+    /// opening or decoding its value.
+    func lastKey() throws -> Key? {
+        guard !sealed || visibility == .visible else { return try entries(from: nil, to: nil, prefix: nil, reverse: true, limit: 1).first?.key }
+        var found: Key?
+        try forEachStoredBytes(from: nil, to: nil, prefix: nil, reverse: true) { k, _ in
+            found = try state.decode(Key.self, bytes: UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size), table: name)
+            return false
+        }
+        return found
+    }
+
     func entries(from: Key?, to: Key?, prefix: Key?, reverse: Bool, limit: Int?) throws -> [(key: Key, value: Value)] {
         var out: [(key: Key, value: Value)] = []
         guard limit.map({ $0 > 0 }) ?? true else { return out }
@@ -528,6 +540,8 @@ public struct TableHandle<Key: StoreKey, Value: StoreValue, Access>: ~Copyable {
     public func first() throws -> (key: Key, value: Value)? { try access.entries(from: nil, to: nil, prefix: nil, reverse: false, limit: 1).first }
     /// The entry with the largest key.
     public func last() throws -> (key: Key, value: Value)? { try access.entries(from: nil, to: nil, prefix: nil, reverse: true, limit: 1).first }
+    /// The largest key (its value is not read where keys are stored as they are, ``KeyVisibility/visible``).
+    public func lastKey() throws -> Key? { try access.lastKey() }
     /// Calls `body` for each entry with `from ≤ key < to` (bounds optional) in key order (or
     /// reverse); return `false` from `body` to stop.
     public func forEach(from: Key? = nil, to: Key? = nil, reverse: Bool = false, _ body: (Key, Value) throws -> Bool) throws {

@@ -57,6 +57,45 @@ import Testing
                 fetchedAt: 0, authenticity: .unverified))
     }
 
+    @Test func outboxItemAgreesWithCodable() throws {
+        let request = PreparedRequest(
+            url: "https://relay.example/v1/relay/messages", method: "POST",
+            headers: [.init(name: "Content-Type", value: "application/json"), .init(name: "X-Quote", value: "a \"b\" \\ ü/")],
+            body: Array("{\"id\":\"x\"}".utf8) + [0, 255])
+        try agreesWithCodable(OutboxItem(kind: .groupMessage, request: request, nextAttemptAt: 5, createdAt: 4))
+        var full = OutboxItem(
+            kind: .upload, request: PreparedRequest(url: "https://r/api/location", method: "PUT"), attempts: 3, nextAttemptAt: 9, createdAt: 8,
+            lastError: "503 — try later", reference: "1763805600123",
+            location: try Location(latitude: -33.868_82, longitude: 151.209_296, altitude: -12.5, accuracy: 7.3, timestamp: 1_763_805_600_123))
+        full.needsSignature = true
+        full.timeRefusals = 2
+        try agreesWithCodable(full)
+        // A kind this version does not know reads as `request`, as Codable did.
+        let foreign = #"{"attempts":0,"createdAt":1,"kind":"teleport","nextAttemptAt":2,"request":{"body":"","headers":[],"method":"GET","url":"https:\/\/r"}}"#
+        #expect(try Array(foreign.utf8).withUnsafeBytes { try OutboxItem(storeBytes: $0) }.kind == .request)
+    }
+
+    @Test func messageRecordAgreesWithCodable() throws {
+        let message = MessageRecord(
+            id: "6f1e0b52-3c1a-4d55-9a43-0e8d0c1d2f3a", peer: "peer", outgoing: true, kind: "text", text: "ü \"quoted\" 🌍\n", sentAt: 1, storedAt: 2,
+            status: .delivered, disappearsAt: nil)
+        try agreesWithCodable(message)
+        var grouped = message
+        grouped.group = "R0dHR0dHR0dHR0dHR0dHRw"
+        grouped.disappearsAt = 99
+        try agreesWithCodable(grouped)
+    }
+
+    @Test(arguments: [
+        "{}", #"{"attempts":-1,"createdAt":1,"kind":"message","nextAttemptAt":2,"request":{"body":"","headers":[],"method":"GET","url":"u"}}"#,
+        #"{"attempts":0,"createdAt":1,"kind":"message","nextAttemptAt":2,"request":{"body":"!","headers":[],"method":"GET","url":"u"}}"#,
+        #"{"attempts":0,"createdAt":1,"kind":"message","nextAttemptAt":2,"request":{"body":"","headers":[{"name":1}],"method":"GET","url":"u"}}"#,
+        #"{"attempts":4294967296,"createdAt":1,"kind":"message","nextAttemptAt":2,"request":{"body":"","headers":[],"method":"GET","url":"u"}}"#
+    ])
+    func damagedOutboxItemsAreErrors(_ text: String) {
+        #expect(throws: StoreCodecError.self) { try Array(text.utf8).withUnsafeBytes { try OutboxItem(storeBytes: $0) } }
+    }
+
     @Test func absentAndNullOptionalsAreNil() throws {
         let state = try Array(#"{"pendingFixes":[],"lastUploadedFix":null,"unknown":{"x":1}}"#.utf8).withUnsafeBytes { try UploadState(storeBytes: $0) }
         #expect(state == UploadState())

@@ -71,4 +71,20 @@ int cb_x3dh_side(const uint8_t own_ed_sk[64], const uint8_t peer_ed_pk[32], cons
 int cb_ratchet_step(const uint8_t root[32], const uint8_t own_sk[32], const uint8_t peer_pk[32], uint8_t new_pk[32],
                     uint8_t out[64]);
 
+/* The crypto of sending one group message to `members` members (PROTOCOL.md §11.6): KDF_GK, AES-256-GCM
+ * over the payload with `core` as associated data, the chain's Ed25519 signature over core ‖
+ * ciphertext, and one identity signature per member over an envelope's signed bytes. `sealed` holds
+ * len + 16 bytes. Returns the ciphertext length. */
+size_t cb_group_send(const uint8_t chain[32], const uint8_t *plaintext, size_t len, const uint8_t *core, size_t core_len,
+                     const uint8_t chain_sk[64], const uint8_t sender_sk[64], const uint8_t *envelope, size_t envelope_len,
+                     size_t members, uint8_t *sealed, uint8_t signature[64]);
+
+/* The crypto of receiving one group message (PROTOCOL.md §11.6) and acknowledging it: the envelope's
+ * identity signature and the chain signature verified, KDF_GK, AES-256-GCM open, and the Ed25519
+ * signature of the signed ack request. Returns 0 when everything verified and opened. */
+int cb_group_open(const uint8_t chain[32], const uint8_t *sealed, size_t len, const uint8_t *core, size_t core_len,
+                  const uint8_t chain_pk[32], const uint8_t chain_sig[64], const uint8_t sender_pk[32], const uint8_t *envelope,
+                  size_t envelope_len, const uint8_t envelope_sig[64], const uint8_t ack_sk[64], const uint8_t *ack, size_t ack_len,
+                  uint8_t *opened);
+
 #endif
