@@ -245,6 +245,7 @@ func messageJSON(_ m: MessageRecord) -> JSONValue {
 
 /// Group names by id, to label group messages (an unreadable list labels them by id).
 func groupNameIndex(_ session: Session) -> [String: String] {
+    // Names only label lines: without the list, group ids are shown.
     Dictionary(((try? session.app.groups.groups()) ?? []).map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
 }
 
