@@ -998,21 +998,21 @@ public actor GroupsManager {
             chain.chainKey = next
             chain.next += 1
             try tx.open(Tables.groupChains).put(Self.chainKey(group, identity.publicKey, chainID), chain)
-            let friends = try tx.open(Tables.friends)
+            let mailboxes = try mailboxView(tx)
             let bytes = sealed.bytes
+            // Each copy has its own envelope id (mailbox ids are unique across recipients); the message id is the payload's.
+            var ids = try Envelope.newUUIDs(record.members.count, using: random).makeIterator()
             for member in record.members where member.key != identity.id {
                 // A member id that does not parse, a non-friend or a blocked friend gets no copy (reported as unreachable).
-                guard let key = try? Ed25519PublicKey(base64URL: member.key), let friend = try friends.get(key), friend.trust != .blocked else {
+                guard let mailbox = mailboxes[member.key], let key = try? Ed25519PublicKey(base64URL: member.key), let envelopeID = ids.next() else {
                     unreachable.append(member.key)
                     continue
                 }
-                // Its own envelope id (mailbox ids are unique across recipients); the message id is the payload's.
                 let envelope = try Envelope.sealGroup(
-                    bytes, id: try Envelope.newUUID(using: random), from: identity.signing, to: key, createdAt: now / 1000,
+                    bytes, id: envelopeID, from: identity.signing, to: key, createdAt: now / 1000,
                     expiresAt: now / 1000 + MessagesManager.envelopeLifetimeSeconds)
                 let request = PreparedRequest(
-                    url: try RelayAPI.endpoint(server: friend.server, path: "/v1/relay/messages"), method: "POST",
-                    headers: [.init(name: "Content-Type", value: "application/json")], body: envelope.json.serialized())
+                    url: mailbox, method: "POST", headers: [.init(name: "Content-Type", value: "application/json")], body: envelope.json.serialized())
                 items.append(OutboxItem(kind: .groupMessage, request: request, nextAttemptAt: now, createdAt: now, reference: id))
             }
             queued = try OutboxManager.enqueue(tx, items)
@@ -1024,6 +1024,23 @@ public actor GroupsManager {
         }
         for entry in queued { outbox.reconciler.send(.queued(id: entry.id, kind: .groupMessage)) }
         return SentGroupMessage(message: stored, queued: queued, unreachable: unreachable)
+    }
+
+    /// Friends who can receive group copies (not blocked) → their relay's mailbox URL, read again
+    /// only when the friends table's change stamp moved (a send to 256 members decodes no friend).
+    private func mailboxView(_ tx: borrowing WriteTransaction) throws -> [String: String] {
+        let stamp = try tx.changeStamp(of: Tables.friends)
+        if let view = mailboxes, view.stamp == stamp { return view.urls }
+        var urls: [String: String] = [:]
+        try tx.open(Tables.friends).forEach { key, record in
+            // A friend whose relay URL does not parse has no mailbox to post to (unreachable).
+            if record.trust != .blocked, let url = try? RelayAPI.endpoint(server: record.server, path: "/v1/relay/messages") {
+                urls[key.base64URL] = url
+            }
+            return true
+        }
+        mailboxes = (stamp, urls)
+        return urls
     }
 
     // MARK: Sharing (§11.7)
@@ -1053,6 +1070,8 @@ public actor GroupsManager {
     let reconciler: Reconciler<GroupsManagerReconcileMessage>
     let outbox: OutboxManager
     let location: LocationManager
+    /// ``mailboxView(_:)`` as of a change stamp of the friends table.
+    private var mailboxes: (stamp: UInt64, urls: [String: String])?
 
     init(context: AppContext, outbox: OutboxManager, location: LocationManager, spine: UpdateSpine) {
         self.context = context

@@ -176,3 +176,42 @@ public struct SenderChainRecord: StoreValue, Sendable {
         guard reader.isAtEnd else { throw StoreCodecError("trailing bytes in a sender-chain/1 value") }
     }
 }
+
+// A group's record is read by every send and every fetch that carries its messages: a codec of
+// its own on the core's JSON (the text Codable would write: sorted keys, absent optionals left out).
+extension GroupRecord {
+    public func withStoreBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        var object = JSONObject()
+        object["changedAt"] = .integer(changedAt)
+        object["epoch"] = .integer(UInt64(epoch))
+        object["heads"] = .array(heads.map { .string($0) })
+        object["highestEpoch"] = .integer(UInt64(highestEpoch))
+        object["joinedAt"] = .integer(joinedAt)
+        object["members"] = .array(members.map { .object(JSONObject([("admin", .bool($0.admin)), ("key", .string($0.key))])) })
+        object["name"] = .string(name)
+        object["ownChain"] = ownChain.map { .integer(UInt64($0)) }
+        object["sharing"] = .bool(sharing)
+        object["status"] = .string(status.rawValue)
+        return try JSONValue.object(object).serialized().withUnsafeBytes(body)
+    }
+
+    /// - Throws: ``StoreCodecError`` when a required field is missing or any field has the wrong type.
+    public init(storeBytes: UnsafeRawBufferPointer) throws {
+        let row = try StoredJSONReader(storeBytes, typeName: Self.storeTypeName)
+        let number = "an unsigned integer"
+        func epoch(_ value: JSONValue) -> UInt32? { value.uint64Value.flatMap { UInt32(exactly: $0) } }
+        let members: [GroupMemberRecord] = try row.required("members", "an array of {admin, key} objects") { value in
+            try row.array(value) { item -> GroupMemberRecord? in
+                guard let member = row.nested(item) else { return nil }
+                return GroupMemberRecord(key: try member.required("key", "a string", \.stringValue), admin: try member.required("admin", "a boolean", \.boolValue))
+            }
+        }
+        self.init(
+            name: try row.required("name", "a string", \.stringValue), members: members,
+            status: try row.required("status", "a group status") { $0.stringValue.flatMap(GroupStatus.init(rawValue:)) },
+            heads: try row.required("heads", "an array of strings") { try row.array($0, \.stringValue) },
+            epoch: try row.required("epoch", number, epoch), highestEpoch: try row.required("highestEpoch", number, epoch),
+            sharing: try row.required("sharing", "a boolean", \.boolValue), joinedAt: try row.required("joinedAt", number, \.uint64Value),
+            changedAt: try row.required("changedAt", number, \.uint64Value), ownChain: try row.optional("ownChain", number, epoch))
+    }
+}

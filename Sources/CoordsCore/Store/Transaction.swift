@@ -259,6 +259,15 @@ public struct WriteTransaction: ~Copyable {
         Table(access: try state.access(definition))
     }
 
+    /// The change stamp of a ``TableDefinition/stamped`` table as this transaction sees it
+    /// (``ReadTransaction/changeStamp(of:)``).
+    /// - Throws: ``StoreError/transactionClosed``, ``StoreError/decodingFailed(table:type:reason:)``
+    ///   for a damaged counter, LMDB failures.
+    public func changeStamp<K, V>(of definition: TableDefinition<K, V>) throws -> UInt64 {
+        _ = try state.live()
+        return try state.changeStamp(of: definition.name)
+    }
+
     /// In a migration: records that `definition`'s table now holds these key/value types (call
     /// it after rewriting every value). Outside migrations it throws.
     /// - Throws: ``StoreError/unknownTable(_:)`` outside a migration.

@@ -345,12 +345,26 @@ public struct Envelope: Sendable, Equatable {
 
     /// A random lowercase UUID v4.
     public static func newUUID(using random: any RandomSource = SystemRandomSource()) throws -> String {
-        var b = try random.bytes(16)
-        b[6] = b[6] & 0x0F | 0x40
-        b[8] = b[8] & 0x3F | 0x80
-        let hex = Hex.encode(b)
-        let h = Array(hex)
-        return String(h[0..<8]) + "-" + String(h[8..<12]) + "-" + String(h[12..<16]) + "-" + String(h[16..<20]) + "-" + String(h[20..<32])
+        try newUUIDs(1, using: random)[0]
+    }
+
+    /// `count` (≥ 1) random lowercase UUIDs v4 from one draw of the random source.
+    public static func newUUIDs(_ count: Int, using random: any RandomSource = SystemRandomSource()) throws -> [String] {
+        let all = try random.bytes(16 * max(1, count))
+        let digits = Array("0123456789abcdef".utf8)
+        return (0..<max(1, count)).map { index in
+            var b = Array(all[(16 * index)..<(16 * index + 16)])
+            b[6] = b[6] & 0x0F | 0x40
+            b[8] = b[8] & 0x3F | 0x80
+            var text: [UInt8] = []
+            text.reserveCapacity(36)
+            for (position, byte) in b.enumerated() {
+                if position == 4 || position == 6 || position == 8 || position == 10 { text.append(0x2D) }
+                text.append(digits[Int(byte >> 4)])
+                text.append(digits[Int(byte & 0x0F)])
+            }
+            return String(decoding: text, as: UTF8.self)
+        }
     }
 
     // MARK: Verify and open

@@ -75,6 +75,19 @@ import Testing
         #expect(try Array(foreign.utf8).withUnsafeBytes { try OutboxItem(storeBytes: $0) }.kind == .request)
     }
 
+    @Test func groupRecordAgreesWithCodable() throws {
+        var record = GroupRecord(
+            name: "Porto 2026 🚆 \"x\"", members: [GroupMemberRecord(key: "a", admin: true), GroupMemberRecord(key: "b", admin: false)],
+            status: .member, heads: ["00ff", "0aff"], epoch: 3, highestEpoch: UInt32.max - 1, sharing: true, joinedAt: 1, changedAt: 2,
+            ownChain: UInt32.max)
+        try agreesWithCodable(record)
+        record.ownChain = nil
+        record.status = .removed
+        try agreesWithCodable(record)
+        let overflow = #"{"changedAt":0,"epoch":4294967296,"heads":[],"highestEpoch":0,"joinedAt":0,"members":[],"name":"n","sharing":false,"status":"member"}"#
+        #expect(throws: StoreCodecError.self) { try Array(overflow.utf8).withUnsafeBytes { try GroupRecord(storeBytes: $0) } }
+    }
+
     @Test func messageRecordAgreesWithCodable() throws {
         let message = MessageRecord(
             id: "6f1e0b52-3c1a-4d55-9a43-0e8d0c1d2f3a", peer: "peer", outgoing: true, kind: "text", text: "ü \"quoted\" 🌍\n", sentAt: 1, storedAt: 2,
