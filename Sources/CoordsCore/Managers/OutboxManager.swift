@@ -215,8 +215,6 @@ public actor OutboxManager {
         }
     }
 
-    /// Every queued entry, oldest first.
-    /// - Throws: store errors.
     /// The entries with these ids, in the order given (ids no longer queued are left out): what a
     /// manager just queued, without reading the whole outbox.
     /// - Throws: store errors.
@@ -228,6 +226,8 @@ public actor OutboxManager {
         }
     }
 
+    /// Every queued entry, oldest first.
+    /// - Throws: store errors.
     public nonisolated func pending() throws -> [OutboxEntry] {
         try context.database.read { tx in try tx.open(Tables.outbox).entries().map { OutboxEntry(id: $0.key, item: $0.value) } }
     }
