@@ -138,6 +138,25 @@ def test_each_command_prints_json_that_matches_its_schema_and_the_exit_statuses_
     assert sent["queued"] is False
     inbox, _ = check("inbox", "inbox", home=bob)
     assert [m["text"] for m in inbox["received"]] == ["hello Bob"] and inbox["received"][0]["sent_at_ms"] > 1e12
+
+    # Groups (PROTOCOL.md §11): Bob's group with Alice, then Carol too.
+    created, _ = check("group create", "group", "create", "Trip", "Alice", home=bob)
+    assert created["group"]["is_admin"] and len(created["group"]["members"]) == 2 and created["queued"] == 0
+    assert check("group add", "group", "add", "Trip", "Carol", home=bob)[0]["group"]["epoch"] == 1
+    coords(env, alice, "inbox")
+    groups, _ = check("groups", "groups", home=alice)
+    assert [(g["name"], g["is_admin"], len(g["members"])) for g in groups["groups"]] == [("Trip", False, 3)]
+    check("group admin", "group", "admin", "Trip", "Alice", "on", home=bob)
+    check("group rename", "group", "rename", "Trip", "Trip 2", home=bob)
+    to_group, _ = check("send", "send", "--group", "Trip 2", "hi all", home=bob)
+    assert to_group["copies"] == 2 and to_group["queued"] == 0
+    chat, _ = check("chat", "chat", "--group", "Trip 2", home=alice)
+    assert [m["text"] for m in chat["messages"]] == ["hi all"] and chat["group"]["is_admin"] is True
+    assert check("share", "share", "--group", "Trip 2", home=bob)[0] == {"group": created["group"]["id"], "sharing": True}
+    check("group remove", "group", "remove", "Trip 2", "Carol", home=bob)
+    coords(env, alice, "inbox")
+    assert check("group leave", "group", "leave", "Trip 2", home=alice)[0]["group"]["status"] == "left"
+    assert check("group delete", "group", "delete", "Trip 2", home=alice)[0]["deleted"] is True
     chat, _ = check("chat", "chat", "Bob", home=alice)
     assert [m["status"] for m in chat["messages"]] == ["delivered"]
     check("backup export", "backup", "export", str(tmp_path / "alice.backup"), home=alice)

@@ -185,14 +185,14 @@ struct Chat: SessionCommand {
     }
 
     private func groupChat(_ group: String, session: Session) async throws {
-        let found = try findGroup(group, in: session)
         OutboxDelivery.print(await OutboxDelivery.flush(session), json: options.json)
         var unreachable: String?
         do {
-            _ = try await MessageDelivery.sync(session)
+            _ = try await MessageDelivery.sync(session)  // first: it may bring the group, or its new name
         } catch {
             unreachable = describe(error)  // the stored conversation is still shown
         }
+        let found = try findGroup(group, in: session)
         defer {
             if let unreachable { printError("coords: could not fetch new messages: \(unreachable); showing what is stored here") }
         }
