@@ -315,15 +315,17 @@ def make():
     return out
 
 
-def main(argv):
+def write_or_check(vectors, default, argv, script):
+    """Writes the vectors as JSON to the path in `argv` (or `default`); with --check, compares
+    instead and returns 1 when the file differs."""
     check = "--check" in argv
     paths = [a for a in argv if not a.startswith("--")]
-    path = paths[0] if paths else DEFAULT
-    text = json.dumps(make(), indent=1, ensure_ascii=False) + "\n"
+    path = paths[0] if paths else default
+    text = json.dumps(vectors, indent=1, ensure_ascii=False) + "\n"
     if check:
         with open(path, encoding="utf-8") as f:
             if f.read() != text:
-                print(f"{path} differs from what scripts/make-fs-vectors.py computes", file=sys.stderr)
+                print(f"{path} differs from what {script} computes", file=sys.stderr)
                 return 1
         print(f"{path}: matches the independent implementation")
         return 0
@@ -331,6 +333,10 @@ def main(argv):
         f.write(text)
     print(f"wrote {path}")
     return 0
+
+
+def main(argv):
+    return write_or_check(make(), DEFAULT, argv, "scripts/make-fs-vectors.py")
 
 
 if __name__ == "__main__":

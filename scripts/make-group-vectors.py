@@ -189,21 +189,7 @@ def make():
 
 
 def main(argv):
-    check = "--check" in argv
-    paths = [a for a in argv if not a.startswith("--")]
-    path = paths[0] if paths else DEFAULT
-    text = json.dumps(make(), indent=1, ensure_ascii=False) + "\n"
-    if check:
-        with open(path, encoding="utf-8") as f:
-            if f.read() != text:
-                print(f"{path} differs from what scripts/make-group-vectors.py computes", file=sys.stderr)
-                return 1
-        print(f"{path}: matches the independent implementation")
-        return 0
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-    print(f"wrote {path}")
-    return 0
+    return fs.write_or_check(make(), DEFAULT, argv, "scripts/make-group-vectors.py")
 
 
 if __name__ == "__main__":

@@ -338,11 +338,11 @@ int cb_envelope_open(const uint8_t recipient_sk[64], const uint8_t sender_pk[32]
  * The floor of one message on an established session: KDF_CK (HKDF-SHA-256 of the chain key,
  * 76 bytes: one extract and three expand blocks), then AES-256-GCM with the derived key and
  * nonce over the plaintext and the associated data — once to seal, once to open. */
-static void kdf_chain(const uint8_t ck[32], uint8_t next[32], uint8_t mk[44]) {
-    static const char salt[] = "CoordsCore/ratchet/chain/v1";
+/* KDF_CK / KDF_GK: HKDF-SHA-256 of the chain key under `salt`, 76 bytes. */
+static void kdf_chain_salted(const char *salt, const uint8_t ck[32], uint8_t next[32], uint8_t mk[44]) {
     uint8_t prk[32], okm[96], block[32];
     crypto_auth_hmacsha256_state st;
-    crypto_auth_hmacsha256_init(&st, (const uint8_t *)salt, sizeof salt - 1);
+    crypto_auth_hmacsha256_init(&st, (const uint8_t *)salt, strlen(salt));
     crypto_auth_hmacsha256_update(&st, ck, 32);
     crypto_auth_hmacsha256_final(&st, prk);
     size_t written = 0;
@@ -357,6 +357,10 @@ static void kdf_chain(const uint8_t ck[32], uint8_t next[32], uint8_t mk[44]) {
     memcpy(next, okm, 32);
     memcpy(mk, okm + 32, 44);
     sodium_memzero(prk, sizeof prk); sodium_memzero(okm, sizeof okm); sodium_memzero(block, sizeof block);
+}
+
+static void kdf_chain(const uint8_t ck[32], uint8_t next[32], uint8_t mk[44]) {
+    kdf_chain_salted("CoordsCore/ratchet/chain/v1", ck, next, mk);
 }
 
 int cb_session_seal_open(const uint8_t chain[32], const uint8_t *plaintext, size_t len, const uint8_t *ad, size_t ad_len,
@@ -433,24 +437,7 @@ int cb_ratchet_step(const uint8_t root[32], const uint8_t own_sk[32], const uint
 
 /* KDF_GK: the ratchet's chain KDF under the group salt (the same HMAC work). */
 static void kdf_group(const uint8_t ck[32], uint8_t next[32], uint8_t mk[44]) {
-    static const char salt[] = "CoordsCore/group/chain/v1";
-    uint8_t prk[32], okm[96], block[32];
-    crypto_auth_hmacsha256_state st;
-    crypto_auth_hmacsha256_init(&st, (const uint8_t *)salt, sizeof salt - 1);
-    crypto_auth_hmacsha256_update(&st, ck, 32);
-    crypto_auth_hmacsha256_final(&st, prk);
-    size_t written = 0;
-    for (uint8_t i = 1; written < 76; i++) {
-        crypto_auth_hmacsha256_init(&st, prk, 32);
-        if (i > 1) crypto_auth_hmacsha256_update(&st, block, 32);
-        crypto_auth_hmacsha256_update(&st, &i, 1);
-        crypto_auth_hmacsha256_final(&st, block);
-        memcpy(okm + written, block, 32);
-        written += 32;
-    }
-    memcpy(next, okm, 32);
-    memcpy(mk, okm + 32, 44);
-    sodium_memzero(prk, sizeof prk); sodium_memzero(okm, sizeof okm); sodium_memzero(block, sizeof block);
+    kdf_chain_salted("CoordsCore/group/chain/v1", ck, next, mk);
 }
 
 size_t cb_group_send(const uint8_t chain[32], const uint8_t *plaintext, size_t len, const uint8_t *core, size_t core_len,

@@ -289,7 +289,17 @@ public struct Envelope: Sendable, Equatable {
     ///   ``WireError/envelopeSignatureInvalid``, ``WireError/invalidEnvelope(_:)`` (not version 3,
     ///   payload not base64), ``WireError/malformedSessionMessage(_:)``.
     public func sessionMessage(as recipient: Ed25519SigningKey, from senderKey: Ed25519PublicKey, now: UInt64) throws -> SessionMessage {
-        guard version == Self.sessionProtocolVersion else { throw WireError.invalidEnvelope("not a version-3 (session) envelope") }
+        try SessionMessage(payload: try checkedPayload(version: Self.sessionProtocolVersion, as: recipient, from: senderKey, now: now))
+    }
+
+    /// The sealed payload of an envelope of `version` (3 or 4) after the recipient, expiry and
+    /// signature checks.
+    private func checkedPayload(version expected: UInt64, as recipient: Ed25519SigningKey, from senderKey: Ed25519PublicKey, now: UInt64) throws
+        -> [UInt8]
+    {
+        guard version == expected else {
+            throw WireError.invalidEnvelope(expected == Self.sessionProtocolVersion ? "not a version-3 (session) envelope" : "not a version-4 (group) envelope")
+        }
         guard recipientID.lowercased() == PeerID(recipient.publicKey).hex else { throw WireError.envelopeNotForMe }
         let expiry = try RFC3339.parse(expiresAt)
         guard expiry > now else { throw WireError.envelopeExpired(expiresAt: expiry) }
@@ -297,7 +307,7 @@ public struct Envelope: Sendable, Equatable {
         guard let payload = try? Base64.decode(sealedPayloadBase64, variant: .standard, field: "sealedPayloadBase64") else {
             throw WireError.invalidEnvelope("the sealed payload is not standard base64")
         }
-        return try SessionMessage(payload: payload)
+        return payload
     }
 
     /// Wraps one member's copy of a group message in a version-4 envelope (§11.6) and signs it:
@@ -332,15 +342,7 @@ public struct Envelope: Sendable, Equatable {
     ///   ``WireError/envelopeSignatureInvalid``, ``WireError/invalidEnvelope(_:)`` (not version 4,
     ///   payload not base64), ``WireError/malformedGroupMessage(_:)``.
     public func groupMessage(as recipient: Ed25519SigningKey, from senderKey: Ed25519PublicKey, now: UInt64) throws -> GroupMessage {
-        guard version == Self.groupProtocolVersion else { throw WireError.invalidEnvelope("not a version-4 (group) envelope") }
-        guard recipientID.lowercased() == PeerID(recipient.publicKey).hex else { throw WireError.envelopeNotForMe }
-        let expiry = try RFC3339.parse(expiresAt)
-        guard expiry > now else { throw WireError.envelopeExpired(expiresAt: expiry) }
-        try verify(senderKey: senderKey)
-        guard let payload = try? Base64.decode(sealedPayloadBase64, variant: .standard, field: "sealedPayloadBase64") else {
-            throw WireError.invalidEnvelope("the sealed payload is not standard base64")
-        }
-        return try GroupMessage(bytes: payload)
+        try GroupMessage(bytes: try checkedPayload(version: Self.groupProtocolVersion, as: recipient, from: senderKey, now: now))
     }
 
     /// A random lowercase UUID v4.
