@@ -203,7 +203,8 @@ extension GroupRecord {
         let members: [GroupMemberRecord] = try row.required("members", "an array of {admin, key} objects") { value in
             try row.array(value) { item -> GroupMemberRecord? in
                 guard let member = row.nested(item) else { return nil }
-                return GroupMemberRecord(key: try member.required("key", "a string", \.stringValue), admin: try member.required("admin", "a boolean", \.boolValue))
+                return GroupMemberRecord(
+                    key: try member.required("key", "a string", \.stringValue), admin: try member.required("admin", "a boolean", \.boolValue))
             }
         }
         self.init(
