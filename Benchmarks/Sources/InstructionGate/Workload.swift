@@ -183,7 +183,7 @@ let operations: [Operation] = [
     prepareUpload(friends: 8), prepareUpload(friends: 64), processFetch(),
     // Forward secrecy (issue 41): a message on an established session, and an upload whose
     // entries are sealed to signed prekeys (PROTOCOL.md §10.9).
-    sessionMessage(), prepareUpload(friends: 8, forwardSecret: true)
+    sessionMessage(), prepareUpload(friends: 8, forwardSecret: true), groupSend(members: 8), groupFetch()
 ]
 
 // MARK: Manager paths (issue 24: at least 0.8× of the crypto they contain)
@@ -285,6 +285,93 @@ func sessionMessage() -> Operation {
                 keep(try sessions.b.open(message, context: toBob, now: 0, using: FixedRandom()))
             },
             c: { keep(cb_session_seal_open(chain, payload, payload.count, ad, ad.count, &sealed, &opened)) }
+        )
+    }
+}
+
+/// `GroupsManager.send` of one message to a group of `members` (the user and `members − 1`
+/// friends: seal once, one signed version-4 envelope per friend queued in the outbox, the message
+/// stored, one transaction) against the chain KDF, AES-256-GCM, the chain signature and one
+/// envelope signature per friend in C.
+func groupSend(members: Int) -> Operation {
+    // 1.256× when it was added: the fixed part (the chain step, the group's record, the stored message,
+    // one transaction) weighs on 8 members; per member it is one signature and one sealed outbox row.
+    Operation(name: "group-send-\(members)", iterations: 10, budget: 1.30) {
+        let (app, me, friendKeys) = try await gateApp(friends: members - 1)
+        let group = try await app.groups.create(name: "Gate", members: friendKeys.map(\.publicKey.base64URL)).group.id
+        let text = "at the station, platform 4"
+        let sample = try await app.groups.send(text, to: group)
+        guard let body = sample.queued.first?.item.request.body else { fail("the group send queued nothing") }
+        let envelope = try Envelope(json: try JSONValue.parse(body)).signedBytes
+        let plaintext = MessagePayload(kind: "text", id: sample.message.id, text: text, sentAt: sample.message.sentAt).json
+        let chain = randomBytes(32)
+        let core = randomBytes(19 + 32 + 16 + 12)
+        let chainKey = try Identity()
+        var sealed = [UInt8](repeating: 0, count: plaintext.count + 16)
+        var signature = [UInt8](repeating: 0, count: 64)
+        return (
+            ours: .async { keep(try await app.groups.send(text, to: group)) },
+            c: {
+                keep(
+                    cb_group_send(
+                        chain, plaintext, plaintext.count, core, core.count, chainKey.rawSecretKey, me.rawSecretKey, envelope, envelope.count,
+                        members - 1, &sealed, &signature))
+            }
+        )
+    }
+}
+
+/// `MessagesManager.processFetchResponse` of 50 group messages from one sender (parse, two
+/// signature checks, the chain step, AES-256-GCM, the stored message and its id, the signed acks,
+/// one transaction) against the same signature checks, KDF, AES-GCM open and ack signature in C.
+func groupFetch() -> Operation {
+    Operation(name: "group-fetch-50", iterations: 2, budget: 1.25) {
+        let (reader, me, _) = try await gateApp(friends: 0)
+        let (sender, them, _) = try await gateApp(friends: 0)
+        _ = try await reader.friends.add(id: them.key.publicKey.base64URL, server: "https://relay.example", name: "Sender")
+        _ = try await sender.friends.add(id: me.key.publicKey.base64URL, server: "https://relay.example", name: "Reader")
+        let created = try await sender.groups.create(name: "Gate", members: [me.key.publicKey.base64URL])
+        let setup = try created.queued.map { try JSONValue.parse($0.item.request.body) }
+        _ = try await reader.messages.processFetchResponse(JSONValue.object(["packets": .array(setup)]).serialized())
+        let text = "at the station, platform 4"
+        var batches: [[UInt8]] = []
+        var sample: Envelope?
+        for _ in 0..<(1 + 2) {
+            var packets: [JSONValue] = []
+            for _ in 0..<50 {
+                let sent = try await sender.groups.send(text, to: created.group.id)
+                guard let body = sent.queued.first?.item.request.body else { fail("no copy for the reader") }
+                packets.append(try JSONValue.parse(body))
+                sample = try Envelope(json: try JSONValue.parse(body))
+            }
+            batches.append(JSONValue.object(["packets": .array(packets)]).serialized())
+        }
+        guard let sample else { fail("no batches") }
+        let plaintext = MessagePayload(kind: "text", id: sample.id, text: text, sentAt: 1).json
+        let chain = randomBytes(32)
+        let core = randomBytes(19 + 32 + 16 + 12)
+        let key = try SenderChain.step(SecretBytes(copying: chain)).messageKey.copyBytes()
+        let sealed = try AES256GCM.seal(
+            plaintext, key: SecretBytes(copying: Array(key[0..<32])), nonce: try AES256GCM.Nonce(Array(key[32..<44])), associatedData: core)
+        let chainKey = try fixedKey()
+        let chainSignature = chainKey.signature(for: core + sealed)
+        let envelope = sample.signedBytes
+        let envelopeSignature = them.key.signature(for: envelope)
+        let ack = MailboxAuth.signedBytes(method: "POST", path: "/v1/relay/messages/\(sample.id)/ack", timestamp: 1_800_000_000)
+        let chainPublic = chainKey.publicKey.rawRepresentation
+        let senderPublic = them.key.publicKey.rawRepresentation
+        var opened = [UInt8](repeating: 0, count: plaintext.count)
+        let next = Counter()
+        return (
+            ours: .async { keep(try await reader.messages.processFetchResponse(batches[next.take() % batches.count])) },
+            c: {
+                for _ in 0..<50 {
+                    keep(
+                        cb_group_open(
+                            chain, sealed, sealed.count, core, core.count, chainPublic, chainSignature, senderPublic, envelope, envelope.count,
+                            envelopeSignature, me.rawSecretKey, ack, ack.count, &opened))
+                }
+            }
         )
     }
 }

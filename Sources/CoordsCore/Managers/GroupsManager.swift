@@ -887,26 +887,26 @@ public actor GroupsManager {
     /// - Throws: ``GroupsManagerError/unknownChain(_:)`` (leave it in the mailbox),
     ///   ``GroupsManagerError/notAMember(id:)``, ``WireError`` (signatures, tampering, duplicates,
     ///   gaps), store errors.
-    /// - Parameter records: group records read so far in this transaction (a fetch of many
-    ///   messages of one group reads its record once); the caller empties it when statements change them.
+    /// - Parameter cache: group records and sender chains read (and chains advanced) so far in
+    ///   this transaction: a fetch of many messages of one group reads its record and each chain
+    ///   once and writes each chain once (``FetchCache/flush(_:)``, before anything else touches them).
     static func openGroupMessage(
         _ tx: borrowing WriteTransaction, _ envelope: Envelope, sender: Ed25519PublicKey, identity: Identity, now: UInt64,
-        records: inout [GroupID: GroupRecord]
+        cache: inout FetchCache
     ) throws -> MessageRecord {
         let message = try envelope.groupMessage(as: identity.signing, from: sender, now: now / 1000)
         let known: GroupRecord?
-        if let cached = records[message.group] {
+        if let cached = cache.records[message.group] {
             known = cached
         } else {
             known = try tx.open(Tables.groups).get(message.group.bytes)
-            if let known { records[message.group] = known }
+            if let known { cache.records[message.group] = known }
         }
         guard let record = known, record.status == .member, record.isMember(identity.id)
         else { throw GroupsManagerError.notAMember(id: identity.id) }
         guard record.isMember(sender.base64URL) else { throw GroupsManagerError.notAMember(id: sender.base64URL) }
-        let table = try tx.open(Tables.groupChains)
         let key = chainKey(message.group, sender, message.chain)
-        guard var chain = try table.get(key), !chain.isOwn else {
+        guard var chain = try cache.chains[key] ?? tx.open(Tables.groupChains).get(key), !chain.isOwn else {
             throw GroupsManagerError.unknownChain("chain \(message.chain) of \(sender.base64URL.prefix(8))…")
         }
         try message.verify(sender: sender, signingKey: try chain.signingPublicKey())
@@ -940,7 +940,7 @@ public actor GroupsManager {
         // Every member's copy carries the same message in its own envelope: one copy counts.
         guard try !tx.open(Tables.messageIDs).contains(messageID) else { throw WireError.duplicateMessage }
         chain.opened = true
-        try table.put(key, chain)
+        cache.chains[key] = chain
         guard payload.text.utf8.count <= Groups.maximumTextBytes else {
             throw GroupsManagerError.messageTooLong(bytes: payload.text.utf8.count, maximum: Groups.maximumTextBytes)
         }
@@ -950,6 +950,25 @@ public actor GroupsManager {
         try store(stored, group: message.group, tx)
         try tx.open(Tables.messageIDs).put(envelope.id.lowercased(), [])
         return stored
+    }
+
+    /// What ``openGroupMessage(_:_:sender:identity:now:cache:)`` keeps between the messages of one
+    /// fetch. Chains changed here are written by ``flush(_:)``: the caller flushes before anything
+    /// else reads or writes chains or group records in the same transaction, and at its end.
+    struct FetchCache {
+        var records: [GroupID: GroupRecord] = [:]
+        /// Advanced chains not written yet, by store key.
+        var chains: [[UInt8]: SenderChainRecord] = [:]
+
+        /// Writes the advanced chains and forgets everything (statements and keys may change them next).
+        mutating func flush(_ tx: borrowing WriteTransaction) throws {
+            if !chains.isEmpty {
+                let table = try tx.open(Tables.groupChains)
+                for (key, chain) in chains { try table.put(key, chain) }
+            }
+            chains = [:]
+            records = [:]
+        }
     }
 
     /// Stores a group message under the group's conversation and indexes its id.
@@ -983,7 +1002,7 @@ public actor GroupsManager {
             unreachable = []
             var items: [OutboxItem] = []
             let groups = try tx.open(Tables.groups)
-            guard var record = try groups.get(group.bytes), record.status == .member, record.isMember(identity.id) else {
+            guard var record = try cachedRecord(tx, group), record.status == .member, record.isMember(identity.id) else {
                 throw GroupsManagerError.notAMember(id: identity.id)
             }
             let existing = try Self.ownChain(tx, group, identity: identity, record: record)
@@ -994,25 +1013,25 @@ public actor GroupsManager {
             let payload = MessagePayload(kind: "text", id: id, text: text, sentAt: now)
             let sealed = try GroupMessage.seal(
                 payload.json, sender: identity.publicKey, group: group, chain: chainID, iteration: chain.next, epoch: record.epoch,
-                messageKey: messageKey, signingKey: try Ed25519SigningKey(seed: chain.signing))
+                messageKey: messageKey, signingKey: try signer(for: Self.chainKey(group, identity.publicKey, chainID), seed: chain.signing))
             chain.chainKey = next
             chain.next += 1
             try tx.open(Tables.groupChains).put(Self.chainKey(group, identity.publicKey, chainID), chain)
             let mailboxes = try mailboxView(tx)
-            let bytes = sealed.bytes
+            let batch = try GroupEnvelopeBatch(
+                sealed.bytes, from: identity.signing, createdAt: now / 1000, expiresAt: now / 1000 + MessagesManager.envelopeLifetimeSeconds)
+            let headers = [PreparedRequest.Header(name: "Content-Type", value: "application/json")]
             // Each copy has its own envelope id (mailbox ids are unique across recipients); the message id is the payload's.
             var ids = try Envelope.newUUIDs(record.members.count, using: random).makeIterator()
+            items.reserveCapacity(record.members.count)
             for member in record.members where member.key != identity.id {
-                // A member id that does not parse, a non-friend or a blocked friend gets no copy (reported as unreachable).
-                guard let mailbox = mailboxes[member.key], let key = try? Ed25519PublicKey(base64URL: member.key), let envelopeID = ids.next() else {
+                // A non-friend or a blocked friend gets no copy (reported as unreachable).
+                guard let mailbox = mailboxes[member.key], let envelopeID = ids.next() else {
                     unreachable.append(member.key)
                     continue
                 }
-                let envelope = try Envelope.sealGroup(
-                    bytes, id: envelopeID, from: identity.signing, to: key, createdAt: now / 1000,
-                    expiresAt: now / 1000 + MessagesManager.envelopeLifetimeSeconds)
                 let request = PreparedRequest(
-                    url: mailbox, method: "POST", headers: [.init(name: "Content-Type", value: "application/json")], body: envelope.json.serialized())
+                    url: mailbox.url, method: "POST", headers: headers, body: batch.body(id: envelopeID, recipientID: mailbox.recipientID))
                 items.append(OutboxItem(kind: .groupMessage, request: request, nextAttemptAt: now, createdAt: now, reference: id))
             }
             queued = try OutboxManager.enqueue(tx, items)
@@ -1026,21 +1045,50 @@ public actor GroupsManager {
         return SentGroupMessage(message: stored, queued: queued, unreachable: unreachable)
     }
 
-    /// Friends who can receive group copies (not blocked) → their relay's mailbox URL, read again
-    /// only when the friends table's change stamp moved (a send to 256 members decodes no friend).
-    private func mailboxView(_ tx: borrowing WriteTransaction) throws -> [String: String] {
+    /// `group`'s record as of `tx`, decoded again only when the groups table's change stamp moved
+    /// (a send to a big group decodes its member list once, not per message).
+    private func cachedRecord(_ tx: borrowing WriteTransaction, _ group: GroupID) throws -> GroupRecord? {
+        let stamp = try tx.changeStamp(of: Tables.groups)
+        if let cache = records, cache.stamp == stamp, let record = cache.byGroup[group] { return record }
+        guard let record = try tx.open(Tables.groups).get(group.bytes) else { return nil }
+        var byGroup = records?.stamp == stamp ? records?.byGroup ?? [:] : [:]
+        byGroup[group] = record
+        records = (stamp, byGroup)
+        return record
+    }
+
+    /// The signing key of an own chain, derived from its seed once (a derivation costs as much as
+    /// a signature). Kept per chain while its seed stays the same; at most 64 are kept.
+    private func signer(for chain: [UInt8], seed: SecretBytes) throws -> Ed25519SigningKey {
+        if let known = signers[chain], known.seed == seed { return known.key }
+        let key = try Ed25519SigningKey(seed: seed)
+        if signers.count >= 64 { signers.removeAll() }
+        signers[chain] = (seed, key)
+        return key
+    }
+
+    /// Where a member's copy goes: their relay's mailbox URL and their peer id (§7.1).
+    struct Mailbox: Sendable {
+        let url: String
+        let recipientID: String
+    }
+
+    /// Friends who can receive group copies (not blocked) → their ``Mailbox``, read again only
+    /// when the friends table's change stamp moved (a send to 256 members decodes no friend and
+    /// hashes no key).
+    private func mailboxView(_ tx: borrowing WriteTransaction) throws -> [String: Mailbox] {
         let stamp = try tx.changeStamp(of: Tables.friends)
-        if let view = mailboxes, view.stamp == stamp { return view.urls }
-        var urls: [String: String] = [:]
+        if let view = mailboxes, view.stamp == stamp { return view.boxes }
+        var boxes: [String: Mailbox] = [:]
         try tx.open(Tables.friends).forEach { key, record in
             // A friend whose relay URL does not parse has no mailbox to post to (unreachable).
             if record.trust != .blocked, let url = try? RelayAPI.endpoint(server: record.server, path: "/v1/relay/messages") {
-                urls[key.base64URL] = url
+                boxes[key.base64URL] = Mailbox(url: url, recipientID: PeerID(key).hex)
             }
             return true
         }
-        mailboxes = (stamp, urls)
-        return urls
+        mailboxes = (stamp, boxes)
+        return boxes
     }
 
     // MARK: Sharing (§11.7)
@@ -1071,7 +1119,11 @@ public actor GroupsManager {
     let outbox: OutboxManager
     let location: LocationManager
     /// ``mailboxView(_:)`` as of a change stamp of the friends table.
-    private var mailboxes: (stamp: UInt64, urls: [String: String])?
+    private var mailboxes: (stamp: UInt64, boxes: [String: Mailbox])?
+    /// ``cachedRecord(_:_:)``'s records as of a change stamp of the groups table.
+    private var records: (stamp: UInt64, byGroup: [GroupID: GroupRecord])?
+    /// ``signer(for:seed:)``'s keys by chain (store key).
+    private var signers: [[UInt8]: (seed: SecretBytes, key: Ed25519SigningKey)] = [:]
 
     init(context: AppContext, outbox: OutboxManager, location: LocationManager, spine: UpdateSpine) {
         self.context = context

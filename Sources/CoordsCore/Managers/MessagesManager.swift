@@ -367,7 +367,7 @@ public actor MessagesManager {
             // Sender keys for a group not known yet, and group messages whose chain has not come:
             // tried again after the whole answer, since a statement or key later in it may be what they need.
             var laterKeys: [(MessagePayload, Ed25519PublicKey)] = []
-            var groupRecords: [GroupID: GroupRecord] = [:]
+            var groupCache = GroupsManager.FetchCache()
             var laterMessages: [(Envelope, Ed25519PublicKey)] = []
             for packet in packets {
                 let rawID = packet.objectValue?["id"]?.stringValue ?? ""
@@ -396,6 +396,7 @@ public actor MessagesManager {
                         reject(WireError.retiredKey(id: "").code, WireError.retiredKey(id: retired.base64URL).description)
                         continue
                     }
+                    try groupCache.flush(tx)  // a rotation may change group records and chains
                     if let refusal = try Self.processRotation(payload, sender: retired, tx, &messages, &byPeerID, conflicts: &outcome.conflicts) {
                         reject(refusal.code, refusal.description)
                     } else {
@@ -414,7 +415,7 @@ public actor MessagesManager {
                 if envelope.version == Envelope.groupProtocolVersion {
                     do {
                         outcome.received.append(
-                            try GroupsManager.openGroupMessage(tx, envelope, sender: sender.key, identity: identity, now: now, records: &groupRecords))
+                            try GroupsManager.openGroupMessage(tx, envelope, sender: sender.key, identity: identity, now: now, cache: &groupCache))
                     } catch GroupsManagerError.unknownChain, GroupsManagerError.notAMember {
                         // No chain yet, or a sender (or we) not a member yet: a statement or key later in this answer may change it.
                         laterMessages.append((envelope, sender.key))
@@ -458,6 +459,7 @@ public actor MessagesManager {
                 }
                 if payload.kind == "rotation" {
                     try ids.put(id, [])
+                    try groupCache.flush(tx)  // a rotation may change group records and chains
                     if let refusal = try Self.processRotation(payload, sender: sender.key, tx, &messages, &byPeerID, conflicts: &outcome.conflicts) {
                         reject(refusal.code, refusal.description)
                     } else {
@@ -469,7 +471,7 @@ public actor MessagesManager {
                 }
                 if payload.kind == "group-statement" {
                     try ids.put(id, [])
-                    groupRecords = [:]
+                    try groupCache.flush(tx)
                     let effects = try GroupsManager.processStatements(
                         tx, payload, sender: sender.key, identity: identity, now: now, random: random, messages: &groupUpdates)
                     groupQueued += effects.queued
@@ -478,6 +480,7 @@ public actor MessagesManager {
                 }
                 if payload.kind == "group-sender-key" {
                     try ids.put(id, [])
+                    try groupCache.flush(tx)
                     switch try GroupsManager.processSenderKey(tx, payload, sender: sender.key, now: now) {
                     case .stored: break
                     case .unknownGroup: laterKeys.append((payload, sender.key))
@@ -503,6 +506,7 @@ public actor MessagesManager {
                 outcome.received.append(record)
                 if payload.kind == "text" { receiptsFor.append((friendID, id)) }
             }
+            try groupCache.flush(tx)
             for (payload, sender) in laterKeys {
                 // Still for a group we are not in: ignored (§11.5).
                 if case .refused(let update) = try GroupsManager.processSenderKey(tx, payload, sender: sender, now: now) { groupUpdates.append(update) }
@@ -511,7 +515,7 @@ public actor MessagesManager {
                 let id = envelope.id.lowercased()
                 do {
                     outcome.received.append(
-                        try GroupsManager.openGroupMessage(tx, envelope, sender: sender, identity: identity, now: now, records: &groupRecords))
+                        try GroupsManager.openGroupMessage(tx, envelope, sender: sender, identity: identity, now: now, cache: &groupCache))
                 } catch GroupsManagerError.unknownChain {
                     // Its sender key may still be on its way: left in the mailbox for the next fetch.
                     ackIDs.removeAll { $0 == id }
@@ -522,6 +526,7 @@ public actor MessagesManager {
                     messages.append(.messageRejected(id: id, code: failure?.code ?? 364, message: failure?.description ?? "\(error)"))
                 }
             }
+            try groupCache.flush(tx)
             if !outcome.received.isEmpty { messages.append(.messagesReceived(outcome.received)) }
         }
         if let manager = groups.object {

@@ -577,40 +577,119 @@ public struct ConversationSettings: StoreJSONValue, Equatable {
 }
 
 // Every queued request is written once and read at each outbox pass, and a group message queues
-// one per member: a codec of its own on the core's JSON, the same text Foundation's encoder wrote
-// (sorted keys, the body in standard base64), so rows written before read the same.
+// one per member: a binary row of its own (outbox/1, docs/STORE.md), which copies the request body
+// as it is (the JSON rows of earlier versions base64-encoded it and escaped it again, which cost a
+// group send as much as its signatures). Rows written as JSON before schema 6 are still read.
 extension OutboxItem {
+    /// The first byte of a binary row (a JSON row starts with `{`).
+    static let binaryMarker: UInt8 = 0xB1
+
     public func withStoreBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         let type = Self.storeTypeName
-        var http = JSONObject()
-        http["body"] = .string(Base64.encode(request.body, variant: .standard))
-        http["headers"] = .array(request.headers.map { .object(JSONObject([("name", .string($0.name)), ("value", .string($0.value))])) })
-        http["method"] = .string(request.method)
-        http["url"] = .string(request.url)
-        var object = JSONObject()
-        object["attempts"] = .integer(UInt64(attempts))
-        object["createdAt"] = .integer(createdAt)
-        object["kind"] = .string(kind.rawValue)
-        object["lastError"] = lastError.map { .string($0) }
-        if let location {
-            var fix = JSONObject()
-            fix["accuracy"] = try .finite(Double(location.accuracy), field: "accuracy", type: type)
-            fix["altitude"] = try .finite(location.altitude, field: "altitude", type: type)
-            fix["latitude"] = try .finite(location.latitude, field: "latitude", type: type)
-            fix["longitude"] = try .finite(location.longitude, field: "longitude", type: type)
-            fix["timestamp"] = .integer(location.timestamp)
-            object["location"] = .object(fix)
+        func tooLong(_ field: String) -> StoreError { StoreError.encodingFailed(type: type, reason: "the \(field) is longer than 4 GiB") }
+        var out = ByteWriter(capacity: 64 + request.url.utf8.count + request.body.count + request.headers.count * 48)
+        func run(_ bytes: some Collection<UInt8>, _ field: String) throws {
+            guard let count = UInt32(exactly: bytes.count) else { throw tooLong(field) }
+            out.write(count)
+            out.write(bytes)
         }
-        object["needsSignature"] = needsSignature.map { .bool($0) }
-        object["nextAttemptAt"] = .integer(nextAttemptAt)
-        object["reference"] = reference.map { .string($0) }
-        object["request"] = .object(http)
-        object["timeRefusals"] = timeRefusals.map { .integer(UInt64($0)) }
-        return try JSONValue.object(object).serialized().withUnsafeBytes(body)
+        out.write(Self.binaryMarker)
+        let flags: UInt8 =
+            (lastError == nil ? 0 : 1) | (reference == nil ? 0 : 2) | (location == nil ? 0 : 4) | (needsSignature == nil ? 0 : 8)
+            | (needsSignature == true ? 16 : 0) | (timeRefusals == nil ? 0 : 32)
+        out.write(flags)
+        try run(kind.rawValue.utf8, "kind")
+        out.write(attempts)
+        out.write(nextAttemptAt)
+        out.write(createdAt)
+        try run(request.method.utf8, "method")
+        try run(request.url.utf8, "url")
+        guard let headerCount = UInt32(exactly: request.headers.count) else { throw tooLong("header list") }
+        out.write(headerCount)
+        for header in request.headers {
+            try run(header.name.utf8, "header name")
+            try run(header.value.utf8, "header value")
+        }
+        try run(request.body, "body")
+        if let lastError { try run(lastError.utf8, "last error") }
+        if let reference { try run(reference.utf8, "reference") }
+        if let location {
+            guard location.latitude.isFinite, location.longitude.isFinite, location.altitude.isFinite, location.accuracy.isFinite else {
+                throw StoreError.encodingFailed(type: type, reason: "the location has a number that is not finite")
+            }
+            out.write(location.latitude.bitPattern)
+            out.write(location.longitude.bitPattern)
+            out.write(location.altitude.bitPattern)
+            out.write(location.accuracy.bitPattern)
+            out.write(location.timestamp)
+        }
+        if let timeRefusals { out.write(timeRefusals) }
+        return try out.bytes.withUnsafeBytes(body)
     }
 
+    /// Reads a binary row (outbox/1).
+    /// - Throws: ``StoreCodecError`` for a short, long or malformed row.
+    init(binaryRow storeBytes: UnsafeRawBufferPointer) throws {
+        var reader = ByteReader(storeBytes)
+        let type = Self.storeTypeName
+        func fail(_ reason: String) -> StoreCodecError { StoreCodecError("invalid \(type) row: \(reason)") }
+        func bytes() throws -> UnsafeRawBufferPointer {
+            do {
+                return try reader.readBuffer(count: Int(try reader.read(UInt32.self)))
+            } catch { throw fail("\(error)") }
+        }
+        func text(_ field: String) throws -> String {
+            guard let value = String(validating: try bytes(), as: UTF8.self) else { throw fail("the \(field) is not UTF-8") }
+            return value
+        }
+        func number<T: FixedWidthInteger>(_: T.Type) throws -> T {
+            do { return try reader.read(T.self) } catch { throw fail("\(error)") }
+        }
+        guard try number(UInt8.self) == Self.binaryMarker else { throw fail("not an outbox/1 row") }
+        let flags = try number(UInt8.self)
+        guard flags & ~63 == 0 else { throw fail("unknown flags \(flags)") }
+        // A kind this version does not know (a host's own) reads as `request`, as in JSON rows.
+        let kind = OutboxKind(rawValue: try text("kind")) ?? .request
+        let attempts = try number(UInt32.self)
+        let nextAttemptAt = try number(UInt64.self)
+        let createdAt = try number(UInt64.self)
+        let method = try text("method")
+        let url = try text("url")
+        let headerCount = try number(UInt32.self)
+        // Each header takes at least 8 bytes: a count beyond what is left is damage, not a reason to allocate.
+        guard Int(headerCount) <= reader.remaining / 8 else { throw fail("\(headerCount) headers in \(reader.remaining) bytes") }
+        var headers: [PreparedRequest.Header] = []
+        headers.reserveCapacity(Int(headerCount))
+        for _ in 0..<headerCount { headers.append(PreparedRequest.Header(name: try text("header name"), value: try text("header value"))) }
+        let body = Array(try bytes())
+        let lastError = flags & 1 != 0 ? try text("last error") : nil
+        let reference = flags & 2 != 0 ? try text("reference") : nil
+        var location: Location?
+        if flags & 4 != 0 {
+            let latitude = Double(bitPattern: try number(UInt64.self))
+            let longitude = Double(bitPattern: try number(UInt64.self))
+            let altitude = Double(bitPattern: try number(UInt64.self))
+            let accuracy = Float(bitPattern: try number(UInt32.self))
+            let timestamp = try number(UInt64.self)
+            guard latitude.isFinite, longitude.isFinite, altitude.isFinite, accuracy.isFinite else { throw fail("a location number is not finite") }
+            location = Location(unvalidatedLatitude: latitude, longitude: longitude, altitude: altitude, accuracy: accuracy, timestamp: timestamp)
+        }
+        let timeRefusals = flags & 32 != 0 ? try number(UInt32.self) : nil
+        guard reader.isAtEnd else { throw fail("\(reader.remaining) trailing bytes") }
+        self.init(
+            kind: kind, request: PreparedRequest(url: url, method: method, headers: headers, body: body), attempts: attempts,
+            nextAttemptAt: nextAttemptAt, createdAt: createdAt, lastError: lastError, reference: reference, location: location)
+        needsSignature = flags & 8 != 0 ? flags & 16 != 0 : nil
+        self.timeRefusals = timeRefusals
+    }
+
+    /// Reads a binary row, or a JSON row written before schema 6.
     /// - Throws: ``StoreCodecError`` when a required field is missing or any field has the wrong type.
     public init(storeBytes: UnsafeRawBufferPointer) throws {
+        if storeBytes.first == Self.binaryMarker {
+            try self.init(binaryRow: storeBytes)
+            return
+        }
         let row = try StoredJSONReader(storeBytes, typeName: Self.storeTypeName)
         let text = "a string"
         let number = "an unsigned integer"

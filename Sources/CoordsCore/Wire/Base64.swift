@@ -37,6 +37,20 @@ public enum Base64 {
         }
     }
 
+    /// Appends the base64 of `bytes` to `out` as UTF-8 (no `String` in between: a hot path's
+    /// signature goes straight into its JSON).
+    public static func append(_ bytes: [UInt8], variant: Variant = .urlSafeNoPadding, to out: inout [UInt8]) {
+        let length = sodium_base64_encoded_len(bytes.count, variant.sodiumValue)  // includes the NUL
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: max(length, 1)))
+        out.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            let raw = UnsafeMutableRawPointer(base + start).assumingMemoryBound(to: CChar.self)
+            _ = sodium_bin2base64(raw, length, bytes, bytes.count, variant.sodiumValue)
+        }
+        out.removeLast()  // the NUL
+    }
+
     /// Decodes canonical base64 of `variant`.
     /// - Parameters:
     ///   - text: the encoded text.

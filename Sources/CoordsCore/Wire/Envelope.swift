@@ -311,10 +311,11 @@ public struct Envelope: Sendable, Equatable {
     }
 
     /// Wraps one member's copy of a group message in a version-4 envelope (§11.6) and signs it:
-    /// the same `id`, times and payload for every member, one signature per recipient.
+    /// the same times and payload for every member, one envelope id and signature per recipient.
+    /// A send to many members uses ``GroupEnvelopeBatch``, which makes the same bytes.
     /// - Parameters:
     ///   - message: the group message, sealed once.
-    ///   - id: the envelope id (the message's id; lowercase UUID v4).
+    ///   - id: this copy's envelope id (lowercase UUID v4; mailbox ids are unique across recipients).
     ///   - sender: signs the envelope; its key goes in `senderKey`.
     ///   - recipient: the member.
     ///   - createdAt: Unix seconds.
@@ -506,4 +507,95 @@ public enum MailboxAuth {
             "X-Coords-Signature": Base64.encode(signer.signature(for: signedBytes(method: method, path: path, timestamp: timestamp)))
         ]
     }
+}
+
+/// The version-4 envelopes of one group message to many members (§11.6): the parts every copy
+/// shares (sender id, times, base64 payload and their JSON) are made once, so each copy costs its
+/// signature and two copies of bytes. ``body(id:recipientID:)`` returns exactly
+/// `Envelope.sealGroup(…).json.serialized()` for the same inputs.
+public struct GroupEnvelopeBatch: Sendable {
+    /// Signs every copy.
+    let sender: Ed25519SigningKey
+    /// `|senderID|` of the signed bytes.
+    let signedSender: [UInt8]
+    /// `|createdAt|expiresAt|payload` of the signed bytes.
+    let signedTail: [UInt8]
+    /// `,"sealedPayloadBase64":"…","signatureBase64":` of the JSON.
+    let jsonPayload: [UInt8]
+    /// `,"createdAt":"…","expiresAt":"…","senderKey":"…"}` of the JSON.
+    let jsonTail: [UInt8]
+    /// `,"senderID":"…","recipientID":` of the JSON.
+    let jsonSender: [UInt8]
+
+    /// Prepares the shared parts.
+    /// - Parameters:
+    ///   - message: the group message, sealed once.
+    ///   - sender: signs every copy; its key goes in `senderKey`.
+    ///   - createdAt: Unix seconds.
+    ///   - expiresAt: Unix seconds, after `createdAt`.
+    /// - Throws: ``WireError/invalidEnvelope(_:)`` (times, payload too large).
+    public init(_ message: [UInt8], from sender: Ed25519SigningKey, createdAt: UInt64, expiresAt: UInt64) throws {
+        guard expiresAt > createdAt else { throw WireError.invalidEnvelope("expiresAt must be after createdAt") }
+        guard message.count <= Envelope.maximumPayloadBytes else {
+            throw WireError.invalidEnvelope("the payload is \(message.count) bytes; at most \(Envelope.maximumPayloadBytes)")
+        }
+        self.sender = sender
+        let senderID = PeerID(sender.publicKey).hex
+        let payload = Base64.encode(message, variant: .standard)
+        let created = RFC3339.format(createdAt)
+        let expires = RFC3339.format(expiresAt)
+        signedSender = Array("|\(senderID)|".utf8)
+        signedTail = Array("|\(created)|\(expires)|\(payload)".utf8)
+        func member(_ key: String, _ value: String?, into out: inout [UInt8]) {
+            out.append(UInt8(ascii: ","))
+            JSONValue.writeString(key, to: &out)
+            out.append(UInt8(ascii: ":"))
+            if let value { JSONValue.writeString(value, to: &out) }
+        }
+        var json: [UInt8] = []
+        member("senderID", senderID, into: &json)
+        member("recipientID", nil, into: &json)
+        jsonSender = json
+        json = []
+        member("sealedPayloadBase64", payload, into: &json)
+        member("signatureBase64", nil, into: &json)
+        jsonPayload = json
+        json = []
+        member("createdAt", created, into: &json)
+        member("expiresAt", expires, into: &json)
+        member("senderKey", sender.publicKey.base64URL, into: &json)
+        json.append(UInt8(ascii: "}"))
+        jsonTail = json
+    }
+
+    /// One member's copy as the JSON body of its mailbox POST, signed.
+    /// - Parameters:
+    ///   - id: this copy's envelope id (lowercase UUID v4).
+    ///   - recipientID: the member's ``PeerID/hex``.
+    public func body(id: String, recipientID: String) -> [UInt8] {
+        var signed = Self.signedHead
+        signed.reserveCapacity(signed.count + id.utf8.count + signedSender.count + recipientID.utf8.count + signedTail.count)
+        signed.append(contentsOf: id.utf8)
+        signed.append(contentsOf: signedSender)
+        signed.append(contentsOf: recipientID.utf8)
+        signed.append(contentsOf: signedTail)
+        let signature = sender.signature(for: signed)
+        var out = Self.jsonHead
+        out.reserveCapacity(out.count + 2 * id.utf8.count + jsonSender.count + 2 * recipientID.utf8.count + jsonPayload.count + 92 + jsonTail.count)
+        JSONValue.writeString(id, to: &out)
+        out.append(contentsOf: jsonSender)
+        JSONValue.writeString(recipientID, to: &out)
+        out.append(contentsOf: jsonPayload)
+        // Standard base64 has no character JSON escapes.
+        out.append(UInt8(ascii: "\""))
+        Base64.append(signature, variant: .standard, to: &out)
+        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: jsonTail)
+        return out
+    }
+
+    /// `CoordsCore/envelope/v4|4|`, the start of every copy's signed bytes.
+    static let signedHead = Array("CoordsCore/envelope/v\(Envelope.groupProtocolVersion)|\(Envelope.groupProtocolVersion)|".utf8)
+    /// `{"protocolVersion":4,"id":`, the start of every copy's JSON.
+    static let jsonHead = Array("{\"protocolVersion\":\(Envelope.groupProtocolVersion),\"id\":".utf8)
 }

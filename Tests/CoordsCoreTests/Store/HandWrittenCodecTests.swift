@@ -57,22 +57,77 @@ import Testing
                 fetchedAt: 0, authenticity: .unverified))
     }
 
-    @Test func outboxItemAgreesWithCodable() throws {
-        let request = PreparedRequest(
-            url: "https://relay.example/v1/relay/messages", method: "POST",
-            headers: [.init(name: "Content-Type", value: "application/json"), .init(name: "X-Quote", value: "a \"b\" \\ ü/")],
-            body: Array("{\"id\":\"x\"}".utf8) + [0, 255])
-        try agreesWithCodable(OutboxItem(kind: .groupMessage, request: request, nextAttemptAt: 5, createdAt: 4))
+    /// Ours round-trips and reads the JSON rows Codable wrote before schema 6.
+    func readsLegacyRows(_ value: OutboxItem) throws {
+        let ours = try value.withStoreBytes { Array($0) }
+        #expect(ours.first == OutboxItem.binaryMarker)
+        #expect(try ours.withUnsafeBytes { try OutboxItem(storeBytes: $0) } == value)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let theirs = Array(try encoder.encode(value))
+        #expect(try theirs.withUnsafeBytes { try OutboxItem(storeBytes: $0) } == value)
+    }
+
+    static let outboxRequest = PreparedRequest(
+        url: "https://relay.example/v1/relay/messages", method: "POST",
+        headers: [.init(name: "Content-Type", value: "application/json"), .init(name: "X-Quote", value: "a \"b\" \\ ü/")],
+        body: Array("{\"id\":\"x\"}".utf8) + [0, 255])
+
+    @Test func outboxItemsAreBinaryAndJSONRowsStillRead() throws {
+        try readsLegacyRows(OutboxItem(kind: .groupMessage, request: Self.outboxRequest, nextAttemptAt: 5, createdAt: 4))
         var full = OutboxItem(
             kind: .upload, request: PreparedRequest(url: "https://r/api/location", method: "PUT"), attempts: 3, nextAttemptAt: 9, createdAt: 8,
             lastError: "503 — try later", reference: "1763805600123",
             location: try Location(latitude: -33.868_82, longitude: 151.209_296, altitude: -12.5, accuracy: 7.3, timestamp: 1_763_805_600_123))
         full.needsSignature = true
         full.timeRefusals = 2
-        try agreesWithCodable(full)
+        try readsLegacyRows(full)
+        full.needsSignature = false
+        full.timeRefusals = nil
+        try readsLegacyRows(full)
         // A kind this version does not know reads as `request`, as Codable did.
         let foreign = #"{"attempts":0,"createdAt":1,"kind":"teleport","nextAttemptAt":2,"request":{"body":"","headers":[],"method":"GET","url":"https:\/\/r"}}"#
         #expect(try Array(foreign.utf8).withUnsafeBytes { try OutboxItem(storeBytes: $0) }.kind == .request)
+    }
+
+    /// The layout docs/STORE.md gives for outbox/1, byte for byte.
+    @Test func outboxRowLayoutIsPinned() throws {
+        var item = OutboxItem(
+            kind: .message, request: PreparedRequest(url: "u", method: "GET", headers: [.init(name: "n", value: "v")], body: [0xAB]),
+            attempts: 1, nextAttemptAt: 2, createdAt: 3, reference: "r")
+        item.timeRefusals = 7
+        let bytes = try item.withStoreBytes { Array($0) }
+        #expect(
+            Hex.encode(bytes)
+                == "b1" + "22" + "00000007" + Hex.encode(Array("message".utf8)) + "00000001" + "0000000000000002" + "0000000000000003"
+                + "00000003474554" + "0000000175" + "00000001" + "000000016e" + "0000000176" + "00000001ab" + "0000000172" + "00000007")
+        let foreign = [0xB1, 0, 0, 0, 0, 8] + Array("teleport".utf8) + [UInt8](repeating: 0, count: 20) + [0, 0, 0, 0] + [0, 0, 0, 0] + [0, 0, 0, 0, 0, 0, 0, 0]
+        #expect(try foreign.withUnsafeBytes { try OutboxItem(storeBytes: $0) }.kind == .request)
+    }
+
+    @Test func damagedBinaryOutboxRowsAreErrors() throws {
+        let good = try OutboxItem(kind: .groupMessage, request: Self.outboxRequest, nextAttemptAt: 5, createdAt: 4).withStoreBytes { Array($0) }
+        var damaged: [[UInt8]] = [[0xB1], Array(good.dropLast()), good + [0], [0xB1, 0x40] + good.dropFirst(2)]
+        // A header count of 2³²−1 in a short row is refused before anything is allocated.
+        let headerCountAt = 1 + 1 + 4 + "group-message".utf8.count + 4 + 8 + 8 + 4 + 4 + 4 + Self.outboxRequest.url.utf8.count
+        var many = good
+        for index in headerCountAt..<headerCountAt + 4 { many[index] = 0xFF }
+        damaged.append(many)
+        // A method that is not UTF-8.
+        var latin = good
+        latin[1 + 1 + 4 + "group-message".utf8.count + 4 + 8 + 8 + 4] = 0xFF
+        damaged.append(latin)
+        // A location that is not finite.
+        var fix = try OutboxItem(
+            kind: .upload, request: PreparedRequest(url: "u", method: "PUT"), nextAttemptAt: 1, createdAt: 1,
+            location: try Location(latitude: 1, longitude: 2, altitude: 3, accuracy: 4, timestamp: 5)
+        ).withStoreBytes { Array($0) }
+        let latitudeAt = fix.count - 36
+        for (offset, byte) in withUnsafeBytes(of: Double.nan.bitPattern.bigEndian, { Array($0) }).enumerated() { fix[latitudeAt + offset] = byte }
+        damaged.append(fix)
+        for row in damaged {
+            #expect(throws: StoreCodecError.self) { try row.withUnsafeBytes { try OutboxItem(storeBytes: $0) } }
+        }
     }
 
     @Test func groupRecordAgreesWithCodable() throws {

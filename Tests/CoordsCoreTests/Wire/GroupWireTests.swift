@@ -143,6 +143,22 @@ struct GroupVectors: Decodable, Sendable {
         #expect(envelope.version == 4 && envelope.senderKey == e.senderKey)
         let reparsed = try Envelope(json: try JSONValue.parse(Array(envelope.json.serialized())))
         #expect(reparsed == envelope)
+        // The batch a send to many members uses makes the same bytes as one envelope at a time.
+        let batch = try GroupEnvelopeBatch(
+            sealed.bytes, from: alice, createdAt: try RFC3339.parse(e.createdAt), expiresAt: try RFC3339.parse(e.expiresAt))
+        #expect(batch.body(id: e.id, recipientID: PeerID(carol.publicKey).hex) == envelope.json.serialized())
+        for key in [alice.publicKey, carol.publicKey] {
+            let single = try Envelope.sealGroup(sealed.bytes, id: e.id, from: alice, to: key, createdAt: 7, expiresAt: 9)
+            #expect(
+                try GroupEnvelopeBatch(sealed.bytes, from: alice, createdAt: 7, expiresAt: 9).body(id: e.id, recipientID: PeerID(key).hex)
+                    == single.json.serialized())
+        }
+        #expect(throws: WireError.invalidEnvelope("expiresAt must be after createdAt")) {
+            try GroupEnvelopeBatch(sealed.bytes, from: alice, createdAt: 9, expiresAt: 9)
+        }
+        #expect(throws: WireError.invalidEnvelope("the payload is 131073 bytes; at most 131072")) {
+            try GroupEnvelopeBatch([UInt8](repeating: 1, count: 131_073), from: alice, createdAt: 7, expiresAt: 9)
+        }
         let opened = try reparsed.groupMessage(as: carol, from: alice.publicKey, now: try RFC3339.parse(e.createdAt))
         #expect(opened == sealed)
         #expect(throws: WireError.envelopeNotForMe) { try reparsed.groupMessage(as: alice, from: alice.publicKey, now: 0) }
