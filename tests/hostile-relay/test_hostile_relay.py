@@ -6,6 +6,8 @@ The client runs under a memory limit (`prlimit --as`) and a wall-clock limit; it
 clear error (or keep running, for `coords watch`), within its stated deadlines, with bounded
 memory, and with its stored state unchanged. A new attack is one more test here.
 """
+import base64
+import hashlib
 import json
 import os
 import re
@@ -359,3 +361,100 @@ def test_a_wrong_forged_or_huge_prekey_bundle_is_refused(relay, homes, tmp_path)
         assert not CONTROLS.search(result.stderr), name
         assert seconds < 45, name
         assert [f["protection"] for f in friends_of(home)] == ["legacy"], name
+
+
+# ---- Groups (PROTOCOL.md §11): what a relay can do with statements and version-4 envelopes ----
+
+def peer_id(user_id):
+    """The §7.1 peer id of a user id (b64u public key): hex of SHA-256 of the raw key."""
+    return hashlib.sha256(base64.urlsafe_b64decode(user_id + "=")).hexdigest()
+
+
+def test_group_copies_replayed_reordered_withheld_forged_or_someone_elses(relay, homes, tmp_path):
+    """Alice runs a group with Bob and Carol. The relay serves Bob his copies out of order, one
+    withheld until later, all of them again, Carol's copies, a copy with a changed payload, and
+    the group's first statement again after a removal. Bob ends with each message once, in the
+    order they were written, the group as Alice made it, and one escaped line per refusal."""
+    alice, bob = homes
+    carol = tmp_path / "carol"
+    ok(carol, "init", "--server", relay.url, "--name", "Carol")
+    env = passphrase_env()
+    befriend(env, alice, carol)
+    befriend(env, bob, carol)
+    relay.calm()
+    ids = {home: json.loads(ok(home, "whoami", "--json").stdout)["id"] for home in (alice, bob, carol)}
+    mark = [0]
+
+    def copies_since(home):
+        """The envelopes Alice posted for `home` since the last call (in posting order)."""
+        posted = [r for r in relay.received("POST", "/v1/relay/messages") if r.path == "/v1/relay/messages"]
+        fresh, mark[0] = posted[mark[0]:], len(posted)
+        packets = [json.loads(r.body) for r in fresh]
+        mine = [p for p in packets if p["recipientID"] == peer_id(ids[home])]
+        theirs = [p for p in packets if p["recipientID"] != peer_id(ids[home])]
+        return mine, theirs
+
+    def serve(packets):
+        """Bob's mailbox holds `packets` for one fetch; returns his inbox answer and stderr."""
+        relay.attack("GET", "/v1/relay/messages", answer(200, {"packets": packets}))
+        result, seconds = coords(bob, "inbox", "--json")
+        relay.attacks.pop(("GET", "/v1/relay/messages"), None)
+        assert result.returncode == 0, result.stderr
+        assert seconds < 45 and not CONTROLS.search(result.stderr + result.stdout)
+        assert "Traceback" not in result.stderr and "Fatal error" not in result.stderr
+        return json.loads(result.stdout), result.stderr
+
+    def group_of(home):
+        groups = json.loads(ok(home, "groups", "--json").stdout)["groups"]
+        assert len(groups) == 1, groups
+        return groups[0]
+
+    def chat():
+        return [m["text"] for m in json.loads(ok(bob, "chat", "--group", "Trip", "--json").stdout)["messages"]]
+
+    ok(alice, "group", "create", "Trip", "Bob", "Carol")
+    setup, _ = copies_since(bob)
+    first_statement = setup
+    serve(setup)
+    assert sorted(m["id"] for m in group_of(bob)["members"]) == sorted(ids.values())
+
+    sent = {}
+    for text in ["one", "two", "three"]:
+        ok(alice, "send", "--group", "Trip", text)
+        sent[text], _ = copies_since(bob)
+        assert len(sent[text]) == 1, sent[text]
+    # Reordered, with "two" withheld: both open; "two" opens later from its skipped key.
+    answer_json, _ = serve(sent["three"] + sent["one"])
+    assert sorted(m["text"] for m in answer_json["received"]) == ["one", "three"]
+    answer_json, _ = serve(sent["two"])
+    assert [m["text"] for m in answer_json["received"]] == ["two"]
+    # Everything again: nothing new, nothing refused.
+    answer_json, _ = serve(sent["one"] + sent["two"] + sent["three"] + setup)
+    assert answer_json["received"] == [] and answer_json["rejected"] == [], answer_json
+    assert chat() == ["one", "two", "three"]
+
+    # Carol's copy, and Bob's copy with a changed payload: refused, and Bob's real copy still opens.
+    ok(alice, "send", "--group", "Trip", "four")
+    mine, carols = copies_since(bob)
+    payload = base64.b64decode(mine[0]["sealedPayloadBase64"])
+    changed = dict(mine[0], sealedPayloadBase64=base64.b64encode(payload[:-1] + bytes([payload[-1] ^ 1])).decode())
+    answer_json, stderr = serve(carols + [changed])
+    assert answer_json["received"] == [] and len(answer_json["rejected"]) == 2, answer_json
+    assert all(line.strip() for line in stderr.splitlines())
+    answer_json, _ = serve(mine)
+    assert [m["text"] for m in answer_json["received"]] == ["four"]
+    assert chat() == ["one", "two", "three", "four"]
+
+    # Carol is removed; the relay then replays the statement that first made the group: refused.
+    ok(alice, "group", "remove", "Trip", "Carol")
+    removal, _ = copies_since(bob)
+    serve(removal)
+    after = group_of(bob)
+    assert sorted(m["id"] for m in after["members"]) == sorted([ids[alice], ids[bob]]) and not after["in_conflict"]
+    serve(first_statement)
+    assert group_of(bob) == after
+    # Alice rotated her chain on the removal: her next message opens for Bob.
+    ok(alice, "send", "--group", "Trip", "five")
+    mine, _ = copies_since(bob)
+    serve(mine)
+    assert chat() == ["one", "two", "three", "four", "five"]
