@@ -743,6 +743,180 @@ static void test_apps(void) {
     remove_tree(dir);
 }
 
+/* Standard base64 (with padding) into `out`; the decoded length, or -1. */
+static long base64_decode(const char *in, size_t len, uint8_t *out, size_t capacity) {
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    uint32_t bits = 0;
+    int count = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < len && in[i] != '='; i++) {
+        const char *at = strchr(alphabet, in[i]);
+        if (at == NULL || in[i] == '\0') return -1;
+        bits = bits << 6 | (uint32_t)(at - alphabet);
+        count += 6;
+        if (count >= 8) {
+            count -= 8;
+            if (n >= capacity) return -1;
+            out[n++] = (uint8_t)(bits >> count);
+        }
+    }
+    return (long)n;
+}
+
+/* {"packets":[…]} made of every request body ("body_base64") in `json`, as a relay would hand
+ * them to their recipient; malloc'ed, NULL when a body does not decode. */
+static char *packets_of(const CoordsBuffer *json) {
+    size_t capacity = json->len + 64;
+    char *out = malloc(capacity);
+    if (out == NULL) return NULL;
+    size_t n = (size_t)snprintf(out, capacity, "{\"packets\":[");
+    const char *p = (const char *)json->data;
+    int first = 1;
+    while (p != NULL && (p = strstr(p, "\"body_base64\":\"")) != NULL) {
+        p += strlen("\"body_base64\":\"");
+        const char *end = strchr(p, '"');
+        if (end == NULL) break;
+        if (!first) out[n++] = ',';
+        first = 0;
+        long decoded = base64_decode(p, (size_t)(end - p), (uint8_t *)out + n, capacity - n - 3);
+        if (decoded < 0) { free(out); return NULL; }
+        n += (size_t)decoded;
+        p = end;
+    }
+    out[n++] = ']';
+    out[n++] = '}';
+    out[n] = '\0';
+    return out;
+}
+
+/* Bob reads what Alice queued (a GroupChange or a sent message): `json` is its process outcome. */
+static void deliver(CoordsApp *to, const CoordsBuffer *queued, CoordsBuffer *json) {
+    char *packets = packets_of(queued);
+    CHECK(packets != NULL);
+    if (packets == NULL) return;
+    EXPECT(COORDS_OK, coords_messages_process_fetch_response(to, (const uint8_t *)packets, strlen(packets), json, &e_));
+    free(packets);
+}
+
+/* Groups (PROTOCOL.md section 11) through the C ABI: Alice makes a group with Bob, who reads its
+ * statement, her sender key and a message from the bodies she queued; every function's error path. */
+static void test_groups(void) {
+    char dir[] = "/tmp/coords-c-groups-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char alice_dir[128], bob_dir[128];
+    snprintf(alice_dir, sizeof alice_dir, "%s/alice", dir);
+    snprintf(bob_dir, sizeof bob_dir, "%s/bob", dir);
+    const char *options = "{\"passphrase\":\"pw\",\"keychain_cost\":\"minimum\",\"durability\":\"no_sync\"}";
+    CoordsApp *alice = NULL, *bob = NULL;
+    EXPECT(COORDS_OK, coords_app_open(alice_dir, options, &alice, &e_));
+    EXPECT(COORDS_OK, coords_app_open(bob_dir, options, &bob, &e_));
+    CoordsBuffer id = {NULL, 0}, json = {NULL, 0}, change = {NULL, 0}, link = {NULL, 0};
+    EXPECT(COORDS_OK, coords_wallet_create_identity(alice, "Alice", "https://relay.test", &id, &e_));
+    char alice_id[64] = {0}, bob_id[64] = {0}, stranger_id[64];
+    if (id.data) snprintf(alice_id, sizeof alice_id, "%s", (const char *)id.data);
+    coords_buffer_free(&id);
+    EXPECT(COORDS_OK, coords_wallet_create_identity(bob, "Bob", "https://relay.test", &id, &e_));
+    if (id.data) snprintf(bob_id, sizeof bob_id, "%s", (const char *)id.data);
+    coords_buffer_free(&id);
+    EXPECT(COORDS_OK, coords_wallet_friend_link(bob, &link, &e_));
+    EXPECT(COORDS_OK, coords_friends_add_link(alice, (const char *)link.data, &json, &e_));
+    coords_buffer_free(&json);
+    coords_buffer_free(&link);
+    EXPECT(COORDS_OK, coords_wallet_friend_link(alice, &link, &e_));
+    EXPECT(COORDS_OK, coords_friends_add_link(bob, (const char *)link.data, &json, &e_));
+    coords_buffer_free(&json);
+    coords_buffer_free(&link);
+    uint8_t stranger_seed[32], stranger_pub[32];
+    EXPECT(COORDS_OK, coords_identity_generate(stranger_seed, stranger_pub, &e_));
+    base64url(stranger_pub, 32, stranger_id);
+    char members[96], strangers[96];
+    snprintf(members, sizeof members, "[\"%s\"]", bob_id);
+    snprintf(strangers, sizeof strangers, "[\"%s\"]", stranger_id);
+
+    /* Refusals before anything is stored. */
+    EXPECT(COORDS_ERR_INVALID_JSON, coords_groups_create(alice, "Trip", "[", &change, &e_));
+    EXPECT(COORDS_ERR_INVALID_GROUP_MEMBERS, coords_groups_create(alice, "Trip", strangers, &change, &e_));
+    EXPECT(COORDS_ERR_MALFORMED_GROUP_STATEMENT, coords_groups_create(alice, "", members, &change, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_groups_create(alice, NULL, members, &change, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_groups_list(alice, NULL, &e_));
+    EXPECT(COORDS_ERR_INVALID_HANDLE, coords_groups_list((CoordsApp *)(uintptr_t)0x10, &json, &e_));
+    EXPECT(COORDS_OK, coords_groups_list(alice, &json, &e_));
+    CHECK(json.data != NULL && strcmp((const char *)json.data, "[]") == 0);
+    coords_buffer_free(&json);
+
+    /* Alice creates the group; Bob reads the statement and her sender key. */
+    EXPECT(COORDS_OK, coords_groups_create(alice, "Trip", members, &change, &e_));
+    CHECK(contains(&change, "\"name\":\"Trip\"") && contains(&change, "\"is_admin\":true") && contains(&change, "\"unreachable\":[]"));
+    CHECK(contains(&change, "\"body_base64\":\"") && contains(&change, "/v1/relay/messages"));
+    deliver(bob, &change, &json);
+    CHECK(contains(&json, "\"rejected\":[]"));
+    coords_buffer_free(&json);
+    coords_buffer_free(&change);
+    EXPECT(COORDS_OK, coords_groups_list(bob, &json, &e_));
+    CHECK(contains(&json, "\"name\":\"Trip\"") && contains(&json, "\"is_admin\":false") && contains(&json, alice_id));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_ERR_NOT_A_GROUP_ADMIN, coords_groups_rename(bob, "Trip", "Ours", &change, &e_));
+    EXPECT(COORDS_ERR_NOT_A_GROUP_ADMIN, coords_groups_add(bob, "Trip", strangers, &change, &e_));
+
+    /* A message: sealed once, read by Bob once (a replay of the same packets adds nothing). */
+    CoordsBuffer sent = {NULL, 0};
+    EXPECT(COORDS_OK, coords_groups_send(alice, "Trip", "platform 4", &sent, &e_));
+    CHECK(contains(&sent, "\"text\":\"platform 4\"") && contains(&sent, "\"group\":\"") && contains(&sent, "\"queued\":[{"));
+    deliver(bob, &sent, &json);
+    CHECK(contains(&json, "\"text\":\"platform 4\""));
+    coords_buffer_free(&json);
+    deliver(bob, &sent, &json);
+    CHECK(contains(&json, "\"received\":[]"));
+    coords_buffer_free(&json);
+    coords_buffer_free(&sent);
+    EXPECT(COORDS_OK, coords_groups_history(bob, "Trip", 0, &json, &e_));
+    CHECK(contains(&json, "\"text\":\"platform 4\"") && contains(&json, alice_id) && contains(&json, "\"group\":\""));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_groups_history(alice, "Trip", 1, &json, &e_));
+    CHECK(contains(&json, "platform 4"));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_ERR_GROUP_NOT_FOUND, coords_groups_send(alice, "Nope", "x", &sent, &e_));
+    EXPECT(COORDS_ERR_GROUP_NOT_FOUND, coords_groups_history(alice, "Nope", 0, &json, &e_));
+    char *long_text = malloc(65538);
+    CHECK(long_text != NULL);
+    if (long_text) {
+        memset(long_text, 'a', 65537);
+        long_text[65537] = '\0';
+        EXPECT(COORDS_ERR_GROUP_MESSAGE_TOO_LONG, coords_groups_send(alice, "Trip", long_text, &sent, &e_));
+        free(long_text);
+    }
+
+    /* Bob leaves and forgets the group; Alice's changes. */
+    EXPECT(COORDS_OK, coords_groups_leave(bob, "Trip", &change, &e_));
+    CHECK(contains(&change, "\"status\":\"left\""));
+    coords_buffer_free(&change);
+    EXPECT(COORDS_ERR_NOT_A_GROUP_MEMBER, coords_groups_send(bob, "Trip", "x", &sent, &e_));
+    EXPECT(COORDS_OK, coords_groups_delete(bob, "Trip", &e_));
+    EXPECT(COORDS_OK, coords_groups_list(bob, &json, &e_));
+    CHECK(json.data != NULL && strcmp((const char *)json.data, "[]") == 0);
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_groups_rename(alice, "Trip", "Porto", &change, &e_));
+    CHECK(contains(&change, "\"name\":\"Porto\""));
+    coords_buffer_free(&change);
+    EXPECT(COORDS_OK, coords_groups_set_admin(alice, "Porto", bob_id, 1, &change, &e_));
+    coords_buffer_free(&change);
+    EXPECT(COORDS_ERR_INVALID_GROUP_MEMBERS, coords_groups_set_admin(alice, "Porto", stranger_id, 1, &change, &e_));
+    EXPECT(COORDS_OK, coords_groups_set_sharing(alice, "Porto", 1, &json, &e_));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_ERR_STILL_A_GROUP_MEMBER, coords_groups_delete(alice, "Porto", &e_));
+    EXPECT(COORDS_ERR_INVALID_GROUP_MEMBERS, coords_groups_add(alice, "Porto", strangers, &change, &e_));
+    EXPECT(COORDS_OK, coords_groups_remove(alice, "Porto", members, &change, &e_));
+    CHECK(!contains(&change, bob_id) && contains(&change, "\"is_self\":true"));
+    coords_buffer_free(&change);
+    /* The last member cannot leave (nobody would hold the group) but may forget it. */
+    EXPECT(COORDS_ERR_INVALID_GROUP_MEMBERS, coords_groups_leave(alice, "Porto", &change, &e_));
+    EXPECT(COORDS_OK, coords_groups_delete(alice, "Porto", &e_));
+    EXPECT(COORDS_ERR_GROUP_NOT_FOUND, coords_groups_delete(alice, "Porto", &e_));
+    EXPECT(COORDS_OK, coords_app_close(alice, &e_));
+    EXPECT(COORDS_OK, coords_app_close(bob, &e_));
+    remove_tree(dir);
+}
+
 static void test_geocoding(void) {
     CoordsBuffer place = {NULL, 0};
     EXPECT(COORDS_OK, coords_geocode_nearest(30.2672, -97.7431, 10.0, &place, &e_));
@@ -791,6 +965,7 @@ int main(void) {
     test_stateless();
     test_geocoding();
     test_apps();
+    test_groups();
     printf("coordscore C smoke test: %d checks, %d failed\n", checks, failures);
     return failures == 0 ? 0 : 1;
 }

@@ -790,7 +790,7 @@ int32_t coords_groups_set_admin(CoordsApp *app, const char *group, const char *m
  * and sharing stop and the group's sender keys are erased. Errors: GROUP_NOT_FOUND, NOT_A_GROUP_MEMBER. */
 int32_t coords_groups_leave(CoordsApp *app, const char *group, CoordsBuffer *change_json_out, CoordsError *out_error);
 
-/* Forgets a group we left or were removed from, with its messages.
+/* Forgets a group we left, were removed from or are the last member of, with its messages.
  * Errors: GROUP_NOT_FOUND, STILL_A_GROUP_MEMBER. */
 int32_t coords_groups_delete(CoordsApp *app, const char *group, CoordsError *out_error);
 

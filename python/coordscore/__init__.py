@@ -1721,7 +1721,7 @@ class App(_NativeHandle):
         return GroupChange.from_json(_json_call(lib.coords_groups_leave, self.handle, _utf8(group, "group")))
 
     def delete_group(self, group: str) -> None:
-        """Forgets a group we left or were removed from, with its messages.
+        """Forgets a group we left, were removed from or are the last member of, with its messages.
 
         Raises ManagerError ERR_GROUP_NOT_FOUND, ERR_STILL_A_GROUP_MEMBER."""
         _call(lib.coords_groups_delete, self.handle, _utf8(group, "group"))

@@ -102,7 +102,8 @@ struct GroupCommand: AsyncParsableCommand {
     }
 
     struct DeleteGroup: SessionCommand {
-        static let configuration = CommandConfiguration(commandName: "delete", abstract: "Forget a group you left or were removed from.")
+        static let configuration = CommandConfiguration(
+            commandName: "delete", abstract: "Forget a group you left, were removed from or are the last member of.")
         @OptionGroup var options: CommandOptions
         @Argument(help: "The group's name or id.") var group: String
 

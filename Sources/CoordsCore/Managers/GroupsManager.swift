@@ -204,14 +204,18 @@ public actor GroupsManager {
         }
     }
 
-    /// A group's messages, oldest first (the last `limit` when given).
+    /// A group's messages in the order they were written (by `sentAt`; messages written in the
+    /// same millisecond in the order they arrived), the last `limit` when given. A relay that
+    /// delivers a sender's messages out of order, or one late, does not reorder the conversation.
     /// - Throws: ``GroupsManagerError/notFound(id:)``, store errors.
     public nonisolated func history(groupID: String, limit: Int? = nil) throws -> [MessageRecord] {
         let id = try resolve(groupID)
         let now = context.clock.now()
-        let all = try context.database.read { tx in
+        let stored = try context.database.read { tx in
             try tx.open(Tables.messages).entries(prefix: Self.conversationKey(id)).map(\.value).filter { !$0.hasDisappeared(at: now) }
         }
+        // Stable: ties keep the arrival order.
+        let all = stored.enumerated().sorted { ($0.element.sentAt, $0.offset) < ($1.element.sentAt, $1.offset) }.map(\.element)
         return limit.map { Array(all.suffix(max(0, $0))) } ?? all
     }
 
@@ -324,16 +328,20 @@ public actor GroupsManager {
         }
     }
 
-    /// Forgets a group the user left or was removed from, with its history.
+    /// Forgets a group the user left, was removed from or is the last member of (nobody is left to
+    /// tell, and a last member cannot leave), with its history.
     /// - Throws: ``GroupsManagerError/notFound(id:)``, ``GroupsManagerError/stillMember(id:)``, store errors.
     public func delete(groupID: String) throws {
         let id = try resolve(groupID)
+        let me = try context.identity.get().id
         try context.database.write { tx in
             let groups = try tx.open(Tables.groups)
             guard let record = try groups.get(id.bytes) else { throw GroupsManagerError.notFound(id: groupID) }
-            guard record.status != .member else { throw GroupsManagerError.stillMember(id: id.base64URL) }
+            guard record.status != .member || record.members.allSatisfy({ $0.key == me }) else {
+                throw GroupsManagerError.stillMember(id: id.base64URL)
+            }
             try Self.forgetStatements(tx, id)
-            try Self.eraseChains(tx, id, members: record.members.map(\.key) + [try context.identity.get().id])
+            try Self.eraseChains(tx, id, members: record.members.map(\.key) + [me])
             for (key, message) in try tx.open(Tables.messages).entries(prefix: Self.conversationKey(id)) {
                 try tx.open(Tables.messages).delete(key)
                 try tx.open(Tables.messageIDs).delete(message.id)

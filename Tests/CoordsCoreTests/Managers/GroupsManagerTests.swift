@@ -103,6 +103,23 @@ import Testing
         #expect(try mesh.app("bob").outbox.pending().isEmpty)
     }
 
+    /// A relay that hands a sender's messages over backwards, or one of them late, does not
+    /// reorder the conversation: history is in the order they were written.
+    @Test func messagesDeliveredOutOfOrderReadInTheOrderWritten() async throws {
+        let mesh = try await Mesh(["alice", "bob"])
+        let created = try await mesh.app("alice").groups.create(name: "Order", members: [mesh.id("bob")])
+        try await mesh.settle()
+        for text in ["one", "two", "three"] {
+            _ = try await mesh.app("alice").groups.send(text, to: created.group.id)
+            mesh.clock.advance(byMilliseconds: 1_000)
+        }
+        try await mesh.flush("alice")
+        let outcome = try await mesh.fetch("bob", reversed: true)
+        #expect(outcome.received.map(\.text) == ["three", "two", "one"])
+        #expect(try mesh.texts("bob", created.group.id) == ["one", "two", "three"])
+        #expect(try mesh.app("bob").groups.history(groupID: created.group.id, limit: 2).map(\.text) == ["two", "three"])
+    }
+
     @Test func aNewMemberReadsOnlyWhatFollowsAndARemovedOneNothingAfter() async throws {
         let mesh = try await Mesh(["alice", "bob", "carol", "dave"])
         let group = try await mesh.app("alice").groups.create(name: "Family", members: [mesh.id("bob"), mesh.id("carol")]).group.id
@@ -268,5 +285,10 @@ import Testing
         await #expect(throws: GroupsManagerError.tooManyGroups(maximum: Groups.maximumGroups)) {
             try await mesh.app("alice").groups.create(name: "one more", members: [mesh.id("bob")])
         }
+        // The last member cannot leave (nobody would hold the group) but may forget it, which frees its place.
+        _ = try await mesh.app("alice").groups.remove(groupID: "g1", members: [mesh.id("bob")])
+        await #expect(throws: GroupsManagerError.self) { try await mesh.app("alice").groups.leave(groupID: "g1") }
+        try await mesh.app("alice").groups.delete(groupID: "g1")
+        _ = try await mesh.app("alice").groups.create(name: "one more", members: [mesh.id("bob")])
     }
 }
