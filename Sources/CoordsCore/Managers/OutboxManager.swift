@@ -119,7 +119,7 @@ public actor OutboxManager {
         entries.reserveCapacity(items.count)
         for (offset, item) in items.enumerated() {
             let id = first + UInt64(offset)  // below UInt64.max − count: checked above
-            try table.put(id, item)
+            try table.append(id, item)  // above every id in the table: `first` is past the last key
             entries.append(OutboxEntry(id: id, item: item))
         }
         try settings.put(SettingKey.outboxNextID, first + UInt64(items.count))

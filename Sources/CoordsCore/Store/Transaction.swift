@@ -99,19 +99,22 @@ import Musl
         try key.withStoreBytes { k in try rawGet(dbi: dbi, key: k, table: table).map { try decode(V.self, bytes: $0, table: table) } }
     }
 
-    func put<K: StoreCodable, V: StoreCodable>(dbi: MDB_dbi, key: K, value: V) throws {
+    func put<K: StoreCodable, V: StoreCodable>(dbi: MDB_dbi, key: K, value: V, append: Bool = false) throws {
         try key.withStoreBytes { k in
             try database.validateKey(k)
-            try value.withStoreBytes { v in try rawPut(dbi: dbi, key: k, value: v) }
+            try value.withStoreBytes { v in try rawPut(dbi: dbi, key: k, value: v, append: append) }
         }
     }
 
-    /// Writes stored bytes as they are.
-    func rawPut(dbi: MDB_dbi, key k: UnsafeRawBufferPointer, value v: UnsafeRawBufferPointer) throws {
+    /// Writes stored bytes as they are. With `append`, the key is expected to sort after every key
+    /// of the table (LMDB's `MDB_APPEND`: no search, and a full page is not split in half, so
+    /// rows written in key order fill their pages); a key that does not is written the ordinary way.
+    func rawPut(dbi: MDB_dbi, key k: UnsafeRawBufferPointer, value v: UnsafeRawBufferPointer, append: Bool = false) throws {
         let txn = try live()
         var keyVal = MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
         var dataVal = MDB_val(mv_size: v.count, mv_data: UnsafeMutableRawPointer(mutating: v.baseAddress))
-        let rc = database.injectedFault(.put) ?? mdb_put(txn, dbi, &keyVal, &dataVal, 0)
+        var rc = database.injectedFault(.put) ?? mdb_put(txn, dbi, &keyVal, &dataVal, append ? UInt32(MDB_APPEND) : 0)
+        if append && rc == MDB_KEYEXIST { rc = mdb_put(txn, dbi, &keyVal, &dataVal, 0) }
         if rc == MDB_MAP_FULL { throw database.lockedMapFullError() }
         if rc == MDB_BAD_VALSIZE { throw StoreError.invalidKeySize(size: k.count, maximum: database.maximumKeySize) }
         guard rc == 0 else { throw StoreError.lmdb(rc, "put") }
@@ -169,11 +172,11 @@ import Musl
     /// shred group to seal under (recorded in the metadata so the key is destroyed in time).
     func sealedPut(
         dbi: MDB_dbi, table: String, visibility: KeyVisibility, sealer: StoreSealer, key k: UnsafeRawBufferPointer,
-        storedKey: UnsafeRawBufferPointer, value v: UnsafeRawBufferPointer, shred: UInt64?
+        storedKey: UnsafeRawBufferPointer, value v: UnsafeRawBufferPointer, shred: UInt64?, append: Bool = false
     ) throws {
         func write(_ plain: UnsafeRawBufferPointer) throws {
             try sealer.seal(table: table, storedKey: storedKey, plaintext: plain, shred: shred) { stored in
-                try rawPut(dbi: dbi, key: storedKey, value: stored)
+                try rawPut(dbi: dbi, key: storedKey, value: stored, append: append)
             }
         }
         if visibility == .visible {
@@ -319,21 +322,25 @@ public struct WriteTransaction: ~Copyable {
         return stat.ms_entries
     }
 
-    func put(_ key: Key, _ value: Value, expiringAt: UInt64? = nil) throws {
+    /// `append`: the key sorts after every key of the table (see ``TableHandle/append(_:_:)``).
+    func put(_ key: Key, _ value: Value, expiringAt: UInt64? = nil, append: Bool = false) throws {
         if sealed, let sealer = state.sealer {
+            // Only a visible key is stored in its own order (a hidden one is a keyed hash).
+            let append = append && visibility == .visible
             let shred = sealer.shredKeys == nil ? nil : expiringAt.map(StoreSealer.shredGroup(expiringAt:))
             try key.withStoreBytes { k in
                 try state.database.validateKey(k)
                 try value.withStoreBytes { v in
                     try sealer.withStoredKey(table: name, visibility: visibility, key: k) { storedKey in
                         try state.sealedPut(
-                            dbi: dbi, table: name, visibility: visibility, sealer: sealer, key: k, storedKey: storedKey, value: v, shred: shred)
+                            dbi: dbi, table: name, visibility: visibility, sealer: sealer, key: k, storedKey: storedKey, value: v, shred: shred,
+                            append: append)
                     }
                 }
             }
             if let shred, let expiringAt { try state.recordShredGroup(shred, expiresAt: expiringAt) }
         } else {
-            try state.put(dbi: dbi, key: key, value: value)
+            try state.put(dbi: dbi, key: key, value: value, append: append)
         }
         if stamped { try state.advanceStamp(of: name) }
     }
@@ -592,6 +599,12 @@ extension TableHandle where Access == ReadWriteAccess {
     }
     /// Stores `value` under `key` without reading the old value (cheaper than ``insert(_:_:)``).
     public func put(_ key: Key, _ value: Value) throws { try access.put(key, value) }
+    /// ``put(_:_:)`` for a key that sorts after every key of the table (a counter's next id in a
+    /// table whose keys are visible): LMDB appends it without a search, and rows written in key
+    /// order fill their pages instead of leaving them half full. Any other key, or a hidden one, is
+    /// stored as by ``put(_:_:)``.
+    /// - Throws: as ``put(_:_:)``.
+    public func append(_ key: Key, _ value: Value) throws { try access.put(key, value, append: true) }
     /// Stores `value` under `key`, sealed in a sealed store under the key of the shred group of
     /// `expiringAt` (ms since the epoch; ``StoreSealer/shredGroup(expiringAt:)``) instead of the
     /// DEK: once ``Database/destroyShredGroups(endingBy:tables:)`` has run past that minute, the value

@@ -17,6 +17,24 @@ import Testing
         #expect(try store.db.read { tx in try tx.open(TestTables.blobs).entries(prefix: top, reverse: true).map(\.value) } == [[2]])
     }
 
+    /// `append` writes keys in order without a search; a key that is not past the last one (lower,
+    /// or already there) is stored the ordinary way, never refused.
+    @Test func appendStoresInOrderAndFallsBackForAnyOtherKey() throws {
+        let store = try TemporaryStore(schema: TestTables.schema)
+        try store.db.write { tx in
+            let numbers = try tx.open(TestTables.numbers)
+            for key in Int64(1)...300 { try numbers.append(key, "n\(key)") }
+            try numbers.append(-5, "lower")
+            try numbers.append(7, "again")
+        }
+        try store.db.read { tx in
+            let numbers = try tx.open(TestTables.numbers)
+            #expect(try numbers.count() == 301)
+            #expect(try numbers.get(-5) == "lower" && numbers.get(7) == "again" && numbers.get(300) == "n300")
+            #expect(try numbers.entries().map(\.key) == [-5] + Array(Int64(1)...300))
+        }
+    }
+
     @Test func tableOperations() throws {
         let store = try TemporaryStore(schema: TestTables.schema)
         let db = store.db
