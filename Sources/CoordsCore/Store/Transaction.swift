@@ -599,11 +599,11 @@ extension TableHandle where Access == ReadWriteAccess {
     }
     /// Stores `value` under `key` without reading the old value (cheaper than ``insert(_:_:)``).
     public func put(_ key: Key, _ value: Value) throws { try access.put(key, value) }
-    /// ``put(_:_:)`` for a key that sorts after every key of the table (a counter's next id in a
-    /// table whose keys are visible): LMDB appends it without a search, and rows written in key
+    /// `put(key, value)` for a key that sorts after every key of the table (a counter's next id in
+    /// a table whose keys are visible): LMDB appends it without a search, and rows written in key
     /// order fill their pages instead of leaving them half full. Any other key, or a hidden one, is
-    /// stored as by ``put(_:_:)``.
-    /// - Throws: as ``put(_:_:)``.
+    /// stored as by `put(key, value)`.
+    /// - Throws: as `put(key, value)`.
     public func append(_ key: Key, _ value: Value) throws { try access.put(key, value, append: true) }
     /// Stores `value` under `key`, sealed in a sealed store under the key of the shred group of
     /// `expiringAt` (ms since the epoch; ``StoreSealer/shredGroup(expiringAt:)``) instead of the
