@@ -26,6 +26,7 @@ import Testing
         WireError.unknownPrekey(""), WireError.replayedHandshake, WireError.duplicateMessage, WireError.tooManySkipped(gap: 0),
         WireError.sessionBroken, WireError.downgradeRefused, WireError.prekeysUnavailable,
         WireError.malformedGroupStatement(""), WireError.groupSignatureInvalid, WireError.malformedGroupMessage(""),
+        WireError.malformedFile(""), WireError.badChunk(index: 0), WireError.objectMismatch(""),
         StoreError.openFailed(path: "", LMDBCode.notFound), StoreError.alreadyOpen(path: ""), StoreError.mapFull(mapSize: 0, maximumMapSize: 0),
         StoreError.corrupted(.corrupted), StoreError.storage(operation: "", LMDBCode.notFound), StoreError.closed, StoreError.unknownTable(""),
         StoreError.tableTypeMismatch(table: "", stored: "", requested: ""), StoreError.tooManyTables(0), StoreError.transactionClosed,

@@ -53,7 +53,8 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "relay-prekeys": relayPrekeys,
     "group-statement": groupStatement,
     "group-message": groupMessage,
-    "group-rules": groupRules
+    "group-rules": groupRules,
+    "attachment": attachment
 ]
 
 /// A failed property: crash loudly so libFuzzer keeps the input.
@@ -806,4 +807,51 @@ enum GroupFixture {
         return state
     }()
     static let messageKey = SecretBytes(copying: [UInt8](repeating: 5, count: 44))
+}
+
+/// The §12 vectors' file key and object id (Tests/CoordsCoreTests/KnownAnswers/objects-v1.json),
+/// so the committed seed (the vectors' 100-byte object) opens and reaches the digest check.
+enum AttachmentFixture {
+    static let key = SecretBytes(copying: (try? Base64.decode("NlG1ukulsSsv6s0HpYt4DzohQZHcf4qQbEyZy2Cm15U")) ?? [])
+    static let object = try? ObjectID(base64URL: "MYtX9y9oVKIhyglHIxbUpQ")
+    static let digest = (try? Base64.decode("4hwZb0kxl3vgSSynL1MdbSpHJXyLZE0QIPPMQHVKuwE")) ?? []
+}
+
+/// Attachments (PROTOCOL.md §12). First byte even: the rest is an object, fed to an opener in
+/// pieces of `first / 2 + 1` bytes, announced with the size its length implies (or one byte
+/// less); whatever it is, no trap, and an object that opens seals again to exactly its bytes.
+/// First byte odd: the rest is a file message member; parsing never traps, and what parses
+/// round-trips through its JSON.
+@Sendable func attachment(_ bytes: [UInt8]) {
+    guard let mode = bytes.first, let object = AttachmentFixture.object else { return }
+    let rest = Array(bytes.dropFirst())
+    if mode & 1 == 1 {
+        guard let value = try? JSONValue.parse(rest), let file = try? FileAttachment(json: value) else { return }
+        check((try? FileAttachment(json: file.json)) == file, "a file member round-trips")
+        return
+    }
+    let chunks = max(1, (rest.count + Objects.chunkByteCount + 15) / (Objects.chunkByteCount + 16))
+    let implied = max(0, rest.count - 16 * chunks)
+    for size in [implied, max(0, implied - 1)] {
+        guard var opener = try? ObjectOpener(key: AttachmentFixture.key, object: object, size: UInt64(size), digest: AttachmentFixture.digest) else {
+            check(false, "an opener for a small size")
+            return
+        }
+        var plaintext: [UInt8] = []
+        let piece = Int(mode / 2) + 1
+        var failed = false
+        for start in stride(from: 0, to: rest.count, by: piece) where !failed {
+            failed = (try? rest[start..<min(rest.count, start + piece)].withUnsafeBytes { try opener.update($0, appendingTo: &plaintext) }) == nil
+        }
+        guard !failed, (try? opener.finish()) != nil else { continue }
+        check(plaintext.count == size, "an opened object has the announced size")
+        do {
+            var sealer = try ObjectSealer(key: AttachmentFixture.key, object: object, size: UInt64(size))
+            var again = try sealer.update(plaintext)
+            _ = try sealer.finish(appendingTo: &again)
+            check(again == rest, "an object that opens seals again to its bytes")
+        } catch {
+            check(false, "an opened object seals again: \(error)")
+        }
+    }
 }

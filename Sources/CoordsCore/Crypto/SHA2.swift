@@ -42,3 +42,33 @@ public enum SHA512: SodiumHashFunction {
     /// The SHA-512 digest of the bytes `data` points to.
     public static func hash(_ data: UnsafeRawBufferPointer) -> [UInt8] { digest(data, crypto_hash_sha512) }
 }
+
+/// SHA-256 over bytes that arrive in pieces (libsodium `crypto_hash_sha256_init/update/final`):
+/// the digest of a file or an object that is never in memory whole. A value type; copying one
+/// forks the computation. Never throws, never traps.
+public struct SHA256Stream: Sendable {
+    private var state = crypto_hash_sha256_state()
+
+    /// A computation over no bytes yet.
+    public init() {
+        _ = crypto_hash_sha256_init(&state)
+    }
+
+    /// Adds the bytes `data` points to (only read during the call).
+    public mutating func update(_ data: UnsafeRawBufferPointer) {
+        _ = crypto_hash_sha256_update(&state, data.u8, UInt64(data.count))
+    }
+
+    /// Adds `data`.
+    public mutating func update(_ data: [UInt8]) {
+        data.withUnsafeBytes { update($0) }
+    }
+
+    /// The digest of every byte added (32 bytes, a new array the caller owns). The stream can
+    /// still be updated afterwards only as a copy taken before: this one is spent.
+    public mutating func finish() -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        _ = crypto_hash_sha256_final(&state, &out)
+        return out
+    }
+}

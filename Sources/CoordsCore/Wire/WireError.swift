@@ -101,6 +101,16 @@ public enum WireError: CoordsCoreError, Equatable {
     /// A group message that is not the §11.6 layout.
     case malformedGroupMessage(String)
 
+    // 396–399: attachments (§12)
+    /// A file message's `file` member (§12.3) breaks a rule: the reason names it.
+    case malformedFile(String)
+    /// A chunk of an object does not open (§12.2): changed, moved to another index, taken from
+    /// another object, or the wrong key. The index is the chunk's.
+    case badChunk(index: Int)
+    /// An object is not the one its file message announced (§12.2): longer, shorter, or another
+    /// digest; or a sealer or opener was used out of order.
+    case objectMismatch(String)
+
     /// The stable numeric code of this error.
     public var code: Int32 {
         switch self {
@@ -148,6 +158,9 @@ public enum WireError: CoordsCoreError, Equatable {
         case .malformedGroupStatement: 393
         case .groupSignatureInvalid: 394
         case .malformedGroupMessage: 395
+        case .malformedFile: 396
+        case .badChunk: 397
+        case .objectMismatch: 398
         }
     }
 
@@ -206,6 +219,9 @@ public enum WireError: CoordsCoreError, Equatable {
         case .malformedGroupStatement(let why): "refused group membership statement: \(why)"
         case .groupSignatureInvalid: "a group statement or group message does not verify with its signer's key (forged or altered)"
         case .malformedGroupMessage(let why): "malformed group message: \(why)"
+        case .malformedFile(let why): "refused file message: \(why)"
+        case .badChunk(let index): "chunk \(index) of the attachment does not open: it was changed, moved or taken from another file"
+        case .objectMismatch(let why): "the attachment is not the one announced: \(why)"
         }
     }
 }
