@@ -900,7 +900,7 @@ public actor GroupsManager {
     ///   once and writes each chain once (``FetchCache/flush(_:)``, before anything else touches them).
     static func openGroupMessage(
         _ tx: borrowing WriteTransaction, _ envelope: Envelope, sender: Ed25519PublicKey, identity: Identity, now: UInt64,
-        cache: inout FetchCache
+        policy: NotificationPolicy = NotificationPolicy(), cache: inout FetchCache
     ) throws -> MessageRecord {
         let message = try envelope.groupMessage(as: identity.signing, from: sender, now: now / 1000)
         let known: GroupRecord?
@@ -954,13 +954,14 @@ public actor GroupsManager {
         }
         let stored = MessageRecord(
             id: messageID, peer: sender.base64URL, outgoing: false, kind: payload.kind, text: payload.text, sentAt: payload.sentAt,
-            storedAt: now, status: .received, disappearsAt: nil, group: message.group.base64URL)
+            storedAt: now, status: .received, disappearsAt: nil, group: message.group.base64URL,
+            notify: policy.shouldNotify(kind: payload.kind, mutedUntil: record.mutedUntil, at: now))
         try store(stored, group: message.group, tx)
         try tx.open(Tables.messageIDs).put(envelope.id.lowercased(), [])
         return stored
     }
 
-    /// What ``openGroupMessage(_:_:sender:identity:now:cache:)`` keeps between the messages of one
+    /// What ``openGroupMessage(_:_:sender:identity:now:policy:cache:)`` keeps between the messages of one
     /// fetch. Chains changed here are written by ``flush(_:)``: the caller flushes before anything
     /// else reads or writes chains or group records in the same transaction, and at its end.
     struct FetchCache {

@@ -110,6 +110,11 @@ public enum MessagesManagerError: CoordsCoreError, Equatable {
     /// The push endpoint is not an `https://` URL of at most 1,024 printable ASCII bytes
     /// (`http://` only for a loopback host, for tests).
     case invalidPushEndpoint(String)
+    /// Quiet hours that cannot be kept: a time outside 00:00–23:59, an empty window, or an offset
+    /// from UTC beyond 14 hours.
+    case invalidQuietHours(String)
+    /// A conversation to mute is neither a friend's id nor a known group's id.
+    case unknownConversation(String)
 
     public var code: Int32 {
         switch self {
@@ -117,6 +122,8 @@ public enum MessagesManagerError: CoordsCoreError, Equatable {
         case .messageTooLong: 631
         case .invalidMailboxResponse: 632
         case .invalidPushEndpoint: 633
+        case .invalidQuietHours: 634
+        case .unknownConversation: 635
         }
     }
 
@@ -126,6 +133,8 @@ public enum MessagesManagerError: CoordsCoreError, Equatable {
         case .messageTooLong(let bytes, let maximum): "the message is \(bytes) bytes; at most \(maximum) fit in one envelope"
         case .invalidMailboxResponse(let why): "the relay's mailbox response is not valid: \(why)"
         case .invalidPushEndpoint(let why): "the push endpoint is not usable: \(why)"
+        case .invalidQuietHours(let why): "invalid quiet hours: \(why)"
+        case .unknownConversation(let id): "\"\(id.prefix(44))\" is neither a friend nor a group of yours"
         }
     }
 }
@@ -361,6 +370,7 @@ public actor MessagesManager {
             var retiredByPeerID: [String: Ed25519PublicKey] = [:]
             for (key, _) in try tx.open(Tables.retiredKeys).entries() { retiredByPeerID[PeerID(key).hex] = key }
             let ids = try tx.open(Tables.messageIDs)
+            let policy = try NotificationPolicy.stored(tx)
             groupUpdates = []
             groupQueued = []
             groupReseal = false
@@ -415,7 +425,8 @@ public actor MessagesManager {
                 if envelope.version == Envelope.groupProtocolVersion {
                     do {
                         outcome.received.append(
-                            try GroupsManager.openGroupMessage(tx, envelope, sender: sender.key, identity: identity, now: now, cache: &groupCache))
+                            try GroupsManager.openGroupMessage(
+                                tx, envelope, sender: sender.key, identity: identity, now: now, policy: policy, cache: &groupCache))
                     } catch GroupsManagerError.unknownChain, GroupsManagerError.notAMember {
                         // No chain yet, or a sender (or we) not a member yet: a statement or key later in this answer may change it.
                         laterMessages.append((envelope, sender.key))
@@ -498,13 +509,15 @@ public actor MessagesManager {
                     }
                     continue
                 }
+                let conversation = try tx.open(Tables.conversations).get(sender.key)
                 let record = MessageRecord(
                     id: id, peer: friendID, outgoing: false, kind: payload.kind, text: payload.text,
                     sentAt: payload.sentAt, storedAt: now, status: .received,
-                    disappearsAt: try Self.disappearance(tx, peer: friendID, storedAt: now))
+                    disappearsAt: conversation?.disappearAfterSeconds.map { now.addingSaturating($0.multipliedSaturating(by: 1000)) },
+                    notify: policy.shouldNotify(kind: payload.kind, mutedUntil: conversation?.mutedUntil, at: now))
                 try Self.store(record, tx)
                 outcome.received.append(record)
-                if payload.kind == "text" { receiptsFor.append((friendID, id)) }
+                if payload.kind == "text", policy.deliveryReceipts { receiptsFor.append((friendID, id)) }
             }
             try groupCache.flush(tx)
             for (payload, sender) in laterKeys {
@@ -515,7 +528,7 @@ public actor MessagesManager {
                 let id = envelope.id.lowercased()
                 do {
                     outcome.received.append(
-                        try GroupsManager.openGroupMessage(tx, envelope, sender: sender, identity: identity, now: now, cache: &groupCache))
+                        try GroupsManager.openGroupMessage(tx, envelope, sender: sender, identity: identity, now: now, policy: policy, cache: &groupCache))
                 } catch GroupsManagerError.unknownChain {
                     // Its sender key may still be on its way: left in the mailbox for the next fetch.
                     ackIDs.removeAll { $0 == id }
@@ -706,9 +719,79 @@ public actor MessagesManager {
         let key = try Ed25519PublicKey(base64URL: friendID)
         try reconciler.write(context.database) { tx, messages in
             guard try tx.open(Tables.friends).contains(key) else { throw FriendsManagerError.notFound(id: friendID) }
-            try tx.open(Tables.conversations).put(key, ConversationSettings(disappearAfterSeconds: seconds))
+            let conversations = try tx.open(Tables.conversations)
+            var settings = try conversations.get(key) ?? ConversationSettings()
+            settings.disappearAfterSeconds = seconds
+            try conversations.put(key, settings)
             messages.append(.disappearingChanged(friendID: friendID, seconds: seconds))
         }
+    }
+
+    // MARK: Notification policy (issue 43)
+
+    /// Mutes the conversation with a friend or a group until `until` (Unix ms;
+    /// ``NotificationPolicy/forever`` until unmuted), or unmutes it (nil). Messages keep arriving
+    /// and are stored; they only stop notifying (``MessageRecord/notify`` is false).
+    /// - Parameter conversation: a friend's id (b64u key) or a group's id (b64u, 22 characters).
+    /// - Throws: ``MessagesManagerError/unknownConversation(_:)``, store errors.
+    public func mute(_ conversation: String, until: UInt64?) throws {
+        try context.database.write { tx in
+            if conversation.utf8.count == 22, let group = try? GroupID(base64URL: conversation) {  // not a group id: tried as a friend below
+                let groups = try tx.open(Tables.groups)
+                guard var record = try groups.get(group.bytes) else { throw MessagesManagerError.unknownConversation(conversation) }
+                record.mutedUntil = until
+                try groups.put(group.bytes, record)
+                return
+            }
+            guard let key = try? Ed25519PublicKey(base64URL: conversation), try tx.open(Tables.friends).contains(key) else {
+                throw MessagesManagerError.unknownConversation(conversation)
+            }
+            let conversations = try tx.open(Tables.conversations)
+            var settings = try conversations.get(key) ?? ConversationSettings()
+            settings.mutedUntil = until
+            try conversations.put(key, settings)
+        }
+    }
+
+    /// Until when the conversation with a friend or group is muted (Unix ms; ``NotificationPolicy/forever``
+    /// until unmuted), or nil when it is not muted now.
+    /// - Throws: ``MessagesManagerError/unknownConversation(_:)``, store errors.
+    public func mutedUntil(_ conversation: String) throws -> UInt64? {
+        let now = context.clock.now()
+        let until: UInt64? = try context.database.read { tx in
+            if conversation.utf8.count == 22, let group = try? GroupID(base64URL: conversation) {  // not a group id: tried as a friend below
+                guard let record = try tx.open(Tables.groups).get(group.bytes) else { throw MessagesManagerError.unknownConversation(conversation) }
+                return record.mutedUntil
+            }
+            guard let key = try? Ed25519PublicKey(base64URL: conversation), try tx.open(Tables.friends).contains(key) else {
+                throw MessagesManagerError.unknownConversation(conversation)
+            }
+            return try tx.open(Tables.conversations).get(key)?.mutedUntil
+        }
+        return until.flatMap { $0 > now ? $0 : nil }
+    }
+
+    /// Sets quiet hours (nil: none). Messages received inside the window are stored and do not
+    /// notify. Set it again when the user's offset from UTC changes.
+    /// - Throws: store errors.
+    public func setQuietHours(_ hours: QuietHours?) throws {
+        try context.database.write { tx in
+            let settings = try tx.open(Tables.settings)
+            if let hours { try settings.put(SettingKey.quietHours, hours) } else { _ = try settings.delete(SettingKey.quietHours.name) }
+        }
+    }
+
+    /// Turns delivery receipts for received texts on (the default) or off. Off, no receipt tells
+    /// a friend (or the relay) when this app fetched; their messages stay "sent" on their side.
+    /// - Throws: store errors.
+    public func setDeliveryReceipts(_ on: Bool) throws {
+        try context.database.write { tx in try tx.open(Tables.settings).put(SettingKey.deliveryReceipts, on) }
+    }
+
+    /// The notification policy in force: quiet hours and delivery receipts.
+    /// - Throws: store errors.
+    public nonisolated func notificationPolicy() throws -> NotificationPolicy {
+        try context.database.read { tx in try NotificationPolicy.stored(reading: tx) }
     }
 
     /// Deletes local copies whose disappearing timer ran out, then destroys the keys they were

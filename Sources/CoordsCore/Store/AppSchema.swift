@@ -89,6 +89,8 @@ public enum SettingKey {
     public static let prekeysPublishedSignedID = Setting<UInt64>("prekeys_published_signed_id")
     /// The relay's last reported stock of our one-time prekeys.
     public static let prekeysRelayStock = Setting<UInt64>("prekeys_relay_stock")
+    /// Whether texts received are confirmed with a delivery receipt (absent: yes).
+    public static let deliveryReceipts = Setting<Bool>("delivery_receipts")
 }
 
 /// A typed row name of ``Tables/settings``.
@@ -562,6 +564,10 @@ public struct MessageRecord: StoreJSONValue, Equatable {
     /// For a group message (PROTOCOL.md §11.6): the group's id (b64u); ``peer`` is its sender
     /// (ourselves for our own). Nil for 1:1 messages.
     public var group: String? = nil
+    /// For a received message: whether it should notify the user, decided when it arrived by the
+    /// ``NotificationPolicy`` then in force (mute, quiet hours, kind). Nil for our own messages and
+    /// for messages stored before the policy existed.
+    public var notify: Bool? = nil
 }
 
 extension MessageRecord {
@@ -574,6 +580,9 @@ public struct ConversationSettings: StoreJSONValue, Equatable {
     public static var storeTypeName: String { "json:ConversationSettings/1" }
     /// Local copies of messages are deleted this many seconds after they were stored; nil keeps them.
     public var disappearAfterSeconds: UInt64?
+    /// The conversation is muted until this time (Unix ms; `UInt64.max`: until unmuted); nil or
+    /// past: not muted (issue 43, ``NotificationPolicy``).
+    public var mutedUntil: UInt64?
 }
 
 // Every queued request is written once and read at each outbox pass, and a group message queues
@@ -736,6 +745,7 @@ extension MessageRecord {
         object["group"] = group.map { .string($0) }
         object["id"] = .string(id)
         object["kind"] = .string(kind)
+        object["notify"] = notify.map { .bool($0) }
         object["outgoing"] = .bool(outgoing)
         object["peer"] = .string(peer)
         object["sentAt"] = .integer(sentAt)
@@ -756,6 +766,7 @@ extension MessageRecord {
             text: try row.required("text", text, \.stringValue), sentAt: try row.required("sentAt", number, \.uint64Value),
             storedAt: try row.required("storedAt", number, \.uint64Value),
             status: try row.required("status", "a message status") { $0.stringValue.flatMap(MessageStatus.init(rawValue:)) },
-            disappearsAt: try row.optional("disappearsAt", number, \.uint64Value), group: try row.optional("group", text, \.stringValue))
+            disappearsAt: try row.optional("disappearsAt", number, \.uint64Value), group: try row.optional("group", text, \.stringValue),
+            notify: try row.optional("notify", "a boolean", \.boolValue))
     }
 }

@@ -57,6 +57,9 @@ public struct GroupRecord: StoreJSONValue, Equatable {
     public var changedAt: UInt64
     /// The id of the user's current sender chain, if one was made.
     public var ownChain: UInt32?
+    /// The group's conversation is muted until this time (Unix ms; `UInt64.max`: until unmuted);
+    /// nil or past: not muted (``NotificationPolicy``).
+    public var mutedUntil: UInt64? = nil
 
     /// Whether the head is a fork (§11.4).
     public var inConflict: Bool { heads.count > 1 }
@@ -188,6 +191,7 @@ extension GroupRecord {
         object["highestEpoch"] = .integer(UInt64(highestEpoch))
         object["joinedAt"] = .integer(joinedAt)
         object["members"] = .array(members.map { .object(JSONObject([("admin", .bool($0.admin)), ("key", .string($0.key))])) })
+        object["mutedUntil"] = mutedUntil.map { .integer($0) }
         object["name"] = .string(name)
         object["ownChain"] = ownChain.map { .integer(UInt64($0)) }
         object["sharing"] = .bool(sharing)
@@ -213,6 +217,7 @@ extension GroupRecord {
             heads: try row.required("heads", "an array of strings") { try row.array($0, \.stringValue) },
             epoch: try row.required("epoch", number, epoch), highestEpoch: try row.required("highestEpoch", number, epoch),
             sharing: try row.required("sharing", "a boolean", \.boolValue), joinedAt: try row.required("joinedAt", number, \.uint64Value),
-            changedAt: try row.required("changedAt", number, \.uint64Value), ownChain: try row.optional("ownChain", number, epoch))
+            changedAt: try row.required("changedAt", number, \.uint64Value), ownChain: try row.optional("ownChain", number, epoch),
+            mutedUntil: try row.optional("mutedUntil", number, \.uint64Value))
     }
 }

@@ -139,6 +139,8 @@ import Testing
         record.ownChain = nil
         record.status = .removed
         try agreesWithCodable(record)
+        record.mutedUntil = UInt64.max
+        try agreesWithCodable(record)
         let overflow = #"{"changedAt":0,"epoch":4294967296,"heads":[],"highestEpoch":0,"joinedAt":0,"members":[],"name":"n","sharing":false,"status":"member"}"#
         #expect(throws: StoreCodecError.self) { try Array(overflow.utf8).withUnsafeBytes { try GroupRecord(storeBytes: $0) } }
     }
@@ -152,6 +154,10 @@ import Testing
         grouped.group = "R0dHR0dHR0dHR0dHR0dHRw"
         grouped.disappearsAt = 99
         try agreesWithCodable(grouped)
+        for notify in [true, false] {
+            grouped.notify = notify
+            try agreesWithCodable(grouped)
+        }
     }
 
     @Test(arguments: [
