@@ -613,6 +613,39 @@ static void test_apps(void) {
     coords_buffer_free(&envelope);
     EXPECT(COORDS_ERR_INVALID_MAILBOX_RESPONSE, coords_messages_process_fetch_response(bob, (const uint8_t *)"[]", 2, &json, &e_));
     EXPECT(COORDS_OK, coords_messages_set_disappearing(bob, alice_id, 60, &e_));
+
+    /* Notification policy: mute, quiet hours, receipts. */
+    uint64_t muted = 1;
+    EXPECT(COORDS_OK, coords_messages_muted_until(bob, alice_id, &muted, &e_));
+    CHECK(muted == 0);
+    EXPECT(COORDS_OK, coords_messages_mute(bob, alice_id, UINT64_MAX, &e_));
+    EXPECT(COORDS_OK, coords_messages_muted_until(bob, alice_id, &muted, &e_));
+    CHECK(muted == UINT64_MAX);
+    EXPECT(COORDS_OK, coords_messages_mute(bob, alice_id, 1, &e_)); /* ended in 1970 */
+    EXPECT(COORDS_OK, coords_messages_muted_until(bob, alice_id, &muted, &e_));
+    CHECK(muted == 0);
+    EXPECT(COORDS_ERR_UNKNOWN_CONVERSATION, coords_messages_mute(bob, "nobody", 0, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_messages_mute(bob, NULL, 0, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_messages_muted_until(bob, alice_id, NULL, &e_));
+    int32_t quiet_start = -1, quiet_end = -1;
+    EXPECT(COORDS_OK, coords_quiet_hours_parse("22:00-07:30", &quiet_start, &quiet_end, &e_));
+    CHECK(quiet_start == 1320 && quiet_end == 450);
+    EXPECT(COORDS_ERR_INVALID_QUIET_HOURS, coords_quiet_hours_parse("22:00-22:00", &quiet_start, &quiet_end, &e_));
+    EXPECT(COORDS_ERR_INVALID_QUIET_HOURS, coords_quiet_hours_parse("7 pm", &quiet_start, &quiet_end, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_quiet_hours_parse(NULL, &quiet_start, &quiet_end, &e_));
+    EXPECT(COORDS_OK, coords_messages_set_quiet_hours(bob, 1320, 450, 60, &e_));
+    EXPECT(COORDS_ERR_INVALID_QUIET_HOURS, coords_messages_set_quiet_hours(bob, 1440, 450, 60, &e_));
+    EXPECT(COORDS_ERR_INVALID_QUIET_HOURS, coords_messages_set_quiet_hours(bob, 0, 60, -841, &e_));
+    EXPECT(COORDS_OK, coords_messages_set_receipts(bob, 0, &e_));
+    EXPECT(COORDS_OK, coords_messages_notification_policy(bob, &json, &e_));
+    CHECK(contains(&json, "\"text\":\"22:00-07:30\"") && contains(&json, "\"utc_offset_minutes\":60") &&
+          contains(&json, "\"delivery_receipts\":false"));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_OK, coords_messages_set_quiet_hours(bob, -1, 0, 0, &e_));
+    EXPECT(COORDS_OK, coords_messages_set_receipts(bob, 1, &e_));
+    EXPECT(COORDS_OK, coords_messages_notification_policy(bob, &json, &e_));
+    CHECK(contains(&json, "\"quiet_hours\":null") && contains(&json, "\"delivery_receipts\":true"));
+    coords_buffer_free(&json);
     EXPECT(COORDS_OK, coords_messages_sweep_expired(bob, &json, &e_));
     CHECK(json.data != NULL && strcmp((const char *)json.data, "[]") == 0);
     coords_buffer_free(&json);

@@ -742,6 +742,39 @@ int32_t coords_messages_history(CoordsApp *app, const char *friend_id, uint32_t 
  * after they were stored (0 turns it off). Errors: FRIEND_NOT_FOUND. */
 int32_t coords_messages_set_disappearing(CoordsApp *app, const char *friend_id, uint64_t seconds, CoordsError *out_error);
 
+/* Notification policy (docs/MESSAGING.md). Every received Message carries "notify": true when it
+ * should notify the user (a text or file, its conversation not muted, outside quiet hours), false
+ * when not; null for the user's own messages. */
+
+/* Mutes the conversation with a friend (friend id) or a group (group id) until until_ms (Unix ms;
+ * UINT64_MAX: until unmuted); 0 unmutes. Messages still arrive and are stored.
+ * Errors: UNKNOWN_CONVERSATION, NULL_ARGUMENT. */
+int32_t coords_messages_mute(CoordsApp *app, const char *conversation, uint64_t until_ms, CoordsError *out_error);
+
+/* *until_ms_out = until when the conversation is muted (UINT64_MAX: until unmuted), 0 when it is
+ * not muted now. Errors: UNKNOWN_CONVERSATION, NULL_ARGUMENT. */
+int32_t coords_messages_muted_until(CoordsApp *app, const char *conversation, uint64_t *until_ms_out, CoordsError *out_error);
+
+/* Quiet hours: no message notifies from start_minute to end_minute (minutes after local midnight,
+ * 0-1439; a window over midnight has end < start) in local time utc_offset_minutes from UTC
+ * (-840..840). Set it again when the offset changes. start_minute < 0 turns quiet hours off.
+ * Errors: INVALID_QUIET_HOURS (a minute out of range, start = end, the offset out of range). */
+int32_t coords_messages_set_quiet_hours(CoordsApp *app, int32_t start_minute, int32_t end_minute, int32_t utc_offset_minutes,
+                                        CoordsError *out_error);
+
+/* Delivery receipts for received texts: on (non-zero, the default) or off (0). Off, no receipt
+ * tells a friend, or the relay, when this app fetched. */
+int32_t coords_messages_set_receipts(CoordsApp *app, int32_t on, CoordsError *out_error);
+
+/* The policy in force: {"quiet_hours": {"start_minute", "end_minute", "utc_offset_minutes",
+ * "text": "22:00-07:00"}|null, "delivery_receipts": b}. */
+int32_t coords_messages_notification_policy(CoordsApp *app, CoordsBuffer *json_out, CoordsError *out_error);
+
+/* Parses a quiet-hours window "HH:MM-HH:MM" (24-hour clock, e.g. "22:00-07:00") into minutes after
+ * midnight, for coords_messages_set_quiet_hours. Stateless. Errors: INVALID_QUIET_HOURS,
+ * NULL_ARGUMENT, INVALID_UTF8. */
+int32_t coords_quiet_hours_parse(const char *window, int32_t *start_minute_out, int32_t *end_minute_out, CoordsError *out_error);
+
 /* When coords_messages_sweep_expired should run next (ms since the epoch; 0 = no message
  * disappears): the end of the minute in which the earliest disappearing message expires, when
  * its key is destroyed. Schedule one wake-up for it. History hides a message from its own

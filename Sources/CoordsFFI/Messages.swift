@@ -7,7 +7,19 @@ extension Record {
             "id": .string(m.id), "friend_id": .string(m.peer), "outgoing": .bool(m.outgoing), "kind": .string(m.kind),
             "text": .string(m.text), "sent_at": .integer(m.sentAt), "stored_at": .integer(m.storedAt),
             "status": .string(m.status.rawValue), "disappears_at": optional(m.disappearsAt) { .integer($0) },
-            "group": optional(m.group) { .string($0) }
+            "group": optional(m.group) { .string($0) }, "notify": optional(m.notify) { .bool($0) }
+        ])
+    }
+
+    static func notificationPolicy(_ p: NotificationPolicy) -> JSONValue {
+        .object([
+            "quiet_hours": optional(p.quietHours) { hours in
+                .object([
+                    "start_minute": .integer(Int64(hours.start)), "end_minute": .integer(Int64(hours.end)),
+                    "utc_offset_minutes": .integer(Int64(hours.utcOffsetMinutes)), "text": .string(hours.description)
+                ])
+            },
+            "delivery_receipts": .bool(p.deliveryReceipts)
         ])
     }
 
@@ -170,5 +182,55 @@ public func ffiMessagesSweepExpired(_ handle: Handle, _ idsOut: BufferOut, _ err
     returning(idsOut, "ids_json_out", app: handle, error) { app in
         let ids = try blocking { try await app.messages.sweepExpired() }
         return JSONValue.array(ids.map { .string($0) })
+    }
+}
+
+// MARK: Notification policy (issue 43)
+
+@_cdecl("coords_messages_mute")
+public func ffiMessagesMute(_ handle: Handle, _ conversation: CString, _ untilMS: UInt64, _ error: ErrorOut) -> Int32 {
+    withApp(handle, error) { app in
+        let id = try Argument.string(conversation, "conversation")
+        try blocking { try await app.messages.mute(id, until: untilMS == 0 ? nil : untilMS) }
+    }
+}
+
+@_cdecl("coords_messages_muted_until")
+public func ffiMessagesMutedUntil(_ handle: Handle, _ conversation: CString, _ untilOut: UnsafeMutablePointer<UInt64>?, _ error: ErrorOut) -> Int32 {
+    withApp(handle, error) { app in
+        let id = try Argument.string(conversation, "conversation")
+        let out = try Argument.output(untilOut, "until_ms_out")
+        out.pointee = try blocking { try await app.messages.mutedUntil(id) } ?? 0
+    }
+}
+
+@_cdecl("coords_messages_set_quiet_hours")
+public func ffiMessagesSetQuietHours(_ handle: Handle, _ start: Int32, _ end: Int32, _ offset: Int32, _ error: ErrorOut) -> Int32 {
+    withApp(handle, error) { app in
+        let hours = start < 0 ? nil : try QuietHours(start: Int(start), end: Int(end), utcOffsetMinutes: Int(offset))
+        try blocking { try await app.messages.setQuietHours(hours) }
+    }
+}
+
+@_cdecl("coords_messages_set_receipts")
+public func ffiMessagesSetReceipts(_ handle: Handle, _ on: Int32, _ error: ErrorOut) -> Int32 {
+    withApp(handle, error) { app in try blocking { try await app.messages.setDeliveryReceipts(on != 0) } }
+}
+
+@_cdecl("coords_messages_notification_policy")
+public func ffiMessagesNotificationPolicy(_ handle: Handle, _ jsonOut: BufferOut, _ error: ErrorOut) -> Int32 {
+    returning(jsonOut, "json_out", app: handle, error) { app in Record.notificationPolicy(try app.messages.notificationPolicy()) }
+}
+
+@_cdecl("coords_quiet_hours_parse")
+public func ffiQuietHoursParse(
+    _ window: CString, _ startOut: UnsafeMutablePointer<Int32>?, _ endOut: UnsafeMutablePointer<Int32>?, _ error: ErrorOut
+) -> Int32 {
+    exported(error) {
+        let hours = try QuietHours(parsing: try Argument.string(window, "window"), utcOffsetMinutes: 0)
+        let start = try Argument.output(startOut, "start_minute_out")
+        let end = try Argument.output(endOut, "end_minute_out")
+        start.pointee = Int32(hours.start)  // 0…1439
+        end.pointee = Int32(hours.end)
     }
 }

@@ -149,6 +149,9 @@ ERR_INVALID_MAILBOX_RESPONSE = 632
 ERR_INVALID_PUSH_ENDPOINT = 633
 ERR_INVALID_QUIET_HOURS = 634
 ERR_UNKNOWN_CONVERSATION = 635
+
+MUTED_FOREVER = 2**64 - 1
+"""A mute that lasts until unmute() (UINT64_MAX at the C ABI)."""
 ERR_WRONG_PASSPHRASE = 650
 ERR_KEYCHAIN_CORRUPTED = 651
 ERR_KEYCHAIN_IO = 652
@@ -339,6 +342,12 @@ _SIGNATURES = [
     ("coords_messages_conversations", c_int32, [_APP, _BUF, _ERR]),
     ("coords_messages_history", c_int32, [_APP, c_char_p, c_uint32, _BUF, _ERR]),
     ("coords_messages_set_disappearing", c_int32, [_APP, c_char_p, c_uint64, _ERR]),
+    ("coords_messages_mute", c_int32, [_APP, c_char_p, c_uint64, _ERR]),
+    ("coords_messages_muted_until", c_int32, [_APP, c_char_p, POINTER(c_uint64), _ERR]),
+    ("coords_messages_set_quiet_hours", c_int32, [_APP, c_int32, c_int32, c_int32, _ERR]),
+    ("coords_messages_set_receipts", c_int32, [_APP, c_int32, _ERR]),
+    ("coords_messages_notification_policy", c_int32, [_APP, _BUF, _ERR]),
+    ("coords_quiet_hours_parse", c_int32, [c_char_p, POINTER(c_int32), POINTER(c_int32), _ERR]),
     ("coords_messages_sweep_expired", c_int32, [_APP, _BUF, _ERR]),
     ("coords_messages_next_expiry", c_int32, [_APP, POINTER(c_uint64), _ERR]),
     ("coords_groups_create", c_int32, [_APP, c_char_p, c_char_p, _BUF, _ERR]),
@@ -759,12 +768,15 @@ class Message(_Record):
     disappears_at: Optional[int]
     group: Optional[str] = None
     """For a group message (PROTOCOL.md §11): the group's id; friend_id is then its sender."""
+    notify: Optional[bool] = None
+    """For a received message: whether it should notify (a text or file, its conversation not
+    muted, outside quiet hours), decided by the library when it arrived. None for our own."""
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "Message":
         """A Message from the library's JSON."""
         return cls(obj["id"], obj["friend_id"], obj["outgoing"], obj["kind"], obj["text"], obj["sent_at"], obj["stored_at"],
-                   obj["status"], obj["disappears_at"], obj.get("group"))
+                   obj["status"], obj["disappears_at"], obj.get("group"), obj.get("notify"))
 
 
 @dataclass(frozen=True)
@@ -1766,6 +1778,54 @@ class App(_NativeHandle):
     def set_disappearing(self, friend_id: str, seconds: Optional[int]) -> None:
         """Deletes local copies of a conversation's messages after `seconds` (None: keep)."""
         _call(lib.coords_messages_set_disappearing, self.handle, _utf8(friend_id, "friend_id"), seconds or 0)
+
+    def mute(self, conversation: str, until_ms: Optional[int] = None) -> None:
+        """Mutes the conversation with a friend (their id) or a group (its id) until `until_ms`
+        (Unix ms; None: until unmuted). Messages still arrive; they do not notify.
+
+        Raises ManagerError (ERR_UNKNOWN_CONVERSATION), CoordsError (ERR_INVALID_ARGUMENT)."""
+        if until_ms is None:
+            until_ms = MUTED_FOREVER
+        if not isinstance(until_ms, int) or not 1 <= until_ms <= MUTED_FOREVER:
+            raise ValueError("until_ms must be an int from 1 to MUTED_FOREVER (use unmute() to end a mute)")
+        _call(lib.coords_messages_mute, self.handle, _utf8(conversation, "conversation"), until_ms)
+
+    def unmute(self, conversation: str) -> None:
+        """Ends a mute. Raises ManagerError (ERR_UNKNOWN_CONVERSATION)."""
+        _call(lib.coords_messages_mute, self.handle, _utf8(conversation, "conversation"), 0)
+
+    def muted_until(self, conversation: str) -> Optional[int]:
+        """Until when the conversation is muted (Unix ms; MUTED_FOREVER: until unmuted), or None
+        when it is not muted now. Raises ManagerError (ERR_UNKNOWN_CONVERSATION)."""
+        out = c_uint64()
+        _call(lib.coords_messages_muted_until, self.handle, _utf8(conversation, "conversation"), byref(out))
+        return out.value or None
+
+    def set_quiet_hours(self, window: Optional[str], utc_offset_minutes: int = 0) -> None:
+        """Quiet hours "HH:MM-HH:MM" in local time `utc_offset_minutes` from UTC (None: off): no
+        message received inside the window notifies. Set it again when the offset changes.
+
+        Raises ManagerError (ERR_INVALID_QUIET_HOURS) for a malformed or empty window or an
+        offset beyond 14 hours."""
+        if window is None:
+            _call(lib.coords_messages_set_quiet_hours, self.handle, -1, 0, 0)
+            return
+        start, end = c_int32(), c_int32()
+        _call(lib.coords_quiet_hours_parse, _utf8(window, "window"), byref(start), byref(end))
+        if not isinstance(utc_offset_minutes, int) or not -840 <= utc_offset_minutes <= 840:
+            raise ManagerError(ERR_INVALID_QUIET_HOURS, "invalid quiet hours: the offset from UTC is at most 14 hours either way")
+        _call(lib.coords_messages_set_quiet_hours, self.handle, start.value, end.value, utc_offset_minutes)
+
+    def set_delivery_receipts(self, on: bool) -> None:
+        """Delivery receipts for received texts on (the default) or off (no receipt tells a
+        friend, or the relay, when this app fetched)."""
+        _call(lib.coords_messages_set_receipts, self.handle, 1 if on else 0)
+
+    def notification_policy(self) -> dict[str, Any]:
+        """{"quiet_hours": {"start_minute", "end_minute", "utc_offset_minutes", "text"} | None,
+        "delivery_receipts": bool}."""
+        policy: dict[str, Any] = _json_call(lib.coords_messages_notification_policy, self.handle)
+        return policy
 
     def sweep_expired_messages(self) -> list[str]:
         """Deletes messages past their disappearing time and destroys the keys they were sealed

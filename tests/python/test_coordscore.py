@@ -665,6 +665,51 @@ def test_two_apps_exchange_messages(tmp_path):
         assert caught.value.code == cc.ERR_FRIEND_NOT_FOUND
 
 
+def test_mute_quiet_hours_and_receipts_decide_what_notifies(tmp_path):
+    with friends(tmp_path) as (alice, alice_id, bob, bob_id):
+        def deliver(text):
+            sent = alice.send_message(bob_id, text)
+            return bob.process_messages(json.dumps({"packets": [json.loads(cc.request_body(sent["request"]))]}).encode())
+
+        assert [m["notify"] for m in deliver("one")["received"]] == [True]
+        bob.mute(alice_id)
+        assert bob.muted_until(alice_id) == cc.MUTED_FOREVER
+        assert [m["notify"] for m in deliver("two")["received"]] == [False]
+        bob.unmute(alice_id)
+        assert bob.muted_until(alice_id) is None
+        bob.mute(alice_id, until_ms=1)  # a mute that ended long ago
+        assert bob.muted_until(alice_id) is None
+        assert [m.notify for m in bob.history(alice_id)] == [True, False]
+        assert all(m.notify is None for m in alice.history(bob_id))
+        # Quiet hours around the clock's current minute, in UTC.
+        now = time.gmtime()
+        start = now.tm_hour * 60 + now.tm_min
+        window = f"{start // 60:02d}:{start % 60:02d}-{((start + 120) % 1440) // 60:02d}:{(start + 120) % 60:02d}"
+        bob.set_quiet_hours(window, utc_offset_minutes=0)
+        assert bob.notification_policy()["quiet_hours"]["text"] == window
+        assert [m["notify"] for m in deliver("three")["received"]] == [False]
+        bob.set_quiet_hours(None)
+        assert bob.notification_policy() == {"quiet_hours": None, "delivery_receipts": True}
+        bob.set_delivery_receipts(False)
+        outcome = deliver("four")
+        assert outcome["receipts"] == [] and [m["notify"] for m in outcome["received"]] == [True]
+        assert bob.notification_policy()["delivery_receipts"] is False
+        for bad in ["22:00", "25:00-07:00", "07:00-07:00", "", "x" * 100]:
+            with pytest.raises(cc.ManagerError) as caught:
+                bob.set_quiet_hours(bad)
+            assert caught.value.code == cc.ERR_INVALID_QUIET_HOURS
+        with pytest.raises(cc.ManagerError) as caught:
+            bob.set_quiet_hours("22:00-07:00", utc_offset_minutes=900)
+        assert caught.value.code == cc.ERR_INVALID_QUIET_HOURS
+        for unknown in ["", "nobody", cc.b64url(cc.generate_identity()[1])]:
+            with pytest.raises(cc.ManagerError) as caught:
+                bob.mute(unknown)
+            assert caught.value.code == cc.ERR_UNKNOWN_CONVERSATION
+        for bad_time in [0, -1, 2**64, 1.5]:
+            with pytest.raises(ValueError):
+                bob.mute(alice_id, until_ms=bad_time)
+
+
 def test_three_apps_share_a_group_through_their_mailboxes(tmp_path):
     names = ["alice", "bob", "carol"]
     with cc.App(str(tmp_path / "a"), passphrase="a", **FAST) as a, cc.App(str(tmp_path / "b"), passphrase="b", **FAST) as b, \
