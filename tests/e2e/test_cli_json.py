@@ -159,6 +159,16 @@ def test_each_command_prints_json_that_matches_its_schema_and_the_exit_statuses_
     assert check("group delete", "group", "delete", "Trip 2", home=alice)[0]["deleted"] is True
     chat, _ = check("chat", "chat", "Bob", home=alice)
     assert [m["status"] for m in chat["messages"]] == ["delivered"]
+    # Notifications (docs/MESSAGING.md): mute, quiet hours, receipts.
+    muted, _ = check("mute", "mute", "Alice", "--for", "8h", home=bob)
+    assert muted["muted"] is True and muted["muted_until_ms"] > 1e12
+    assert check("mute", "mute", "Alice", home=bob)[0]["muted_until_ms"] is None
+    assert check("unmute", "unmute", "Alice", home=bob)[0]["muted"] is False
+    quiet, _ = check("quiet", "quiet", "22:00-07:00", "--utc-offset", "60", home=bob)
+    assert quiet == {"quiet_hours": "22:00-07:00", "utc_offset_minutes": 60, "delivery_receipts": True}
+    assert check("quiet", "quiet", "off", home=bob)[0]["quiet_hours"] is None
+    assert check("receipts", "receipts", "off", home=bob)[0]["delivery_receipts"] is False
+    assert check("receipts", "receipts", "on", home=bob)[0]["delivery_receipts"] is True
     check("backup export", "backup", "export", str(tmp_path / "alice.backup"), home=alice)
     imported, _ = check("backup import", "backup", "import", str(tmp_path / "alice.backup"), home=tmp_path / "alice2")
     assert imported["friends"] == 1

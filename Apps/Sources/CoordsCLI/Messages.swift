@@ -111,6 +111,7 @@ struct Inbox: SessionCommand {
             let place = message.group.map { "[\(Terminal.safe(groupNames[$0] ?? String($0.prefix(8))))] " } ?? ""
             printLine(
                 "\(place)\(Terminal.safe(names[message.peer] ?? String(message.peer.prefix(8)))) (\(age(since: message.sentAt, now: now)) ago): \(Terminal.safe(message.text))"
+                    + (message.notify == false ? "  (silent)" : "")
             )
         }
         for rejection in outcome.rejected { printLine("Refused a message (\(Terminal.safe(rejection.id.prefix(8)))…): \(Terminal.safe(rejection.reason))") }
@@ -239,7 +240,7 @@ func messageJSON(_ m: MessageRecord) -> JSONValue {
     .object([
         "id": .string(m.id), "friend_id": .string(m.peer), "outgoing": .bool(m.outgoing), "kind": .string(m.kind),
         "text": .string(m.text), "sent_at_ms": .integer(m.sentAt), "status": .string(m.status.rawValue),
-        "group": m.group.map { .string($0) } ?? .null
+        "group": m.group.map { .string($0) } ?? .null, "notify": m.notify.map { .bool($0) } ?? .null
     ])
 }
 

@@ -144,7 +144,9 @@ func printLive(_ outcome: MessagesOutcome, session: Session, only friendID: Stri
         guard group == nil || message.group == group else { continue }
         let name = names[message.peer].flatMap { $0.isEmpty ? nil : $0 } ?? String(message.peer.prefix(8))
         let place = message.group.map { "[\(Terminal.safe(groups[$0] ?? String($0.prefix(8))))] " } ?? ""
-        printLine("\(place)\(Terminal.safe(name)): \(Terminal.safe(message.text))")
+        // The core decided (mute, quiet hours): a message that should not notify says so.
+        let silent = message.notify == false ? "  (silent)" : ""
+        printLine("\(place)\(Terminal.safe(name)): \(Terminal.safe(message.text))\(silent)")
     }
     if friendID == nil { for line in rotationLines(outcome, session: session) { printLine(line) } }
 }
