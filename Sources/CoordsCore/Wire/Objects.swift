@@ -97,6 +97,44 @@ extension [UInt8] {
     }
 }
 
+/// Cuts a stream of bytes that arrives in pieces of any size into chunks of given lengths,
+/// holding at most one incomplete chunk: the sealer's and the opener's buffer.
+struct ChunkAssembler: Sendable {
+    /// The start of the chunk under way.
+    private(set) var bytes: [UInt8] = []
+
+    /// A complete chunk: a part of the caller's input (no copy), or the bytes collected here.
+    enum Chunk {
+        case borrowed(UnsafeRawBufferPointer)
+        case collected([UInt8])
+
+        /// Runs `body` on the chunk's bytes.
+        func withBytes(_ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
+            switch self {
+            case .borrowed(let bytes): try body(bytes)
+            case .collected(let bytes): try bytes.withUnsafeBytes(body)
+            }
+        }
+    }
+
+    /// The next complete chunk of `length` bytes from what is held and the front of `input`
+    /// (which loses what was taken), or nil once `input` is used up without completing one (its
+    /// bytes are then held here). `length` is at least 1 whenever `input` is not empty.
+    mutating func take(from input: inout UnsafeRawBufferPointer, length: Int) -> Chunk? {
+        guard !input.isEmpty, length > 0 else { return nil }  // a length of 0 would never consume the input
+        if bytes.isEmpty, input.count >= length {  // a whole chunk in the input
+            defer { input = UnsafeRawBufferPointer(rebasing: input[length...]) }
+            return .borrowed(UnsafeRawBufferPointer(rebasing: input[..<length]))
+        }
+        let count = min(length - bytes.count, input.count)
+        bytes.append(contentsOf: input[..<count])
+        input = UnsafeRawBufferPointer(rebasing: input[count...])
+        guard bytes.count == length else { return nil }
+        defer { bytes = [] }
+        return .collected(bytes)
+    }
+}
+
 /// An object's id: 16 random bytes, b64u (22 characters) in JSON and in URLs (PROTOCOL.md §12.2).
 public struct ObjectID: Hashable, Sendable, CustomStringConvertible {
     /// The 16 bytes.
@@ -141,7 +179,7 @@ public struct ObjectSealer: Sendable {
     /// The number of chunks.
     public let chunkCount: Int
     private let key: SecretBytes
-    private var pending: [UInt8] = []
+    private var pending = ChunkAssembler()
     private var next = 0
     private var consumed: UInt64 = 0
     private var digest = SHA256Stream()
@@ -170,23 +208,8 @@ public struct ObjectSealer: Sendable {
         }
         consumed += UInt64(plaintext.count)
         var rest = plaintext
-        while !rest.isEmpty {
-            let want = Objects.plaintextCount(ofChunk: next, size: size)
-            if pending.isEmpty, rest.count >= want {  // a whole chunk in the input: sealed without a copy
-                try seal(UnsafeRawBufferPointer(rebasing: rest[..<want]), into: &out)
-                rest = UnsafeRawBufferPointer(rebasing: rest[want...])
-                continue
-            }
-            let take = min(want - pending.count, rest.count)
-            pending.append(contentsOf: rest[..<take])
-            rest = UnsafeRawBufferPointer(rebasing: rest[take...])
-            if pending.count == want {
-                let chunk = pending
-                pending = []  // the buffer moves to `chunk`: no copy
-                try chunk.withUnsafeBytes { try seal($0, into: &out) }
-                pending = chunk
-                pending.removeAll(keepingCapacity: true)
-            }
+        while let chunk = pending.take(from: &rest, length: Objects.plaintextCount(ofChunk: next, size: size)) {
+            try chunk.withBytes { try seal($0, into: &out) }
         }
     }
 
@@ -237,7 +260,7 @@ public struct ObjectOpener: Sendable {
     public let chunkCount: Int
     private let key: SecretBytes
     private let expectedDigest: [UInt8]
-    private var pending: [UInt8] = []
+    private var pending = ChunkAssembler()
     private var next = 0
     private var digest = SHA256Stream()
     private var failure: WireError?
@@ -282,23 +305,8 @@ public struct ObjectOpener: Sendable {
             }
             received += UInt64(sealed.count)
             var rest = sealed
-            while !rest.isEmpty {
-                let want = Objects.plaintextCount(ofChunk: next, size: size) + Objects.tagByteCount
-                if pending.isEmpty, rest.count >= want {
-                    try open(UnsafeRawBufferPointer(rebasing: rest[..<want]), into: &out)
-                    rest = UnsafeRawBufferPointer(rebasing: rest[want...])
-                    continue
-                }
-                let take = min(want - pending.count, rest.count)
-                pending.append(contentsOf: rest[..<take])
-                rest = UnsafeRawBufferPointer(rebasing: rest[take...])
-                if pending.count == want {
-                    let chunk = pending
-                    pending = []  // the buffer moves to `chunk`: no copy
-                    try chunk.withUnsafeBytes { try open($0, into: &out) }
-                    pending = chunk
-                    pending.removeAll(keepingCapacity: true)
-                }
+            while let chunk = pending.take(from: &rest, length: Objects.plaintextCount(ofChunk: next, size: size) + Objects.tagByteCount) {
+                try chunk.withBytes { try open($0, into: &out) }
             }
         } catch let error as WireError {
             failure = error
@@ -320,7 +328,7 @@ public struct ObjectOpener: Sendable {
     ///   for plaintext that does not end on a chunk boundary or runs past the file.
     public mutating func replay(opened plaintext: UnsafeRawBufferPointer) throws {
         if let failure { throw failure }
-        guard pending.isEmpty, !done else { throw WireError.objectMismatch("replay the opened chunks before taking new object bytes") }
+        guard pending.bytes.isEmpty, !done else { throw WireError.objectMismatch("replay the opened chunks before taking new object bytes") }
         var rest = plaintext
         var sealed: [UInt8] = []
         while !rest.isEmpty {
@@ -345,7 +353,7 @@ public struct ObjectOpener: Sendable {
     public mutating func finish() throws {
         if let failure { throw failure }
         guard !done else { return }
-        guard next == chunkCount, pending.isEmpty else {
+        guard next == chunkCount, pending.bytes.isEmpty else {
             failure = .objectMismatch("the object ended after \(received) of its \(storedSize) bytes")
             throw failure ?? .objectMismatch("")
         }
