@@ -732,7 +732,9 @@ public actor MessagesManager {
     /// Mutes the conversation with a friend or a group until `until` (Unix ms;
     /// ``NotificationPolicy/forever`` until unmuted), or unmutes it (nil). Messages keep arriving
     /// and are stored; they only stop notifying (``MessageRecord/notify`` is false).
-    /// - Parameter conversation: a friend's id (b64u key) or a group's id (b64u, 22 characters).
+    /// - Parameters:
+    ///   - conversation: a friend's id (b64u key) or a group's id (b64u, 22 characters).
+    ///   - until: Unix ms the mute ends at (``NotificationPolicy/forever``: never), or nil to unmute.
     /// - Throws: ``MessagesManagerError/unknownConversation(_:)``, store errors.
     public func mute(_ conversation: String, until: UInt64?) throws {
         try context.database.write { tx in
