@@ -745,6 +745,7 @@ public actor MessagesManager {
                 try groups.put(group.bytes, record)
                 return
             }
+            // Not a key: thrown below as an unknown conversation, with the id the caller gave.
             guard let key = try? Ed25519PublicKey(base64URL: conversation), try tx.open(Tables.friends).contains(key) else {
                 throw MessagesManagerError.unknownConversation(conversation)
             }
@@ -765,6 +766,7 @@ public actor MessagesManager {
                 guard let record = try tx.open(Tables.groups).get(group.bytes) else { throw MessagesManagerError.unknownConversation(conversation) }
                 return record.mutedUntil
             }
+            // Not a key: thrown below as an unknown conversation, with the id the caller gave.
             guard let key = try? Ed25519PublicKey(base64URL: conversation), try tx.open(Tables.friends).contains(key) else {
                 throw MessagesManagerError.unknownConversation(conversation)
             }
