@@ -73,6 +73,8 @@ public struct RelayConfiguration: Sendable {
     public var push = PushLimits()
     /// Prekey bundles (PROTOCOL.md §10.3).
     public var prekeys = PrekeyLimits()
+    /// Attachment object limits (PROTOCOL.md §12.4).
+    public var objects = ObjectLimits()
     /// How a request's client address is found and normalised for the per-address limits
     /// (IPv6 prefix, trusted proxies): see ``AddressPolicy``.
     public var addresses = AddressPolicy()

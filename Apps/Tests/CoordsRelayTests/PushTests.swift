@@ -514,4 +514,16 @@ final class PushOutageStore: RelayStore, @unchecked Sendable {
     func prekeyStock(owner: Bytes32) async throws -> PrekeyStock { try await inner.prekeyStock(owner: owner) }
     func prekeySweep(now: UInt64) async throws -> Int { try await inner.prekeySweep(now: now) }
     func prekeyTotals() async throws -> (owners: Int, oneTime: Int) { try await inner.prekeyTotals() }
+    func objectPut(_ part: ObjectPart, limits: ObjectLimits, now: UInt64) async throws -> ObjectPutResult {
+        await inner.objectPut(part, limits: limits, now: now)
+    }
+    func objectInfo(_ object: ObjectID, now: UInt64) async throws -> StoredObject? { await inner.objectInfo(object, now: now) }
+    func objectRead(_ object: ObjectID, offset: UInt64, count: Int) async throws -> [UInt8] {
+        await inner.objectRead(object, offset: offset, count: count)
+    }
+    func objectDelete(_ object: ObjectID, owner: Bytes32, now: UInt64) async throws -> ObjectDeleteResult {
+        await inner.objectDelete(object, owner: owner, now: now)
+    }
+    func objectSweep(now: UInt64) async throws -> Int { await inner.objectSweep(now: now) }
+    func objectTotals() async throws -> (objects: Int, bytes: UInt64) { await inner.objectTotals() }
 }

@@ -54,7 +54,8 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "group-statement": groupStatement,
     "group-message": groupMessage,
     "group-rules": groupRules,
-    "attachment": attachment
+    "attachment": attachment,
+    "relay-objects": relayObjects
 ]
 
 /// A failed property: crash loudly so libFuzzer keeps the input.
@@ -605,6 +606,66 @@ extension Fixture {
         check([400, 401].contains(failure.status), "a bad prekey upload is 400 or 401, got \(failure.status)")
     } catch {
         check(false, "a prekey upload threw \(error)")
+    }
+}
+
+/// §12.4 objects: the PUT query and Range parsers never trap and accept only their one form; and a
+/// run of parts, reads, deletes and sweeps (two owners, three ids, sizes and offsets from the
+/// input) against a memory store keeps every record consistent: a prefix stored, never more than
+/// the object's size, reads returning exactly the stored bytes, refusals changing nothing.
+@Sendable func relayObjects(_ bytes: [UInt8]) {
+    let text = String(decoding: bytes.prefix(96), as: UTF8.self)
+    if let query = try? ObjectPutQuery(target: "/v1/relay/objects/x?" + text) {
+        check("offset=\(query.offset)&stored=\(query.size)&expires=\(query.expiresAt)" == text, "an accepted query is its one form")
+    }
+    if let from = RelayService.rangeStart(text) { check(text == "bytes=\(from)-", "an accepted range is bytes=N-") }
+    let store = MemoryRelayStore()
+    var reader = ByteReader(bytes)
+    blocking {
+        var limits = ObjectLimits()
+        limits.quotaBytes = 4_000
+        limits.maximumObjectsPerOwner = 2
+        limits.maximumTotalBytes = 6_000
+        // Both are valid: 32 and 16 bytes.
+        let owners = (0..<2).compactMap { try? Bytes32([UInt8](repeating: UInt8($0), count: 32)) }
+        let ids = (0..<3).compactMap { try? ObjectID(bytes: [UInt8](repeating: UInt8($0), count: 16)) }
+        guard owners.count == 2, ids.count == 3 else { return }
+        var now: UInt64 = 100
+        while let op = try? reader.read(UInt8.self), let a = try? reader.read(UInt16.self), let b = try? reader.read(UInt16.self) {
+            let id = ids[Int(op >> 2) % ids.count]
+            let owner = owners[Int(op >> 4) & 1]
+            let before = await store.objectInfo(id, now: now)
+            switch op & 3 {
+            case 0:
+                let size = UInt64(b % 3_000) + 16
+                let offset = UInt64(a % 3_100)
+                let count = Int(min(UInt64(b >> 4) % 600, size.subtractingSaturating(offset)))
+                let part = ObjectPart(
+                    object: id, owner: owner, offset: offset, size: size, expiresAt: now + UInt64(op >> 5) + 1,
+                    bytes: [UInt8](repeating: UInt8(truncatingIfNeeded: offset), count: count))
+                let result = await store.objectPut(part, limits: limits, now: now)
+                let after = await store.objectInfo(id, now: now)
+                if case .stored(let record) = result {
+                    check(record.stored <= record.size && after == record, "a stored part leaves a consistent record")
+                    check(record.stored == offset + UInt64(count), "the record ends where the part ends")
+                } else {
+                    check(after == before, "a refused part changes nothing")
+                }
+            case 1:
+                let read = await store.objectRead(id, offset: UInt64(a % 3_100), count: Int(b % 4_000))
+                if let record = before {
+                    let expected = UInt64(b % 4_000) > 0 ? min(UInt64(b % 4_000), record.stored.subtractingSaturating(UInt64(a % 3_100))) : 0
+                    check(UInt64(read.count) == expected, "a read returns exactly the stored bytes in its window")
+                }
+            case 2:
+                let result = await store.objectDelete(id, owner: owner, now: now)
+                check((result == .deleted) == (before?.owner == owner), "only the owner deletes, and only what exists")
+            default:
+                now += UInt64(a % 8)
+                _ = await store.objectSweep(now: now)
+                check(await store.objectInfo(id, now: now).map { $0.expiresAt > now } ?? true, "nothing expired is served")
+            }
+        }
     }
 }
 

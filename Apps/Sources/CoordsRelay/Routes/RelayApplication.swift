@@ -85,6 +85,7 @@ public func buildRouter(service: RelayService) -> Router<RelayRequestContext> {
     router.addRoutes(liveRoutes(service: service))
     router.addRoutes(pushRoutes(service: service))
     router.addRoutes(prekeyRoutes(service: service))
+    router.addRoutes(objectRoutes(service: service))
     router.addRoutes(operatorRoutes(service: service))
     return router
 }

@@ -61,6 +61,10 @@ public final class RelayService: Sendable {
         } catch let failure as RelayFailure {
             metrics.rejection(failure.code)
             return failure.reply
+        } catch is ObjectStoreFull {
+            logger.error("object storage full")
+            metrics.rejection("storage_full")
+            return RelayFailure(507, "storage_full", "the relay's disk is full; nothing of this request was stored", retryAfter: 60).reply
         } catch let unavailable as RelayStoreUnavailable {
             logger.warning("store unavailable", metadata: ["error": "\(unavailable)"])
             metrics.rejection("store_unavailable")
@@ -211,6 +215,7 @@ public final class RelayService: Sendable {
         keyLimiter.prune(now: clock.now())
         try await sweepMailbox()
         try await sweepPrekeys()
+        try await sweepObjects()
         return removed
     }
 
@@ -224,6 +229,10 @@ public final class RelayService: Sendable {
         if let totals = try? await store.prekeyTotals() {
             metrics.prekeyOwners.set(Int64(totals.owners))
             metrics.prekeyStock.set(Int64(totals.oneTime))
+        }
+        if let totals = try? await store.objectTotals() {  // an outage keeps the last values, as above
+            metrics.objects.set(Int64(totals.objects))
+            metrics.objectBytes.set(Int64(clamping: totals.bytes))
         }
         let live = live.counts
         metrics.liveOpen.set(Int64(live.connections))

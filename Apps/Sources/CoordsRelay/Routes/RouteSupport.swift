@@ -21,6 +21,7 @@ let knownRoutes: [(path: [String], methods: [String])] = {
     routes.append((["v1", "relay", "push"], ["PUT", "DELETE"]))
     routes.append((["v1", "relay", "prekeys"], ["GET", "PUT"]))
     routes.append((["v1", "relay", "prekeys", ":key"], ["GET"]))
+    routes.append((["v1", "relay", "objects", ":id"], ["GET", "PUT", "DELETE"]))
     routes.append((["healthz"], ["GET"]))
     routes.append((["readyz"], ["GET"]))
     routes.append((["metrics"], ["GET"]))

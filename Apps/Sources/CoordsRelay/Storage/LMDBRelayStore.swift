@@ -62,21 +62,24 @@ enum RelayTables {
     static let signedPrekeys = TableDefinition<Bytes32, SignedPrekey>("prekeys_signed")
     /// `owner (32) | id u32 BE` → a one-time prekey in stock (§10.3).
     static let oneTimePrekeys = TableDefinition<[UInt8], StoredOneTimePrekey>("prekeys_one_time")
+    /// Object id (16 bytes) → its record (§12.4); the bytes are files (``ObjectFiles``).
+    static let objects = TableDefinition<[UInt8], StoredObject>("objects")
     /// Version 2 added the mailbox tables, version 3 the seen signatures, version 4 the push
     /// endpoints (created at open; nothing to convert), version 5 the registering address in push
     /// registrations (their second layout; the first still reads, so nothing is converted — the
     /// bump keeps an older relay, which cannot read the second layout, from opening the file),
-    /// version 6 the prekey tables (created at open).
+    /// version 6 the prekey tables, version 7 the object table (created at open; the bytes are
+    /// files in `objects/`).
     static let schema = Schema(
-        version: 6,
+        version: 7,
         tables: [
             records.erased, tombstones.erased, mailbox.erased, mailboxIndex.erased,
             mailboxTombstones.erased, mailboxMeta.erased, seenSignatures.erased, pushEndpoints.erased,
-            signedPrekeys.erased, oneTimePrekeys.erased
+            signedPrekeys.erased, oneTimePrekeys.erased, objects.erased
         ],
         migrations: [
             Migration(to: 2) { _ in }, Migration(to: 3) { _ in }, Migration(to: 4) { _ in }, Migration(to: 5) { _ in },
-            Migration(to: 6) { _ in }
+            Migration(to: 6) { _ in }, Migration(to: 7) { _ in }
         ])
 }
 
@@ -87,7 +90,7 @@ public enum RelaySchemaVersions {
     public static var lmdb: UInt32 { RelayTables.schema.version }
     /// The PostgreSQL store's schema (`coords_relay_migrations`).
     public static var postgres: Int { PostgresRelayStore.schemaVersion }
-    /// "LMDB schema 6, PostgreSQL schema 6".
+    /// "LMDB schema 7, PostgreSQL schema 7".
     public static var summary: String { "LMDB schema \(lmdb), PostgreSQL schema \(postgres)" }
 }
 
@@ -197,6 +200,31 @@ extension MailboxEntry {
     }
 }
 
+/// `stored-object/1`: `owner (32) | size u64 BE | expiresAt u64 BE | stored u64 BE`.
+extension StoredObject: StoreValue {
+    public static var storeTypeName: String { "stored-object/1" }
+
+    public func withStoreBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        var writer = ByteWriter(capacity: 56)
+        writer.write(owner.bytes)
+        writer.write(size)
+        writer.write(expiresAt)
+        writer.write(stored)
+        return try writer.bytes.withUnsafeBytes { try body($0) }
+    }
+
+    public init(storeBytes: UnsafeRawBufferPointer) throws {
+        guard storeBytes.count == 56 else { throw StoreCodecError("a stored object is 56 bytes") }
+        var reader = ByteReader(storeBytes)
+        let owner = try Bytes32(try reader.read(count: 32))
+        let size = try reader.read(UInt64.self)
+        let expiresAt = try reader.read(UInt64.self)
+        let stored = try reader.read(UInt64.self)
+        guard stored <= size else { throw StoreCodecError("a stored object holds more than its size") }
+        self.init(owner: owner, size: size, expiresAt: expiresAt, stored: stored)
+    }
+}
+
 /// A persistent ``RelayStore`` on LMDB (CoordsCore's Store layer).
 ///
 /// Writes are **durable before they are acknowledged** and **group-committed**: callers hand
@@ -219,6 +247,9 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
         case prekeyPut(owner: Bytes32, SignedPrekey, [OneTimePrekey], stockLimit: Int)
         case prekeyTake(owner: Bytes32, now: UInt64)
         case prekeySweep(now: UInt64)
+        case objectPut(ObjectPart, ObjectLimits, now: UInt64)
+        case objectDelete(ObjectID, owner: Bytes32, now: UInt64)
+        case objectSweep(now: UInt64)
     }
 
     private enum Outcome {
@@ -231,6 +262,10 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
         case done(Bool)
         case prekeyPut(PrekeyPutResult)
         case bundle((SignedPrekey, OneTimePrekey?)?)
+        case objectPut(ObjectPutResult)
+        case objectDeleted(ObjectDeleteResult)
+        /// A part whose bytes could not be written (nothing of it kept).
+        case objectFailed(full: Bool, reason: String)
     }
 
     private struct Job: Sendable {
@@ -242,6 +277,7 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
     static let maximumBatch = 512
 
     private let database: Database
+    private let files: ObjectFiles
     private let jobs: (sender: Sender<Job>, receiver: Receiver<Job>)
     private let logger: Logger
     /// Closed by the committer thread when it has drained the queue and exited.
@@ -254,6 +290,7 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
         var options = Database.Options()
         options.durability = durability
         database = try Database.open(path: directory, options: options, schema: RelayTables.schema)
+        files = try ObjectFiles(dataDirectory: directory, sync: durability != .noSync)
         jobs = Channel.unbounded(of: Job.self)
         self.logger = logger
         do {
@@ -450,6 +487,105 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
         }
     }
 
+    // MARK: Objects
+
+    public func objectPut(_ part: ObjectPart, limits: ObjectLimits, now: UInt64) async throws -> ObjectPutResult {
+        switch try await submit(.objectPut(part, limits, now: now)) {
+        case .objectPut(let result): return result
+        case .objectFailed(true, _): throw ObjectStoreFull()
+        case .objectFailed(false, let reason): throw RelayStoreError(description: reason)
+        default: throw RelayStoreError(description: "unexpected outcome")
+        }
+    }
+
+    public func objectInfo(_ object: ObjectID, now: UInt64) async throws -> StoredObject? {
+        try database.read { tx in try tx.open(RelayTables.objects).get(object.bytes) }.flatMap { $0.expiresAt > now ? $0 : nil }
+    }
+
+    public func objectRead(_ object: ObjectID, offset: UInt64, count: Int) async throws -> [UInt8] {
+        try files.read(object, offset: offset, count: count)
+    }
+
+    public func objectDelete(_ object: ObjectID, owner: Bytes32, now: UInt64) async throws -> ObjectDeleteResult {
+        guard case .objectDeleted(let result) = try await submit(.objectDelete(object, owner: owner, now: now)) else {
+            throw RelayStoreError(description: "unexpected outcome")
+        }
+        return result
+    }
+
+    public func objectSweep(now: UInt64) async throws -> Int {
+        guard case .swept(let count) = try await submit(.objectSweep(now: now)) else { throw RelayStoreError(description: "unexpected outcome") }
+        return count
+    }
+
+    public func objectTotals() async throws -> (objects: Int, bytes: UInt64) {
+        try database.read { tx in
+            var bytes: UInt64 = 0
+            var count = 0
+            try tx.open(RelayTables.objects).forEach { _, record in
+                bytes = bytes.addingSaturating(record.size)
+                count += 1
+                return true
+            }
+            return (count, bytes)
+        }
+    }
+
+    /// The object operations of one commit. A part's bytes are written and synced before its
+    /// record (the committed length) is put in the transaction; an I/O failure answers that part
+    /// alone and changes nothing. Deleted objects' files go after the commit (`removeAfterCommit`).
+    private static func applyObjects(
+        _ operation: Operation, _ tx: borrowing WriteTransaction, _ files: ObjectFiles, removeAfterCommit: inout [ObjectID]
+    ) throws -> Outcome? {
+        switch operation {
+        case .objectPut(let part, let limits, let now):
+            let records = try tx.open(RelayTables.objects)
+            let existing = try records.get(part.object.bytes)
+            let decision = try ObjectStoreRules.decide(
+                existing: existing, part: part,
+                usage: {
+                    // Every record: the relay's total is needed too (a few thousand 56-byte values).
+                    var usage = ObjectUsage(ownerBytes: 0, ownerObjects: 0, totalBytes: 0)
+                    try records.forEach { _, record in
+                        guard record.expiresAt > now else { return true }
+                        usage.totalBytes = usage.totalBytes.addingSaturating(record.size)
+                        if record.owner == part.owner {
+                            usage.ownerBytes = usage.ownerBytes.addingSaturating(record.size)
+                            usage.ownerObjects += 1
+                        }
+                        return true
+                    }
+                    return usage
+                }, limits: limits, now: now)
+            guard case .stored(let record) = decision.result else { return .objectPut(decision.result) }
+            do {
+                if decision.create { try files.create(part.object) }
+                if decision.append { try files.append(part.object, at: part.offset, part.bytes) }
+            } catch is ObjectStoreFull {
+                return .objectFailed(full: true, reason: "disk full")
+            } catch {
+                return .objectFailed(full: false, reason: "\(error)")
+            }
+            try records.put(part.object.bytes, record)
+            return .objectPut(decision.result)
+        case .objectDelete(let object, let owner, let now):
+            let records = try tx.open(RelayTables.objects)
+            guard let record = try records.get(object.bytes), record.expiresAt > now else { return .objectDeleted(.none) }
+            guard record.owner == owner else { return .objectDeleted(.notOwner) }
+            try records.delete(object.bytes)
+            removeAfterCommit.append(object)
+            return .objectDeleted(.deleted)
+        case .objectSweep(let now):
+            let expired = try tx.open(RelayTables.objects).removeAll { _, record in record.expiresAt <= now }
+            for entry in expired {
+                if let object = try? ObjectID(bytes: entry.key) { removeAfterCommit.append(object) }  // keys are ids: always 16 bytes
+            }
+            return .swept(expired.count)
+        default:
+            return nil
+        }
+    }
+
     // MARK: Export (coords-relay migrate)
 
     /// Up to `limit` uploads with keys after `after` (nil: from the start), in key order: one
@@ -595,6 +731,8 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
             var batch = [first]
             // Empty or closed: the batch is what arrived so far.
             while batch.count < Self.maximumBatch, let next = try? jobs.receiver.tryRecv() { batch.append(next) }
+            // Files of objects deleted in this commit: removed once it has committed.
+            var removeAfterCommit: [ObjectID] = []
             do {
                 let outcomes = try database.write { tx -> [Outcome] in
                     let records = try tx.open(RelayTables.records)
@@ -602,6 +740,9 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
                     return try batch.map { job -> Outcome in
                         if let outcome = try Self.apply(job.operation, tx) { return outcome }
                         if let outcome = try Self.applyPrekeys(job.operation, tx) { return outcome }
+                        if let outcome = try Self.applyObjects(job.operation, tx, files, removeAfterCommit: &removeAfterCommit) {
+                            return outcome
+                        }
                         switch job.operation {
                         case .put(let key, let record):
                             let result = RelayStoreRules.put(
@@ -624,11 +765,12 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
                             try tombstones.removeAll { _, tombstone in tombstone.recordedAt < tombstonesBefore }
                             return .swept(expired.count)
                         case .mailboxPost, .mailboxAck, .mailboxSweep, .acceptSignature, .pushRegister, .pushRemove, .pushSweep,
-                            .prekeyPut, .prekeyTake, .prekeySweep:
+                            .prekeyPut, .prekeyTake, .prekeySweep, .objectPut, .objectDelete, .objectSweep:
                             throw RelayStoreError(description: "mailbox operation not applied")
                         }
                     }
                 }
+                for object in removeAfterCommit { files.remove(object) }
                 for (job, outcome) in zip(batch, outcomes) { job.continuation.resume(returning: outcome) }
             } catch {
                 logger.error("relay store commit failed", metadata: ["error": "\(error)", "batch": "\(batch.count)"])

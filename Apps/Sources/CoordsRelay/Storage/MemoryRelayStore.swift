@@ -168,4 +168,57 @@ public actor MemoryRelayStore: RelayStore {
     public func prekeyTotals() -> (owners: Int, oneTime: Int) {
         (signedPrekeys.count, oneTimePrekeys.values.reduce(0) { $0 + $1.count })
     }
+
+    // MARK: Objects
+
+    private var objects: [ObjectID: (record: StoredObject, bytes: [UInt8])] = [:]
+
+    public func objectPut(_ part: ObjectPart, limits: ObjectLimits, now: UInt64) -> ObjectPutResult {
+        let decision = ObjectStoreRules.decide(
+            existing: objects[part.object]?.record, part: part, usage: { usage(of: part.owner, now: now) }, limits: limits, now: now)
+        guard case .stored(let record) = decision.result else { return decision.result }
+        if decision.create { objects[part.object] = (record, []) }
+        if decision.append { objects[part.object]?.bytes.append(contentsOf: part.bytes) }
+        objects[part.object]?.record = record
+        return decision.result
+    }
+
+    private func usage(of owner: Bytes32, now: UInt64) -> ObjectUsage {
+        var usage = ObjectUsage(ownerBytes: 0, ownerObjects: 0, totalBytes: 0)
+        for (record, _) in objects.values where record.expiresAt > now {
+            usage.totalBytes = usage.totalBytes.addingSaturating(record.size)
+            if record.owner == owner {
+                usage.ownerBytes = usage.ownerBytes.addingSaturating(record.size)
+                usage.ownerObjects += 1
+            }
+        }
+        return usage
+    }
+
+    public func objectInfo(_ object: ObjectID, now: UInt64) -> StoredObject? {
+        objects[object].flatMap { $0.record.expiresAt > now ? $0.record : nil }
+    }
+
+    public func objectRead(_ object: ObjectID, offset: UInt64, count: Int) -> [UInt8] {
+        guard let bytes = objects[object]?.bytes, offset < UInt64(bytes.count), count > 0 else { return [] }
+        let start = Int(offset)  // below bytes.count
+        return Array(bytes[start..<start + min(count, bytes.count - start)])
+    }
+
+    public func objectDelete(_ object: ObjectID, owner: Bytes32, now: UInt64) -> ObjectDeleteResult {
+        guard let record = objects[object]?.record, record.expiresAt > now else { return .none }
+        guard record.owner == owner else { return .notOwner }
+        objects[object] = nil
+        return .deleted
+    }
+
+    public func objectSweep(now: UInt64) -> Int {
+        let expired = objects.filter { $0.value.record.expiresAt <= now }.map(\.key)
+        for object in expired { objects[object] = nil }
+        return expired.count
+    }
+
+    public func objectTotals() -> (objects: Int, bytes: UInt64) {
+        (objects.count, objects.values.reduce(0) { $0.addingSaturating($1.record.size) })
+    }
 }

@@ -127,7 +127,9 @@ extension PostgresRelayStore {
             ["ALTER TABLE push_endpoints ADD COLUMN registered_by TEXT NOT NULL DEFAULT ''"]
         ),
         // Version 6: prekeys (PROTOCOL.md §10.3), PostgresPrekeys.swift.
-        prekeyMigration
+        prekeyMigration,
+        // Version 7: attachment objects (PROTOCOL.md §12.4), PostgresObjects.swift.
+        objectMigration
     ]
     /// The advisory lock that serialises migrations of several nodes starting at once.
     static let migrationLock: Int64 = 0x636f_6f72_6473_0001

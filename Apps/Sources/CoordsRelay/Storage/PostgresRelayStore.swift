@@ -19,7 +19,7 @@ import Synchronization
 /// applied version); a relay refuses a database whose schema is newer than it knows.
 public final class PostgresRelayStore: RelayStore, Sendable {
     /// The schema version this code writes.
-    public static let schemaVersion = 6
+    public static let schemaVersion = 7
 
     private let client: PostgresClient
     private let runner: Task<Void, Never>

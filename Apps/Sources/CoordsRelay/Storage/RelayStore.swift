@@ -46,7 +46,7 @@ public struct RelayStoreUnavailable: Error, CustomStringConvertible {
 
 /// Where the relay keeps uploads. ``LMDBRelayStore`` persists them (durable before the 204);
 /// ``MemoryRelayStore`` is for tests. Both apply ``RelayStoreRules`` so they behave the same.
-public protocol RelayStore: MailboxStore, PushStore, PrekeyStore {
+public protocol RelayStore: MailboxStore, PushStore, PrekeyStore, ObjectStore {
     /// Stores `record` under `key` unless something at least as new is there.
     func put(key: Bytes32, record: RelayRecord) async throws -> PutResult
     /// The records of `keys` updated at or after `updatedSince` (older ones are expired).

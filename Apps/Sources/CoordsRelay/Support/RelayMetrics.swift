@@ -28,6 +28,13 @@ final class RelayMetrics: Sendable {
     let prekeyOneTimeHandedOut: Counter
     let prekeyOwners: Gauge
     let prekeyStock: Gauge
+    let objectParts: Counter
+    let objectBytesIn: Counter
+    let objectBytesOut: Counter
+    let objectDownloads: Counter
+    let objectsExpired: Counter
+    let objects: Gauge
+    let objectBytes: Gauge
     private static let buckets: [Duration] = [
         .microseconds(250), .milliseconds(1), .milliseconds(2), .milliseconds(5),
         .milliseconds(10), .milliseconds(20), .milliseconds(50), .milliseconds(100),
@@ -72,6 +79,13 @@ final class RelayMetrics: Sendable {
         prekeyOneTimeHandedOut = counter("prekey_one_time_handed_out", "One-time prekeys handed out (each exactly once)")
         prekeyOwners = gauge("prekey_owners", "count", "Identities with a signed prekey")
         prekeyStock = gauge("prekey_one_time_stock", "count", "One-time prekeys in stock, all identities")
+        objectParts = counter("object_parts", "Attachment object parts stored")
+        objectBytesIn = counter("object_bytes_received", "Attachment object bytes stored")
+        objectBytesOut = counter("object_bytes_sent", "Attachment object bytes sent to downloads")
+        objectDownloads = counter("object_downloads", "Attachment object downloads started (ranges included)")
+        objectsExpired = counter("objects_expired", "Attachment objects swept at their expiry, complete or not")
+        objects = gauge("objects", "count", "Attachment objects held (expired ones until swept)")
+        objectBytes = gauge("object_size", "bytes", "Whole sizes of the attachment objects held")
         // Rate limits are counted in each process: N relays behind a load balancer allow up to N
         // times these rates in total (docs/RELAY.md, "Scaling").
         registry.makeGauge(

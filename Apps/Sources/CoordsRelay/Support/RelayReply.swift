@@ -33,6 +33,10 @@ public struct RelayFailure: Error, Sendable, Equatable {
     public var message: String
     /// Seconds until a retry may succeed (429).
     public var retryAfter: Int?
+    /// Members the body carries besides `error` and `message` (e.g. `stored` of §12.4's 409).
+    public var extra: [String: JSONValue] = [:]
+    /// Header fields the answer carries besides `Retry-After` (e.g. 416's `Content-Range`).
+    public var extraHeaders: [String: String] = [:]
 
     /// A failure; `retryAfter` becomes a `Retry-After` header.
     public init(_ status: Int, _ code: String, _ message: String, retryAfter: Int? = nil) {
@@ -43,8 +47,10 @@ public struct RelayFailure: Error, Sendable, Equatable {
     }
 
     var reply: RelayReply {
-        var reply = RelayReply.json(.object(["error": .string(code), "message": .string(message)]), status: status)
+        let pairs = [("error", JSONValue.string(code)), ("message", .string(message))] + extra.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        var reply = RelayReply.json(.object(JSONObject(pairs)), status: status)
         if let retryAfter { reply.headers.append(("Retry-After", String(retryAfter))) }
+        for (name, value) in extraHeaders.sorted(by: { $0.key < $1.key }) { reply.headers.append((name, value)) }
         return reply
     }
 }

@@ -1,0 +1,111 @@
+import CoordsCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The bytes of the LMDB store's objects (§12.4): one file per object, `objects/<hex id>` in the
+/// data directory (mode 0600), outside the B-tree. A part is written past the stored bytes and
+/// synced before the store commits the new length, so a crash or a full disk keeps every byte
+/// the store had acknowledged; bytes past the committed length are cut off by the next part.
+struct ObjectFiles: Sendable {
+    /// `<data directory>/objects`.
+    let directory: String
+    /// fsync files and the directory (off only for a store opened without durability).
+    let sync: Bool
+
+    /// Creates the directory (0700) if needed.
+    /// - Throws: ``RelayStoreError`` when it cannot be created.
+    init(dataDirectory: String, sync: Bool) throws {
+        directory = dataDirectory + "/objects"
+        self.sync = sync
+        if mkdir(directory, 0o700) != 0, errno != EEXIST {
+            throw RelayStoreError(description: "cannot create \(directory): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    func path(_ object: ObjectID) -> String { directory + "/" + Hex.encode(object.bytes) }
+
+    /// Starts an empty file for `object`, dropping any file from before (an expired object's, or
+    /// one whose record was never committed). A reader that has the old file open keeps reading it.
+    /// - Throws: ``ObjectStoreFull`` for ENOSPC, ``RelayStoreError`` otherwise.
+    func create(_ object: ObjectID) throws {
+        let path = path(object)
+        if unlink(path) != 0, errno != ENOENT { throw failure("remove", path) }
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw failure("create", path) }
+        defer { close(fd) }
+        if sync { try syncDirectory() }
+    }
+
+    /// Writes `bytes` at `offset` (the committed length), cutting off anything past it first, and
+    /// syncs the file.
+    /// - Throws: ``ObjectStoreFull`` for ENOSPC, ``RelayStoreError`` otherwise; the committed
+    ///   bytes are untouched either way.
+    func append(_ object: ObjectID, at offset: UInt64, _ bytes: [UInt8]) throws {
+        let path = path(object)
+        guard let start = off_t(exactly: offset) else { throw RelayStoreError(description: "object offset \(offset) out of range") }
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw failure("open", path) }
+        defer { close(fd) }
+        guard ftruncate(fd, start) == 0 else { throw failure("truncate", path) }
+        var written = 0
+        try bytes.withUnsafeBytes { buffer in
+            while written < buffer.count {
+                let n = pwrite(fd, buffer.baseAddress.map { $0 + written }, buffer.count - written, start + off_t(written))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw failure("write", path)
+                }
+                written += n
+            }
+        }
+        if sync, fsync(fd) != 0 { throw failure("sync", path) }
+    }
+
+    /// Up to `count` bytes from `offset` (fewer at the end of the file; empty when it has gone).
+    /// - Throws: ``RelayStoreError`` for a read error.
+    func read(_ object: ObjectID, offset: UInt64, count: Int) throws -> [UInt8] {
+        let path = path(object)
+        guard count > 0, let start = off_t(exactly: offset) else { return [] }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return [] }
+            throw failure("open", path)
+        }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        try bytes.withUnsafeMutableBytes { buffer in
+            while filled < buffer.count {
+                let n = pread(fd, buffer.baseAddress.map { $0 + filled }, buffer.count - filled, start + off_t(filled))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw failure("read", path)
+                }
+                if n == 0 { break }
+                filled += n
+            }
+        }
+        bytes.removeLast(count - filled)
+        return bytes
+    }
+
+    /// Removes `object`'s file (nothing when there is none).
+    func remove(_ object: ObjectID) {
+        _ = unlink(path(object))  // a file that cannot be removed is only space: its record is gone
+    }
+
+    private func syncDirectory() throws {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw failure("open", directory) }
+        defer { close(fd) }
+        if fsync(fd) != 0 { throw failure("sync", directory) }
+    }
+
+    private func failure(_ operation: String, _ path: String) -> any Error {
+        let code = errno
+        if code == ENOSPC || code == EDQUOT { return ObjectStoreFull() }
+        return RelayStoreError(description: "cannot \(operation) \(path): \(String(cString: strerror(code)))")
+    }
+}
