@@ -51,10 +51,11 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup(title: "Connections") var connections: ConnectionOptions
     @OptionGroup(title: "Live channel") var live: LiveOptions
     @OptionGroup(title: "Push") var push: PushOptions
+    @OptionGroup(title: "Attachment objects") var objects: ObjectOptions
     @OptionGroup(title: "Logging") var logging: LoggingOptions
 
     /// Every group, in the order their options are applied.
-    private var groups: [any ServeOptionGroup] { [network, storage, rateLimits, mailbox, connections, live, push, logging] }
+    private var groups: [any ServeOptionGroup] { [network, storage, rateLimits, mailbox, connections, live, push, objects, logging] }
 
     /// Malformed environment values; each group checked its own options already.
     func validate() throws { try Env.check() }

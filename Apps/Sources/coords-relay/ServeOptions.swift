@@ -47,7 +47,10 @@ enum OptionRange {
         "--live-max-connections": .init(lower: 1, upper: 10_000_000, zeroMeansNoLimit: false),
         "--live-connections-per-address": .init(lower: 1, upper: 10_000_000, zeroMeansNoLimit: false),
         "--live-max-ids": .init(lower: 1, upper: 1_000_000, zeroMeansNoLimit: false),
-        "--push-max-registrations": .init(lower: 0, upper: 10_000_000, zeroMeansNoLimit: false)
+        "--push-max-registrations": .init(lower: 0, upper: 10_000_000, zeroMeansNoLimit: false),
+        "--object-quota": .init(lower: 16, upper: 1_099_511_627_776, zeroMeansNoLimit: false),
+        "--object-count": .init(lower: 1, upper: 1_000_000, zeroMeansNoLimit: false),
+        "--object-total": .init(lower: 16, upper: 1_125_899_906_842_624, zeroMeansNoLimit: false)
     ]
 
     /// Refuses `value` for `option` unless the table accepts it (NaN and infinities never).
@@ -336,6 +339,34 @@ struct PushOptions: ServeOptionGroup {
         configuration.push.enabled = !noPush
         configuration.push.maximumRegistrations = pushMaximumRegistrations
         configuration.push.allowLoopback = pushAllowLoopback
+    }
+}
+
+/// Attachment objects (PROTOCOL.md §12.4).
+struct ObjectOptions: ServeOptionGroup {
+    @Flag(name: .customLong("no-objects"), help: "Do not store attachment objects (/v1/relay/objects answers 404) [COORDS_NO_OBJECTS=1].")
+    var noObjects: Bool = Env.flag("COORDS_NO_OBJECTS")
+
+    @Option(name: .customLong("object-quota"), help: "Bytes of objects one key may hold, each at its whole size [COORDS_OBJECT_QUOTA].")
+    var quota: UInt64 = Env.uint64("COORDS_OBJECT_QUOTA", defaults.objects.quotaBytes)
+
+    @Option(name: .customLong("object-count"), help: "Objects one key may hold [COORDS_OBJECT_COUNT].")
+    var count: Int = Env.int("COORDS_OBJECT_COUNT", defaults.objects.maximumObjectsPerOwner)
+
+    @Option(name: .customLong("object-total"), help: "Bytes of objects the relay holds in total (507 beyond) [COORDS_OBJECT_TOTAL].")
+    var total: UInt64 = Env.uint64("COORDS_OBJECT_TOTAL", defaults.objects.maximumTotalBytes)
+
+    func validate() throws {
+        try OptionRange.check("--object-quota", quota)
+        try OptionRange.check("--object-count", count)
+        try OptionRange.check("--object-total", total)
+    }
+
+    func apply(to configuration: inout RelayConfiguration) {
+        configuration.objects.enabled = !noObjects
+        configuration.objects.quotaBytes = quota
+        configuration.objects.maximumObjectsPerOwner = count
+        configuration.objects.maximumTotalBytes = total
     }
 }
 

@@ -286,7 +286,12 @@ import Testing
             let port = try #require(client.port)
             #expect(try await client.execute(uri: "/healthz", method: .get).status == .ok)  // its connection is counted first
             let held = try (0..<3).map { _ in try RawSocket(port: port) }
-            try await Task.sleep(for: .milliseconds(200))
+            // Until the relay has accepted all four (a fixed pause was too short on a loaded
+            // machine: the extra connection was admitted and timed out with 408).
+            #expect(
+                try await PushTests.eventually {
+                    String(decoding: await relay.service.metricsText(), as: UTF8.self).contains("coords_relay_connections_open_count 4\n")
+                })
             let extra = try RawSocket(port: port)
             let answer = try await extra.readUntilClosed(timeout: 60)
             #expect(answer.hasPrefix("HTTP/1.1 503"))

@@ -166,6 +166,43 @@ import Testing
 
     /// PROTOCOL.md §8.6: a subscriber on node B hears an upload, a delete and an envelope that
     /// node A accepted (LISTEN/NOTIFY through the shared database), and through nginx.
+    /// §12.4 objects across nodes and through the shipped nginx file: a 4 MiB part (the largest)
+    /// passes the proxy, the next part goes to the other node, and the object comes back whole and
+    /// from a byte, from either node.
+    @Test func objectsPassNginxAndSpanNodes() async throws {
+        try await Cluster.with { cluster in
+            let bob = try Ed25519SigningKey.generate()
+            let oid = try ObjectID.random()
+            let part = Objects.maximumPartByteCount
+            let object = (0..<(part + 1000)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+            let expires = Self.now + 3600
+            func put(_ port: Int, _ offset: Int, _ bytes: ArraySlice<UInt8>) async throws -> (status: HTTPResponse.Status, json: JSONValue?) {
+                let path = "/v1/relay/objects/\(oid.base64URL)?offset=\(offset)&stored=\(object.count)&expires=\(expires)"
+                var headers = MailboxTests.signedHeaders(bob, "PUT", path, Self.now)
+                headers[.contentType] = "application/octet-stream"
+                return try await HTTPProbe.request(port: port, method: .put, path: path, headers: headers, body: ByteBuffer(bytes: bytes))
+            }
+            let first = try await put(cluster.nginx.port, 0, object[0..<part])
+            #expect(first.status == .ok && first.json?.objectValue?["stored"]?.uint64Value == UInt64(part), "\(first)")
+            let second = try await put(cluster.b.port, part, object[part...])
+            #expect(second.json?.objectValue?["complete"] == .bool(true), "\(second)")
+            for (port, range, expected) in [
+                (cluster.nginx.port, nil, object[...]), (cluster.a.port, "bytes=\(part - 5)-", object[(part - 5)...]),
+                (cluster.nginx.port, "bytes=1-", object[1...])
+            ] {
+                let body = try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
+                    var headers = HTTPFields()
+                    if let range { headers[.range] = range }
+                    let response = try await client.execute(
+                        TestClient.Request("/v1/relay/objects/\(oid.base64URL)", method: .get, authority: "127.0.0.1", headers: headers))
+                    #expect(response.status == (range == nil ? .ok : .partialContent))
+                    return response.body.map { Array($0.readableBytesView) } ?? []
+                }
+                #expect(body == Array(expected), "port \(port) range \(range ?? "none"): \(body.count) bytes")
+            }
+        }
+    }
+
     @Test func liveNoticesFanOutAcrossNodes() async throws {
         try await Cluster.with { cluster in
             let alice = try Ed25519SigningKey.generate()

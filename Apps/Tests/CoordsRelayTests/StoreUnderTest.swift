@@ -33,7 +33,10 @@ enum StoreUnderTest {
             return { try LMDBRelayStore(directory: directory, durability: .noSync) }
         case .postgres:
             let location = try await PostgresTestServer.shared().freshDatabase()
-            return { try await PostgresRelayStore(location: location, poolSize: 4, logger: quietLogger) }
+            // A generous deadline: the suites run in parallel with one PostgreSQL server on 2
+            // cores, where a statement can wait seconds for a core. The 503 on a slow database is
+            // tested with its own short deadline (PostgresStoreTests).
+            return { try await PostgresRelayStore(location: location, poolSize: 4, operationTimeout: .seconds(30), logger: quietLogger) }
         }
     }
 

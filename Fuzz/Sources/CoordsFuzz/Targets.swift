@@ -55,7 +55,8 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "group-message": groupMessage,
     "group-rules": groupRules,
     "attachment": attachment,
-    "relay-objects": relayObjects
+    "relay-objects": relayObjects,
+    "object-transfer": objectTransfer
 ]
 
 /// A failed property: crash loudly so libFuzzer keeps the input.
@@ -666,6 +667,40 @@ extension Fixture {
                 check(await store.objectInfo(id, now: now).map { $0.expiresAt > now } ?? true, "nothing expired is served")
             }
         }
+    }
+}
+
+/// A hostile relay's answers to an upload (§12.4) and to a download: `status u16 | body`. The
+/// upload never traps, moves only to a stored length an honest relay could report, and stays
+/// where it was on any error; a download checks the status and refuses bytes that do not open.
+@Sendable func objectTransfer(_ bytes: [UInt8]) {
+    guard bytes.count >= 2, let object = try? ObjectID(bytes: [UInt8](repeating: 1, count: 16)),
+        var upload = try? ObjectUpload(
+            server: "https://relay.example", signer: Fixture.reader, key: SecretBytes(copying: [UInt8](repeating: 2, count: 32)),
+            object: object, size: 500_000, expiresAt: 2_000_000_000, partChunks: 2)
+    else { return }
+    let status = Int(bytes[0]) << 8 | Int(bytes[1])
+    let body = Array(bytes.dropFirst(2))
+    let before = upload.need
+    do {
+        if case .stored(let stored) = try upload.handle(status: status, body: body, retryAfter: String(decoding: body.prefix(8), as: UTF8.self)) {
+            check(stored <= upload.storedSize && (stored == upload.storedSize || stored % 65_552 == 0), "an accepted stored length is a chunk boundary")
+        }
+    } catch {
+        check(upload.need == before, "a refused answer moves nothing")
+    }
+    guard
+        let download = try? ObjectDownload(
+            server: "https://relay.example",
+            file: FileAttachment(
+                object: object, size: 100, type: "text/plain", name: "a", digest: [UInt8](repeating: 0, count: 32),
+                key: SecretBytes(copying: [UInt8](repeating: 2, count: 32)), expiresAt: 1))
+    else { return }
+    var opening = download
+    if (try? opening.check(status: status)) != nil { check(status == 200, "a fresh download accepts 200 alone") }
+    var out: [UInt8] = []
+    if (try? body.withUnsafeBytes { try opening.take($0, appendingTo: &out) }) != nil, (try? opening.finish()) != nil {
+        check(false, "bytes under another digest opened")
     }
 }
 

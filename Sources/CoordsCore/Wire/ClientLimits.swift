@@ -33,12 +33,15 @@ public enum ClientLimits {
 
     /// The most bytes a client reads of the answer to `method` on `url` (a relay URL as the core
     /// prepares it): ``fetchAnswerBytes`` for `POST /api/location`, ``mailboxAnswerBytes`` for
-    /// `GET /v1/relay/messages`, ``smallAnswerBytes`` for everything else.
+    /// `GET /v1/relay/messages`, ``Objects/maximumStored`` for an object download (a host of
+    /// ``ObjectDownload`` reads at most its `storedSize − received`), ``smallAnswerBytes`` for
+    /// everything else.
     public static func maximumResponseBytes(method: String, url: String) -> Int {
         let path = Self.path(of: url)
         switch (method.uppercased(), path) {
         case ("POST", RelayAPI.locationPath): return fetchAnswerBytes
         case ("GET", "/v1/relay/messages"): return mailboxAnswerBytes
+        case ("GET", let path) where path.hasPrefix("/v1/relay/objects/"): return Int(Objects.maximumStored)
         default: return smallAnswerBytes
         }
     }

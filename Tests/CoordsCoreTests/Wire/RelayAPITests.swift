@@ -211,7 +211,9 @@ import Testing
             ("POST", "https://x.example/v1/relay/messages/0f7c1b52-8a3e-4d6f-9b0a-1c2d3e4f5a6b/ack", ClientLimits.smallAnswerBytes),
             ("GET", "https://x.example/api/version", ClientLimits.smallAnswerBytes),
             ("POST", "https://x.example/api/location#frag", ClientLimits.fetchAnswerBytes),
-            ("POST", "https://x.example", ClientLimits.smallAnswerBytes), ("POST", "not a url", ClientLimits.smallAnswerBytes)
+            ("POST", "https://x.example", ClientLimits.smallAnswerBytes), ("POST", "not a url", ClientLimits.smallAnswerBytes),
+            ("GET", "https://x.example/v1/relay/objects/AQEBAQEBAQEBAQEBAQEBAQ", Int(Objects.maximumStored)),
+            ("PUT", "https://x.example/v1/relay/objects/AQEBAQEBAQEBAQEBAQEBAQ?offset=0&stored=16&expires=1", ClientLimits.smallAnswerBytes)
         ] {
             #expect(ClientLimits.maximumResponseBytes(method: method, url: url) == limit, "\(method) \(url)")
         }

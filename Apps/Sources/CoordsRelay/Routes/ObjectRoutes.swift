@@ -146,10 +146,10 @@ extension RelayService {
             throw RelayFailure(400, "invalid_object_id", "an object id is 16 bytes in base64url without padding")
         }
         let query = try ObjectPutQuery(target: pathWithQuery)
-        let owner = try await authenticateCaller(method: "PUT", pathWithQuery: pathWithQuery, headers: headers)
         guard query.size >= UInt64(Objects.tagByteCount) else {
             throw RelayFailure(400, "invalid_query", "stored must be at least \(Objects.tagByteCount) bytes (one sealed chunk)")
         }
+        let owner = try await authenticateCaller(method: "PUT", pathWithQuery: pathWithQuery, headers: headers)
         guard query.size <= limits.maximumStoredBytes else {
             throw RelayFailure(413, "object_too_large", "an object is at most \(limits.maximumStoredBytes) bytes stored")
         }

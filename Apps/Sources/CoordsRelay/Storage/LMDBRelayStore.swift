@@ -499,7 +499,11 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
     }
 
     public func objectInfo(_ object: ObjectID, now: UInt64) async throws -> StoredObject? {
-        try database.read { tx in try tx.open(RelayTables.objects).get(object.bytes) }.flatMap { $0.expiresAt > now ? $0 : nil }
+        // A record whose file is missing or short (a restored backup holds `data.mdb` alone) is
+        // no object: serving it would end short of its Content-Length.
+        try database.read { tx in try tx.open(RelayTables.objects).get(object.bytes) }.flatMap {
+            $0.expiresAt > now && (files.length(object) ?? 0) >= $0.stored ? $0 : nil
+        }
     }
 
     public func objectRead(_ object: ObjectID, offset: UInt64, count: Int) async throws -> [UInt8] {

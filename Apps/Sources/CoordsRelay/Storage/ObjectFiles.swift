@@ -91,6 +91,14 @@ struct ObjectFiles: Sendable {
         return bytes
     }
 
+    /// The length of `object`'s file, or nil when there is none (e.g. a store restored from a
+    /// backup, which copies `data.mdb` alone).
+    func length(_ object: ObjectID) -> UInt64? {
+        var info = stat()
+        guard stat(path(object), &info) == 0, info.st_size >= 0 else { return nil }
+        return UInt64(info.st_size)
+    }
+
     /// Removes `object`'s file (nothing when there is none).
     func remove(_ object: ObjectID) {
         _ = unlink(path(object))  // a file that cannot be removed is only space: its record is gone
