@@ -260,7 +260,8 @@ def fetch_ids(relay, ids):
 def test_serve_options_come_in_titled_groups_and_each_group_refuses_its_bad_values(tmp_path):
     relay_bin = os.path.join(BIN, "coords-relay")
     help_text = subprocess.run([relay_bin, "serve", "--help"], capture_output=True, text=True, timeout=30).stdout
-    sections = ["NETWORK:", "STORAGE:", "RATE LIMITS:", "MAILBOX:", "CONNECTIONS:", "LIVE CHANNEL:", "PUSH:", "LOGGING:"]
+    sections = ["NETWORK:", "STORAGE:", "RATE LIMITS:", "MAILBOX:", "CONNECTIONS:", "LIVE CHANNEL:", "PUSH:", "ATTACHMENT OBJECTS:",
+                "LOGGING:"]
     positions = [help_text.find(section) for section in sections]
     assert -1 not in positions and positions == sorted(positions), help_text
     assert help_text.find("--postgres-pool-size") > help_text.find("STORAGE:") > help_text.find("--port"), help_text
@@ -278,6 +279,9 @@ def test_serve_options_come_in_titled_groups_and_each_group_refuses_its_bad_valu
         (["--idle-timeout", "0"], {}, "--idle-timeout must be 1…86400"),
         (["--live-max-ids", "0"], {}, "--live-max-ids must be 1…1000000"),
         (["--push-max-registrations=-1"], {}, "--push-max-registrations must be 0…10000000"),
+        (["--object-count", "0"], {}, "--object-count must be 1…1000000"),
+        (["--object-quota", "8"], {}, "--object-quota must be 16…1099511627776"),
+        (["--memory"], {"COORDS_OBJECT_TOTAL": "lots"}, "COORDS_OBJECT_TOTAL=lots is not a non-negative whole number"),
         # Issue 37: values that passed before and trapped the relay or were never checked.
         (["--rate", "1e-300"], {}, "--rate must be 0.001…1000000 (or 0 for no limit)"),
         (["--key-rate", "1e-300"], {}, "--key-rate must be 0.001…1000000 (or 0 for no limit)"),

@@ -621,7 +621,16 @@ extension Fixture {
     }
     if let from = RelayService.rangeStart(text) { check(text == "bytes=\(from)-", "an accepted range is bytes=N-") }
     let store = MemoryRelayStore()
-    var reader = ByteReader(bytes)
+    // Operations of 5 bytes: `op u8 | a u16 BE | b u16 BE`.
+    var parsed: [(UInt8, UInt16, UInt16)] = []
+    var i = 0
+    while i + 5 <= bytes.count {
+        let a = UInt16(bytes[i + 1]) << 8 | UInt16(bytes[i + 2])
+        let b = UInt16(bytes[i + 3]) << 8 | UInt16(bytes[i + 4])
+        parsed.append((bytes[i], a, b))
+        i += 5
+    }
+    let operations = parsed
     blocking {
         var limits = ObjectLimits()
         limits.quotaBytes = 4_000
@@ -632,7 +641,7 @@ extension Fixture {
         let ids = (0..<3).compactMap { try? ObjectID(bytes: [UInt8](repeating: UInt8($0), count: 16)) }
         guard owners.count == 2, ids.count == 3 else { return }
         var now: UInt64 = 100
-        while let op = try? reader.read(UInt8.self), let a = try? reader.read(UInt16.self), let b = try? reader.read(UInt16.self) {
+        for (op, a, b) in operations {
             let id = ids[Int(op >> 2) % ids.count]
             let owner = owners[Int(op >> 4) & 1]
             let before = await store.objectInfo(id, now: now)

@@ -156,7 +156,10 @@ public struct ObjectUpload: Sendable {
     }
 
     /// Takes the relay's answer to the last part or probe.
-    /// - Parameter retryAfter: the answer's `Retry-After` header, if any.
+    /// - Parameters:
+    ///   - status: the answer's HTTP status.
+    ///   - body: its body (at most ``ClientLimits/smallAnswerBytes`` read).
+    ///   - retryAfter: its `Retry-After` header, if any.
     /// - Throws: ``WireError/relayError(status:code:message:)`` when the relay refuses the object
     ///   for good (`not_owner`, `object_mismatch`, `quota`, any other 4xx);
     ///   ``WireError/objectMismatch(_:)`` when it answers what no honest relay would (a stored

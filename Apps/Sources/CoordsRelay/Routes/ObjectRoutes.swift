@@ -227,12 +227,10 @@ extension RelayService {
         return ObjectRange(object: object, from: from, count: record.size - from, size: record.size, partial: true)
     }
 
-    /// The first byte of `bytes=<from>-`, or nil for no header or any other form.
+    /// The first byte of `bytes=<from>-` (`from` canonical decimal), or nil for no header or any other form.
     static func rangeStart(_ header: String?) -> UInt64? {
         guard let header, header.hasPrefix("bytes="), header.hasSuffix("-") else { return nil }
-        let digits = header.dropFirst(6).dropLast()
-        guard !digits.isEmpty, digits.count <= 19, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-        return UInt64(digits)
+        return ObjectPutQuery.decimal(header.dropFirst(6).dropLast())
     }
 
     /// Hands the bytes of `range` to `write` in pieces of at most 1 MiB, read from the store as

@@ -143,6 +143,7 @@ public protocol ObjectStore: Sendable {
 /// The store could not write a part for lack of space (507 `storage_full`); nothing of the part
 /// was kept.
 public struct ObjectStoreFull: Error, Sendable, CustomStringConvertible {
+    /// "the relay's disk is full".
     public var description: String { "the relay's disk is full" }
     /// The error.
     public init() {}
