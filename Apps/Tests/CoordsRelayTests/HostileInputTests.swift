@@ -290,7 +290,7 @@ import Testing
             // machine: the extra connection was admitted and timed out with 408).
             #expect(
                 try await PushTests.eventually {
-                    String(decoding: await relay.service.metricsText(), as: UTF8.self).contains("coords_relay_connections_open_count 4\n")
+                    String(decoding: await relay.service.metricsText(), as: UTF8.self).contains("coords_relay_connections_open_count 4.0\n")
                 })
             let extra = try RawSocket(port: port)
             let answer = try await extra.readUntilClosed(timeout: 60)
