@@ -192,9 +192,9 @@ public struct ObjectUpload: Sendable {
 }
 
 /// Downloads and opens an object (PROTOCOL.md §12.5) without doing I/O: ``request()`` is the GET
-/// (with `Range` when resuming), the host streams the answer's body through ``take(_:)`` into a
+/// (with `Range` when resuming), the host streams the answer's body through ``take(_:appendingTo:)`` into a
 /// temporary file, and ``finish()`` says whether that file is the sender's file. A hostile relay
-/// that serves other, truncated, reordered or extra bytes fails ``take(_:)`` or ``finish()``:
+/// that serves other, truncated, reordered or extra bytes fails ``take(_:appendingTo:)`` or ``finish()``:
 /// the host removes the temporary file then.
 public struct ObjectDownload: Sendable {
     private var opener: ObjectOpener
