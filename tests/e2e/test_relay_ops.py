@@ -32,7 +32,7 @@ def test_schemathesis_finds_no_server_error_and_nothing_that_contradicts_the_spe
         relay.stop()
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-8000:]
-    assert re.search(r"Tested: 21\b", output), output[-3000:]  # every operation of the spec ran (3 are prekeys, §10.3)
+    assert re.search(r"Tested: 24\b", output), output[-3000:]  # every operation of the spec ran (3 prekeys §10.3, 3 objects §12.4)
     counts = re.search(r"(\d+) generated, (\d+) passed", output)
     assert counts and counts[1] == counts[2] and int(counts[1]) >= 200, output[-3000:]  # a real run, all passed
     assert relay.process is None and "error" not in relay.log().lower(), relay.log()[-3000:]
