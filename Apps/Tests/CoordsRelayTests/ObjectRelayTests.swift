@@ -134,6 +134,16 @@ import Testing
             try await store.objectPut(second, limits: ObjectLimits(), now: 1)
                 == .stored(StoredObject(owner: owner, size: 200_000, expiresAt: 9_000, stored: 200_000)))
         #expect(try await store.objectRead(oid, offset: 0, count: 300_000) == object)
+        // A restore that brought `data.mdb` without the file: the object is gone for readers, and
+        // the upload starts again from 0.
+        try FileManager.default.removeItem(atPath: path)
+        #expect(try await store.objectInfo(oid, now: 1) == nil)
+        #expect(try await store.objectPut(second, limits: ObjectLimits(), now: 1) == .offsetMismatch(stored: 0))
+        #expect(
+            try await store.objectPut(first, limits: ObjectLimits(), now: 1)
+                == .stored(StoredObject(owner: owner, size: 200_000, expiresAt: 9_000, stored: 120_000)))
+        _ = try await store.objectPut(second, limits: ObjectLimits(), now: 1)
+        #expect(try await store.objectRead(oid, offset: 0, count: 300_000) == object)
         // Swept: the file goes too.
         #expect(try await store.objectSweep(now: 9_000) == 1)
         #expect(!FileManager.default.fileExists(atPath: path))

@@ -544,7 +544,12 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
         switch operation {
         case .objectPut(let part, let limits, let now):
             let records = try tx.open(RelayTables.objects)
-            let existing = try records.get(part.object.bytes)
+            var existing = try records.get(part.object.bytes)
+            // A record whose file lost bytes (a store restored from a backup of `data.mdb` alone)
+            // is no object, as for readers: the upload starts again from 0.
+            if let record = existing, record.expiresAt > now, (files.length(part.object) ?? 0) < record.stored {
+                existing = nil
+            }
             let decision = try ObjectStoreRules.decide(
                 existing: existing, part: part,
                 usage: {
