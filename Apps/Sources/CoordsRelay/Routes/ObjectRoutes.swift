@@ -2,7 +2,6 @@ import CoordsCore
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import NIOHTTP1
 
 /// §12.4 attachment objects: the owner's signed upload parts and delete, and downloads for
 /// anyone who knows the id (streamed, with `Range: bytes=N-` for a resumed download).
@@ -10,30 +9,15 @@ func objectRoutes(service: RelayService) -> RouteCollection<RelayRequestContext>
     let routes = RouteCollection(context: RelayRequestContext.self)
     routes.put("v1/relay/objects/:id") { request, context in
         let id = context.parameters.get("id") ?? ""
-        var request = request
-        let limit = service.configuration.objects.maximumPartBytes
-        let reply = await service.reply {
-            try service.limit(address: clientAddress(request, context, service))
-            guard let type = request.headers[.contentType]?.lowercased(), type == "application/octet-stream" else {
-                throw RelayFailure(415, "unsupported_media_type", "send the part as Content-Type: application/octet-stream")
-            }
-            if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit {
-                throw RelayFailure(413, "object_too_large", "a part is at most \(limit) bytes; this one is \(declared)")
-            }
-            let buffer: ByteBuffer
-            do {
-                buffer = try await request.collectBody(upTo: limit)
-            } catch is NIOTooManyBytesError {
-                throw RelayFailure(413, "object_too_large", "a part is at most \(limit) bytes")
-            } catch is HTTPParserError {
-                throw RelayFailure(400, "malformed_body", "the request body is not valid HTTP/1.1 (e.g. broken chunked encoding)")
-            }
-            var headers: [String: String] = [:]
-            for field in request.headers { headers[field.name.canonicalName] = field.value }
-            return try await service.putObject(
-                id: id, pathWithQuery: request.head.path ?? request.uri.description, headers: headers, part: Array(buffer.readableBytesView))
+        var headers: [String: String] = [:]
+        for field in request.headers { headers[field.name.canonicalName] = field.value }
+        let target = request.head.path ?? request.uri.description
+        return await handle(
+            request, context, service, needsBody: false, limit: service.configuration.objects.maximumPartBytes,
+            mediaType: "application/octet-stream", tooLargeCode: "object_too_large"
+        ) { [headers] part in
+            try await service.putObject(id: id, pathWithQuery: target, headers: headers, part: part)
         }
-        return response(reply)
     }
     routes.get("v1/relay/objects/:id") { request, context in
         let id = context.parameters.get("id") ?? ""

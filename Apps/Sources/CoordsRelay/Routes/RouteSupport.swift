@@ -48,29 +48,29 @@ func response(_ reply: RelayReply) -> Response {
     return Response(status: .init(code: reply.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: reply.body)))
 }
 
-/// Shared path of the body-carrying routes: address limit, content type, body size (checked
-/// against Content-Length first, then while collecting, never buffering past the limit).
+/// Shared path of the body-carrying routes: address limit, content type (`mediaType`, JSON
+/// unless said), body size (checked against Content-Length first, then while collecting, never
+/// buffering past the limit; 413 with `tooLargeCode`).
 func handle(
     _ request: Request, _ context: RelayRequestContext, _ service: RelayService, needsBody: Bool, limit: Int? = nil,
+    mediaType: String = "application/json", tooLargeCode: String = "body_too_large",
     _ body: @escaping @Sendable ([UInt8]) async throws -> RelayReply
 ) async -> Response {
     var request = request
     let limit = limit ?? service.configuration.maximumBodyBytes
     let reply = await service.reply {
         try service.limit(address: clientAddress(request, context, service))
-        guard let type = request.headers[.contentType]?.lowercased(),
-            type == "application/json" || type.hasPrefix("application/json;")
-        else {
-            throw RelayFailure(415, "unsupported_media_type", "send the body as Content-Type: application/json")
+        guard let type = request.headers[.contentType]?.lowercased(), type == mediaType || type.hasPrefix(mediaType + ";") else {
+            throw RelayFailure(415, "unsupported_media_type", "send the body as Content-Type: \(mediaType)")
         }
         if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit {
-            throw RelayFailure(413, "body_too_large", "the body is \(declared) bytes; the limit is \(limit)")
+            throw RelayFailure(413, tooLargeCode, "the body is \(declared) bytes; the limit is \(limit)")
         }
         let buffer: ByteBuffer
         do {
             buffer = try await request.collectBody(upTo: limit)
         } catch is NIOTooManyBytesError {
-            throw RelayFailure(413, "body_too_large", "the body is larger than \(limit) bytes")
+            throw RelayFailure(413, tooLargeCode, "the body is larger than \(limit) bytes")
         } catch is HTTPParserError {
             throw RelayFailure(400, "malformed_body", "the request body is not valid HTTP/1.1 (e.g. broken chunked encoding)")
         }

@@ -49,17 +49,12 @@ struct ObjectFiles: Sendable {
         guard fd >= 0 else { throw failure("open", path) }
         defer { close(fd) }
         guard ftruncate(fd, start) == 0 else { throw failure("truncate", path) }
-        var written = 0
-        try bytes.withUnsafeBytes { buffer in
-            while written < buffer.count {
-                let n = pwrite(fd, buffer.baseAddress.map { $0 + written }, buffer.count - written, start + off_t(written))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw failure("write", path)
-                }
-                written += n
+        let written = try bytes.withUnsafeBytes { buffer in
+            try repeatUntilDone(buffer.count, "write", path) { done in
+                pwrite(fd, buffer.baseAddress.map { $0 + done }, buffer.count - done, start + off_t(done))
             }
         }
+        guard written == bytes.count else { throw failure("write", path) }
         if sync, fsync(fd) != 0 { throw failure("sync", path) }
     }
 
@@ -75,16 +70,9 @@ struct ObjectFiles: Sendable {
         }
         defer { close(fd) }
         var bytes = [UInt8](repeating: 0, count: count)
-        var filled = 0
-        try bytes.withUnsafeMutableBytes { buffer in
-            while filled < buffer.count {
-                let n = pread(fd, buffer.baseAddress.map { $0 + filled }, buffer.count - filled, start + off_t(filled))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw failure("read", path)
-                }
-                if n == 0 { break }
-                filled += n
+        let filled = try bytes.withUnsafeMutableBytes { buffer in
+            try repeatUntilDone(buffer.count, "read", path) { done in
+                pread(fd, buffer.baseAddress.map { $0 + done }, buffer.count - done, start + off_t(done))
             }
         }
         bytes.removeLast(count - filled)
@@ -102,6 +90,22 @@ struct ObjectFiles: Sendable {
     /// Removes `object`'s file (nothing when there is none).
     func remove(_ object: ObjectID) {
         _ = unlink(path(object))  // a file that cannot be removed is only space: its record is gone
+    }
+
+    /// Calls `step` (a `pread`/`pwrite` of the rest from `done`) until `count` bytes are done or
+    /// it returns 0 (the end of the file), retrying EINTR; returns the bytes done.
+    private func repeatUntilDone(_ count: Int, _ operation: String, _ path: String, _ step: (Int) -> Int) throws -> Int {
+        var done = 0
+        while done < count {
+            let n = step(done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw failure(operation, path)
+            }
+            if n == 0 { break }
+            done += n
+        }
+        return done
     }
 
     private func syncDirectory() throws {
