@@ -110,6 +110,9 @@ public struct ObjectUpload: Sendable {
         }
         let start = min(hashed, confirmed)
         let end = min(start + partChunks, chunkCount)
+        // Bounded sizes only: plaintext.count == need.count ≤ 63 × 65,536 (checked above), and
+        // end − start ≤ 63; the chunks' plaintext lengths add up to exactly need.count, so every
+        // slice below stays inside `plaintext`.
         var sealed: [UInt8] = []
         sealed.reserveCapacity(plaintext.count + (end - start) * Objects.tagByteCount)
         try plaintext.withUnsafeBytes { bytes in

@@ -126,7 +126,7 @@ extension RelayService {
     public func putObject(id: String, pathWithQuery: String, headers: [String: String], part: [UInt8]) async throws -> RelayReply {
         let limits = configuration.objects
         guard limits.enabled else { throw RelayFailure(404, "objects_disabled", "this relay does not store objects") }
-        guard let object = try? ObjectID(base64URL: id) else {
+        guard let object = try? ObjectID(base64URL: id) else {  // any malformed id is the one 400 below
             throw RelayFailure(400, "invalid_object_id", "an object id is 16 bytes in base64url without padding")
         }
         let query = try ObjectPutQuery(target: pathWithQuery)
@@ -196,7 +196,7 @@ extension RelayService {
     ///   incomplete), 416 `range_not_satisfiable`.
     public func objectDownload(id: String, range: String?) async throws -> ObjectRange {
         guard configuration.objects.enabled else { throw RelayFailure(404, "objects_disabled", "this relay does not store objects") }
-        guard let object = try? ObjectID(base64URL: id) else {
+        guard let object = try? ObjectID(base64URL: id) else {  // any malformed id is the one 400 below
             throw RelayFailure(400, "invalid_object_id", "an object id is 16 bytes in base64url without padding")
         }
         guard let record = try await store.objectInfo(object, now: nowSeconds), record.complete else {
@@ -239,7 +239,7 @@ extension RelayService {
     /// - Throws: ``RelayFailure`` 400 `invalid_object_id`, 401, 403 `not_owner`.
     public func deleteObject(id: String, pathWithQuery: String, headers: [String: String]) async throws -> RelayReply {
         guard configuration.objects.enabled else { throw RelayFailure(404, "objects_disabled", "this relay does not store objects") }
-        guard let object = try? ObjectID(base64URL: id) else {
+        guard let object = try? ObjectID(base64URL: id) else {  // any malformed id is the one 400 below
             throw RelayFailure(400, "invalid_object_id", "an object id is 16 bytes in base64url without padding")
         }
         let owner = try await authenticateCaller(method: "DELETE", pathWithQuery: pathWithQuery, headers: headers)

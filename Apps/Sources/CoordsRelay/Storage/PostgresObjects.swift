@@ -137,7 +137,7 @@ extension PostgresRelayStore {
             "SELECT owner, size, expires_at, stored FROM objects WHERE id = \(Self.bytes(object.bytes))", logger: logger
         ).decode((ByteBuffer, Int64, Int64, Int64).self) {
             // Only this relay writes the table; a damaged row is treated as absent.
-            guard let key = try? Bytes32(Array(buffer: owner)), size >= stored, stored >= 0 else { continue }
+            guard let key = try? Bytes32(Array(buffer: owner)), size >= stored, stored >= 0 else { continue }  // damaged: absent
             found = StoredObject(owner: key, size: UInt64(clamping: size), expiresAt: UInt64(clamping: expiresAt), stored: UInt64(clamping: stored))
         }
         return found
