@@ -172,6 +172,8 @@ extern "C" {
 #define COORDS_ERR_INVALID_PUSH_ENDPOINT 633
 #define COORDS_ERR_INVALID_QUIET_HOURS 634
 #define COORDS_ERR_UNKNOWN_CONVERSATION 635
+#define COORDS_ERR_UNKNOWN_MESSAGE 636        /* no stored message has this id */
+#define COORDS_ERR_NO_ATTACHMENT 637          /* the message has no attachment that can be fetched */
 #define COORDS_ERR_WRONG_PASSPHRASE 650   /* the keychain passphrase or host key is wrong */
 #define COORDS_ERR_KEYCHAIN_CORRUPTED 651
 #define COORDS_ERR_KEYCHAIN_IO 652

@@ -7,7 +7,8 @@ extension Record {
             "id": .string(m.id), "friend_id": .string(m.peer), "outgoing": .bool(m.outgoing), "kind": .string(m.kind),
             "text": .string(m.text), "sent_at": .integer(m.sentAt), "stored_at": .integer(m.storedAt),
             "status": .string(m.status.rawValue), "disappears_at": optional(m.disappearsAt) { .integer($0) },
-            "group": optional(m.group) { .string($0) }, "notify": optional(m.notify) { .bool($0) }
+            "group": optional(m.group) { .string($0) }, "notify": optional(m.notify) { .bool($0) },
+            "file": optional(m.file) { $0.hostJSON }
         ])
     }
 

@@ -138,6 +138,15 @@ def test_each_command_prints_json_that_matches_its_schema_and_the_exit_statuses_
     assert sent["queued"] is False
     inbox, _ = check("inbox", "inbox", home=bob)
     assert [m["text"] for m in inbox["received"]] == ["hello Bob"] and inbox["received"][0]["sent_at_ms"] > 1e12
+    assert inbox["received"][0]["file"] is None
+    note = tmp_path / "note.txt"
+    note.write_bytes(b"meet at the harbour\n")
+    sent_file, _ = check("send", "send", "Bob", "--file", str(note), home=alice)
+    assert sent_file["file"]["name"] == "note.txt" and sent_file["file"]["type"] == "text/plain" and sent_file["file"]["size"] == 20
+    inbox, _ = check("inbox", "inbox", home=bob)
+    assert [m["file"]["name"] for m in inbox["received"]] == ["note.txt"] and inbox["received"][0]["text"] == ""
+    saved, _ = check("save", "save", sent_file["id"], str(tmp_path / "saved.txt"), home=bob)
+    assert saved["path"] == str(tmp_path / "saved.txt") and (tmp_path / "saved.txt").read_bytes() == note.read_bytes()
 
     # Groups (PROTOCOL.md §11): Bob's group with Alice, then Carol too.
     created, _ = check("group create", "group", "create", "Trip", "Alice", home=bob)
@@ -158,7 +167,7 @@ def test_each_command_prints_json_that_matches_its_schema_and_the_exit_statuses_
     assert check("group leave", "group", "leave", "Trip 2", home=alice)[0]["group"]["status"] == "left"
     assert check("group delete", "group", "delete", "Trip 2", home=alice)[0]["deleted"] is True
     chat, _ = check("chat", "chat", "Bob", home=alice)
-    assert [m["status"] for m in chat["messages"]] == ["delivered"]
+    assert [(m["kind"], m["status"]) for m in chat["messages"]] == [("text", "delivered"), ("file", "delivered")]
     # Notifications (docs/MESSAGING.md): mute, quiet hours, receipts.
     muted, _ = check("mute", "mute", "Alice", "--for", "8h", home=bob)
     assert muted["muted"] is True and muted["muted_until_ms"] > 1e12

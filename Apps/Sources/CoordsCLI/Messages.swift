@@ -8,7 +8,9 @@ struct Send: SessionCommand {
     @OptionGroup var options: CommandOptions
     @Option(help: "Send to this group (its name or id); the one argument is then the text.") var group: String?
     @Argument(help: "The friend's name or id (with --group: the text).") var friend: String
-    @Argument(help: "The text (quote it).") var text: String?
+    @Argument(help: "The text (quote it); with --file, a caption (may be left out).") var text: String?
+    @Option(help: "Send this file (a photo, a voice note, a document; at most 100 MiB), sealed end to end.") var file: String?
+    @Option(name: .customLong("type"), help: "The file's media type, e.g. image/jpeg (default: from its extension).") var mediaType: String?
 
     var outboxFirst: OutboxFirst { .deliver(json: options.json) }
 
@@ -16,11 +18,17 @@ struct Send: SessionCommand {
     var body: String { group == nil ? text ?? "" : friend }
 
     func validate() throws {
-        if group == nil, text == nil { throw ValidationError("give the friend and the text: coords send NAME \"on my way\"") }
+        if file != nil, group != nil { throw ValidationError("--file sends to one friend; groups cannot receive files yet") }
+        if file == nil, mediaType != nil { throw ValidationError("--type goes with --file") }
+        if group == nil, text == nil, file == nil { throw ValidationError("give the friend and the text: coords send NAME \"on my way\"") }
         if group != nil, text != nil { throw ValidationError("with --group, give only the text: coords send --group NAME \"on my way\"") }
     }
 
     func checkArguments() throws {
+        if let file {
+            try FileToSend.check(path: file, mediaType: mediaType)
+            return
+        }
         guard body.contains(where: { !$0.isWhitespace }) else {
             let target = group.map { "--group " + $0 } ?? friend
             throw CLIFailure("the message is empty; write some text, e.g. coords send \(target) \"on my way\"")
@@ -31,17 +39,23 @@ struct Send: SessionCommand {
         if let group { return try await sendToGroup(group, session: session) }
         let text = body
         let target = try findFriend(friend, in: session)
-        let sent = try await session.app.messages.send(text, to: target.id)
+        let sent: SentMessage
+        if let file {
+            sent = try await FileToSend.send(path: file, mediaType: mediaType, caption: text, to: target.id, session: session, quiet: options.json)
+        } else {
+            sent = try await session.app.messages.send(text, to: target.id)
+        }
         let report = try await OutboxDelivery.deliver(id: sent.outboxID, sent.request, session: session)
         let name = target.name.isEmpty ? String(target.id.prefix(8)) : target.name
         if options.json {
             printJSON(
                 .object([
                     "id": .string(sent.message.id), "friend_id": .string(target.id), "queued": .bool(report.isQueued),
-                    "error": report.reason.map { .string($0) } ?? .null
+                    "error": report.reason.map { .string($0) } ?? .null, "file": sent.message.file?.hostJSON ?? .null
                 ]))
         } else if report.isDelivered {
-            printLine("Sent to \(name).")
+            let what = sent.message.file.map { "\(Terminal.safe($0.name.isEmpty ? "the file" : $0.name)) (\(byteCount($0.size)))" }
+            printLine(what.map { "Sent \($0) to \(name)." } ?? "Sent to \(name).")
         } else if report.isQueued {
             printLine("Could not reach \(name)'s relay (\(report.reason ?? "unknown error")); the message is queued and will be retried.")
         }
@@ -110,7 +124,7 @@ struct Inbox: SessionCommand {
         for message in outcome.received {
             let place = message.group.map { "[\(Terminal.safe(groupNames[$0] ?? String($0.prefix(8))))] " } ?? ""
             printLine(
-                "\(place)\(Terminal.safe(names[message.peer] ?? String(message.peer.prefix(8)))) (\(age(since: message.sentAt, now: now)) ago): \(Terminal.safe(message.text))"
+                "\(place)\(Terminal.safe(names[message.peer] ?? String(message.peer.prefix(8)))) (\(age(since: message.sentAt, now: now)) ago): \(shownText(message))"
                     + (message.notify == false ? "  (silent)" : "")
             )
         }
@@ -179,7 +193,7 @@ struct Chat: SessionCommand {
         for message in history {
             let who = message.outgoing ? "you" : name
             let state = message.outgoing ? " [\(message.status.rawValue)]" : ""
-            printLine("\(age(since: message.sentAt, now: now)) ago  \(Terminal.safe(who)): \(Terminal.safe(message.text))\(state)")
+            printLine("\(age(since: message.sentAt, now: now)) ago  \(Terminal.safe(who)): \(shownText(message))\(state)")
         }
         if follow { try await Self.follow(target.id, session: session) }
         if unreachable != nil { throw ExitCode(ExitStatus.unavailable) }
@@ -209,7 +223,7 @@ struct Chat: SessionCommand {
         for message in history {
             let who = message.outgoing ? "you" : names[message.peer] ?? String(message.peer.prefix(8))
             let state = message.outgoing ? " [\(message.status.rawValue)]" : ""
-            printLine("\(age(since: message.sentAt, now: now)) ago  \(Terminal.safe(who)): \(Terminal.safe(message.text))\(state)")
+            printLine("\(age(since: message.sentAt, now: now)) ago  \(Terminal.safe(who)): \(shownText(message))\(state)")
         }
         if follow { try await Self.follow(nil, groupID: found.id, session: session) }
         if unreachable != nil { throw ExitCode(ExitStatus.unavailable) }
@@ -240,7 +254,8 @@ func messageJSON(_ m: MessageRecord) -> JSONValue {
     .object([
         "id": .string(m.id), "friend_id": .string(m.peer), "outgoing": .bool(m.outgoing), "kind": .string(m.kind),
         "text": .string(m.text), "sent_at_ms": .integer(m.sentAt), "status": .string(m.status.rawValue),
-        "group": m.group.map { .string($0) } ?? .null, "notify": m.notify.map { .bool($0) } ?? .null
+        "group": m.group.map { .string($0) } ?? .null, "notify": m.notify.map { .bool($0) } ?? .null,
+        "file": m.file?.hostJSON ?? .null
     ])
 }
 

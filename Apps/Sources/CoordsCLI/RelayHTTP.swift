@@ -9,6 +9,8 @@ import NIOHTTP1
 struct HTTPResult {
     let status: Int
     let body: [UInt8]
+    /// The answer's `Retry-After` header (429 and 5xx), if any.
+    var retryAfter: String? = nil
     var isSuccess: Bool { (200..<300).contains(status) }
 }
 
@@ -49,7 +51,8 @@ enum RelayHTTP {
                 group.addTask {
                     let response = try await client.execute(prepared, deadline: .now() + .seconds(timeout))
                     let body = try await response.body.collect(upTo: limit)
-                    return HTTPResult(status: Int(response.status.code), body: Array(body.readableBytesView))
+                    return HTTPResult(
+                        status: Int(response.status.code), body: Array(body.readableBytesView), retryAfter: response.headers.first(name: "Retry-After"))
                 }
                 group.addTask {
                     try await Task.sleep(for: .seconds(timeout))
@@ -66,6 +69,50 @@ enum RelayHTTP {
         } catch {
             throw NetworkFailure(description: "cannot reach \(request.url): \(networkReason(error))")
         }
+    }
+
+    /// The answer to a download that may be long (an attachment): a 200 or 206 streams its body
+    /// to `onBody` as it arrives (at most `limit` bytes), any other status collects a small body
+    /// for its refusal. A relay silent for ``ClientLimits/readSeconds`` ends it; the whole
+    /// download may take up to `timeout` seconds.
+    /// - Returns: the status, and for a refusal its body.
+    /// - Throws: ``NetworkFailure`` (unreachable, silent, cut off, or more than `limit` bytes),
+    ///   or what `onBody` throws.
+    static func stream(
+        _ request: PreparedRequest, limit: UInt64, timeout: Int64 = 3_600, onHead: (Int) throws -> Void, onBody: (ByteBuffer) throws -> Void
+    ) async throws -> HTTPResult {
+        var http = HTTPClientRequest(url: request.url)
+        http.method = HTTPMethod(rawValue: request.method)
+        for header in request.headers { http.headers.add(name: header.name, value: header.value) }
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(http, deadline: .now() + .seconds(timeout))
+        } catch {
+            throw NetworkFailure(description: "cannot reach \(request.url): \(networkReason(error))")
+        }
+        let status = Int(response.status.code)
+        guard status == 200 || status == 206 else {
+            let body = try? await response.body.collect(upTo: ClientLimits.smallAnswerBytes)  // nil: the refusal is told by its status alone
+            return HTTPResult(status: status, body: body.map { Array($0.readableBytesView) } ?? [], retryAfter: response.headers.first(name: "Retry-After"))
+        }
+        try onHead(status)
+        var taken: UInt64 = 0
+        do {
+            for try await buffer in response.body {
+                taken = taken.addingSaturating(UInt64(buffer.readableBytes))
+                guard taken <= limit else { throw NetworkFailure(description: "\(request.url) sent more than the \(limit) bytes asked for; refused") }
+                try onBody(buffer)
+            }
+        } catch let failure as NetworkFailure {
+            throw failure
+        } catch let refusal as WireError {
+            throw refusal  // the bytes were wrong: not a network failure, never retried
+        } catch let failure as CLIFailure {
+            throw failure  // the local file could not be written
+        } catch {
+            throw NetworkFailure(description: "the download from \(request.url) broke off: \(networkReason(error))")
+        }
+        return HTTPResult(status: status, body: [])
     }
 
     private static func networkReason(_ error: any Error) -> String {

@@ -146,7 +146,7 @@ func printLive(_ outcome: MessagesOutcome, session: Session, only friendID: Stri
         let place = message.group.map { "[\(Terminal.safe(groups[$0] ?? String($0.prefix(8))))] " } ?? ""
         // The core decided (mute, quiet hours): a message that should not notify says so.
         let silent = message.notify == false ? "  (silent)" : ""
-        printLine("\(place)\(Terminal.safe(name)): \(Terminal.safe(message.text))\(silent)")
+        printLine("\(place)\(Terminal.safe(name)): \(shownText(message))\(silent)")
     }
     if friendID == nil { for line in rotationLines(outcome, session: session) { printLine(line) } }
 }

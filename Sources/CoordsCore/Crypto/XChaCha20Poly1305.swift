@@ -35,7 +35,7 @@ public enum XChaCha20Poly1305 {
         guard nonce.count == nonceByteCount else { throw CryptoError.invalidNonceLength(expected: nonceByteCount, actual: nonce.count) }
         let start = out.count
         let count = plaintext.count + tagByteCount
-        out.append(contentsOf: repeatElement(0, count: count))
+        out.appendZeros(count)
         out.withUnsafeMutableBytes { buffer in
             let target = UnsafeMutableRawBufferPointer(rebasing: buffer[start..<(start + count)])
             key.withUnsafeBytes { k in
@@ -62,7 +62,7 @@ public enum XChaCha20Poly1305 {
         guard sealed.count >= tagByteCount else { throw CryptoError.ciphertextTooShort(minimum: tagByteCount, actual: sealed.count) }
         let start = out.count
         let count = sealed.count - tagByteCount
-        out.append(contentsOf: repeatElement(0, count: count))
+        out.appendZeros(count)
         let ok = out.withUnsafeMutableBytes { buffer in
             let target = UnsafeMutableRawBufferPointer(rebasing: buffer[start..<(start + count)])
             return key.withUnsafeBytes { k in

@@ -955,7 +955,8 @@ public actor GroupsManager {
         let stored = MessageRecord(
             id: messageID, peer: sender.base64URL, outgoing: false, kind: payload.kind, text: payload.text, sentAt: payload.sentAt,
             storedAt: now, status: .received, disappearsAt: nil, group: message.group.base64URL,
-            notify: policy.shouldNotify(kind: payload.kind, mutedUntil: record.mutedUntil, at: now))
+            notify: policy.shouldNotify(kind: payload.kind, mutedUntil: record.mutedUntil, at: now),
+            file: payload.kind == FileAttachment.kind ? try? FileAttachment(payload: payload) : nil)  // nil: malformed, kept without it
         try store(stored, group: message.group, tx)
         try tx.open(Tables.messageIDs).put(envelope.id.lowercased(), [])
         return stored

@@ -115,6 +115,11 @@ public enum MessagesManagerError: CoordsCoreError, Equatable {
     case invalidQuietHours(String)
     /// A conversation to mute is neither a friend's id nor a known group's id.
     case unknownConversation(String)
+    /// No stored message has this id (or its disappearing timer ran out).
+    case unknownMessage(String)
+    /// The message carries no attachment that can be fetched: not a file message, a malformed
+    /// one, past its `expiresAt`, or an upload that has not finished.
+    case noAttachment(String)
 
     public var code: Int32 {
         switch self {
@@ -124,6 +129,8 @@ public enum MessagesManagerError: CoordsCoreError, Equatable {
         case .invalidPushEndpoint: 633
         case .invalidQuietHours: 634
         case .unknownConversation: 635
+        case .unknownMessage: 636
+        case .noAttachment: 637
         }
     }
 
@@ -135,6 +142,8 @@ public enum MessagesManagerError: CoordsCoreError, Equatable {
         case .invalidPushEndpoint(let why): "the push endpoint is not usable: \(why)"
         case .invalidQuietHours(let why): "invalid quiet hours: \(why)"
         case .unknownConversation(let id): "\"\(id.prefix(44))\" is neither a friend nor a group of yours"
+        case .unknownMessage(let id): "no message \"\(id.prefix(40))\" is stored (or it disappeared)"
+        case .noAttachment(let why): "no attachment to fetch: \(why)"
         }
     }
 }
@@ -178,7 +187,7 @@ public actor MessagesManager {
         let id = try Envelope.newUUID(using: context.random)
         // Sealed in the transaction that stores it: a session advances only with the message it sent (§10.10).
         let (stored, request) = try reconciler.write(context.database) { tx, messages -> (MessageRecord, PreparedRequest) in
-            var (message, request) = try seal(tx, kind: "text", id: id, text: text, ack: nil, to: friendID)
+            var (message, request) = try seal(tx, MessagePayload(kind: "text", id: id, text: text, sentAt: context.clock.now()), to: friendID)
             message.disappearsAt = try Self.disappearance(tx, peer: message.peer, storedAt: message.storedAt)
             try Self.store(message, tx)
             messages.append(.messageQueued(message))
@@ -190,17 +199,16 @@ public actor MessagesManager {
 
     /// Seals one payload for a friend in `tx`: the stored record and the POST to their relay. A
     /// friend who announced forward secrecy gets a session message (§10.7), never version 2.
-    private nonisolated func seal(
-        _ tx: borrowing WriteTransaction, kind: String, id: String, text: String, ack: String?, to friendID: String
+    nonisolated func seal(
+        _ tx: borrowing WriteTransaction, _ payload: MessagePayload, to friendID: String
     ) throws -> (MessageRecord, PreparedRequest) {
-        let now = context.clock.now()
-        let payload = MessagePayload(kind: kind, id: id, text: text, sentAt: now, ack: ack)
+        let now = payload.sentAt
         let request = try Self.seal(
             tx, payload: payload, to: try Ed25519PublicKey(base64URL: friendID), identity: try context.identity.get(), now: now,
             random: context.random)
         let record = MessageRecord(
-            id: id, peer: friendID, outgoing: true, kind: kind, text: text, sentAt: now, storedAt: now,
-            status: .queued, disappearsAt: nil)
+            id: payload.id, peer: friendID, outgoing: true, kind: payload.kind, text: payload.text, sentAt: now, storedAt: now,
+            status: .queued, disappearsAt: nil, file: try? FileAttachment(payload: payload))  // nil for every kind but `file`
         return (record, request)
     }
 
@@ -510,14 +518,17 @@ public actor MessagesManager {
                     continue
                 }
                 let conversation = try tx.open(Tables.conversations).get(sender.key)
+                // A file message breaking a §12.3 rule is kept as a message of an unknown kind: no attachment, no notification.
+                let file = payload.kind == FileAttachment.kind ? try? FileAttachment(payload: payload) : nil  // nil: malformed, kept without it
+                let notifies = payload.kind != FileAttachment.kind || file != nil
                 let record = MessageRecord(
                     id: id, peer: friendID, outgoing: false, kind: payload.kind, text: payload.text,
                     sentAt: payload.sentAt, storedAt: now, status: .received,
                     disappearsAt: conversation?.disappearAfterSeconds.map { now.addingSaturating($0.multipliedSaturating(by: 1000)) },
-                    notify: policy.shouldNotify(kind: payload.kind, mutedUntil: conversation?.mutedUntil, at: now))
+                    notify: notifies && policy.shouldNotify(kind: payload.kind, mutedUntil: conversation?.mutedUntil, at: now), file: file)
                 try Self.store(record, tx)
                 outcome.received.append(record)
-                if payload.kind == "text", policy.deliveryReceipts { receiptsFor.append((friendID, id)) }
+                if payload.kind == "text" || file != nil, policy.deliveryReceipts { receiptsFor.append((friendID, id)) }
             }
             try groupCache.flush(tx)
             for (payload, sender) in laterKeys {
@@ -557,7 +568,7 @@ public actor MessagesManager {
             guard
                 // A receipt is a courtesy: one that cannot be sealed (the friend was removed or blocked meanwhile) is not sent.
                 let request = try? context.database.write({ tx in
-                    try seal(tx, kind: "receipt", id: receiptID, text: "", ack: messageID, to: friendID).1
+                    try seal(tx, MessagePayload(kind: "receipt", id: receiptID, text: "", sentAt: context.clock.now(), ack: messageID), to: friendID).1
                 })
             else { continue }
             let outboxID = try await outbox.enqueue(kind: .receipt, request: request, reference: messageID)
@@ -576,7 +587,7 @@ public actor MessagesManager {
             let resetID = try Envelope.newUUID(using: context.random)
             // No valid bundle (or the friend went away meanwhile): nothing to send now, see above.
             let request = try? context.database.write { tx in
-                try seal(tx, kind: "session-reset", id: resetID, text: "", ack: nil, to: friendID).1
+                try seal(tx, MessagePayload(kind: "session-reset", id: resetID, text: "", sentAt: context.clock.now()), to: friendID).1
             }
             if let request { _ = try await outbox.enqueue(kind: .message, request: request, reference: resetID) }
         }

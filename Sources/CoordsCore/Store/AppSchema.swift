@@ -540,7 +540,7 @@ public enum MessageStatus: String, Sendable, Codable, Equatable {
 }
 
 /// A 1:1 message as the store keeps it (value of ``Tables/messages``).
-public struct MessageRecord: StoreJSONValue, Equatable {
+public struct MessageRecord: StoreValue, Equatable, Sendable {
     public static var storeTypeName: String { "json:MessageRecord/1" }
 
     /// The message id (lowercase UUID; also the envelope id).
@@ -568,6 +568,11 @@ public struct MessageRecord: StoreJSONValue, Equatable {
     /// ``NotificationPolicy`` then in force (mute, quiet hours, kind). Nil for our own messages and
     /// for messages stored before the policy existed.
     public var notify: Bool? = nil
+    /// For a file message (PROTOCOL.md §12.3) whose `file` member keeps every rule: the
+    /// attachment, its key included (the store is sealed, so the key is never on disk in the
+    /// clear; it goes with the message when the message disappears). Nil for every other message,
+    /// and for a malformed file message (kept as a message of an unknown kind).
+    public var file: FileAttachment? = nil
 }
 
 extension MessageRecord {
@@ -742,6 +747,7 @@ extension MessageRecord {
     public func withStoreBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         var object = JSONObject()
         object["disappearsAt"] = disappearsAt.map { .integer($0) }
+        object["file"] = file?.json
         object["group"] = group.map { .string($0) }
         object["id"] = .string(id)
         object["kind"] = .string(kind)
@@ -767,6 +773,7 @@ extension MessageRecord {
             storedAt: try row.required("storedAt", number, \.uint64Value),
             status: try row.required("status", "a message status") { $0.stringValue.flatMap(MessageStatus.init(rawValue:)) },
             disappearsAt: try row.optional("disappearsAt", number, \.uint64Value), group: try row.optional("group", text, \.stringValue),
-            notify: try row.optional("notify", "a boolean", \.boolValue))
+            notify: try row.optional("notify", "a boolean", \.boolValue),
+            file: try row.optional("file", "a file attachment") { try? FileAttachment(json: $0) })  // nil: reported as the wrong type
     }
 }

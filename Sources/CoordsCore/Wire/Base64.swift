@@ -42,7 +42,7 @@ public enum Base64 {
     public static func append(_ bytes: [UInt8], variant: Variant = .urlSafeNoPadding, to out: inout [UInt8]) {
         let length = sodium_base64_encoded_len(bytes.count, variant.sodiumValue)  // includes the NUL
         let start = out.count
-        out.append(contentsOf: repeatElement(0, count: max(length, 1)))
+        out.appendZeros(max(length, 1))
         out.withUnsafeMutableBufferPointer { buffer in
             guard let base = buffer.baseAddress else { return }
             let raw = UnsafeMutableRawPointer(base + start).assumingMemoryBound(to: CChar.self)

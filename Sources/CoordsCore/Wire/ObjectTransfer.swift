@@ -138,6 +138,15 @@ public struct ObjectUpload: Sendable {
         return try request(method: "PUT", offset: UInt64(confirmed) * Self.sealedChunkBytes, body: body, timestamp: timestamp)
     }
 
+    /// The `file` member announcing this upload (§12.3), once the relay holds the whole object
+    /// and the digest is known.
+    /// - Throws: ``WireError/objectMismatch(_:)`` while the upload is unfinished;
+    ///   ``WireError/malformedFile(_:)`` for a `type` or `name` breaking a §12.3 rule.
+    public func attachment(type: String, name: String) throws -> FileAttachment {
+        guard need == nil, let digest else { throw WireError.objectMismatch("the upload has not finished") }
+        return try FileAttachment(object: object, size: size, type: type, name: name, digest: digest, key: key, expiresAt: expiresAt)
+    }
+
     /// The empty PUT that asks the relay how much of the object it holds (§12.4): the first
     /// request after a restart. (On an unknown id it creates the object, empty, for this owner.)
     public func probe(timestamp: UInt64) throws -> PreparedRequest {

@@ -127,7 +127,7 @@ struct ChunkAssembler: Sendable {
             return .borrowed(UnsafeRawBufferPointer(rebasing: input[..<length]))
         }
         let count = min(length - bytes.count, input.count)
-        bytes.append(contentsOf: input[..<count])
+        bytes.appendBytes(UnsafeRawBufferPointer(rebasing: input[..<count]))
         input = UnsafeRawBufferPointer(rebasing: input[count...])
         guard bytes.count == length else { return nil }
         defer { bytes = [] }
@@ -460,6 +460,15 @@ public struct FileAttachment: Sendable, Equatable {
         object["key"] = .string(key.withUnsafeBytes { Base64.encode($0) })
         object["expiresAt"] = .integer(expiresAt)
         return .object(object)
+    }
+
+    /// What a host shows of the attachment, without its key or digest: `{"object", "size",
+    /// "type", "name", "expires_at_ms"}` (the C ABI's and the CLI's `file` member of a message).
+    public var hostJSON: JSONValue {
+        .object([
+            "object": .string(object.base64URL), "size": .integer(size), "type": .string(type), "name": .string(name),
+            "expires_at_ms": .integer(expiresAt.multipliedSaturating(by: 1000))
+        ])
     }
 
     /// A §7.2 payload of kind `file` announcing this attachment, with `caption` as its text.

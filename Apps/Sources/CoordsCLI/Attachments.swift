@@ -1,0 +1,319 @@
+import ArgumentParser
+import CoordsCore
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `coords save MESSAGE-ID PATH`: downloads a file message's attachment from the sender's relay,
+/// checks every chunk and the digest, and only then puts it at PATH (written to a temporary file
+/// beside it and renamed; removed on any error).
+struct Save: SessionCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Save a file someone sent you (checked end to end before it appears at PATH).",
+        discussion: """
+            MESSAGE-ID is the id `coords inbox`, `chat` and `watch` print after the file's name. When PATH is a \
+            directory, the file keeps the name its sender gave it (checked: no path, no control characters). \
+            An existing file is never replaced unless you add --force.
+            """)
+    @OptionGroup var options: CommandOptions
+    @Argument(help: "The message's id.") var messageID: String
+    @Argument(help: "Where to put the file (a file name, or a directory).") var path: String
+    @Flag(help: "Replace PATH if it exists.") var force = false
+
+    func checkArguments() throws {
+        guard Envelope.isUUID(messageID) else {
+            throw CLIFailure("\"\(messageID.prefix(64))\" is not a message id; `coords inbox --json` or `coords chat NAME --json` list them")
+        }
+        guard !path.isEmpty else { throw CLIFailure("give the path to save to, e.g. coords save \(messageID) ~/Downloads") }
+    }
+
+    func run(in session: Session) async throws {
+        guard let message = try session.app.messages.message(id: messageID) else {
+            throw CLIFailure(MessagesManagerError.unknownMessage(messageID).description)
+        }
+        var download = try session.app.messages.prepareDownload(messageID: messageID)
+        guard let file = message.file else { throw CLIFailure("the message has no attachment") }
+        let target = Self.target(path, name: file.name, id: message.id)
+        var info = stat()
+        if !force, lstat(target, &info) == 0 {
+            throw CLIFailure("\(target) exists; choose another path or add --force to replace it")
+        }
+        let temporary = target + ".coords-part"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw CLIFailure("cannot write \(temporary): \(String(cString: strerror(errno)))") }
+        var kept = false
+        defer {
+            close(fd)
+            if !kept { unlink(temporary) }
+        }
+        let progress = Progress(verb: "Downloading", total: file.size, quiet: options.json)
+        try await Self.download(&download, into: fd, path: temporary, progress: progress)
+        guard fsync(fd) == 0 else { throw CLIFailure("cannot write \(temporary): \(String(cString: strerror(errno)))") }
+        guard rename(temporary, target) == 0 else {
+            throw CLIFailure("cannot move the file to \(target): \(String(cString: strerror(errno)))")
+        }
+        kept = true
+        progress.done()
+        if options.json {
+            printJSON(.object(["id": .string(message.id), "path": .string(target), "file": file.hostJSON]))
+        } else {
+            printLine("Saved \(Terminal.safe(file.name.isEmpty ? "the file" : file.name)) (\(byteCount(file.size))) to \(target).")
+        }
+    }
+
+    /// The file to write: `path` itself, or inside it when it is a directory (the sender's name,
+    /// else one made of the message id).
+    static func target(_ path: String, name: String, id: String) -> String {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else { return path }
+        let safe = FileAttachment.isValidName(name) && !name.isEmpty && !name.hasPrefix(".") ? name : "coords-file-" + id.prefix(8)
+        return (path.hasSuffix("/") ? path : path + "/") + safe
+    }
+
+    /// Streams the object into `fd`, resuming with `Range` after a broken connection (up to
+    /// ``Transfer/attempts`` tries without progress). Refusals (a wrong, cut or altered object)
+    /// end it at once.
+    static func download(_ download: inout ObjectDownload, into fd: Int32, path: String, progress: Progress) async throws {
+        var failures = 0
+        var plaintext: [UInt8] = []
+        plaintext.reserveCapacity(2 * Objects.chunkByteCount)
+        while true {
+            let before = download.received
+            let request = try download.request()
+            let limit = download.storedSize.subtractingSaturating(download.received)
+            var state = download
+            let result: HTTPResult
+            do {
+                result = try await RelayHTTP.stream(
+                    request, limit: limit, onHead: { try state.check(status: $0) },
+                    onBody: { buffer in
+                        plaintext.removeAll(keepingCapacity: true)
+                        try buffer.withUnsafeReadableBytes { try state.take($0, appendingTo: &plaintext) }
+                        try writeAll(fd, plaintext, path: path)
+                        progress.update(state.opened)
+                    })
+                download = state
+            } catch let failure as NetworkFailure {
+                download = state  // chunks opened and written before the break stay; the next request resumes after them
+                failures = download.received > before ? 1 : failures + 1
+                guard failures < Transfer.attempts else { throw CLIFailure("the download failed: \(failure.description)") }
+                progress.note("connection lost (\(failure.description)); resuming in \(Transfer.pause(failures)) s")
+                try await Task.sleep(for: .seconds(Transfer.pause(failures)))
+                continue
+            } catch let error as WireError {
+                throw CLIFailure("the file was refused and nothing was saved: \(error.description)")
+            }
+            if result.status != 200, result.status != 206 {
+                if result.status == 404 { throw CLIFailure("the file is no longer on the relay (it expired or its sender deleted it)") }
+                if result.status == 429 || result.status >= 500, failures + 1 < Transfer.attempts {
+                    failures += 1
+                    try await Task.sleep(for: .seconds(Transfer.pause(failures)))
+                    continue
+                }
+                throw CLIFailure(RelayHTTP.refusal(result, action: "hand out the file"))
+            }
+            do { try download.finish() } catch let error as WireError {
+                if case .objectMismatch = error, download.received < download.storedSize {
+                    // The answer ended early (a relay cut off or restarting): resume from what arrived.
+                    failures = download.received > before ? 1 : failures + 1
+                    guard failures < Transfer.attempts else { throw CLIFailure("the download kept breaking off: \(error.description)") }
+                    try await Task.sleep(for: .seconds(Transfer.pause(failures)))
+                    continue
+                }
+                throw CLIFailure("the file was refused and nothing was saved: \(error.description)")
+            }
+            return
+        }
+    }
+}
+
+/// Sending a file: the upload loop of `coords send NAME --file PATH`.
+enum Transfer {
+    /// Tries without progress before a transfer gives up (with pauses of 1, 2, 4 … 30 s: about
+    /// five minutes, long enough for a relay to restart).
+    static let attempts = 14
+
+    /// Seconds to wait after the `failures`-th failure in a row.
+    static func pause(_ failures: Int) -> Int { min(30, 1 << min(max(failures - 1, 0), 5)) }
+
+    /// The media type for a file name's extension (a hint for the reader; anything unknown is
+    /// `application/octet-stream`).
+    static func mediaType(forName name: String) -> String {
+        let ext = name.split(separator: ".").last.map { $0.lowercased() } ?? ""
+        let types: [String: String] = [
+            "jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "gif": "image/gif", "webp": "image/webp", "heic": "image/heic",
+            "pdf": "application/pdf", "txt": "text/plain", "json": "application/json", "zip": "application/zip",
+            "mp3": "audio/mpeg", "m4a": "audio/mp4", "ogg": "audio/ogg", "opus": "audio/opus", "wav": "audio/wav",
+            "mp4": "video/mp4", "mov": "video/quicktime", "gpx": "application/gpx+xml"
+        ]
+        return name.contains(".") ? types[ext] ?? "application/octet-stream" : "application/octet-stream"
+    }
+
+    /// Uploads the open file `fd` (`size` bytes) to our relay, part by part, resuming after a
+    /// lost connection from where the relay's bytes end; returns the finished upload.
+    static func upload(fd: Int32, size: UInt64, path: String, session: Session, progress: Progress) async throws -> ObjectUpload {
+        var upload = try session.app.messages.prepareFileUpload(size: size)
+        var failures = 0
+        var probe = false
+        while true {
+            let request: PreparedRequest
+            if probe {
+                request = try upload.probe(timestamp: try session.app.messages.nextSignatureTimestamp())
+            } else {
+                guard let need = upload.need else { return upload }
+                let plaintext = try readAll(fd, at: need.offset, count: need.count, path: path)
+                guard let part = try upload.supply(plaintext, timestamp: try session.app.messages.nextSignatureTimestamp()) else { continue }
+                request = part
+            }
+            let result: HTTPResult
+            do {
+                result = try await RelayHTTP.send(request, timeout: 120)
+            } catch let failure as NetworkFailure {
+                failures += 1
+                guard failures < attempts else { throw CLIFailure("the upload failed: \(failure.description)") }
+                progress.note("connection lost (\(failure.description)); resuming in \(pause(failures)) s")
+                try await Task.sleep(for: .seconds(pause(failures)))
+                probe = true  // the part may or may not have been stored: ask the relay where its bytes end
+                continue
+            }
+            probe = false
+            let outcome: ObjectUpload.Progress
+            do {
+                outcome = try upload.handle(status: result.status, body: result.body, retryAfter: result.retryAfter)
+            } catch let error as WireError {
+                if case .relayError = error { throw CLIFailure(RelayHTTP.refusal(result, action: "store the file")) }
+                throw CLIFailure("your relay answered the upload wrongly: \(error.description)")
+            }
+            switch outcome {
+            case .stored(let stored):
+                failures = 0
+                progress.update(stored.multipliedSaturating(by: size) / max(upload.storedSize, 1))
+            case .retry(let seconds):
+                failures += 1
+                guard failures < attempts else { throw CLIFailure("your relay kept refusing the upload for now; try again later") }
+                let wait = min(max(seconds, 1), 60)
+                progress.note("the relay asked to wait; resuming in \(wait) s")
+                try await Task.sleep(for: .seconds(wait))
+            }
+        }
+    }
+}
+
+/// A progress line on standard error for a long transfer ("Uploading 12.0 of 100.0 MiB (12 %)"),
+/// at most one per second and never with --json.
+final class Progress: @unchecked Sendable {
+    let verb: String
+    let total: UInt64
+    let quiet: Bool
+    private var lastShown: UInt64 = 0
+    private var lastAt: UInt64 = 0
+
+    init(verb: String, total: UInt64, quiet: Bool) {
+        self.verb = verb
+        self.total = total
+        self.quiet = quiet
+    }
+
+    func update(_ done: UInt64) {
+        let now = nowMilliseconds()
+        guard !quiet, total >= 1_048_576, done != lastShown, now >= lastAt.addingSaturating(1_000) || done >= total else { return }
+        lastShown = done
+        lastAt = now
+        let percent = done.multipliedSaturating(by: 100) / max(total, 1)
+        printError("\(verb) \(byteCount(done)) of \(byteCount(total)) (\(percent) %)")
+    }
+
+    func note(_ text: String) {
+        guard !quiet else { return }
+        printError("coords: \(text)")
+    }
+
+    func done() { update(total) }
+}
+
+/// "512 bytes", "2.0 KiB", "12.3 MiB".
+func byteCount(_ bytes: UInt64) -> String {
+    if bytes < 1_024 { return "\(bytes) bytes" }
+    let (unit, scale): (String, Double) = bytes < 1_048_576 ? ("KiB", 1_024) : ("MiB", 1_048_576)
+    let value = (Double(bytes) / scale * 10).rounded() / 10
+    return "\(value) \(unit)"
+}
+
+/// The text a message shows in a terminal: its text, and for a file what it is and how to save it.
+func shownText(_ message: MessageRecord) -> String {
+    var text = Terminal.safe(message.text)
+    if let file = message.file {
+        let name = file.name.isEmpty ? "a file" : Terminal.safe(file.name)
+        text += (text.isEmpty ? "" : " ") + "[file: \(name), \(byteCount(file.size)), \(Terminal.safe(file.type))]"
+        if !message.outgoing { text += " — coords save \(message.id) PATH" }
+    } else if message.kind == FileAttachment.kind {
+        text += (text.isEmpty ? "" : " ") + "[a file message that breaks the format; it cannot be saved]"
+    }
+    return text
+}
+
+/// Reads exactly `count` bytes of `fd` at `offset`.
+func readAll(_ fd: Int32, at offset: UInt64, count: Int, path: String) throws -> [UInt8] {
+    var bytes = [UInt8](repeating: 0, count: count)
+    var done = 0
+    while done < count {
+        guard let start = off_t(exactly: offset.addingSaturating(UInt64(done))) else { throw CLIFailure("\(path) is too large") }
+        let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress?.advanced(by: done), count - done, start) }
+        if n < 0, errno == EINTR { continue }
+        guard n >= 0 else { throw CLIFailure("cannot read \(path): \(String(cString: strerror(errno)))") }
+        guard n > 0 else { throw CLIFailure("\(path) became shorter while it was being sent; nothing was announced") }
+        done += n
+    }
+    return bytes
+}
+
+/// Writes all of `bytes` to `fd`.
+func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) throws {
+    var done = 0
+    while done < bytes.count {
+        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress?.advanced(by: done), bytes.count - done) }
+        if n < 0, errno == EINTR { continue }
+        guard n > 0 else { throw CLIFailure("cannot write \(path): \(String(cString: strerror(errno))); nothing was saved") }
+        done += n
+    }
+}
+
+/// `coords send NAME --file PATH [CAPTION]`.
+enum FileToSend {
+    /// Refuses a path that cannot be sent before the session opens: not a readable regular file,
+    /// over 100 MiB, or a media type that breaks §12.3.
+    static func check(path: String, mediaType: String?) throws {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw CLIFailure("cannot read \(path): \(String(cString: strerror(errno)))") }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw CLIFailure("\(path) is not a regular file") }
+        guard info.st_size >= 0, UInt64(info.st_size) <= Objects.maximumSize else {
+            throw CLIFailure("\(path) is \(byteCount(UInt64(clamping: info.st_size))); a file may be at most \(byteCount(Objects.maximumSize))")
+        }
+        if let mediaType, !FileAttachment.isValidType(mediaType) {
+            throw CLIFailure("\"\(mediaType.prefix(130))\" is not a media type like image/jpeg (type/subtype, no parameters)")
+        }
+    }
+
+    /// Uploads the file, then announces it to `friendID`: the message is queued only once the
+    /// relay holds the whole file.
+    static func send(path: String, mediaType: String?, caption: String, to friendID: String, session: Session, quiet: Bool) async throws
+        -> SentMessage
+    {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw CLIFailure("cannot read \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size >= 0 else { throw CLIFailure("\(path) is not a regular file") }
+        let size = UInt64(info.st_size)
+        guard size <= Objects.maximumSize else { throw CLIFailure("\(path) is larger than \(byteCount(Objects.maximumSize))") }
+        let base = path.split(separator: "/").last.map(String.init) ?? ""
+        let name = FileAttachment.isValidName(base) ? base : ""
+        let type = mediaType ?? Transfer.mediaType(forName: name)
+        let progress = Progress(verb: "Uploading", total: size, quiet: quiet)
+        let upload = try await Transfer.upload(fd: fd, size: size, path: path, session: session, progress: progress)
+        progress.done()
+        return try await session.app.messages.sendFile(upload, type: type, name: name, caption: caption, to: friendID)
+    }
+}
