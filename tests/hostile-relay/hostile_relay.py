@@ -175,6 +175,7 @@ class HostileRelay:
 
     def __init__(self):
         self.attacks, self.requests, self.lock = {}, [], threading.Lock()
+        self.objects = {}  # object id → bytes stored (honest §12.4 uploads)
         self.stopping = threading.Event()
         relay = self
 
@@ -188,6 +189,9 @@ class HostileRelay:
                     with relay.lock:
                         relay.requests.append(request)
                         responder = relay.attacks.get((request.method, request.path)) or relay.attacks.get(("*", request.path))
+                        for (method, path), attack in relay.attacks.items():  # "/prefix/*" attacks every path under it
+                            if responder is None and path.endswith("*") and request.path.startswith(path[:-1]) and method in (request.method, "*"):
+                                responder = attack
                     (responder or relay.honest)(sock, request, relay)
                     if responder is not None:
                         return  # an attacked exchange is the connection's last
@@ -204,7 +208,8 @@ class HostileRelay:
         return f"http://127.0.0.1:{self.port}"
 
     def attack(self, method, path, responder):
-        """From now on, `method` (or "*") on `path` is answered by `responder`."""
+        """From now on, `method` (or "*") on `path` is answered by `responder` (a `path` ending in
+        `*` covers every path that starts with what comes before it)."""
         with self.lock:
             self.attacks[(method, path)] = responder
 
@@ -234,6 +239,24 @@ class HostileRelay:
             send_all(sock, response(202, {"accepted": True, "packetID": "x"}))
         elif request.path.startswith("/v1/relay/messages/"):
             send_all(sock, response(200, {"deleted": True, "packetID": request.path.split("/")[4]}))
+        elif request.path.startswith("/v1/relay/objects/") and request.method == "PUT":
+            oid = request.path.rsplit("/", 1)[1]
+            query = dict(part.split("=", 1) for part in request.target.split("?", 1)[1].split("&"))
+            with relay.lock:
+                stored = relay.objects.setdefault(oid, b"")
+                if int(query["offset"]) != len(stored):
+                    send_all(sock, response(409, {"error": "offset_mismatch", "message": "", "stored": len(stored)}))
+                    return
+                stored = relay.objects[oid] = stored + request.body
+            size = int(query["stored"])
+            send_all(sock, response(200, {"object": oid, "stored": len(stored), "size": size, "complete": len(stored) == size,
+                                          "expiresAt": int(query["expires"])}))
+        elif request.path.startswith("/v1/relay/objects/") and request.method == "GET":
+            stored = relay.objects.get(request.path.rsplit("/", 1)[1])
+            if stored is None:
+                send_all(sock, response(404, {"error": "no_object", "message": "no such object"}))
+            else:
+                send_all(sock, response(200, stored, headers=[("Content-Type", "application/octet-stream")]))
         else:
             send_all(sock, response(404, {"error": "not_found", "message": "no such route"}))
 

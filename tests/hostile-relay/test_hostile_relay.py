@@ -458,3 +458,85 @@ def test_group_copies_replayed_reordered_withheld_forged_or_someone_elses(relay,
     mine, _ = copies_since(bob)
     serve(mine)
     assert chat() == ["one", "two", "three", "four", "five"]
+
+
+# ---- Attachments (PROTOCOL.md §12) -------------------------------------------------------
+
+CHUNK, SEALED_CHUNK = 65_536, 65_552
+
+
+def test_a_wrong_cut_reordered_altered_oversized_or_endless_file_is_refused_and_nothing_is_saved(relay, homes, tmp_path):
+    """Alice sends Bob a 3-chunk file through the relay (honest upload). The relay then serves Bob
+    another object, a cut one, one with two chunks swapped, one with a flipped byte, the object
+    with bytes after it, and an endless body. Each `coords save` ends at once with one clear
+    line, leaves no file at PATH and no temporary file, and stays within the memory limit."""
+    alice, bob = homes
+    photo, other = tmp_path / "photo.jpg", tmp_path / "other.jpg"
+    photo.write_bytes(bytes(range(256)) * 600)  # 153,600 bytes: 3 chunks
+    other.write_bytes(bytes(reversed(range(256))) * 600)
+    sent = json.loads(ok(alice, "send", "Bob", "--file", str(photo), "--json").stdout)
+    sent_other = json.loads(ok(alice, "send", "Bob", "--file", str(other), "--json").stdout)
+    packets = [json.loads(r.body) for r in relay.received("POST", "/v1/relay/messages") if r.path == "/v1/relay/messages"]
+    relay.attack("GET", "/v1/relay/messages", answer(200, {"packets": packets}))
+    ok(bob, "inbox")
+    relay.calm()
+    path = f"/v1/relay/objects/{sent['file']['object']}"
+    good = relay.objects[sent["file"]["object"]]
+    assert len(good) == 153_600 + 3 * 16
+    target = tmp_path / "saved.jpg"
+
+    def refused(responder, expected):
+        relay.attack("GET", path, responder)
+        result, seconds = coords(bob, "save", sent["id"], str(target))
+        relay.calm()
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert expected in result.stderr, result.stderr
+        assert seconds < 30 and not CONTROLS.search(result.stderr)
+        assert "Fatal error" not in result.stderr
+        assert sorted(os.listdir(tmp_path)) == ["alice", "bob", "other.jpg", "photo.jpg"], os.listdir(tmp_path)
+
+    octet = [("Content-Type", "application/octet-stream")]
+    wrong = relay.objects[sent_other["file"]["object"]]
+    refused(answer(200, wrong, octet), "nothing was saved: chunk 0 of the attachment does not open")
+    swapped = good[SEALED_CHUNK:2 * SEALED_CHUNK] + good[:SEALED_CHUNK] + good[2 * SEALED_CHUNK:]
+    refused(answer(200, swapped, octet), "chunk 0 of the attachment does not open")
+    flipped = bytearray(good)
+    flipped[-5] ^= 1
+    refused(answer(200, bytes(flipped), octet), "chunk 2 of the attachment does not open")
+    # A last chunk cut off before its end: the client asks for the rest with Range, and a 200 is refused.
+    refused(answer(200, good[:-100], octet), "the relay answered 200 to the attachment download")
+    refused(answer(200, good + b"more", octet), "more than the 153648 bytes asked for")
+    refused(endless_body(), "chunk 0 of the attachment does not open")  # refused at its first chunk, long before any limit
+    refused(answer(404, {"error": "no_object", "message": "\x1b[31mgone\x1b[0m"}), "no longer on the relay")
+    # Honest again: the file arrives whole.
+    ok(bob, "save", sent["id"], str(target))
+    assert target.read_bytes() == photo.read_bytes()
+
+
+def test_wrong_upload_answers_send_no_message(relay, homes, tmp_path):
+    """The relay answers Alice's upload with a length that is no chunk boundary, the state of
+    another object, or a refusal with escape codes: `coords send --file` stops with one clear line
+    and announces nothing."""
+    alice, _ = homes
+    note = tmp_path / "note.txt"
+    note.write_bytes(b"x" * 70_000)
+
+    def put_answer(body, status=200):
+        def responder(sock, request, relay):
+            oid = request.path.rsplit("/", 1)[1]
+            value = body(oid) if callable(body) else body
+            send_all(sock, response(status, value))
+        return responder
+
+    cases = [
+        (put_answer(lambda oid: {"object": oid, "stored": 1000, "size": 70_032, "complete": False, "expiresAt": 2**40}), "answered the upload wrongly"),
+        (put_answer({"object": "AAAAAAAAAAAAAAAAAAAAAA", "stored": 65_552, "size": 70_032, "complete": False, "expiresAt": 2**40}), "answered the upload wrongly"),
+        (put_answer({"error": "quota", "message": "\x1b]0;owned\x07full"}, status=403), "the relay refused to store the file (403 quota)"),
+    ]
+    for responder, expected in cases:
+        relay.calm()
+        relay.attack("PUT", "/v1/relay/objects/*", responder)
+        result, seconds = coords(alice, "send", "Bob", "--file", str(note))
+        assert result.returncode == 1 and expected in result.stderr, result.stderr
+        assert seconds < 30 and not CONTROLS.search(result.stderr)
+        assert relay.received("POST", "/v1/relay/messages") == [], "a file message went out for an upload that failed"

@@ -76,8 +76,8 @@ enum RelayHTTP {
     /// for its refusal. A relay silent for ``ClientLimits/readSeconds`` ends it; the whole
     /// download may take up to `timeout` seconds.
     /// - Returns: the status, and for a refusal its body.
-    /// - Throws: ``NetworkFailure`` (unreachable, silent, cut off, or more than `limit` bytes),
-    ///   or what `onBody` throws.
+    /// - Throws: ``NetworkFailure`` (unreachable, silent, cut off), ``WireError/objectMismatch(_:)``
+    ///   for more than `limit` bytes, or what `onBody` throws.
     static func stream(
         _ request: PreparedRequest, limit: UInt64, timeout: Int64 = 3_600, onHead: (Int) throws -> Void, onBody: (ByteBuffer) throws -> Void
     ) async throws -> HTTPResult {
@@ -100,7 +100,8 @@ enum RelayHTTP {
         do {
             for try await buffer in response.body {
                 taken = taken.addingSaturating(UInt64(buffer.readableBytes))
-                guard taken <= limit else { throw NetworkFailure(description: "\(request.url) sent more than the \(limit) bytes asked for; refused") }
+                // Longer than asked for is refused at once (PROTOCOL.md §12.5), never tried again.
+                guard taken <= limit else { throw WireError.objectMismatch("the relay sent more than the \(limit) bytes asked for") }
                 try onBody(buffer)
             }
         } catch let failure as NetworkFailure {
