@@ -6,6 +6,7 @@
 #define _XOPEN_SOURCE 700
 #include "coordscore.h"
 
+#include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -831,6 +832,167 @@ static void deliver(CoordsApp *to, const CoordsBuffer *queued, CoordsBuffer *jso
     free(packets);
 }
 
+/* The answer an honest relay gives to an object PUT (`request` its Request JSON), after keeping
+ * its body in `stored` (capacity bytes). */
+static void object_answer(const CoordsBuffer *request, uint8_t *stored, size_t capacity, size_t *held, char *answer, size_t answer_len) {
+    const char *url = request->data ? strstr((const char *)request->data, "/v1/relay/objects/") : NULL;
+    char oid[23] = {0};
+    unsigned long long offset = 0, size = 0, expires = 0;
+    if (url) {
+        memcpy(oid, url + strlen("/v1/relay/objects/"), 22);
+        sscanf(url + strlen("/v1/relay/objects/") + 22, "?offset=%llu&stored=%llu&expires=%llu", &offset, &size, &expires);
+    }
+    const char *body = request->data ? strstr((const char *)request->data, "\"body_base64\":\"") : NULL;
+    if (body && offset == *held) {
+        body += strlen("\"body_base64\":\"");
+        const char *end = strchr(body, '"');
+        long n = end ? base64_decode(body, (size_t)(end - body), stored + *held, capacity - *held) : -1;
+        if (n > 0) *held += (size_t)n;
+    }
+    snprintf(answer, answer_len, "{\"object\":\"%s\",\"stored\":%zu,\"size\":%llu,\"complete\":%s,\"expiresAt\":%llu}", oid, *held, size,
+             *held == size ? "true" : "false", expires);
+}
+
+/* Files as messages (PROTOCOL.md section 12) through the C ABI: Alice uploads a file from a file
+ * descriptor part by part and announces it; Bob streams it back into another descriptor; every
+ * refusal on the way. */
+static void test_files(void) {
+    char dir[] = "/tmp/coords-c-files-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char alice_dir[128], bob_dir[128], source[128], target[128];
+    snprintf(alice_dir, sizeof alice_dir, "%s/alice", dir);
+    snprintf(bob_dir, sizeof bob_dir, "%s/bob", dir);
+    snprintf(source, sizeof source, "%s/map.png", dir);
+    snprintf(target, sizeof target, "%s/copy.png", dir);
+    const char *options = "{\"passphrase\":\"pw\",\"keychain_cost\":\"minimum\",\"durability\":\"no_sync\"}";
+    CoordsApp *alice = NULL, *bob = NULL;
+    EXPECT(COORDS_OK, coords_app_open(alice_dir, options, &alice, &e_));
+    EXPECT(COORDS_OK, coords_app_open(bob_dir, options, &bob, &e_));
+    CoordsBuffer id = {NULL, 0}, json = {NULL, 0}, link = {NULL, 0}, request = {NULL, 0}, sent = {NULL, 0};
+    char bob_id[64] = {0};
+    EXPECT(COORDS_OK, coords_wallet_create_identity(alice, "Alice", "https://relay.test", &id, &e_));
+    coords_buffer_free(&id);
+    EXPECT(COORDS_OK, coords_wallet_create_identity(bob, "Bob", "https://relay.test", &id, &e_));
+    if (id.data) snprintf(bob_id, sizeof bob_id, "%s", (const char *)id.data);
+    coords_buffer_free(&id);
+    EXPECT(COORDS_OK, coords_wallet_friend_link(bob, &link, &e_));
+    EXPECT(COORDS_OK, coords_friends_add_link(alice, (const char *)link.data, &json, &e_));
+    coords_buffer_free(&json);
+    coords_buffer_free(&link);
+    EXPECT(COORDS_OK, coords_wallet_friend_link(alice, &link, &e_));
+    EXPECT(COORDS_OK, coords_friends_add_link(bob, (const char *)link.data, &json, &e_));
+    coords_buffer_free(&json);
+    coords_buffer_free(&link);
+
+    enum { SIZE = 150000, STORED = SIZE + 3 * 16 };
+    static uint8_t file[SIZE], stored[STORED + 16];
+    for (size_t i = 0; i < SIZE; i++) file[i] = (uint8_t)(i * 7 + i / 251);
+    int fd = open(source, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+    CHECK(fd >= 0 && write(fd, file, SIZE) == SIZE);
+    close(fd);
+
+    /* Refusals before anything is sent. */
+    CoordsUpload *upload = NULL;
+    int dir_fd = open(dir, O_RDONLY | O_DIRECTORY);
+    EXPECT(COORDS_ERR_INVALID_ARGUMENT, coords_upload_begin(alice, dir_fd, &upload, &e_));
+    close(dir_fd);
+    EXPECT(COORDS_ERR_FILE_IO, coords_upload_begin(alice, -1, &upload, &e_));
+    CHECK(upload == NULL);
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_upload_begin(alice, 0, NULL, &e_));
+
+    /* The upload, one part at a time, against a relay played here. */
+    fd = open(source, O_RDONLY);
+    EXPECT(COORDS_OK, coords_upload_begin(alice, fd, &upload, &e_));
+    EXPECT(COORDS_ERR_OBJECT_MISMATCH, coords_upload_send(upload, bob_id, "image/png", "map.png", "", &sent, &e_));
+    size_t held = 0;
+    int32_t more = 0;
+    int parts = 0;
+    uint64_t wait = 1, done = 0, total = 0;
+    char answer[256];
+    EXPECT(COORDS_OK, coords_upload_process(upload, 503, NULL, 0, "7", &wait, &e_));
+    CHECK(wait == 7);
+    while (parts < 10) {
+        EXPECT(COORDS_OK, coords_upload_next(upload, &more, &request, &e_));
+        if (!more) break;
+        parts++;
+        CHECK(contains(&request, "\"method\":\"PUT\"") && contains(&request, "X-Coords-Signature"));
+        object_answer(&request, stored, sizeof stored, &held, answer, sizeof answer);
+        coords_buffer_free(&request);
+        EXPECT(COORDS_OK, coords_upload_process(upload, 200, (const uint8_t *)answer, strlen(answer), NULL, &wait, &e_));
+        CHECK(wait == 0);
+    }
+    CHECK(parts == 1 && held == STORED && request.data == NULL);
+    EXPECT(COORDS_OK, coords_upload_progress(upload, &done, &total, &e_));
+    CHECK(done == SIZE && total == SIZE);
+    EXPECT(COORDS_OK, coords_upload_probe(upload, &request, &e_));
+    CHECK(contains(&request, "?offset=") && contains(&request, "\"body_base64\":\"\""));
+    coords_buffer_free(&request);
+    const char *quota = "{\"error\":\"quota\",\"message\":\"full\"}";
+    EXPECT(COORDS_ERR_RELAY_ERROR, coords_upload_process(upload, 429, (const uint8_t *)quota, strlen(quota), "60", &wait, &e_));
+    EXPECT(COORDS_ERR_MALFORMED_FILE, coords_upload_send(upload, bob_id, "image/png", "../map.png", "", &sent, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_upload_send(upload, bob_id, NULL, "map.png", "", &sent, &e_));
+    EXPECT(COORDS_OK, coords_upload_send(upload, bob_id, "image/png", "map.png", "the way", &sent, &e_));
+    CHECK(contains(&sent, "\"kind\":\"file\"") && contains(&sent, "\"name\":\"map.png\"") && !contains(&sent, "\"key\""));
+    coords_upload_free(upload);
+    coords_upload_free(NULL);
+    EXPECT(COORDS_ERR_INVALID_HANDLE, coords_upload_next(upload, &more, &request, &e_));
+    close(fd);
+
+    /* Bob receives the message and streams the file into a descriptor. */
+    deliver(bob, &sent, &json);
+    CHECK(contains(&json, "\"size\":150000") && contains(&json, "\"type\":\"image/png\"") && !contains(&json, "\"key\""));
+    char message_id[37] = {0};
+    const char *id_at = json.data ? strstr((const char *)json.data, "\"id\":\"") : NULL;
+    if (id_at) memcpy(message_id, id_at + 6, 36);
+    coords_buffer_free(&json);
+    coords_buffer_free(&sent);
+    CoordsDownload *download = NULL;
+    EXPECT(COORDS_ERR_UNKNOWN_MESSAGE, coords_download_begin(bob, "00000000-0000-4000-8000-000000000000", 1, &download, &e_));
+    EXPECT(COORDS_ERR_FILE_IO, coords_download_begin(bob, message_id, -1, &download, &e_));
+    CHECK(download == NULL);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        /* The first time a relay flips a byte: the chunk is refused; then the honest object. */
+        fd = open(target, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+        EXPECT(COORDS_OK, coords_download_begin(bob, message_id, fd, &download, &e_));
+        uint64_t max = 0;
+        EXPECT(COORDS_OK, coords_download_request(download, &request, &max, &e_));
+        CHECK(contains(&request, "\"method\":\"GET\"") && max == STORED);
+        coords_buffer_free(&request);
+        EXPECT(COORDS_ERR_OBJECT_MISMATCH, coords_download_check(download, 404, &e_));
+        EXPECT(COORDS_OK, coords_download_check(download, 200, &e_));
+        if (attempt == 0) stored[70000] ^= 1;
+        int32_t rc = COORDS_OK;
+        for (size_t at = 0; at < STORED && rc == COORDS_OK; at += 10000) {
+            CoordsError error = {0, NULL};
+            rc = coords_download_take(download, stored + at, at + 10000 > STORED ? STORED - at : 10000, &error);
+            coords_error_free(&error);
+        }
+        int32_t complete = 0;
+        if (attempt == 0) {
+            CHECK(rc == COORDS_ERR_BAD_CHUNK);
+            stored[70000] ^= 1;
+        } else {
+            CHECK(rc == COORDS_OK);
+            EXPECT(COORDS_OK, coords_download_progress(download, &done, &total, &e_));
+            CHECK(done == SIZE && total == SIZE);
+            EXPECT(COORDS_OK, coords_download_finish(download, &complete, &e_));
+            CHECK(complete == 1);
+            EXPECT(COORDS_ERR_OBJECT_MISMATCH, coords_download_take(download, stored, 1, &e_));
+        }
+        coords_download_free(download);
+        close(fd);
+    }
+    static uint8_t copy[SIZE + 1];
+    fd = open(target, O_RDONLY);
+    CHECK(fd >= 0 && read(fd, copy, sizeof copy) == SIZE && memcmp(copy, file, SIZE) == 0);
+    close(fd);
+    EXPECT(COORDS_ERR_INVALID_HANDLE, coords_download_check(download, 200, &e_));
+    coords_download_free(NULL);
+    coords_app_close(alice, NULL);
+    coords_app_close(bob, NULL);
+    remove_tree(dir);
+}
+
 /* Groups (PROTOCOL.md section 11) through the C ABI: Alice makes a group with Bob, who reads its
  * statement, her sender key and a message from the bodies she queued; every function's error path. */
 static void test_groups(void) {
@@ -999,6 +1161,7 @@ int main(void) {
     test_geocoding();
     test_apps();
     test_groups();
+    test_files();
     printf("coordscore C smoke test: %d checks, %d failed\n", checks, failures);
     return failures == 0 ? 0 : 1;
 }

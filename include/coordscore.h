@@ -56,6 +56,7 @@ extern "C" {
 #define COORDS_ERR_INVALID_HANDLE 104     /* closed, stale or unknown handle */
 #define COORDS_ERR_TOO_LARGE 105          /* an input exceeds its documented maximum */
 #define COORDS_ERR_ABI_MISMATCH 106       /* reserved for bindings: header and library versions differ */
+#define COORDS_ERR_FILE_IO 107            /* reading or writing the host's file descriptor failed */
 #define COORDS_ERR_INTERNAL 199           /* an unexpected failure inside the library (a bug) */
 
 /* 200–299 crypto */
@@ -235,6 +236,12 @@ typedef struct CoordsApp CoordsApp;
 
 /* A loaded place data file for offline geocoding (opaque). */
 typedef struct CoordsPlaces CoordsPlaces;
+
+/* A file being sent (opaque; coords_upload_begin). */
+typedef struct CoordsUpload CoordsUpload;
+
+/* A file being received (opaque; coords_download_begin). */
+typedef struct CoordsDownload CoordsDownload;
 
 /* A host keychain (iOS Keychain, Android Keystore, a secrets service...). The library calls
  * these from any thread, possibly concurrently; they must be thread-safe. Return 0 on success.
@@ -787,6 +794,97 @@ int32_t coords_messages_next_expiry(CoordsApp *app, uint64_t *at_ms_out, CoordsE
  * their minute has passed (no copy of the store taken later opens them); writes their ids as a
  * JSON array. Errors: INVALID_HANDLE, STORE_*, KEYCHAIN_*. */
 int32_t coords_messages_sweep_expired(CoordsApp *app, CoordsBuffer *ids_json_out, CoordsError *out_error);
+
+/* ---- Files as messages (PROTOCOL.md section 12, docs/MESSAGING.md "Attachments") ---------
+ * The host passes file descriptors; the library reads one upload part (at most 4 MiB) at a time
+ * with pread and writes plaintext as chunks open, so no whole file is in memory. The host sends
+ * each Request as usual and hands the answers back.
+ *
+ *   coords_upload_begin(app, fd, &up)
+ *   while (coords_upload_next(up, &more, &req) == 0 && more) {
+ *       send req; on no answer: coords_upload_probe(up, &req) and send that instead;
+ *       coords_upload_process(up, status, body, len, retry_after_header, &wait); if (wait) sleep(wait);
+ *   }
+ *   coords_upload_send(up, friend_id, "image/jpeg", "harbour.jpg", "caption", &sent); coords_upload_free(up);
+ *
+ *   coords_download_begin(app, message_id, tmp_fd, &down)
+ *   do { coords_download_request(down, &req, &max); send req; coords_download_check(down, status);
+ *        for each piece of the body (at most max bytes): coords_download_take(down, piece, n);
+ *        coords_download_finish(down, &complete); } while (!complete);   then rename tmp into place
+ *   on any error: remove the temporary file; coords_download_free(down). */
+
+/* Starts sending the regular file open for reading at `fd` (its size is taken now; at most
+ * 100 MiB) to our own relay under a fresh key and object id. The library borrows `fd` until
+ * coords_upload_free; the host closes it. Writes the handle to *upload_out (NULL on failure).
+ * Errors: FILE_IO (not an open descriptor), INVALID_ARGUMENT (not a regular file), OBJECT_MISMATCH
+ * (over 100 MiB), NO_IDENTITY, NO_SERVER, INVALID_HANDLE, NULL_ARGUMENT. */
+int32_t coords_upload_begin(CoordsApp *app, int32_t fd, CoordsUpload **upload_out, CoordsError *out_error);
+
+/* The next part: reads it from the file and writes 1 to *more_out and its Request JSON (a signed
+ * PUT) to request_json_out; writes 0 and an empty buffer once the relay holds the whole file.
+ * Errors: FILE_IO (a read failed, or the file became shorter), INVALID_HANDLE, NULL_ARGUMENT. */
+int32_t coords_upload_next(CoordsUpload *upload, int32_t *more_out, CoordsBuffer *request_json_out, CoordsError *out_error);
+
+/* The empty signed PUT that asks the relay how much of the object it holds: send it instead of
+ * retrying a part whose answer was lost, and process its answer; the upload continues there.
+ * Errors: INVALID_HANDLE, NULL_ARGUMENT, STORE_*. */
+int32_t coords_upload_probe(CoordsUpload *upload, CoordsBuffer *request_json_out, CoordsError *out_error);
+
+/* Takes the relay's answer to the last part or probe (`body` at most 64 KiB; `retry_after` its
+ * Retry-After header or NULL). Writes 0 to *retry_after_seconds_out when the relay took it, else
+ * the seconds to wait before coords_upload_next asks for the same part again (429, 5xx).
+ * Errors: RELAY_ERROR (refused for good: quota, not_owner, …), OBJECT_MISMATCH (an answer no
+ * honest relay gives), TOO_LARGE, INVALID_HANDLE, NULL_ARGUMENT. */
+int32_t coords_upload_process(CoordsUpload *upload, int32_t status, const uint8_t *body, size_t body_len,
+                              const char *retry_after, uint64_t *retry_after_seconds_out, CoordsError *out_error);
+
+/* Progress: bytes of the file the relay holds (*sent_out) of *size_out. Errors: INVALID_HANDLE, NULL_ARGUMENT. */
+int32_t coords_upload_progress(CoordsUpload *upload, uint64_t *sent_out, uint64_t *size_out, CoordsError *out_error);
+
+/* Announces the finished upload to a friend: seals a file message (`type` a media type such as
+ * "image/jpeg"; `name` the file name without a path, NULL or ""; `caption` NULL or text), stores
+ * and queues it like coords_messages_send and writes the same {"message", "request",
+ * "outbox_id"}. Errors: OBJECT_MISMATCH (not finished), MALFORMED_FILE (type or name),
+ * MESSAGE_TOO_LONG, FRIEND_NOT_FOUND, FRIEND_BLOCKED, INVALID_HANDLE, NULL_ARGUMENT. */
+int32_t coords_upload_send(CoordsUpload *upload, const char *friend_id, const char *type, const char *name, const char *caption,
+                           CoordsBuffer *sent_json_out, CoordsError *out_error);
+
+/* Frees an upload (NULL and stale handles are ignored). Does not close the fd. */
+void coords_upload_free(CoordsUpload *upload);
+
+/* Starts receiving the attachment of message `message_id` (from the sender's relay), writing the
+ * plaintext to `fd` (open for writing: a temporary file the host renames only once
+ * coords_download_finish reports it complete, and removes on any error). The library borrows
+ * `fd` until coords_download_free. Errors: UNKNOWN_MESSAGE, NO_ATTACHMENT (not a file message,
+ * malformed, or expired), FRIEND_NOT_FOUND, FILE_IO, INVALID_HANDLE, NULL_ARGUMENT. */
+int32_t coords_download_begin(CoordsApp *app, const char *message_id, int32_t fd, CoordsDownload **download_out,
+                              CoordsError *out_error);
+
+/* The GET to send (with Range after a break) and the most body bytes to read from its answer:
+ * more is refused. Errors: INVALID_HANDLE, NULL_ARGUMENT. */
+int32_t coords_download_request(CoordsDownload *download, CoordsBuffer *request_json_out, uint64_t *max_bytes_out,
+                                CoordsError *out_error);
+
+/* Checks the answer's status before reading its body. Errors: OBJECT_MISMATCH (404: no longer on
+ * the relay; a 200 to a range request; any other status), INVALID_HANDLE. */
+int32_t coords_download_check(CoordsDownload *download, int32_t status, CoordsError *out_error);
+
+/* The next bytes of the answer's body (any length): the chunks they complete are opened and
+ * written to fd. Errors: BAD_CHUNK (changed, moved or someone else's bytes), OBJECT_MISMATCH
+ * (longer than the object), FILE_IO, INVALID_HANDLE, NULL_ARGUMENT. */
+int32_t coords_download_take(CoordsDownload *download, const uint8_t *bytes, size_t len, CoordsError *out_error);
+
+/* Progress: plaintext bytes written (*received_out) of *size_out. Errors: INVALID_HANDLE, NULL_ARGUMENT. */
+int32_t coords_download_progress(CoordsDownload *download, uint64_t *received_out, uint64_t *size_out, CoordsError *out_error);
+
+/* After an answer's body ended: writes 1 to *complete_out when the whole object arrived and its
+ * digest matched (fd is then fsynced: rename the file into place); 0 when the answer was cut off
+ * (send coords_download_request again: it resumes). Errors: OBJECT_MISMATCH (the digest does not
+ * match: remove the file), FILE_IO, INVALID_HANDLE, NULL_ARGUMENT. */
+int32_t coords_download_finish(CoordsDownload *download, int32_t *complete_out, CoordsError *out_error);
+
+/* Frees a download (NULL and stale handles are ignored). Does not close the fd. */
+void coords_download_free(CoordsDownload *download);
 
 /* ---- Groups (PROTOCOL.md section 11) ----------------------------------------------------
  * A group is a circle of friends sharing positions and messages. Changes are membership

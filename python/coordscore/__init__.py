@@ -45,6 +45,7 @@ ERR_INVALID_ARGUMENT = 103
 ERR_INVALID_HANDLE = 104
 ERR_TOO_LARGE = 105
 ERR_ABI_MISMATCH = 106
+ERR_FILE_IO = 107
 ERR_INTERNAL = 199
 ERR_CRYPTO_INIT = 200
 ERR_UNSUPPORTED_HARDWARE = 201
@@ -381,6 +382,20 @@ _SIGNATURES = [
     ("coords_places_nearest", c_int32, [c_void_p, c_double, c_double, c_double, _BUF, _ERR]),
     ("coords_places_count", c_int32, [c_void_p, POINTER(c_uint64), _ERR]),
     ("coords_places_close", c_int32, [c_void_p, _ERR]),
+    ("coords_upload_begin", c_int32, [_APP, c_int32, POINTER(c_void_p), _ERR]),
+    ("coords_upload_next", c_int32, [c_void_p, POINTER(c_int32), _BUF, _ERR]),
+    ("coords_upload_probe", c_int32, [c_void_p, _BUF, _ERR]),
+    ("coords_upload_process", c_int32, [c_void_p, c_int32, _U8, c_size_t, c_char_p, POINTER(c_uint64), _ERR]),
+    ("coords_upload_progress", c_int32, [c_void_p, POINTER(c_uint64), POINTER(c_uint64), _ERR]),
+    ("coords_upload_send", c_int32, [c_void_p, c_char_p, c_char_p, c_char_p, c_char_p, _BUF, _ERR]),
+    ("coords_upload_free", None, [c_void_p]),
+    ("coords_download_begin", c_int32, [_APP, c_char_p, c_int32, POINTER(c_void_p), _ERR]),
+    ("coords_download_request", c_int32, [c_void_p, _BUF, POINTER(c_uint64), _ERR]),
+    ("coords_download_check", c_int32, [c_void_p, c_int32, _ERR]),
+    ("coords_download_take", c_int32, [c_void_p, _U8, c_size_t, _ERR]),
+    ("coords_download_progress", c_int32, [c_void_p, POINTER(c_uint64), POINTER(c_uint64), _ERR]),
+    ("coords_download_finish", c_int32, [c_void_p, POINTER(c_int32), _ERR]),
+    ("coords_download_free", None, [c_void_p]),
 ]
 
 
@@ -756,6 +771,26 @@ class OutboxReport(_Record):
 
 
 @dataclass(frozen=True)
+class Attachment(_Record):
+    """The file of a file message (PROTOCOL.md §12.3), as the library shows it: never its key."""
+    object: str
+    """The object's id on the sender's relay (b64u, 22 characters)."""
+    size: int
+    """The file's length in bytes."""
+    type: str
+    """The media type the sender gave (a hint)."""
+    name: str
+    """The file name the sender gave (a hint, no path; may be empty)."""
+    expires_at_ms: int
+    """When the relay drops the file (Unix ms)."""
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "Attachment":
+        """An Attachment from the library's JSON."""
+        return cls(obj["object"], obj["size"], obj["type"], obj["name"], obj["expires_at_ms"])
+
+
+@dataclass(frozen=True)
 class Message(_Record):
     """A sealed 1:1 message, sent or received (docs/MESSAGING.md)."""
     id: str
@@ -773,12 +808,17 @@ class Message(_Record):
     notify: Optional[bool] = None
     """For a received message: whether it should notify (a text or file, its conversation not
     muted, outside quiet hours), decided by the library when it arrived. None for our own."""
+    file: Optional[Attachment] = None
+    """For a file message (kind "file"): the attachment; save it with App.begin_download (or
+    coordscore.transport.save_file). None for other messages and for a malformed file message."""
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "Message":
         """A Message from the library's JSON."""
+        file = obj.get("file")
         return cls(obj["id"], obj["friend_id"], obj["outgoing"], obj["kind"], obj["text"], obj["sent_at"], obj["stored_at"],
-                   obj["status"], obj["disappears_at"], obj.get("group"), obj.get("notify"))
+                   obj["status"], obj["disappears_at"], obj.get("group"), obj.get("notify"),
+                   Attachment.from_json(file) if file else None)
 
 
 @dataclass(frozen=True)
@@ -1227,6 +1267,117 @@ class Places(_NativeHandle):
         return count.value
 
 
+class FileUpload(_NativeHandle):
+    """A file being sent (App.begin_upload; PROTOCOL.md §12). The library reads the file through
+    the descriptor one part (at most 4 MiB) at a time; the host sends each request:
+
+        with app.begin_upload(fd) as upload:
+            while (request := upload.next()) is not None:
+                answer = send(request)              # on no answer: send(upload.probe()) instead
+                wait = upload.process(answer.status, answer.body)
+                if wait: time.sleep(wait)
+            sent = upload.send(friend_id, "image/jpeg", "harbour.jpg", "caption")
+
+    coordscore.transport.send_file does all of this. Close it (or use `with`); the descriptor
+    stays the caller's."""
+
+    _what = "upload"
+
+    def __init__(self, handle: Any):
+        self._handle = handle
+
+    def close(self) -> None:
+        """Frees the upload (idempotent)."""
+        if self._handle is not None:
+            handle, self._handle = self._handle, None
+            lib.coords_upload_free(handle)
+
+    def next(self) -> Optional[Request]:
+        """The next part's signed PUT, or None once the relay holds the whole file. Raises
+        ArgumentError (ERR_FILE_IO: the file could not be read or became shorter)."""
+        more = c_int32(0)
+        body = _buffer_call(lib.coords_upload_next, self.handle, byref(more))
+        return Request.from_json(json.loads(body.decode("utf-8"))) if more.value else None
+
+    def probe(self) -> Request:
+        """The empty PUT asking the relay where its bytes end: send it after a lost answer."""
+        return Request.from_json(_json_call(lib.coords_upload_probe, self.handle))
+
+    def process(self, status: int, body: bytes, retry_after: Optional[str] = None) -> int:
+        """Takes the relay's answer to the last part or probe; returns 0, or the seconds to wait
+        before next() asks for the same part again (429, 5xx). Raises WireError (ERR_RELAY_ERROR:
+        refused for good, e.g. the quota; ERR_OBJECT_MISMATCH: an answer no honest relay gives)."""
+        wait = c_uint64(0)
+        _call(lib.coords_upload_process, self.handle, int(status), _bytes(body, "body"), len(body),
+              None if retry_after is None else _utf8(retry_after, "retry_after"), byref(wait))
+        return wait.value
+
+    def progress(self) -> tuple[int, int]:
+        """(bytes of the file the relay holds, the file's size)."""
+        sent, size = c_uint64(0), c_uint64(0)
+        _call(lib.coords_upload_progress, self.handle, byref(sent), byref(size))
+        return sent.value, size.value
+
+    def send(self, friend_id: str, type: str, name: str = "", caption: str = "") -> "Sent":
+        """Announces the finished upload to a friend (a file message, queued like send_message).
+        Raises WireError (ERR_OBJECT_MISMATCH: not finished; ERR_MALFORMED_FILE: type or name),
+        ManagerError (friend not found, blocked, caption too long)."""
+        return Sent.from_json(_json_call(lib.coords_upload_send, self.handle, _utf8(friend_id, "friend_id"), _utf8(type, "type"),
+                                         _utf8(name, "name"), _utf8(caption, "caption")))
+
+
+class FileDownload(_NativeHandle):
+    """A file being received (App.begin_download): the plaintext is written to the descriptor as
+    chunks open. Write to a temporary file; make it final only when finish() returns True, and
+    remove it on any error. coordscore.transport.save_file does all of this."""
+
+    _what = "download"
+
+    def __init__(self, handle: Any):
+        self._handle = handle
+
+    def close(self) -> None:
+        """Frees the download (idempotent)."""
+        if self._handle is not None:
+            handle, self._handle = self._handle, None
+            lib.coords_download_free(handle)
+
+    def request(self) -> tuple[Request, int]:
+        """The GET to send (with Range after a break) and the most body bytes to read."""
+        maximum, buffer = c_uint64(0), CoordsBuffer()
+        try:
+            _call(lib.coords_download_request, self.handle, byref(buffer), byref(maximum))
+        except CoordsError:
+            lib.coords_buffer_free(byref(buffer))
+            raise
+        return Request.from_json(json.loads(_take(buffer).decode("utf-8"))), maximum.value
+
+    def check(self, status: int) -> None:
+        """Checks the answer's status before its body. Raises WireError (ERR_OBJECT_MISMATCH: 404
+        gone, a 200 to a range, another status)."""
+        _call(lib.coords_download_check, self.handle, int(status))
+
+    def take(self, data: bytes) -> None:
+        """The next bytes of the answer's body. Raises WireError (ERR_BAD_CHUNK,
+        ERR_OBJECT_MISMATCH), ArgumentError (ERR_FILE_IO)."""
+        if data:
+            _call(lib.coords_download_take, self.handle, _bytes(data, "data"), len(data))
+
+    def progress(self) -> tuple[int, int]:
+        """(plaintext bytes written, the file's size)."""
+        received, size = c_uint64(0), c_uint64(0)
+        _call(lib.coords_download_progress, self.handle, byref(received), byref(size))
+        return received.value, size.value
+
+    def finish(self) -> bool:
+        """After an answer's body ended: True when the whole file arrived and matched its digest
+        (the descriptor is fsynced), False when it was cut off (send request() again to resume).
+        Raises WireError (ERR_OBJECT_MISMATCH: the digest does not match)."""
+        complete = c_int32(0)
+        _call(lib.coords_download_finish, self.handle, byref(complete))
+        return bool(complete.value)
+
+
 def request_body(request: Any) -> bytes:
     """The body bytes of a prepared request (a Request or its JSON dict)."""
     return base64.b64decode(request["body_base64"])
@@ -1606,6 +1757,22 @@ class App(_NativeHandle):
         outbox_due()/outbox_report() (or send `.request` now and hand the answer to
         outbox_report(sent.outbox_id, status, body), which marks it sent)."""
         return Sent.from_json(_json_call(lib.coords_messages_send, self.handle, _utf8(friend_id, "friend_id"), _utf8(text, "text")))
+
+    def begin_upload(self, fd: int) -> FileUpload:
+        """Starts sending the regular file open for reading at `fd` (at most 100 MiB) to our
+        relay; see FileUpload. Raises ArgumentError (ERR_FILE_IO, ERR_INVALID_ARGUMENT: not a
+        regular file), WireError (ERR_OBJECT_MISMATCH: too large), ManagerError (no identity)."""
+        handle = c_void_p()
+        _call(lib.coords_upload_begin, self.handle, int(fd), byref(handle))
+        return FileUpload(handle)
+
+    def begin_download(self, message_id: str, fd: int) -> FileDownload:
+        """Starts receiving message `message_id`'s attachment into `fd` (open for writing); see
+        FileDownload. Raises ManagerError (ERR_UNKNOWN_MESSAGE, ERR_NO_ATTACHMENT), ArgumentError
+        (ERR_FILE_IO)."""
+        handle = c_void_p()
+        _call(lib.coords_download_begin, self.handle, _utf8(message_id, "message_id"), int(fd), byref(handle))
+        return FileDownload(handle)
 
     def mark_message_sent(self, message_id: str) -> None:
         """Marks a message as accepted by the relay (after 202 or 409) and removes its outbox

@@ -17,13 +17,14 @@ memory, whatever the relay sends.
 from __future__ import annotations
 
 import http.client
+import os
 import socket
 import time
 import urllib.parse
 from dataclasses import dataclass
-from typing import Union
+from typing import Callable, Optional, Union
 
-from . import App, OutboxReport, Request
+from . import App, OutboxReport, Request, Sent
 
 CONNECT_TIMEOUT = 5.0
 """Seconds to establish the TCP (and TLS) connection (ClientLimits.connectTimeout)."""
@@ -52,6 +53,8 @@ class Answer:
     """A relay's answer: the status (a 3xx is returned as is, never followed) and the body."""
     status: int
     body: bytes
+    retry_after: Optional[str] = None
+    """The answer's Retry-After header, if any (429, 5xx)."""
 
 
 def send(request: Union[Request, dict[str, object]], *, connect_timeout: float = CONNECT_TIMEOUT,
@@ -66,10 +69,24 @@ def send(request: Union[Request, dict[str, object]], *, connect_timeout: float =
         request = Request.from_json(request)
     if not isinstance(request, Request):
         raise TypeError(f"request must be a coordscore.Request, got {type(request).__name__}")
+    cap = request.max_response_bytes if request.max_response_bytes is not None else DEFAULT_MAX_RESPONSE_BYTES
+    body = bytearray()
+    retry_after: list[Optional[str]] = [None]
+
+    def head(status: int, headers: http.client.HTTPMessage) -> None:
+        retry_after[0] = headers.get("Retry-After")
+
+    status = _exchange(request, cap, head, body.extend, connect_timeout, idle_timeout, total_timeout)
+    return Answer(status, bytes(body), retry_after[0])
+
+
+def _exchange(request: Request, cap: int, on_head: Callable[[int, http.client.HTTPMessage], None], on_chunk: Callable[[bytes], None],
+              connect_timeout: float, idle_timeout: float, total_timeout: float) -> int:
+    """Sends `request`, hands the answer's status and headers to `on_head`, then its body to
+    `on_chunk` piece by piece (never more than `cap` bytes in all); returns the status."""
     url = urllib.parse.urlsplit(request.url)
     if url.scheme not in ("http", "https") or not url.hostname:
         raise ValueError(f"not an http(s) URL: {request.url!r}")
-    cap = request.max_response_bytes if request.max_response_bytes is not None else DEFAULT_MAX_RESPONSE_BYTES
     started = time.monotonic()
     deadline = started + total_timeout
     target = url.path or "/"
@@ -87,19 +104,21 @@ def send(request: Union[Request, dict[str, object]], *, connect_timeout: float =
             headers = {str(name): str(value) for name, value in request.headers.items()}
             connection.request(request.method, target, body=request.body or None, headers=headers)
             response = connection.getresponse()
-            body = bytearray()
+            on_head(response.status, response.headers)
+            taken = 0
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise RelayUnreachable(f"no complete answer within {total_timeout:g} s")
                 sock.settimeout(min(idle_timeout, left))
-                chunk = response.read1(min(65536, cap + 1 - len(body)))
+                chunk = response.read1(min(65536, cap + 1 - taken))
                 if not chunk:
                     break
-                body += chunk
-                if len(body) > cap:
+                taken += len(chunk)
+                if taken > cap:
                     raise AnswerTooLarge(f"the relay answered more than {cap} bytes")
-            return Answer(response.status, bytes(body))
+                on_chunk(chunk)
+            return response.status
         except (socket.timeout, TimeoutError) as error:
             if time.monotonic() >= deadline:
                 raise RelayUnreachable(f"no complete answer within {total_timeout:g} s") from error
@@ -108,6 +127,95 @@ def send(request: Union[Request, dict[str, object]], *, connect_timeout: float =
             raise RelayUnreachable(f"cannot reach {url.scheme}://{url.netloc}: {error}") from error
     finally:
         connection.close()
+
+
+ATTEMPTS = 14
+"""Tries without progress before send_file or save_file gives up (pauses of 1, 2, 4 … 30 s: about
+five minutes, long enough for a relay to restart)."""
+
+
+def _pause(failures: int) -> float:
+    return float(min(30, 1 << min(max(failures - 1, 0), 5)))
+
+
+def send_file(app: "App", friend_id: str, path: str, type: str = "application/octet-stream", name: Optional[str] = None,
+              caption: str = "") -> "Sent":
+    """Uploads the file at `path` sealed to our relay, part by part (at most 4 MiB in memory),
+    continuing after a lost connection or a relay restart from where the relay's bytes end, then
+    queues the file message for `friend_id` and returns it (deliver it with deliver_outbox, or
+    send `.request`). `name` defaults to the file's base name.
+
+    Raises TransportError after ATTEMPTS failures in a row without progress, WireError when the
+    relay refuses the file (ERR_RELAY_ERROR, e.g. the quota) or answers what no honest relay would,
+    ArgumentError (ERR_FILE_IO), ManagerError (unknown or blocked friend)."""
+    with open(path, "rb") as file, app.begin_upload(file.fileno()) as upload:
+        failures, probe = 0, False
+        while True:
+            request = upload.probe() if probe else upload.next()
+            if request is None:
+                break
+            try:
+                answer = send(request, total_timeout=120.0)
+            except TransportError:
+                failures += 1
+                if failures >= ATTEMPTS:
+                    raise
+                time.sleep(_pause(failures))
+                probe = True  # the part may or may not be stored: ask the relay where its bytes end
+                continue
+            probe = False
+            wait = upload.process(answer.status, answer.body, answer.retry_after)
+            if wait:
+                failures += 1
+                if failures >= ATTEMPTS:
+                    raise RelayUnreachable(f"the relay kept asking to wait ({answer.status})")
+                time.sleep(min(wait, 60))
+            else:
+                failures = 0
+        return upload.send(friend_id, type, os.path.basename(path) if name is None else name, caption)
+
+
+def save_file(app: "App", message_id: str, path: str, *, overwrite: bool = False) -> str:
+    """Downloads message `message_id`'s attachment from the sender's relay into `path`: written
+    to `path + ".coords-part"` (0600) chunk by chunk as they open, resumed with Range after a
+    lost connection, fsynced and renamed to `path` only after the digest matched; removed on any
+    error. Returns `path`.
+
+    Raises FileExistsError (without `overwrite`), WireError (a relay serving other, cut,
+    reordered or extra bytes: ERR_BAD_CHUNK, ERR_OBJECT_MISMATCH, or 404 gone), AnswerTooLarge
+    (more bytes than the object), TransportError after ATTEMPTS failures in a row, ManagerError
+    (ERR_UNKNOWN_MESSAGE, ERR_NO_ATTACHMENT)."""
+    if not overwrite and os.path.lexists(path):
+        raise FileExistsError(f"{path} exists")
+    temporary = path + ".coords-part"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    done = False
+    try:
+        with app.begin_download(message_id, fd) as download:
+            failures = 0
+            while True:
+                request, maximum = download.request()
+                before = download.progress()[0]
+                try:
+                    _exchange(request, maximum, lambda status, headers: download.check(status), download.take, CONNECT_TIMEOUT,
+                              IDLE_TIMEOUT, 3600.0)
+                except AnswerTooLarge:
+                    raise
+                except TransportError:
+                    pass  # chunks opened before the break stay; the next request resumes after them
+                if download.finish():
+                    break
+                failures = 1 if download.progress()[0] > before else failures + 1
+                if failures >= ATTEMPTS:
+                    raise RelayUnreachable("the download kept breaking off")
+                time.sleep(_pause(failures))
+        os.replace(temporary, path)
+        done = True
+        return path
+    finally:
+        os.close(fd)
+        if not done:
+            os.unlink(temporary)
 
 
 def deliver_outbox(app: "App", *, ignore_backoff: bool = False) -> list[OutboxReport]:
@@ -130,5 +238,5 @@ def deliver_outbox(app: "App", *, ignore_backoff: bool = False) -> list[OutboxRe
     return reports
 
 
-__all__ = ["Answer", "AnswerTooLarge", "RelayUnreachable", "TransportError", "deliver_outbox", "send", "CONNECT_TIMEOUT",
-           "IDLE_TIMEOUT", "TOTAL_TIMEOUT", "DEFAULT_MAX_RESPONSE_BYTES"]
+__all__ = ["Answer", "AnswerTooLarge", "RelayUnreachable", "TransportError", "deliver_outbox", "save_file", "send", "send_file",
+           "ATTEMPTS", "CONNECT_TIMEOUT", "IDLE_TIMEOUT", "TOTAL_TIMEOUT", "DEFAULT_MAX_RESPONSE_BYTES"]

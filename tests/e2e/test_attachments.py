@@ -12,9 +12,19 @@ import subprocess
 import tempfile
 import time
 
+import sys
+
 import pytest
 
 from e2e_support import BIN, ROOT, Relay, alice_and_bob, coords, data, free_port, passphrase_env
+
+sys.path.insert(0, os.path.join(ROOT, "python"))
+os.environ.setdefault("COORDSCORE_LIB", os.path.join(ROOT, ".build", "debug", "libcoordscore.so"))
+
+import coordscore as cc  # noqa: E402
+from coordscore import transport  # noqa: E402
+
+FAST = {"keychain_cost": "minimum", "backup_cost": "minimum", "durability": "no_sync"}
 
 PG = os.path.join(ROOT, "scripts", "pg-test-server.sh")
 NO_LIMITS = ["--rate", "0", "--key-rate", "0", "--message-rate", "0", "--mailbox-per-address", "0"]
@@ -167,6 +177,67 @@ def test_a_relay_killed_in_the_middle_of_an_upload_and_a_download(tmp_path, stor
         assert digest(tmp_path / "copy.mp4") == digest(big)
         assert not os.path.exists(str(tmp_path / "copy.mp4") + ".coords-part")
     finally:
+        relay.stop()
+
+
+def test_python_hosts_and_the_cli_exchange_files_both_ways(tmp_path):
+    """A Python host sends a file to the CLI and receives one from it (the C ABI's streaming
+    functions through coordscore.transport), with a relay restart in the middle of the upload."""
+    env = passphrase_env()
+    port = free_port()
+    relay = Relay(str(tmp_path / "relay"), port=port, args=NO_LIMITS)
+    relay.start()
+    app = cc.App(str(tmp_path / "py"), passphrase="py", **FAST)
+    try:
+        app.create_identity("Pia", relay.url)
+        bob = tmp_path / "bob"
+        coords(env, bob, "init", "--server", relay.url, "--name", "Bob")
+        bob_id = app.add_friend_link(data(env, bob, "whoami")["link"]).id
+        data(env, bob, "add", app.friend_link())
+
+        # Python → CLI; the relay is restarted once the first part is stored.
+        source = make_file(tmp_path / "route.gpx", 9 * 1024 * 1024 + 5)
+        real_send, restarted = transport.send, []
+
+        def send_then_restart(request, **options):
+            answer = real_send(request, **options)
+            if request.method == "PUT" and not restarted:
+                restarted.append(True)
+                relay.process.send_signal(signal.SIGKILL)
+                relay.process.wait(timeout=10)
+                relay.start()
+            return answer
+
+        transport.send = send_then_restart
+        try:
+            sent = transport.send_file(app, bob_id, str(source), "application/gpx+xml", caption="tomorrow's route")
+        finally:
+            transport.send = real_send
+        assert restarted and sent.message.file and sent.message.file.size == source.stat().st_size
+        assert sent.message.file.name == "route.gpx" and "key" not in json.dumps(sent.message.file.to_json())
+        transport.deliver_outbox(app, ignore_backoff=True)
+        inbox = coords(env, bob, "inbox").stdout
+        assert "tomorrow's route [file: route.gpx, 9.0 MiB, application/gpx+xml]" in inbox, inbox
+        coords(env, bob, "save", sent.message.id, str(tmp_path / "route-copy.gpx"))
+        assert digest(tmp_path / "route-copy.gpx") == digest(source)
+
+        # CLI → Python.
+        photo = make_file(tmp_path / "dog.jpg", 200_000, seed=b"dog")
+        sent_back = data(env, bob, "send", "Pia", "--file", str(photo))
+        answer = transport.send(app.prepare_message_fetch())
+        outcome = app.process_messages(answer.body)
+        received = [m for m in outcome.received if m.id == sent_back["id"]]
+        assert received and received[0].file.name == "dog.jpg" and received[0].file.type == "image/jpeg"
+        saved = transport.save_file(app, sent_back["id"], str(tmp_path / "dog-copy.jpg"))
+        assert digest(saved) == digest(photo) and oct(os.stat(saved).st_mode & 0o777) == "0o600"
+        with pytest.raises(FileExistsError):
+            transport.save_file(app, sent_back["id"], saved)
+        with pytest.raises(cc.CoordsError) as refused:
+            transport.save_file(app, "00000000-0000-4000-8000-000000000000", str(tmp_path / "nothing"))
+        assert refused.value.code == cc.ERR_UNKNOWN_MESSAGE
+        assert not os.path.exists(tmp_path / "nothing") and not os.path.exists(str(tmp_path / "nothing") + ".coords-part")
+    finally:
+        app.close()
         relay.stop()
 
 

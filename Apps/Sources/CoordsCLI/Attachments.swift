@@ -60,6 +60,9 @@ struct Save: SessionCommand {
             printJSON(.object(["id": .string(message.id), "path": .string(target), "file": file.hostJSON]))
         } else {
             printLine("Saved \(Terminal.safe(file.name.isEmpty ? "the file" : file.name)) (\(byteCount(file.size))) to \(target).")
+            if message.disappearsAt != nil {
+                printLine("This conversation's messages disappear; this copy does not. Delete it when you are done with it.")
+            }
         }
     }
 

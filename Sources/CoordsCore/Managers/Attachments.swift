@@ -16,8 +16,10 @@ extension MessagesManager {
     /// A new upload of a file of `size` bytes to our own relay, under a fresh key and object id,
     /// expiring ``attachmentLifetimeSeconds`` from now. Keep the returned value until
     /// ``sendFile(_:type:name:caption:to:)``: its key exists nowhere else.
-    /// - Parameter partChunks: chunks per upload part (1 … 63; smaller parts cost more requests
-    ///   and less to send again after a lost connection).
+    /// - Parameters:
+    ///   - size: the file's length in bytes (at most ``Objects/maximumSize``).
+    ///   - partChunks: chunks per upload part (1 … 63; smaller parts cost more requests and less
+    ///     to send again after a lost connection).
     /// - Throws: ``WireError/objectMismatch(_:)`` for a size over ``Objects/maximumSize``,
     ///   ``WalletManagerError/noIdentity``, ``WalletManagerError/noServer``,
     ///   ``WireError/invalidServerURL(_:)``, crypto errors.
@@ -42,8 +44,11 @@ extension MessagesManager {
     /// (§12.3) with `caption` as its text, stores it (status `queued`, ``MessageRecord/file`` set)
     /// and queues the POST, as ``send(_:to:)`` does for a text.
     /// - Parameters:
+    ///   - upload: the finished upload (``ObjectUpload/need`` is nil).
     ///   - type: the media type, `type/subtype` (a hint for the reader).
     ///   - name: the file's name without a path (0–255 bytes, no control characters, `/` or `\`).
+    ///   - caption: the message's text (may be empty).
+    ///   - friendID: the friend (base64url public key).
     /// - Throws: ``WireError/objectMismatch(_:)`` when the upload has not finished,
     ///   ``WireError/malformedFile(_:)`` for a bad type or name,
     ///   ``MessagesManagerError/messageTooLong(bytes:maximum:)`` for a long caption, and as

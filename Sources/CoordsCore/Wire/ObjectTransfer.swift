@@ -60,6 +60,10 @@ public struct ObjectUpload: Sendable {
     private var confirmed = 0
     /// `SHA256(object)`, once every chunk went through the sealer.
     public private(set) var digest: [UInt8]?
+    /// Object bytes the relay holds, as its last answer said (0 before any).
+    public var stored: UInt64 {
+        confirmed >= chunkCount ? storedSize : min(storedSize, UInt64(confirmed) * Self.sealedChunkBytes)
+    }
 
     /// An upload of a file of `size` bytes under `key` (fresh, 32 bytes) as `object` to the relay at
     /// `server`, signed by `signer` (the owner). Starting again after a restart with the same
@@ -224,6 +228,8 @@ public struct ObjectDownload: Sendable {
     public var received: UInt64 { opener.received }
     /// Plaintext bytes handed out so far.
     public var opened: UInt64 { opener.opened }
+    /// The file's length.
+    public var size: UInt64 { opener.size }
     /// The object's stored length: the most bytes a host reads of an answer.
     public var storedSize: UInt64 { opener.storedSize }
 

@@ -1,0 +1,244 @@
+// Files as messages at the C ABI (PROTOCOL.md §12): the host hands over file descriptors; the
+// library reads one upload part at a time with pread and writes opened plaintext as it arrives,
+// so no whole file is ever in memory on either side of the ABI.
+import CCoordsABI
+import CoordsCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// An upload under way: the app, the host's file descriptor (borrowed) and the core's state.
+final class UploadHandle: Sendable {
+    let app: CoordsCore.CoordsApp
+    let fd: Int32
+    let upload: Mutex<ObjectUpload>
+    init(app: CoordsCore.CoordsApp, fd: Int32, upload: ObjectUpload) {
+        self.app = app
+        self.fd = fd
+        self.upload = Mutex(upload)
+    }
+}
+
+/// A download under way: the host's file descriptor (borrowed) for the plaintext and the core's state.
+final class DownloadHandle: Sendable {
+    let fd: Int32
+    let download: Mutex<ObjectDownload>
+    init(fd: Int32, download: ObjectDownload) {
+        self.fd = fd
+        self.download = Mutex(download)
+    }
+}
+
+let uploads = HandleTable<UploadHandle>(kind: 0xC)
+let downloads = HandleTable<DownloadHandle>(kind: 0xD)
+
+extension FFIError {
+    /// Reading or writing the host's file descriptor failed.
+    static func file(_ what: String, _ code: Int32 = errno) -> FFIError {
+        FFIError(code: COORDS_ERR_FILE_IO, message: "\(what): \(String(cString: strerror(code)))")
+    }
+}
+
+/// The size of the regular file open at `fd`.
+private func regularFileSize(_ fd: Int32) throws -> UInt64 {
+    var info = stat()
+    guard fd >= 0, fstat(fd, &info) == 0 else { throw FFIError.file("fd is not an open file descriptor") }
+    guard (info.st_mode & S_IFMT) == S_IFREG, info.st_size >= 0 else { throw FFIError.invalid("fd must be a regular file") }
+    return UInt64(info.st_size)
+}
+
+@_cdecl("coords_upload_begin")
+public func ffiUploadBegin(_ handle: Handle, _ fd: Int32, _ uploadOut: UnsafeMutablePointer<OpaquePointer?>?, _ error: ErrorOut) -> Int32 {
+    withApp(handle, error) { app in
+        let out = try Argument.output(uploadOut, "upload_out")
+        out.pointee = nil
+        let size = try regularFileSize(fd)
+        let upload = try app.messages.prepareFileUpload(size: size)
+        out.pointee = uploads.insert(UploadHandle(app: app, fd: fd, upload: upload))
+    }
+}
+
+@_cdecl("coords_upload_next")
+public func ffiUploadNext(_ handle: Handle, _ moreOut: UnsafeMutablePointer<Int32>?, _ requestOut: BufferOut, _ error: ErrorOut) -> Int32 {
+    exported(error) {
+        let more = try Argument.output(moreOut, "more_out")
+        more.pointee = 0
+        let out = try Argument.buffer(requestOut, "request_json_out")
+        let state = try uploads.get(handle, "upload")
+        while true {
+            guard let need = state.upload.withLock({ $0.need }) else { return }
+            var plaintext = [UInt8](repeating: 0, count: need.count)
+            var done = 0
+            while done < need.count {
+                guard let offset = off_t(exactly: need.offset.addingSaturating(UInt64(done))) else { throw FFIError.invalid("the file is too large") }
+                let n = plaintext.withUnsafeMutableBytes { pread(state.fd, $0.baseAddress?.advanced(by: done), need.count - done, offset) }
+                if n < 0, errno == EINTR { continue }
+                guard n >= 0 else { throw FFIError.file("reading the file failed") }
+                guard n > 0 else { throw FFIError(code: COORDS_ERR_FILE_IO, message: "the file became shorter while it was being sent") }
+                done += n
+            }
+            let timestamp = try state.app.messages.nextSignatureTimestamp()
+            // Chunks the relay holds already are sealed for the digest only (nil): read on.
+            if let request = try state.upload.withLock({ try $0.supply(plaintext, timestamp: timestamp) }) {
+                try request.json.write(to: out)
+                more.pointee = 1
+                return
+            }
+        }
+    }
+}
+
+@_cdecl("coords_upload_probe")
+public func ffiUploadProbe(_ handle: Handle, _ requestOut: BufferOut, _ error: ErrorOut) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(requestOut, "request_json_out")
+        let state = try uploads.get(handle, "upload")
+        let timestamp = try state.app.messages.nextSignatureTimestamp()
+        try state.upload.withLock { try $0.probe(timestamp: timestamp) }.json.write(to: out)
+    }
+}
+
+@_cdecl("coords_upload_process")
+public func ffiUploadProcess(
+    _ handle: Handle, _ status: Int32, _ body: UnsafePointer<UInt8>?, _ length: Int, _ retryAfter: CString,
+    _ waitOut: UnsafeMutablePointer<UInt64>?, _ error: ErrorOut
+) -> Int32 {
+    exported(error) {
+        let wait = try Argument.output(waitOut, "retry_after_seconds_out")
+        wait.pointee = 0
+        let state = try uploads.get(handle, "upload")
+        let bytes = try Argument.bytes(body, length, "body", maximum: ClientLimits.smallAnswerBytes)
+        let header = try Argument.optionalString(retryAfter, "retry_after")
+        let progress = try state.upload.withLock { try $0.handle(status: Int(status), body: bytes, retryAfter: header) }
+        if case .retry(let seconds) = progress { wait.pointee = max(seconds, 1) }
+    }
+}
+
+@_cdecl("coords_upload_progress")
+public func ffiUploadProgress(_ handle: Handle, _ sentOut: UnsafeMutablePointer<UInt64>?, _ sizeOut: UnsafeMutablePointer<UInt64>?, _ error: ErrorOut)
+    -> Int32
+{
+    exported(error) {
+        let sent = try Argument.output(sentOut, "sent_out")
+        let size = try Argument.output(sizeOut, "size_out")
+        let upload = try uploads.get(handle, "upload").upload.withLock { $0 }
+        size.pointee = upload.size
+        sent.pointee = upload.stored.multipliedSaturating(by: upload.size) / max(upload.storedSize, 1)
+    }
+}
+
+@_cdecl("coords_upload_send")
+public func ffiUploadSend(
+    _ handle: Handle, _ friendID: CString, _ type: CString, _ name: CString, _ caption: CString, _ sentOut: BufferOut, _ error: ErrorOut
+) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(sentOut, "sent_json_out")
+        let state = try uploads.get(handle, "upload")
+        let friend = try Argument.string(friendID, "friend_id")
+        let mediaType = try Argument.string(type, "type")
+        let fileName = try Argument.optionalString(name, "name") ?? ""
+        let text = try Argument.optionalString(caption, "caption") ?? ""
+        let upload = state.upload.withLock { $0 }
+        let app = state.app
+        let sent = try blocking { try await app.messages.sendFile(upload, type: mediaType, name: fileName, caption: text, to: friend) }
+        try JSONValue.object(["message": Record.message(sent.message), "request": sent.request.json, "outbox_id": .integer(sent.outboxID)])
+            .write(to: out)
+    }
+}
+
+@_cdecl("coords_upload_free")
+public func ffiUploadFree(_ handle: Handle) {
+    guard handle != nil else { return }
+    _ = try? uploads.remove(handle, "upload")  // a stale or foreign handle is ignored, as free() of NULL is
+}
+
+@_cdecl("coords_download_begin")
+public func ffiDownloadBegin(
+    _ handle: Handle, _ messageID: CString, _ fd: Int32, _ downloadOut: UnsafeMutablePointer<OpaquePointer?>?, _ error: ErrorOut
+) -> Int32 {
+    withApp(handle, error) { app in
+        let out = try Argument.output(downloadOut, "download_out")
+        out.pointee = nil
+        let id = try Argument.string(messageID, "message_id")
+        var info = stat()
+        guard fd >= 0, fstat(fd, &info) == 0 else { throw FFIError.file("fd is not an open file descriptor") }
+        let download = try app.messages.prepareDownload(messageID: id)
+        out.pointee = downloads.insert(DownloadHandle(fd: fd, download: download))
+    }
+}
+
+@_cdecl("coords_download_request")
+public func ffiDownloadRequest(_ handle: Handle, _ requestOut: BufferOut, _ maximumOut: UnsafeMutablePointer<UInt64>?, _ error: ErrorOut) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(requestOut, "request_json_out")
+        let maximum = try Argument.output(maximumOut, "max_bytes_out")
+        let download = try downloads.get(handle, "download").download.withLock { $0 }
+        try download.request().json.write(to: out)
+        maximum.pointee = download.storedSize.subtractingSaturating(download.received)
+    }
+}
+
+@_cdecl("coords_download_check")
+public func ffiDownloadCheck(_ handle: Handle, _ status: Int32, _ error: ErrorOut) -> Int32 {
+    exported(error) {
+        try downloads.get(handle, "download").download.withLock { try $0.check(status: Int(status)) }
+    }
+}
+
+@_cdecl("coords_download_take")
+public func ffiDownloadTake(_ handle: Handle, _ bytes: UnsafePointer<UInt8>?, _ length: Int, _ error: ErrorOut) -> Int32 {
+    exported(error) {
+        let state = try downloads.get(handle, "download")
+        guard length >= 0 else { throw FFIError.tooLarge("bytes", length, Int(Objects.maximumStored)) }
+        if length == 0 { return }
+        guard let bytes else { throw FFIError.null("bytes") }
+        var plaintext: [UInt8] = []
+        try state.download.withLock { download in
+            try download.take(UnsafeRawBufferPointer(start: bytes, count: length), appendingTo: &plaintext)
+        }
+        var done = 0
+        while done < plaintext.count {
+            let n = plaintext.withUnsafeBytes { write(state.fd, $0.baseAddress?.advanced(by: done), plaintext.count - done) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw FFIError.file("writing the file failed") }
+            done += n
+        }
+    }
+}
+
+@_cdecl("coords_download_progress")
+public func ffiDownloadProgress(
+    _ handle: Handle, _ receivedOut: UnsafeMutablePointer<UInt64>?, _ sizeOut: UnsafeMutablePointer<UInt64>?, _ error: ErrorOut
+) -> Int32 {
+    exported(error) {
+        let received = try Argument.output(receivedOut, "received_out")
+        let size = try Argument.output(sizeOut, "size_out")
+        let download = try downloads.get(handle, "download").download.withLock { $0 }
+        received.pointee = download.opened
+        size.pointee = download.size
+    }
+}
+
+@_cdecl("coords_download_finish")
+public func ffiDownloadFinish(_ handle: Handle, _ completeOut: UnsafeMutablePointer<Int32>?, _ error: ErrorOut) -> Int32 {
+    exported(error) {
+        let complete = try Argument.output(completeOut, "complete_out")
+        complete.pointee = 0
+        let state = try downloads.get(handle, "download")
+        let download = state.download.withLock { $0 }
+        guard download.received >= download.storedSize else { return }  // cut off: the next request resumes it
+        try state.download.withLock { try $0.finish() }
+        guard fsync(state.fd) == 0 || errno == EINVAL else { throw FFIError.file("writing the file to disk failed") }
+        complete.pointee = 1
+    }
+}
+
+@_cdecl("coords_download_free")
+public func ffiDownloadFree(_ handle: Handle) {
+    guard handle != nil else { return }
+    _ = try? downloads.remove(handle, "download")  // a stale or foreign handle is ignored, as free() of NULL is
+}
