@@ -29,7 +29,7 @@ import Testing
         status: .received, disappearsAt: nil)
     static let messageJSON = """
         {"id":"6f1e0b52-3c1a-4d55-9a43-0e8d0c1d2f3a","friend_id":"\(key)","outgoing":false,"kind":"text","text":"hi",\
-        "sent_at":5,"stored_at":6,"status":"received","disappears_at":null,"group":null,"notify":null}
+        "sent_at":5,"stored_at":6,"status":"received","disappears_at":null,"group":null,"notify":null,"file":null}
         """
 
     /// Every case of every manager's message, with its record.
