@@ -261,7 +261,10 @@ bench-deps: deps
 		$$( [ "$$(id -u)" -eq 0 ] || echo sudo ) apt-get install -y -qq wrk; }
 	@python3 -c "import websockets" 2>/dev/null || { echo "bench: installing websockets with pip (the live channel benchmark's client)"; \
 		python3 -m pip install -q websockets; }
+	@{ command -v curl && test -x /usr/bin/time; } >/dev/null 2>&1 || { echo "bench: installing curl and time with apt-get"; \
+		$$( [ "$$(id -u)" -eq 0 ] || echo sudo ) apt-get install -y -qq curl time; }
 	$(SWIFT) build -c release $(APPS) --product coords-relay
+	$(SWIFT) build -c release $(APPS) --product coords
 	$(SWIFT) build -c release --product coordscore
 	cd Benchmarks && $(SWIFT) build -c release --product RelayLoadBodies
 	$(MAKE) --no-print-directory geodata-large
@@ -287,6 +290,7 @@ bench: bench-deps
 	if [ -f Benchmarks/.build/results/Current_run.jmh.json ]; then mv Benchmarks/.build/results Benchmarks/.build/results-previous; fi
 	cd Benchmarks && COORDS_BENCH_OUT=$(CURDIR)/Benchmarks/.build/results COORDS_PLACES_1000=$(CURDIR)/.build/geodata/places1000.cgeo $(SWIFT) package benchmark --format jmh --path .build/results --no-progress
 	python3 scripts/bench-relay.py Benchmarks/.build/results/relay.json
+	python3 scripts/bench-attachments.py Benchmarks/.build/results/attachments.json
 	COORDSCORE_LIB=$(CURDIR)/.build/release/libcoordscore.so python3 scripts/bench-live.py Benchmarks/.build/results/live.json
 	cd Benchmarks && $(SWIFT) build -c release --product InstructionGate && $(SWIFT) build -c release --product MigrationBench
 	python3 scripts/bench-check.py --json Benchmarks/.build/results/instructions.json
@@ -296,6 +300,7 @@ bench: bench-deps
 bench-quick: bench-deps
 	cd Benchmarks && COORDS_BENCH_QUICK=1 COORDS_BENCH_OUT=$(CURDIR)/Benchmarks/.build/results-quick COORDS_PLACES_1000=$(CURDIR)/.build/geodata/places1000.cgeo $(SWIFT) package benchmark --format jmh --path .build/results-quick --no-progress
 	python3 scripts/bench-relay.py Benchmarks/.build/results-quick/relay.json --quick
+	python3 scripts/bench-attachments.py Benchmarks/.build/results-quick/attachments.json --size 20
 	COORDSCORE_LIB=$(CURDIR)/.build/release/libcoordscore.so python3 scripts/bench-live.py Benchmarks/.build/results-quick/live.json --quick
 	python3 scripts/bench-report.py Benchmarks/.build/results-quick/Current_run.jmh.json Benchmarks/.build/results-quick/relay.json docs/PERFORMANCE.md --quick
 

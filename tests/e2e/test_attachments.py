@@ -110,6 +110,36 @@ def test_a_file_goes_to_a_friend_and_is_saved_byte_for_byte(tmp_path, store):
         assert open(tmp_path / "notes-copy", "rb").read() == b""
 
 
+def test_a_full_disk_while_saving_loses_nothing_already_stored(tmp_path):
+    """`coords save` under a file-size limit (RLIMIT_FSIZE, with SIGXFSZ ignored: writes past it
+    fail with EFBIG, as on a full disk): it stops with one line, leaves neither the file nor its
+    temporary, and Bob's store and messages are as before; without the limit it saves."""
+    import resource
+
+    env = passphrase_env()
+    with Relay(str(tmp_path / "relay"), args=["--memory"] + NO_LIMITS) as relay:
+        alice, bob = alice_and_bob(env, tmp_path, relay.url)
+        photo = make_file(tmp_path / "photo.jpg", 400_000)
+        sent = data(env, alice, "send", "Bob", "look", "--file", str(photo))
+        data(env, bob, "inbox")
+        before = data(env, bob, "chat", "Alice")
+        target = tmp_path / "out" / "photo.jpg"
+        target.parent.mkdir()
+
+        def small_disk():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (150_000, 150_000))
+
+        result = subprocess.run([os.path.join(BIN, "coords"), "save", sent["id"], str(target), "--home", str(bob)], env=env,
+                                capture_output=True, text=True, timeout=60, preexec_fn=small_disk)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "cannot write" in result.stderr and "nothing was saved" in result.stderr, result.stderr
+        assert os.listdir(target.parent) == []
+        assert data(env, bob, "chat", "Alice") == before
+        data(env, bob, "save", sent["id"], str(target))
+        assert digest(target) == digest(photo)
+
+
 def test_bad_file_arguments_are_refused_before_anything_is_sent(tmp_path):
     env = passphrase_env()
     with Relay(str(tmp_path / "relay"), args=["--memory"]) as relay:

@@ -474,3 +474,53 @@ int cb_group_open(const uint8_t chain[32], const uint8_t *sealed, size_t len, co
     sodium_memzero(mk, sizeof mk); sodium_memzero(next, sizeof next);
     return rc;
 }
+
+#define OBJECT_CHUNK 65536u
+
+static void object_nonce_ad(const uint8_t oid[16], uint32_t index, int last, uint8_t nonce[24], uint8_t ad[41]) {
+    uint8_t tail[5] = {(uint8_t)(index >> 24), (uint8_t)(index >> 16), (uint8_t)(index >> 8), (uint8_t)index, (uint8_t)(last ? 1 : 0)};
+    memcpy(nonce, oid, 16);
+    memcpy(nonce + 16, tail, 5);
+    memset(nonce + 21, 0, 3);
+    memcpy(ad, "CoordsCore/object/v1", 20);
+    memcpy(ad + 20, oid, 16);
+    memcpy(ad + 36, tail, 5);
+}
+
+size_t cb_object_seal(const uint8_t key[32], const uint8_t oid[16], const uint8_t *file, size_t size, uint8_t *out, uint8_t digest[32]) {
+    size_t chunks = size == 0 ? 1 : (size + OBJECT_CHUNK - 1) / OBJECT_CHUNK;
+    crypto_hash_sha256_state state;
+    crypto_hash_sha256_init(&state);
+    size_t written = 0;
+    for (size_t i = 0; i < chunks; i++) {
+        size_t from = i * OBJECT_CHUNK, length = size - from < OBJECT_CHUNK ? size - from : OBJECT_CHUNK;
+        uint8_t nonce[24], ad[41];
+        object_nonce_ad(oid, (uint32_t)i, i == chunks - 1, nonce, ad);
+        crypto_aead_xchacha20poly1305_ietf_encrypt(out + written, NULL, file + from, length, ad, sizeof ad, NULL, nonce, key);
+        crypto_hash_sha256_update(&state, out + written, length + 16);
+        written += length + 16;
+    }
+    crypto_hash_sha256_final(&state, digest);
+    return written;
+}
+
+int cb_object_open(const uint8_t key[32], const uint8_t oid[16], const uint8_t *object, size_t stored, const uint8_t digest[32],
+                   uint8_t *file) {
+    crypto_hash_sha256_state state;
+    crypto_hash_sha256_init(&state);
+    size_t at = 0, i = 0, opened = 0;
+    while (at < stored) {
+        size_t length = stored - at < OBJECT_CHUNK + 16 ? stored - at : OBJECT_CHUNK + 16;
+        uint8_t nonce[24], ad[41];
+        object_nonce_ad(oid, (uint32_t)i, at + length == stored, nonce, ad);
+        crypto_hash_sha256_update(&state, object + at, length);
+        if (length < 16 || crypto_aead_xchacha20poly1305_ietf_decrypt(file + opened, NULL, NULL, object + at, length, ad, sizeof ad, nonce, key) != 0)
+            return -1;
+        opened += length - 16;
+        at += length;
+        i++;
+    }
+    uint8_t computed[32];
+    crypto_hash_sha256_final(&state, computed);
+    return sodium_memcmp(computed, digest, 32);
+}

@@ -87,4 +87,15 @@ int cb_group_open(const uint8_t chain[32], const uint8_t *sealed, size_t len, co
                   size_t envelope_len, const uint8_t envelope_sig[64], const uint8_t ack_sk[64], const uint8_t *ack, size_t ack_len,
                   uint8_t *opened);
 
+/* An attachment (PROTOCOL.md section 12.2) the libsodium way: the file in 64 KiB chunks, each
+ * XChaCha20-Poly1305 under `key` with nonce oid || u32(i) || last || 0 0 0 and associated data
+ * "CoordsCore/object/v1" || oid || u32(i) || last, SHA-256 over the sealed object. `out` holds
+ * size + 16 per chunk; returns the stored length. */
+size_t cb_object_seal(const uint8_t key[32], const uint8_t oid[16], const uint8_t *file, size_t size, uint8_t *out, uint8_t digest[32]);
+
+/* Opens what cb_object_seal made (the SHA-256 checked too); 0 when every chunk opened and the
+ * digest matched. */
+int cb_object_open(const uint8_t key[32], const uint8_t oid[16], const uint8_t *object, size_t stored, const uint8_t digest[32],
+                   uint8_t *file);
+
 #endif
