@@ -931,6 +931,7 @@ static void test_files(void) {
     EXPECT(COORDS_ERR_RELAY_ERROR, coords_upload_process(upload, 429, (const uint8_t *)quota, strlen(quota), "60", &wait, &e_));
     EXPECT(COORDS_ERR_MALFORMED_FILE, coords_upload_send(upload, bob_id, "image/png", "../map.png", "", &sent, &e_));
     EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_upload_send(upload, bob_id, NULL, "map.png", "", &sent, &e_));
+    EXPECT(COORDS_ERR_GROUP_NOT_FOUND, coords_upload_send_group(upload, "AAAAAAAAAAAAAAAAAAAAAA", "image/png", "map.png", "", &sent, &e_));
     EXPECT(COORDS_OK, coords_upload_send(upload, bob_id, "image/png", "map.png", "the way", &sent, &e_));
     CHECK(contains(&sent, "\"kind\":\"file\"") && contains(&sent, "\"name\":\"map.png\"") && !contains(&sent, "\"key\""));
     coords_upload_free(upload);

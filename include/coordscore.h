@@ -849,6 +849,12 @@ int32_t coords_upload_progress(CoordsUpload *upload, uint64_t *sent_out, uint64_
 int32_t coords_upload_send(CoordsUpload *upload, const char *friend_id, const char *type, const char *name, const char *caption,
                            CoordsBuffer *sent_json_out, CoordsError *out_error);
 
+/* Announces the finished upload to a group (every member fetches the one object): writes what
+ * coords_groups_send writes. Errors: as coords_upload_send, and GROUP_NOT_FOUND,
+ * NOT_A_GROUP_MEMBER, GROUP_MESSAGE_TOO_LONG. */
+int32_t coords_upload_send_group(CoordsUpload *upload, const char *group, const char *type, const char *name, const char *caption,
+                                 CoordsBuffer *sent_json_out, CoordsError *out_error);
+
 /* Frees an upload (NULL and stale handles are ignored). Does not close the fd. */
 void coords_upload_free(CoordsUpload *upload);
 

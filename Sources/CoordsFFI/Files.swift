@@ -150,6 +150,27 @@ public func ffiUploadSend(
     }
 }
 
+@_cdecl("coords_upload_send_group")
+public func ffiUploadSendGroup(
+    _ handle: Handle, _ groupID: CString, _ type: CString, _ name: CString, _ caption: CString, _ sentOut: BufferOut, _ error: ErrorOut
+) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(sentOut, "sent_json_out")
+        let state = try uploads.get(handle, "upload")
+        let group = try Argument.string(groupID, "group")
+        let mediaType = try Argument.string(type, "type")
+        let fileName = try Argument.optionalString(name, "name") ?? ""
+        let text = try Argument.optionalString(caption, "caption") ?? ""
+        let upload = state.upload.withLock { $0 }
+        let app = state.app
+        let sent = try blocking { try await app.groups.sendFile(upload, type: mediaType, name: fileName, caption: text, to: group) }
+        try JSONValue.object([
+            "message": Record.message(sent.message), "queued": .array(sent.queued.map(Record.outboxEntry)),
+            "unreachable": .array(sent.unreachable.map { .string($0) })
+        ]).write(to: out)
+    }
+}
+
 @_cdecl("coords_upload_free")
 public func ffiUploadFree(_ handle: Handle) {
     guard handle != nil else { return }

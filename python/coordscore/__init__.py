@@ -388,6 +388,7 @@ _SIGNATURES = [
     ("coords_upload_process", c_int32, [c_void_p, c_int32, _U8, c_size_t, c_char_p, POINTER(c_uint64), _ERR]),
     ("coords_upload_progress", c_int32, [c_void_p, POINTER(c_uint64), POINTER(c_uint64), _ERR]),
     ("coords_upload_send", c_int32, [c_void_p, c_char_p, c_char_p, c_char_p, c_char_p, _BUF, _ERR]),
+    ("coords_upload_send_group", c_int32, [c_void_p, c_char_p, c_char_p, c_char_p, c_char_p, _BUF, _ERR]),
     ("coords_upload_free", None, [c_void_p]),
     ("coords_download_begin", c_int32, [_APP, c_char_p, c_int32, POINTER(c_void_p), _ERR]),
     ("coords_download_request", c_int32, [c_void_p, _BUF, POINTER(c_uint64), _ERR]),
@@ -1324,6 +1325,12 @@ class FileUpload(_NativeHandle):
         ManagerError (friend not found, blocked, caption too long)."""
         return Sent.from_json(_json_call(lib.coords_upload_send, self.handle, _utf8(friend_id, "friend_id"), _utf8(type, "type"),
                                          _utf8(name, "name"), _utf8(caption, "caption")))
+
+    def send_group(self, group: str, type: str, name: str = "", caption: str = "") -> "GroupSent":
+        """Announces the finished upload to a group (every member fetches the one object); as
+        send, and ManagerError ERR_GROUP_NOT_FOUND, ERR_NOT_A_GROUP_MEMBER."""
+        return GroupSent.from_json(_json_call(lib.coords_upload_send_group, self.handle, _utf8(group, "group"), _utf8(type, "type"),
+                                              _utf8(name, "name"), _utf8(caption, "caption")))
 
 
 class FileDownload(_NativeHandle):

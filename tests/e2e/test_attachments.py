@@ -110,6 +110,32 @@ def test_a_file_goes_to_a_friend_and_is_saved_byte_for_byte(tmp_path, store):
         assert open(tmp_path / "notes-copy", "rb").read() == b""
 
 
+def test_a_file_goes_to_a_group_once_and_every_member_saves_it(tmp_path):
+    env = passphrase_env()
+    with Relay(str(tmp_path / "relay"), args=["--memory"] + NO_LIMITS) as relay:
+        homes = {name: tmp_path / name for name in ["alice", "bob", "carol"]}
+        for name, home in homes.items():
+            coords(env, home, "init", "--server", relay.url, "--name", name.capitalize())
+        links = {name: data(env, home, "whoami")["link"] for name, home in homes.items()}
+        for a in homes:
+            for b in homes:
+                if a != b:
+                    data(env, homes[a], "add", links[b])
+        data(env, homes["alice"], "group", "create", "Trip", "Bob", "Carol")
+        for name in ["bob", "carol"]:
+            coords(env, homes[name], "inbox")
+        photo = make_file(tmp_path / "summit.jpg", 150_000)
+        sent = data(env, homes["alice"], "send", "--group", "Trip", "--file", str(photo))
+        assert sent["copies"] == 2 and sent["file"]["name"] == "summit.jpg"
+        for name in ["bob", "carol"]:
+            inbox = coords(env, homes[name], "inbox").stdout
+            assert f"[Trip] Alice" in inbox and f"[file: summit.jpg, 146.5 KiB, image/jpeg] — coords save {sent['id']} PATH" in inbox, inbox
+            coords(env, homes[name], "save", sent["id"], str(tmp_path / f"{name}.jpg"))
+            assert digest(tmp_path / f"{name}.jpg") == digest(photo)
+        chat = data(env, homes["bob"], "chat", "--group", "Trip")["messages"]
+        assert [m["file"]["name"] for m in chat] == ["summit.jpg"]
+
+
 def test_a_full_disk_while_saving_loses_nothing_already_stored(tmp_path):
     """`coords save` under a file-size limit (RLIMIT_FSIZE, with SIGXFSZ ignored: writes past it
     fail with EFBIG, as on a full disk): it stops with one line, leaves neither the file nor its
@@ -156,8 +182,8 @@ def test_bad_file_arguments_are_refused_before_anything_is_sent(tmp_path):
         small = make_file(tmp_path / "a.txt", 10)
         out = coords(env, alice, "send", "Bob", "--file", str(small), "--type", "text/plain; charset=utf-8", expect=1)
         assert "is not a media type" in out.stderr
-        out = coords(env, alice, "send", "--group", "Trip", "caption", "--file", str(small), expect=1)
-        assert "groups cannot receive files yet" in out.stderr
+        out = coords(env, alice, "send", "--group", "Trip", "--file", str(small), expect=1)
+        assert "no group" in out.stderr.lower() or "not found" in out.stderr.lower(), out.stderr
         out = coords(env, bob, "save", "not-an-id", str(tmp_path / "x"), expect=1)
         assert "is not a message id" in out.stderr
         out = coords(env, bob, "save", "00000000-0000-4000-8000-000000000000", str(tmp_path / "x"), expect=1)

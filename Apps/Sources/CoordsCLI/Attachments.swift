@@ -304,6 +304,13 @@ enum FileToSend {
     static func send(path: String, mediaType: String?, caption: String, to friendID: String, session: Session, quiet: Bool) async throws
         -> SentMessage
     {
+        let done = try await upload(path: path, session: session, quiet: quiet)
+        return try await session.app.messages.sendFile(done.upload, type: mediaType ?? done.type, name: done.name, caption: caption, to: friendID)
+    }
+
+    /// Uploads the file at `path`; returns the finished upload, the name to announce (its base
+    /// name when that is a plain file name, else none) and the media type its extension suggests.
+    static func upload(path: String, session: Session, quiet: Bool) async throws -> (upload: ObjectUpload, name: String, type: String) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw CLIFailure("cannot read \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
@@ -313,10 +320,9 @@ enum FileToSend {
         guard size <= Objects.maximumSize else { throw CLIFailure("\(path) is larger than \(byteCount(Objects.maximumSize))") }
         let base = path.split(separator: "/").last.map(String.init) ?? ""
         let name = FileAttachment.isValidName(base) ? base : ""
-        let type = mediaType ?? Transfer.mediaType(forName: name)
         let progress = Progress(verb: "Uploading", total: size, quiet: quiet)
         let upload = try await Transfer.upload(fd: fd, size: size, path: path, session: session, progress: progress)
         progress.done()
-        return try await session.app.messages.sendFile(upload, type: type, name: name, caption: caption, to: friendID)
+        return (upload, name, Transfer.mediaType(forName: name))
     }
 }

@@ -7,7 +7,7 @@ struct Send: SessionCommand {
     static let configuration = CommandConfiguration(abstract: "Send a friend (or, with --group, a group) an end-to-end sealed message.")
     @OptionGroup var options: CommandOptions
     @Option(help: "Send to this group (its name or id); the one argument is then the text.") var group: String?
-    @Argument(help: "The friend's name or id (with --group: the text).") var friend: String
+    @Argument(help: "The friend's name or id (with --group: the text).") var friend: String?
     @Argument(help: "The text (quote it); with --file, a caption (may be left out).") var text: String?
     @Option(help: "Send this file (a photo, a voice note, a document; at most 100 MiB), sealed end to end.") var file: String?
     @Option(name: .customLong("type"), help: "The file's media type, e.g. image/jpeg (default: from its extension).") var mediaType: String?
@@ -15,11 +15,12 @@ struct Send: SessionCommand {
     var outboxFirst: OutboxFirst { .deliver(json: options.json) }
 
     /// The text: the second argument, or the only one with --group.
-    var body: String { group == nil ? text ?? "" : friend }
+    var body: String { group == nil ? text ?? "" : friend ?? "" }
 
     func validate() throws {
-        if file != nil, group != nil { throw ValidationError("--file sends to one friend; groups cannot receive files yet") }
         if file == nil, mediaType != nil { throw ValidationError("--type goes with --file") }
+        if group == nil, friend == nil { throw ValidationError("give the friend and the text: coords send NAME \"on my way\"") }
+        if group != nil, friend == nil, file == nil { throw ValidationError("give the text: coords send --group NAME \"on my way\"") }
         if group == nil, text == nil, file == nil { throw ValidationError("give the friend and the text: coords send NAME \"on my way\"") }
         if group != nil, text != nil { throw ValidationError("with --group, give only the text: coords send --group NAME \"on my way\"") }
     }
@@ -30,7 +31,7 @@ struct Send: SessionCommand {
             return
         }
         guard body.contains(where: { !$0.isWhitespace }) else {
-            let target = group.map { "--group " + $0 } ?? friend
+            let target = group.map { "--group " + $0 } ?? friend ?? "NAME"
             throw CLIFailure("the message is empty; write some text, e.g. coords send \(target) \"on my way\"")
         }
     }
@@ -38,7 +39,7 @@ struct Send: SessionCommand {
     func run(in session: Session) async throws {
         if let group { return try await sendToGroup(group, session: session) }
         let text = body
-        let target = try findFriend(friend, in: session)
+        let target = try findFriend(friend ?? "", in: session)
         let sent: SentMessage
         if let file {
             sent = try await FileToSend.send(path: file, mediaType: mediaType, caption: text, to: target.id, session: session, quiet: options.json)
@@ -67,7 +68,13 @@ struct Send: SessionCommand {
 
     private func sendToGroup(_ group: String, session: Session) async throws {
         let found = try findGroup(group, in: session)
-        let sent = try await session.app.groups.send(body, to: found.id)
+        let sent: SentGroupMessage
+        if let file {
+            let upload = try await FileToSend.upload(path: file, session: session, quiet: options.json)
+            sent = try await session.app.groups.sendFile(upload.upload, type: mediaType ?? upload.type, name: upload.name, caption: body, to: found.id)
+        } else {
+            sent = try await session.app.groups.send(body, to: found.id)
+        }
         var queued = 0
         var refused: [String] = []
         for entry in sent.queued {
@@ -78,7 +85,8 @@ struct Send: SessionCommand {
             printJSON(
                 .object([
                     "id": .string(sent.message.id), "group": .string(found.id), "copies": .integer(UInt64(sent.queued.count)),
-                    "queued": .integer(UInt64(queued)), "unreachable": .array(sent.unreachable.map { .string($0) })
+                    "queued": .integer(UInt64(queued)), "unreachable": .array(sent.unreachable.map { .string($0) }),
+                    "file": sent.message.file?.hostJSON ?? .null
                 ]))
         } else {
             printLine("Sent to \(Terminal.safe(found.name)) (\(sent.queued.count) member\(sent.queued.count == 1 ? "" : "s")).")

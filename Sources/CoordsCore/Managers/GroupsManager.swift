@@ -1001,6 +1001,27 @@ public actor GroupsManager {
         guard text.utf8.count <= Groups.maximumTextBytes else {
             throw GroupsManagerError.messageTooLong(bytes: text.utf8.count, maximum: Groups.maximumTextBytes)
         }
+        return try await send(to: groupID) { id, now in MessagePayload(kind: "text", id: id, text: text, sentAt: now) }
+    }
+
+    /// Announces a finished upload (PROTOCOL.md §12.3) to a group: a `file` message with
+    /// `caption` as its text, sealed and queued like ``send(_:to:)``. Every member downloads the
+    /// object from our relay.
+    /// - Throws: ``WireError/objectMismatch(_:)`` (the upload has not finished),
+    ///   ``WireError/malformedFile(_:)`` (type or name), and as ``send(_:to:)``.
+    public func sendFile(_ upload: ObjectUpload, type: String, name: String, caption: String, to groupID: String) async throws
+        -> SentGroupMessage
+    {
+        guard caption.utf8.count <= Groups.maximumTextBytes else {
+            throw GroupsManagerError.messageTooLong(bytes: caption.utf8.count, maximum: Groups.maximumTextBytes)
+        }
+        let attachment = try upload.attachment(type: type, name: name)
+        return try await send(to: groupID) { id, now in attachment.payload(id: id, caption: caption, sentAt: now) }
+    }
+
+    /// Seals the payload `make` builds (from the message id and the time) with our sender chain
+    /// and queues one envelope per member who is a friend, in one transaction with the stored message.
+    private func send(to groupID: String, _ make: (String, UInt64) -> MessagePayload) async throws -> SentGroupMessage {
         let identity = try context.identity.get()
         let group = try resolve(groupID)
         let now = context.clock.now()
@@ -1020,7 +1041,7 @@ public actor GroupsManager {
             if existing == nil { try groups.put(group.bytes, record) }
             guard chain.next < .max else { throw GroupsManagerError.invalidMembers("the sender chain is used up; leave and rejoin") }
             let (next, messageKey) = try SenderChain.step(chain.chainKey)
-            let payload = MessagePayload(kind: "text", id: id, text: text, sentAt: now)
+            let payload = make(id, now)
             let sealed = try GroupMessage.seal(
                 payload.json, sender: identity.publicKey, group: group, chain: chainID, iteration: chain.next, epoch: record.epoch,
                 messageKey: messageKey, signingKey: try signer(for: Self.chainKey(group, identity.publicKey, chainID), seed: chain.signing))
@@ -1046,8 +1067,9 @@ public actor GroupsManager {
             }
             queued = try OutboxManager.enqueue(tx, items)
             let message = MessageRecord(
-                id: id, peer: identity.id, outgoing: true, kind: "text", text: text, sentAt: now, storedAt: now,
-                status: queued.isEmpty ? .sent : .queued, disappearsAt: nil, group: group.base64URL)
+                id: id, peer: identity.id, outgoing: true, kind: payload.kind, text: payload.text, sentAt: now, storedAt: now,
+                status: queued.isEmpty ? .sent : .queued, disappearsAt: nil, group: group.base64URL,
+                file: try? FileAttachment(payload: payload))  // nil for a text
             try Self.store(message, group: group, tx)
             return message
         }
