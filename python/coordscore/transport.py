@@ -183,8 +183,8 @@ def save_file(app: "App", message_id: str, path: str, *, overwrite: bool = False
 
     Raises FileExistsError (without `overwrite`), WireError (a relay serving other, cut,
     reordered or extra bytes: ERR_BAD_CHUNK, ERR_OBJECT_MISMATCH, or 404 gone), AnswerTooLarge
-    (more bytes than the object), TransportError after ATTEMPTS failures in a row, ManagerError
-    (ERR_UNKNOWN_MESSAGE, ERR_NO_ATTACHMENT)."""
+    (more bytes than the object), TransportError after ATTEMPTS failures in a row (unreachable,
+    cut off, 429 or 5xx), ManagerError (ERR_UNKNOWN_MESSAGE, ERR_NO_ATTACHMENT)."""
     if not overwrite and os.path.lexists(path):
         raise FileExistsError(f"{path} exists")
     temporary = path + ".coords-part"
@@ -196,9 +196,13 @@ def save_file(app: "App", message_id: str, path: str, *, overwrite: bool = False
             while True:
                 request, maximum = download.request()
                 before = download.progress()[0]
+                def head(status: int, headers: http.client.HTTPMessage) -> None:
+                    if status == 429 or status >= 500:
+                        raise RelayUnreachable(f"the relay answered {status}")  # busy or restarting: tried again
+                    download.check(status)
+
                 try:
-                    _exchange(request, maximum, lambda status, headers: download.check(status), download.take, CONNECT_TIMEOUT,
-                              IDLE_TIMEOUT, 3600.0)
+                    _exchange(request, maximum, head, download.take, CONNECT_TIMEOUT, IDLE_TIMEOUT, 3600.0)
                 except AnswerTooLarge:
                     raise
                 except TransportError:

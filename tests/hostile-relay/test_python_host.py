@@ -20,7 +20,7 @@ os.environ.setdefault("COORDSCORE_LIB", os.path.join(ROOT, ".build", "debug", "l
 
 import coordscore as cc  # noqa: E402
 from coordscore import transport  # noqa: E402
-from hostile_relay import HostileRelay, answer, endless_body, silent, slow_body  # noqa: E402
+from hostile_relay import HostileRelay, answer, endless_body, response, send_all, silent, slow_body  # noqa: E402
 
 
 @pytest.fixture
@@ -118,3 +118,54 @@ def test_wrong_types_and_urls_are_refused_before_any_io():
         transport.send(cc.Request("ftp://x/", "GET", {}, ""))
     with pytest.raises(transport.RelayUnreachable, match="cannot reach"):
         transport.send(cc.Request("http://127.0.0.1:9/api/version", "GET", {}, ""))
+
+
+
+def test_a_file_from_a_hostile_relay_is_refused_and_a_busy_one_is_waited_out(relay, tmp_path, monkeypatch):
+    """Pia sends Bob a file through the scripted relay (honest upload); Bob's save_file is served
+    the object with a flipped byte, with trailing bytes, and a 503 before the honest answer: the
+    first two are refused and leave no file, the third is waited out and the file arrives whole."""
+    with cc.App(str(tmp_path / "pia"), passphrase="pia", keychain_cost="minimum") as pia, \
+            cc.App(str(tmp_path / "bob"), passphrase="bob", keychain_cost="minimum") as bob:
+        pia.create_identity("Pia", relay.url)
+        bob.create_identity("Bob", relay.url)
+        bob_id = pia.add_friend_link(bob.friend_link()).id
+        bob.add_friend_link(pia.friend_link())
+        relay.calm()
+        source = tmp_path / "note.bin"
+        source.write_bytes(os.urandom(150_000))
+        sent = transport.send_file(pia, bob_id, str(source), "application/octet-stream")
+        assert transport.send(sent.request).status == 202
+        packets = [json.loads(r.body) for r in relay.received("POST", "/v1/relay/messages") if r.path == "/v1/relay/messages"]
+        relay.attack("GET", "/v1/relay/messages", answer(200, {"packets": packets}))
+        received = bob.process_messages(transport.send(bob.prepare_message_fetch()).body).received
+        assert [m.file.name for m in received if m.file] == ["note.bin"]
+        relay.calm()
+        oid = sent.message.file.object
+        good = relay.objects[oid]
+        monkeypatch.setattr(transport, "_pause", lambda failures: 0.0)
+        target = tmp_path / "copy.bin"
+
+        flipped = bytearray(good)
+        flipped[100] ^= 1
+        relay.attack("GET", f"/v1/relay/objects/{oid}", answer(200, bytes(flipped)))
+        with pytest.raises(cc.WireError) as refused:
+            transport.save_file(bob, sent.message.id, str(target))
+        assert refused.value.code == cc.ERR_BAD_CHUNK
+        relay.attack("GET", f"/v1/relay/objects/{oid}", answer(200, good + b"extra"))
+        with pytest.raises(transport.AnswerTooLarge):
+            transport.save_file(bob, sent.message.id, str(target))
+        assert sorted(os.listdir(tmp_path)) == ["bob", "note.bin", "pia"]
+
+        busy = []
+
+        def busy_once(sock, request, relay_):
+            if not busy:
+                busy.append(True)
+                send_all(sock, response(503, {"error": "unavailable", "message": "restarting"}))
+            else:
+                send_all(sock, response(200, good))
+
+        relay.attack("GET", f"/v1/relay/objects/{oid}", busy_once)
+        transport.save_file(bob, sent.message.id, str(target))
+        assert busy and target.read_bytes() == source.read_bytes()
