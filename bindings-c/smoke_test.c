@@ -831,6 +831,31 @@ static void deliver(CoordsApp *to, const CoordsBuffer *queued, CoordsBuffer *jso
     EXPECT(COORDS_OK, coords_messages_process_fetch_response(to, (const uint8_t *)packets, strlen(packets), json, &e_));
     free(packets);
 }
+/* Alice and Bob in `dir` (apps opened, identities on https://relay.test, friends both ways);
+ * their ids in alice_id and bob_id (64 bytes each). */
+static void open_friends(const char *dir, CoordsApp **alice, CoordsApp **bob, char *alice_id, char *bob_id) {
+    char alice_dir[128], bob_dir[128];
+    snprintf(alice_dir, sizeof alice_dir, "%s/alice", dir);
+    snprintf(bob_dir, sizeof bob_dir, "%s/bob", dir);
+    const char *options = "{\"passphrase\":\"pw\",\"keychain_cost\":\"minimum\",\"durability\":\"no_sync\"}";
+    EXPECT(COORDS_OK, coords_app_open(alice_dir, options, alice, &e_));
+    EXPECT(COORDS_OK, coords_app_open(bob_dir, options, bob, &e_));
+    CoordsBuffer id = {NULL, 0}, json = {NULL, 0}, link = {NULL, 0};
+    EXPECT(COORDS_OK, coords_wallet_create_identity(*alice, "Alice", "https://relay.test", &id, &e_));
+    if (id.data) snprintf(alice_id, 64, "%s", (const char *)id.data);
+    coords_buffer_free(&id);
+    EXPECT(COORDS_OK, coords_wallet_create_identity(*bob, "Bob", "https://relay.test", &id, &e_));
+    if (id.data) snprintf(bob_id, 64, "%s", (const char *)id.data);
+    coords_buffer_free(&id);
+    EXPECT(COORDS_OK, coords_wallet_friend_link(*bob, &link, &e_));
+    EXPECT(COORDS_OK, coords_friends_add_link(*alice, (const char *)link.data, &json, &e_));
+    coords_buffer_free(&json);
+    coords_buffer_free(&link);
+    EXPECT(COORDS_OK, coords_wallet_friend_link(*alice, &link, &e_));
+    EXPECT(COORDS_OK, coords_friends_add_link(*bob, (const char *)link.data, &json, &e_));
+    coords_buffer_free(&json);
+    coords_buffer_free(&link);
+}
 
 /* The answer an honest relay gives to an object PUT (`request` its Request JSON), after keeping
  * its body in `stored` (capacity bytes). */
@@ -859,30 +884,12 @@ static void object_answer(const CoordsBuffer *request, uint8_t *stored, size_t c
 static void test_files(void) {
     char dir[] = "/tmp/coords-c-files-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
-    char alice_dir[128], bob_dir[128], source[128], target[128];
-    snprintf(alice_dir, sizeof alice_dir, "%s/alice", dir);
-    snprintf(bob_dir, sizeof bob_dir, "%s/bob", dir);
+    char source[128], target[128], alice_id[64] = {0}, bob_id[64] = {0};
     snprintf(source, sizeof source, "%s/map.png", dir);
     snprintf(target, sizeof target, "%s/copy.png", dir);
-    const char *options = "{\"passphrase\":\"pw\",\"keychain_cost\":\"minimum\",\"durability\":\"no_sync\"}";
     CoordsApp *alice = NULL, *bob = NULL;
-    EXPECT(COORDS_OK, coords_app_open(alice_dir, options, &alice, &e_));
-    EXPECT(COORDS_OK, coords_app_open(bob_dir, options, &bob, &e_));
-    CoordsBuffer id = {NULL, 0}, json = {NULL, 0}, link = {NULL, 0}, request = {NULL, 0}, sent = {NULL, 0};
-    char bob_id[64] = {0};
-    EXPECT(COORDS_OK, coords_wallet_create_identity(alice, "Alice", "https://relay.test", &id, &e_));
-    coords_buffer_free(&id);
-    EXPECT(COORDS_OK, coords_wallet_create_identity(bob, "Bob", "https://relay.test", &id, &e_));
-    if (id.data) snprintf(bob_id, sizeof bob_id, "%s", (const char *)id.data);
-    coords_buffer_free(&id);
-    EXPECT(COORDS_OK, coords_wallet_friend_link(bob, &link, &e_));
-    EXPECT(COORDS_OK, coords_friends_add_link(alice, (const char *)link.data, &json, &e_));
-    coords_buffer_free(&json);
-    coords_buffer_free(&link);
-    EXPECT(COORDS_OK, coords_wallet_friend_link(alice, &link, &e_));
-    EXPECT(COORDS_OK, coords_friends_add_link(bob, (const char *)link.data, &json, &e_));
-    coords_buffer_free(&json);
-    coords_buffer_free(&link);
+    open_friends(dir, &alice, &bob, alice_id, bob_id);
+    CoordsBuffer json = {NULL, 0}, request = {NULL, 0}, sent = {NULL, 0};
 
     enum { SIZE = 150000, STORED = SIZE + 3 * 16 };
     static uint8_t file[SIZE], stored[STORED + 16];
@@ -999,29 +1006,10 @@ static void test_files(void) {
 static void test_groups(void) {
     char dir[] = "/tmp/coords-c-groups-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
-    char alice_dir[128], bob_dir[128];
-    snprintf(alice_dir, sizeof alice_dir, "%s/alice", dir);
-    snprintf(bob_dir, sizeof bob_dir, "%s/bob", dir);
-    const char *options = "{\"passphrase\":\"pw\",\"keychain_cost\":\"minimum\",\"durability\":\"no_sync\"}";
     CoordsApp *alice = NULL, *bob = NULL;
-    EXPECT(COORDS_OK, coords_app_open(alice_dir, options, &alice, &e_));
-    EXPECT(COORDS_OK, coords_app_open(bob_dir, options, &bob, &e_));
-    CoordsBuffer id = {NULL, 0}, json = {NULL, 0}, change = {NULL, 0}, link = {NULL, 0};
-    EXPECT(COORDS_OK, coords_wallet_create_identity(alice, "Alice", "https://relay.test", &id, &e_));
     char alice_id[64] = {0}, bob_id[64] = {0}, stranger_id[64];
-    if (id.data) snprintf(alice_id, sizeof alice_id, "%s", (const char *)id.data);
-    coords_buffer_free(&id);
-    EXPECT(COORDS_OK, coords_wallet_create_identity(bob, "Bob", "https://relay.test", &id, &e_));
-    if (id.data) snprintf(bob_id, sizeof bob_id, "%s", (const char *)id.data);
-    coords_buffer_free(&id);
-    EXPECT(COORDS_OK, coords_wallet_friend_link(bob, &link, &e_));
-    EXPECT(COORDS_OK, coords_friends_add_link(alice, (const char *)link.data, &json, &e_));
-    coords_buffer_free(&json);
-    coords_buffer_free(&link);
-    EXPECT(COORDS_OK, coords_wallet_friend_link(alice, &link, &e_));
-    EXPECT(COORDS_OK, coords_friends_add_link(bob, (const char *)link.data, &json, &e_));
-    coords_buffer_free(&json);
-    coords_buffer_free(&link);
+    open_friends(dir, &alice, &bob, alice_id, bob_id);
+    CoordsBuffer json = {NULL, 0}, change = {NULL, 0};
     uint8_t stranger_seed[32], stranger_pub[32];
     EXPECT(COORDS_OK, coords_identity_generate(stranger_seed, stranger_pub, &e_));
     base64url(stranger_pub, 32, stranger_id);

@@ -131,22 +131,30 @@ public func ffiUploadProgress(_ handle: Handle, _ sentOut: UnsafeMutablePointer<
     }
 }
 
-@_cdecl("coords_upload_send")
-public func ffiUploadSend(
-    _ handle: Handle, _ friendID: CString, _ type: CString, _ name: CString, _ caption: CString, _ sentOut: BufferOut, _ error: ErrorOut
+/// The arguments of an announcement (`coords_upload_send` and `_send_group`): the target, the
+/// type, the name and the caption; the upload; and the buffer for the answer.
+private func announcing(
+    _ handle: Handle, _ target: CString, _ targetName: String, _ type: CString, _ name: CString, _ caption: CString, _ sentOut: BufferOut,
+    _ error: ErrorOut, _ body: (CoordsCore.CoordsApp, ObjectUpload, String, String, String, String) throws -> JSONValue
 ) -> Int32 {
     exported(error) {
         let out = try Argument.buffer(sentOut, "sent_json_out")
         let state = try uploads.get(handle, "upload")
-        let friend = try Argument.string(friendID, "friend_id")
+        let to = try Argument.string(target, targetName)
         let mediaType = try Argument.string(type, "type")
         let fileName = try Argument.optionalString(name, "name") ?? ""
         let text = try Argument.optionalString(caption, "caption") ?? ""
-        let upload = state.upload.withLock { $0 }
-        let app = state.app
-        let sent = try blocking { try await app.messages.sendFile(upload, type: mediaType, name: fileName, caption: text, to: friend) }
-        try JSONValue.object(["message": Record.message(sent.message), "request": sent.request.json, "outbox_id": .integer(sent.outboxID)])
-            .write(to: out)
+        try body(state.app, state.upload.withLock { $0 }, to, mediaType, fileName, text).write(to: out)
+    }
+}
+
+@_cdecl("coords_upload_send")
+public func ffiUploadSend(
+    _ handle: Handle, _ friendID: CString, _ type: CString, _ name: CString, _ caption: CString, _ sentOut: BufferOut, _ error: ErrorOut
+) -> Int32 {
+    announcing(handle, friendID, "friend_id", type, name, caption, sentOut, error) { app, upload, friend, type, name, caption in
+        let sent = try blocking { try await app.messages.sendFile(upload, type: type, name: name, caption: caption, to: friend) }
+        return .object(["message": Record.message(sent.message), "request": sent.request.json, "outbox_id": .integer(sent.outboxID)])
     }
 }
 
@@ -154,20 +162,12 @@ public func ffiUploadSend(
 public func ffiUploadSendGroup(
     _ handle: Handle, _ groupID: CString, _ type: CString, _ name: CString, _ caption: CString, _ sentOut: BufferOut, _ error: ErrorOut
 ) -> Int32 {
-    exported(error) {
-        let out = try Argument.buffer(sentOut, "sent_json_out")
-        let state = try uploads.get(handle, "upload")
-        let group = try Argument.string(groupID, "group")
-        let mediaType = try Argument.string(type, "type")
-        let fileName = try Argument.optionalString(name, "name") ?? ""
-        let text = try Argument.optionalString(caption, "caption") ?? ""
-        let upload = state.upload.withLock { $0 }
-        let app = state.app
-        let sent = try blocking { try await app.groups.sendFile(upload, type: mediaType, name: fileName, caption: text, to: group) }
-        try JSONValue.object([
+    announcing(handle, groupID, "group", type, name, caption, sentOut, error) { app, upload, group, type, name, caption in
+        let sent = try blocking { try await app.groups.sendFile(upload, type: type, name: name, caption: caption, to: group) }
+        return .object([
             "message": Record.message(sent.message), "queued": .array(sent.queued.map(Record.outboxEntry)),
             "unreachable": .array(sent.unreachable.map { .string($0) })
-        ]).write(to: out)
+        ])
     }
 }
 

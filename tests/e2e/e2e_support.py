@@ -158,3 +158,17 @@ def alice_and_bob(env, tmp_path, server, friends=True):
     if friends:
         befriend(env, alice, bob)
     return alice, bob
+
+
+def all_friends(env, tmp_path, server, names):
+    """Initialises a home per name under tmp_path on `server` (named with a capital) and makes
+    every two of them friends; returns {name: home}."""
+    homes = {name: tmp_path / name for name in names}
+    for name, home in homes.items():
+        coords(env, home, "init", "--server", server, "--name", name.capitalize())
+    links = {name: data(env, home, "whoami")["link"] for name, home in homes.items()}
+    for a in homes:
+        for b in homes:
+            if a != b:
+                data(env, homes[a], "add", links[b])
+    return homes

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from e2e_support import BIN, ROOT, Relay, alice_and_bob, coords, data, free_port, passphrase_env
+from e2e_support import BIN, ROOT, Relay, alice_and_bob, all_friends, coords, data, free_port, passphrase_env
 
 sys.path.insert(0, os.path.join(ROOT, "python"))
 os.environ.setdefault("COORDSCORE_LIB", os.path.join(ROOT, ".build", "debug", "libcoordscore.so"))
@@ -113,14 +113,7 @@ def test_a_file_goes_to_a_friend_and_is_saved_byte_for_byte(tmp_path, store):
 def test_a_file_goes_to_a_group_once_and_every_member_saves_it(tmp_path):
     env = passphrase_env()
     with Relay(str(tmp_path / "relay"), args=["--memory"] + NO_LIMITS) as relay:
-        homes = {name: tmp_path / name for name in ["alice", "bob", "carol"]}
-        for name, home in homes.items():
-            coords(env, home, "init", "--server", relay.url, "--name", name.capitalize())
-        links = {name: data(env, home, "whoami")["link"] for name, home in homes.items()}
-        for a in homes:
-            for b in homes:
-                if a != b:
-                    data(env, homes[a], "add", links[b])
+        homes = all_friends(env, tmp_path, relay.url, ["alice", "bob", "carol"])
         data(env, homes["alice"], "group", "create", "Trip", "Bob", "Carol")
         for name in ["bob", "carol"]:
             coords(env, homes[name], "inbox")

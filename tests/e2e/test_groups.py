@@ -16,7 +16,7 @@ os.environ.setdefault("COORDSCORE_LIB", os.path.join(ROOT, ".build", "debug", "l
 
 import coordscore as cc  # noqa: E402
 from coordscore import transport  # noqa: E402
-from e2e_support import Relay, coords, data, free_port, passphrase_env  # noqa: E402
+from e2e_support import Relay, all_friends, coords, data, free_port, passphrase_env  # noqa: E402
 
 FAST = {"keychain_cost": "minimum", "backup_cost": "minimum", "durability": "no_sync"}
 PG = os.path.join(ROOT, "scripts", "pg-test-server.sh")
@@ -46,14 +46,7 @@ def relay(request, tmp_path):
 
 def test_three_homes_create_talk_and_two_admins_at_once_agree(relay, tmp_path):
     env = passphrase_env()
-    homes = {name: tmp_path / name for name in ["alice", "bob", "carol"]}
-    for name, home in homes.items():
-        coords(env, home, "init", "--server", relay.url, "--name", name.capitalize())
-    links = {name: data(env, home, "whoami")["link"] for name, home in homes.items()}
-    for a in homes:
-        for b in homes:
-            if a != b:
-                data(env, homes[a], "add", links[b])
+    homes = all_friends(env, tmp_path, relay.url, ["alice", "bob", "carol"])
 
     created = data(env, homes["alice"], "group", "create", "Porto", "Bob", "Carol")
     assert created["group"]["is_admin"] and len(created["group"]["members"]) == 3 and created["queued"] == 0

@@ -59,16 +59,7 @@ extension MessagesManager {
         }
         let attachment = try upload.attachment(type: type, name: name)
         let id = try Envelope.newUUID(using: context.random)
-        let payload = attachment.payload(id: id, caption: caption, sentAt: context.clock.now())
-        let (stored, request) = try reconciler.write(context.database) { tx, messages -> (MessageRecord, PreparedRequest) in
-            var (message, request) = try seal(tx, payload, to: friendID)
-            message.disappearsAt = try Self.disappearance(tx, peer: message.peer, storedAt: message.storedAt)
-            try Self.store(message, tx)
-            messages.append(.messageQueued(message))
-            return (message, request)
-        }
-        let outboxID = try await outbox.enqueue(kind: .message, request: request, reference: id)
-        return SentMessage(message: stored, request: request, outboxID: outboxID)
+        return try await queue(attachment.payload(id: id, caption: caption, sentAt: context.clock.now()), to: friendID)
     }
 
     /// The stored 1:1 message `id` (a lowercase UUID), or nil when there is none or its

@@ -185,15 +185,21 @@ public actor MessagesManager {
             throw MessagesManagerError.messageTooLong(bytes: text.utf8.count, maximum: Self.maximumTextBytes)
         }
         let id = try Envelope.newUUID(using: context.random)
+        return try await queue(MessagePayload(kind: "text", id: id, text: text, sentAt: context.clock.now()), to: friendID)
+    }
+
+    /// Seals `payload` for a friend, stores it (status `queued`, with the conversation's
+    /// disappearing timer) and queues the request.
+    func queue(_ payload: MessagePayload, to friendID: String) async throws -> SentMessage {
         // Sealed in the transaction that stores it: a session advances only with the message it sent (§10.10).
         let (stored, request) = try reconciler.write(context.database) { tx, messages -> (MessageRecord, PreparedRequest) in
-            var (message, request) = try seal(tx, MessagePayload(kind: "text", id: id, text: text, sentAt: context.clock.now()), to: friendID)
+            var (message, request) = try seal(tx, payload, to: friendID)
             message.disappearsAt = try Self.disappearance(tx, peer: message.peer, storedAt: message.storedAt)
             try Self.store(message, tx)
             messages.append(.messageQueued(message))
             return (message, request)
         }
-        let outboxID = try await outbox.enqueue(kind: .message, request: request, reference: id)
+        let outboxID = try await outbox.enqueue(kind: .message, request: request, reference: payload.id)
         return SentMessage(message: stored, request: request, outboxID: outboxID)
     }
 
