@@ -27,7 +27,7 @@ GENERATED := .build/generated
 SWIFT_FORMAT_PATHS := Package.swift Sources Tests Apps/Package.swift Apps/Sources Apps/Tests Apps/Plugins \
 	Fuzz/Package.swift Fuzz/Sources Benchmarks/Package.swift Benchmarks/Sources Benchmarks/Benchmarks
 FUZZ_TIME ?= 600
-FUZZ_TEST_TIME ?= 12
+FUZZ_TEST_TIME ?= 10
 
 .PHONY: bench-check format test-format man docs wheel test-wheel test-docs install install-lib install-tools uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
 
