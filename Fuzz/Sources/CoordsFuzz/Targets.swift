@@ -425,7 +425,16 @@ func relayBody(_ body: [UInt8], _ route: @escaping @Sendable (RelayService) -> @
         if checkable { check(!location.redacted.contains(secret), "the redacted URL shows the password") }
     } catch {
         check(error is RelayStoreError, "a URL refusal is a RelayStoreError")
-        if checkable { check(!"\(error)".contains(secret), "a URL refusal shows the password") }
+        // A refusal's own words may contain the password's text ("postgres" in "must start with
+        // postgres://"): the same URL with the password masked shows which words are the message's.
+        if checkable {
+            let mask = String(repeating: secret.first == "a" ? "b" : "a", count: secret.count)
+            var template = ""
+            do { _ = try PostgresLocation(url: url.replacingOccurrences(of: String(secret), with: mask), environmentPassword: "env") } catch {
+                template = "\(error)"
+            }
+            if !template.contains(secret) { check(!"\(error)".contains(secret), "a URL refusal shows the password") }
+        }
     }
 }
 
