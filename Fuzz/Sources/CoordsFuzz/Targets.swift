@@ -430,7 +430,9 @@ func relayBody(_ body: [UInt8], _ route: @escaping @Sendable (RelayService) -> @
         if checkable {
             let mask = String(repeating: secret.first == "a" ? "b" : "a", count: secret.count)
             var template = ""
-            do { _ = try PostgresLocation(url: url.replacingOccurrences(of: String(secret), with: mask), environmentPassword: "env") } catch {
+            // (components, not replacingOccurrences: Foundation's replace traps on text with NUL characters)
+            let masked = url.components(separatedBy: String(secret)).joined(separator: mask)
+            do { _ = try PostgresLocation(url: masked, environmentPassword: "env") } catch {
                 template = "\(error)"
             }
             if !template.contains(secret) { check(!"\(error)".contains(secret), "a URL refusal shows the password") }
