@@ -75,7 +75,8 @@ public func ffiUploadNext(_ handle: Handle, _ moreOut: UnsafeMutablePointer<Int3
             var done = 0
             while done < need.count {
                 guard let offset = off_t(exactly: need.offset.addingSaturating(UInt64(done))) else { throw FFIError.invalid("the file is too large") }
-                let n = plaintext.withUnsafeMutableBytes { pread(state.fd, $0.baseAddress?.advanced(by: done), need.count - done, offset) }  // done < need.count (the loop condition): no underflow
+                // done < need.count (the loop condition): no underflow
+                let n = plaintext.withUnsafeMutableBytes { pread(state.fd, $0.baseAddress?.advanced(by: done), need.count - done, offset) }
                 if n < 0, errno == EINTR { continue }
                 guard n >= 0 else { throw FFIError.file("reading the file failed") }
                 guard n > 0 else { throw FFIError(code: COORDS_ERR_FILE_IO, message: "the file became shorter while it was being sent") }
@@ -223,7 +224,8 @@ public func ffiDownloadTake(_ handle: Handle, _ bytes: UnsafePointer<UInt8>?, _ 
         }
         var done = 0
         while done < plaintext.count {
-            let n = plaintext.withUnsafeBytes { write(state.fd, $0.baseAddress?.advanced(by: done), plaintext.count - done) }  // done < plaintext.count: no underflow
+            // done < plaintext.count: no underflow
+            let n = plaintext.withUnsafeBytes { write(state.fd, $0.baseAddress?.advanced(by: done), plaintext.count - done) }
             if n < 0, errno == EINTR { continue }
             guard n > 0 else { throw FFIError.file("writing the file failed") }
             done += n
