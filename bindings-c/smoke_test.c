@@ -966,8 +966,18 @@ static void test_files(void) {
         EXPECT(COORDS_OK, coords_download_request(download, &request, &max, &e_));
         CHECK(contains(&request, "\"method\":\"GET\"") && max == STORED);
         coords_buffer_free(&request);
-        EXPECT(COORDS_ERR_OBJECT_MISMATCH, coords_download_check(download, 404, &e_));
-        EXPECT(COORDS_OK, coords_download_check(download, 200, &e_));
+        wait = 99;
+        EXPECT(COORDS_ERR_OBJECT_MISMATCH, coords_download_check(download, 404, NULL, &wait, &e_));
+        EXPECT(COORDS_ERR_OBJECT_MISMATCH, coords_download_check(download, 206, NULL, &wait, &e_)); /* a range nobody asked for */
+        EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_download_check(download, 200, NULL, NULL, &e_));
+        EXPECT(COORDS_OK, coords_download_check(download, 503, "17", &wait, &e_));
+        CHECK(wait == 17);
+        EXPECT(COORDS_OK, coords_download_check(download, 429, "a week", &wait, &e_));
+        CHECK(wait == 5);
+        EXPECT(COORDS_OK, coords_download_check(download, 500, "86400", &wait, &e_));
+        CHECK(wait == 3600);
+        EXPECT(COORDS_OK, coords_download_check(download, 200, NULL, &wait, &e_));
+        CHECK(wait == 0);
         if (attempt == 0) stored[70000] ^= 1;
         int32_t rc = COORDS_OK;
         for (size_t at = 0; at < STORED && rc == COORDS_OK; at += 10000) {
@@ -994,7 +1004,7 @@ static void test_files(void) {
     fd = open(target, O_RDONLY);
     CHECK(fd >= 0 && read(fd, copy, sizeof copy) == SIZE && memcmp(copy, file, SIZE) == 0);
     close(fd);
-    EXPECT(COORDS_ERR_INVALID_HANDLE, coords_download_check(download, 200, &e_));
+    EXPECT(COORDS_ERR_INVALID_HANDLE, coords_download_check(download, 200, NULL, &wait, &e_));
     coords_download_free(NULL);
     coords_app_close(alice, NULL);
     coords_app_close(bob, NULL);

@@ -808,7 +808,8 @@ int32_t coords_messages_sweep_expired(CoordsApp *app, CoordsBuffer *ids_json_out
  *   coords_upload_send(up, friend_id, "image/jpeg", "harbour.jpg", "caption", &sent); coords_upload_free(up);
  *
  *   coords_download_begin(app, message_id, tmp_fd, &down)
- *   do { coords_download_request(down, &req, &max); send req; coords_download_check(down, status);
+ *   do { coords_download_request(down, &req, &max); send req;
+ *        coords_download_check(down, status, retry_after_header, &wait); if (wait) { sleep(wait); continue; }
  *        for each piece of the body (at most max bytes): coords_download_take(down, piece, n);
  *        coords_download_finish(down, &complete); } while (!complete);   then rename tmp into place
  *   on any error: remove the temporary file; coords_download_free(down). */
@@ -871,9 +872,14 @@ int32_t coords_download_begin(CoordsApp *app, const char *message_id, int32_t fd
 int32_t coords_download_request(CoordsDownload *download, CoordsBuffer *request_json_out, uint64_t *max_bytes_out,
                                 CoordsError *out_error);
 
-/* Checks the answer's status before reading its body. Errors: OBJECT_MISMATCH (404: no longer on
- * the relay; a 200 to a range request; any other status), INVALID_HANDLE. */
-int32_t coords_download_check(CoordsDownload *download, int32_t status, CoordsError *out_error);
+/* Checks the answer's status before reading its body (`retry_after` its Retry-After header or
+ * NULL). Writes 0 to *retry_after_seconds_out when the host reads the body next; else (429, 5xx)
+ * the seconds (1..3600) to wait before sending coords_download_request's GET again, without
+ * reading this body. The host decides how many such answers in a row it accepts. Errors:
+ * OBJECT_MISMATCH (404: no longer on the relay; a 200 to a range request; any other status),
+ * INVALID_HANDLE, NULL_ARGUMENT. */
+int32_t coords_download_check(CoordsDownload *download, int32_t status, const char *retry_after,
+                              uint64_t *retry_after_seconds_out, CoordsError *out_error);
 
 /* The next bytes of the answer's body (any length): the chunks they complete are opened and
  * written to fd. Errors: BAD_CHUNK (changed, moved or someone else's bytes), OBJECT_MISMATCH

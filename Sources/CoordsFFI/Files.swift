@@ -205,9 +205,15 @@ public func ffiDownloadRequest(_ handle: Handle, _ requestOut: BufferOut, _ maxi
 }
 
 @_cdecl("coords_download_check")
-public func ffiDownloadCheck(_ handle: Handle, _ status: Int32, _ error: ErrorOut) -> Int32 {
+public func ffiDownloadCheck(
+    _ handle: Handle, _ status: Int32, _ retryAfter: CString, _ waitOut: UnsafeMutablePointer<UInt64>?, _ error: ErrorOut
+) -> Int32 {
     exported(error) {
-        try downloads.get(handle, "download").download.withLock { try $0.check(status: Int(status)) }
+        let wait = try Argument.output(waitOut, "retry_after_seconds_out")
+        wait.pointee = 0
+        let header = try Argument.optionalString(retryAfter, "retry_after")
+        let answer = try downloads.get(handle, "download").download.withLock { try $0.check(status: Int(status), retryAfter: header) }
+        if case .retry(let seconds) = answer { wait.pointee = seconds }
     }
 }
 

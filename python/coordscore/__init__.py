@@ -392,7 +392,7 @@ _SIGNATURES = [
     ("coords_upload_free", None, [c_void_p]),
     ("coords_download_begin", c_int32, [_APP, c_char_p, c_int32, POINTER(c_void_p), _ERR]),
     ("coords_download_request", c_int32, [c_void_p, _BUF, POINTER(c_uint64), _ERR]),
-    ("coords_download_check", c_int32, [c_void_p, c_int32, _ERR]),
+    ("coords_download_check", c_int32, [c_void_p, c_int32, c_char_p, POINTER(c_uint64), _ERR]),
     ("coords_download_take", c_int32, [c_void_p, _U8, c_size_t, _ERR]),
     ("coords_download_progress", c_int32, [c_void_p, POINTER(c_uint64), POINTER(c_uint64), _ERR]),
     ("coords_download_finish", c_int32, [c_void_p, POINTER(c_int32), _ERR]),
@@ -1359,10 +1359,15 @@ class FileDownload(_NativeHandle):
             raise
         return Request.from_json(json.loads(_take(buffer).decode("utf-8"))), maximum.value
 
-    def check(self, status: int) -> None:
-        """Checks the answer's status before its body. Raises WireError (ERR_OBJECT_MISMATCH: 404
-        gone, a 200 to a range, another status)."""
-        _call(lib.coords_download_check, self.handle, int(status))
+    def check(self, status: int, retry_after: Optional[str] = None) -> int:
+        """Checks the answer's status (and its Retry-After header, or None) before its body.
+        Returns 0 when the body is to be read next through take(); else (429, 5xx) the seconds
+        (1..3600) to wait before sending request() again, without reading this body. Raises
+        WireError (ERR_OBJECT_MISMATCH: 404 gone, a 200 to a range, another status)."""
+        wait = c_uint64(0)
+        _call(lib.coords_download_check, self.handle, int(status),
+              None if retry_after is None else _utf8(retry_after, "retry_after"), byref(wait))
+        return wait.value
 
     def take(self, data: bytes) -> None:
         """The next bytes of the answer's body. Raises WireError (ERR_BAD_CHUNK,

@@ -134,6 +134,15 @@ ATTEMPTS = 14
 five minutes, long enough for a relay to restart)."""
 
 
+class _Busy(TransportError):
+    """A 429 or 5xx answer to a download: the core says to wait `wait` seconds and ask again."""
+
+    def __init__(self, status: int, wait: int) -> None:
+        super().__init__(f"the relay answered {status}")
+        self.status = status
+        self.wait = wait
+
+
 def _pause(failures: int) -> float:
     return float(min(30, 1 << min(max(failures - 1, 0), 5)))
 
@@ -197,14 +206,20 @@ def save_file(app: "App", message_id: str, path: str, *, overwrite: bool = False
                 request, maximum = download.request()
                 before = download.progress()[0]
                 def head(status: int, headers: http.client.HTTPMessage) -> None:
-                    if status == 429 or status >= 500:
-                        raise RelayUnreachable(f"the relay answered {status}")  # busy or restarting: tried again
-                    download.check(status)
+                    wait = download.check(status, headers.get("Retry-After"))
+                    if wait:
+                        raise _Busy(status, wait)  # the core's decision: this body is not read
 
                 try:
                     _exchange(request, maximum, head, download.take, CONNECT_TIMEOUT, IDLE_TIMEOUT, 3600.0)
                 except AnswerTooLarge:
                     raise
+                except _Busy as busy:
+                    failures += 1
+                    if failures >= ATTEMPTS:
+                        raise RelayUnreachable(f"the relay kept answering {busy.status}") from busy
+                    time.sleep(busy.wait)
+                    continue
                 except TransportError:
                     pass  # chunks opened before the break stay; the next request resumes after them
                 if download.finish():

@@ -508,9 +508,14 @@ def test_a_wrong_cut_reordered_altered_oversized_or_endless_file_is_refused_and_
     refused(answer(200, good + b"more", octet), "more than the 153648 bytes asked for")
     refused(endless_body(), "chunk 0 of the attachment does not open")  # refused at its first chunk, long before any limit
     refused(answer(404, {"error": "no_object", "message": "\x1b[31mgone\x1b[0m"}), "no longer on the relay")
-    # Honest again: the file arrives whole.
-    ok(bob, "save", sent["id"], str(target))
-    assert target.read_bytes() == photo.read_bytes()
+    refused(answer(403, {"error": "forbidden", "message": "\x1b[2Jno"}), "the relay refused to hand out the file (403 forbidden)")
+    # Busy once (the core says: wait the relay's Retry-After, then ask again), then honest: the file arrives whole.
+    busy = [response(503, {"error": "unavailable"}, [("Retry-After", "1")])]
+    relay.attack("GET", path, lambda sock, request, relay_: send_all(sock, busy.pop() if busy else response(200, good, octet)))
+    result, seconds = coords(bob, "save", sent["id"], str(target))
+    relay.calm()
+    assert result.returncode == 0 and "the relay is busy (503); trying again in 1 s" in result.stderr, result.stderr
+    assert not busy and 1 <= seconds < 30 and target.read_bytes() == photo.read_bytes()
 
 
 def test_wrong_upload_answers_send_no_message(relay, homes, tmp_path):

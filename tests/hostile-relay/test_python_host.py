@@ -123,8 +123,9 @@ def test_wrong_types_and_urls_are_refused_before_any_io():
 
 def test_a_file_from_a_hostile_relay_is_refused_and_a_busy_one_is_waited_out(relay, tmp_path, monkeypatch):
     """Pia sends Bob a file through the scripted relay (honest upload); Bob's save_file is served
-    the object with a flipped byte, with trailing bytes, and a 503 before the honest answer: the
-    first two are refused and leave no file, the third is waited out and the file arrives whole."""
+    the object with a flipped byte, with trailing bytes, busy answers (503, 429, 502) before the
+    honest answer, and busy answers without end: the first two are refused and leave no file, the
+    third is waited out as the core says and the file arrives whole, the last gives up cleanly."""
     with cc.App(str(tmp_path / "pia"), passphrase="pia", keychain_cost="minimum") as pia, \
             cc.App(str(tmp_path / "bob"), passphrase="bob", keychain_cost="minimum") as bob:
         pia.create_identity("Pia", relay.url)
@@ -157,15 +158,24 @@ def test_a_file_from_a_hostile_relay_is_refused_and_a_busy_one_is_waited_out(rel
             transport.save_file(bob, sent.message.id, str(target))
         assert sorted(os.listdir(tmp_path)) == ["bob", "note.bin", "pia"]
 
-        busy = []
+        busy = [(503, [("Retry-After", "2")]), (429, [("Retry-After", "99999")]), (502, [])]
+        waits = []
 
-        def busy_once(sock, request, relay_):
-            if not busy:
-                busy.append(True)
-                send_all(sock, response(503, {"error": "unavailable", "message": "restarting"}))
+        def busy_first(sock, request, relay_):
+            if busy:
+                status, headers = busy.pop(0)
+                send_all(sock, response(status, {"error": "unavailable", "message": "restarting"}, headers))
             else:
                 send_all(sock, response(200, good))
 
-        relay.attack("GET", f"/v1/relay/objects/{oid}", busy_once)
+        relay.attack("GET", f"/v1/relay/objects/{oid}", busy_first)
+        monkeypatch.setattr(transport.time, "sleep", waits.append)
         transport.save_file(bob, sent.message.id, str(target))
-        assert busy and target.read_bytes() == source.read_bytes()
+        # The core's decision: the relay's Retry-After, at most an hour, 5 s when it gives none.
+        assert not busy and waits == [2, 3600, 5] and target.read_bytes() == source.read_bytes()
+
+        waits.clear()
+        relay.attack("GET", f"/v1/relay/objects/{oid}", answer(503, {"error": "unavailable"}, [("Retry-After", "1")]))
+        with pytest.raises(transport.RelayUnreachable, match="kept answering 503"):
+            transport.save_file(bob, sent.message.id, str(tmp_path / "never.bin"))
+        assert len(waits) == transport.ATTEMPTS - 1 and not (tmp_path / "never.bin.coords-part").exists()

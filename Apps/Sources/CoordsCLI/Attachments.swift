@@ -90,7 +90,7 @@ struct Save: SessionCommand {
             let result: HTTPResult
             do {
                 result = try await RelayHTTP.stream(
-                    request, limit: limit, onHead: { try state.check(status: $0) },
+                    request, limit: limit, onHead: { _ = try state.check(status: $0) },  // 200 or 206: the body, or a refusal
                     onBody: { buffer in
                         plaintext.removeAll(keepingCapacity: true)
                         try buffer.withUnsafeReadableBytes { try state.take($0, appendingTo: &plaintext) }
@@ -110,12 +110,15 @@ struct Save: SessionCommand {
             }
             if result.status != 200, result.status != 206 {
                 if result.status == 404 { throw CLIFailure("the file is no longer on the relay (it expired or its sender deleted it)") }
-                if result.status == 429 || result.status >= 500, failures + 1 < Transfer.attempts {
-                    failures += 1
-                    try await Task.sleep(for: .seconds(Transfer.pause(failures)))
-                    continue
+                // The core decides: 429 and 5xx are waited out for the relay's Retry-After; anything else is a refusal.
+                let answer = try? download.check(status: result.status, retryAfter: result.retryAfter)  // nil: refused, told below
+                guard case .retry(let seconds) = answer, failures + 1 < Transfer.attempts else {
+                    throw CLIFailure(RelayHTTP.refusal(result, action: "hand out the file"))
                 }
-                throw CLIFailure(RelayHTTP.refusal(result, action: "hand out the file"))
+                failures += 1
+                progress.note("the relay is busy (\(result.status)); trying again in \(seconds) s")
+                try await Task.sleep(for: .seconds(seconds))
+                continue
             }
             do { try download.finish() } catch let error as WireError {
                 if case .objectMismatch = error, download.received < download.storedSize {

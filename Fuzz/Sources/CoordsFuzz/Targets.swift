@@ -717,7 +717,13 @@ extension Fixture {
                 key: SecretBytes(copying: [UInt8](repeating: 2, count: 32)), expiresAt: 1))
     else { return }
     var opening = download
-    if (try? opening.check(status: status)) != nil { check(status == 200, "a fresh download accepts 200 alone") }
+    switch try? opening.check(status: status, retryAfter: String(decoding: body.prefix(24), as: UTF8.self)) {
+    case .body: check(status == 200, "a fresh download reads the body of a 200 alone")
+    case .retry(let seconds):
+        check(status == 429 || (500...599).contains(status), "only 429 and 5xx are retried")
+        check((1...3_600).contains(seconds), "a retry waits 1…3,600 s")
+    case nil: break
+    }
     var out: [UInt8] = []
     if (try? body.withUnsafeBytes { try opening.take($0, appendingTo: &out) }) != nil, (try? opening.finish()) != nil {
         check(false, "bytes under another digest opened")

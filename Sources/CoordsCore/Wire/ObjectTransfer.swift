@@ -243,15 +243,39 @@ public struct ObjectDownload: Sendable {
             url: try RelayAPI.endpoint(server: server, path: "/v1/relay/objects/" + opener.object.base64URL), method: "GET", headers: headers)
     }
 
+    /// What to do with an answer, judged by its status before its body is read.
+    public enum Answer: Sendable, Equatable {
+        /// Read the body through ``ObjectDownload/take(_:appendingTo:)``.
+        case body
+        /// Do not read the body: wait this many seconds (1…3,600), then send ``ObjectDownload/request()``
+        /// again. The relay is rate limiting (429) or in trouble (5xx); the host decides how many
+        /// such answers in a row it accepts.
+        case retry(after: UInt64)
+    }
+
     /// Checks the answer's status before its body: 200 when nothing was received yet, else 206
-    /// (a relay that answers 200 to a range would send the object from its start again).
+    /// (a relay that answers 200 to a range would send the object from its start again); 429 and
+    /// 5xx ask for a retry after the relay's `Retry-After` seconds (5 when it gives none or
+    /// something else than a number of seconds; at most 3,600).
+    /// - Parameters:
+    ///   - status: the answer's HTTP status.
+    ///   - retryAfter: its `Retry-After` header, if any.
+    /// - Returns: ``Answer/body`` or ``Answer/retry(after:)``.
     /// - Throws: ``WireError/objectMismatch(_:)``: 404 "no longer on the relay", or another status.
-    public func check(status: Int) throws {
+    public func check(status: Int, retryAfter: String? = nil) throws -> Answer {
         switch status {
-        case 200 where received == 0, 206 where received > 0: return
+        case 200 where received == 0, 206 where received > 0: return .body
         case 404: throw WireError.objectMismatch("the attachment is no longer on the relay (expired or deleted)")
+        case 429, 500...599: return .retry(after: Self.retryDelay(retryAfter))
         default: throw WireError.objectMismatch("the relay answered \(status) to the attachment download")
         }
+    }
+
+    /// Seconds to wait for a `Retry-After` header: its delta-seconds clamped to 1…3,600, else 5.
+    static func retryDelay(_ header: String?) -> UInt64 {
+        let words = header?.split(separator: " ") ?? []
+        guard words.count == 1, let seconds = UInt64(words[0]) else { return 5 }
+        return min(max(seconds, 1), 3_600)
     }
 
     /// The next bytes of the answer's body; returns the plaintext they complete (append it to the

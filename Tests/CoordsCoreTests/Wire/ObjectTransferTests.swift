@@ -117,16 +117,34 @@ import Testing
             object: sealer.object, size: 200_000, type: "image/jpeg", name: "a.jpg", digest: digest, key: Self.key, expiresAt: 2_000_000_000)
         var download = try ObjectDownload(server: "https://relay.example", file: attachment)
         #expect(try download.request().header("Range") == nil)
-        try download.check(status: 200)
+        #expect(try download.check(status: 200) == .body)
         #expect(throws: WireError.self) { try download.check(status: 206) }
         var out: [UInt8] = []
         try object.withUnsafeBytes { try download.take(UnsafeRawBufferPointer(rebasing: $0[..<70_000]), appendingTo: &out) }
         #expect(try download.request().header("Range") == "bytes=70000-")
         #expect(throws: WireError.self) { try download.check(status: 200) }  // the whole object again: refused
         #expect(throws: WireError.self) { try download.check(status: 404) }
-        try download.check(status: 206)
+        #expect(throws: WireError.self) { try download.check(status: 403) }
+        #expect(try download.check(status: 206) == .body)
         try object.withUnsafeBytes { try download.take(UnsafeRawBufferPointer(rebasing: $0[70_000...]), appendingTo: &out) }
         try download.finish()
         #expect(out == file)
+    }
+
+    @Test func aBusyRelayIsRetriedAfterItsRetryAfterWithinBounds() throws {
+        let attachment = try FileAttachment(
+            object: try ObjectID(bytes: [UInt8](repeating: 2, count: 16)), size: 10, type: "text/plain", name: "", digest: [UInt8](repeating: 0, count: 32),
+            key: Self.key, expiresAt: 2_000_000_000)
+        let download = try ObjectDownload(server: "https://relay.example", file: attachment)
+        #expect(try download.check(status: 429, retryAfter: "12") == .retry(after: 12))
+        #expect(try download.check(status: 503) == .retry(after: 5))
+        #expect(try download.check(status: 500, retryAfter: "0") == .retry(after: 1))  // never "now": 0 is "read the body" at the C ABI
+        #expect(try download.check(status: 502, retryAfter: "99999999999999999999") == .retry(after: 5))  // not a UInt64
+        #expect(try download.check(status: 503, retryAfter: "86400") == .retry(after: 3_600))
+        #expect(try download.check(status: 429, retryAfter: "Wed, 21 Oct 2026 07:28:00 GMT") == .retry(after: 5))
+        #expect(try download.check(status: 429, retryAfter: " 7 ") == .retry(after: 7))
+        #expect(try download.check(status: 429, retryAfter: "-3") == .retry(after: 5))
+        #expect(throws: WireError.self) { try download.check(status: 413) }
+        #expect(throws: WireError.self) { try download.check(status: 301) }
     }
 }
