@@ -11,11 +11,13 @@ two floors measured in the same run on the same bytes:
 
 The floor of an upload is the time C takes to seal plus the time curl takes to move the bytes
 (sealing then sending, done by the fastest tools); ours is `coords send --file` end to end
-(reading, sealing, signing, sending, the message). The same for a download (curl, then C
-opening). Also the peak RSS of each CLI process and of the relay (VmHWM). Writes JSON to the
-path given and prints a table.
+(reading, sealing, signing, sending, the message). The same for a download: curl, then C
+opening and writing the file durably (a write per chunk, one fsync), as `coords save` must. Each
+is the median of ROUNDS rounds, the rounds interleaving ours, C and curl (the machine's noise
+hits both sides alike). Also the peak RSS of each CLI process and of the relay (VmHWM). Writes
+JSON to the path given and prints a table.
 
-Usage: bench-attachments.py <out.json> [--size MiB] [--bin DIR] [--lib PATH]
+Usage: bench-attachments.py <out.json> [--size MiB] [--rounds N] [--bin DIR] [--lib PATH]
   --bin: where coords and coords-relay are (default Apps/.build/release)
   --lib: libcoordscore.so for preparing the curl parts (default .build/release)
 """
@@ -39,6 +41,7 @@ def option(name, default):
 
 
 SIZE = int(option("--size", "100")) * 1024 * 1024
+ROUNDS = int(option("--rounds", "3"))
 BIN = os.path.abspath(option("--bin", os.path.join(ROOT, "Apps", ".build", "release")))
 os.environ["COORDS_BIN_DIR"] = BIN
 os.environ["COORDSCORE_LIB"] = os.path.abspath(option("--lib", os.path.join(ROOT, ".build", "release", "libcoordscore.so")))
@@ -81,25 +84,34 @@ def c_seal(key, oid, file):
     return out.raw, digest.raw, time.perf_counter() - started
 
 
-def c_open(key, oid, sealed, digest):
-    """Opens what c_seal made, checking the digest; returns seconds."""
+def c_open(key, oid, sealed, digest, target):
+    """Opens what c_seal made, checking the digest, and writes the file to `target` durably
+    (write per chunk, fsync at the end: what `coords save` must do too); returns seconds."""
     out = ctypes.create_string_buffer(CHUNK)
     state = ctypes.create_string_buffer(256)
     computed = ctypes.create_string_buffer(32)
     view = memoryview(sealed)
-    started = time.perf_counter()
-    sodium.crypto_hash_sha256_init(state)
-    at, i = 0, 0
-    while at < len(sealed):
-        piece = bytes(view[at:at + CHUNK + 16])
-        nonce, ad = nonce_ad(oid, i, at + len(piece) == len(sealed))
-        sodium.crypto_hash_sha256_update(state, piece, ctypes.c_ulonglong(len(piece)))
-        assert sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(out, None, None, piece, ctypes.c_ulonglong(len(piece)), ad,
-                                                                 ctypes.c_ulonglong(len(ad)), nonce, key) == 0
-        at, i = at + len(piece), i + 1
-    sodium.crypto_hash_sha256_final(state, computed)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        started = time.perf_counter()
+        sodium.crypto_hash_sha256_init(state)
+        at, i = 0, 0
+        while at < len(sealed):
+            piece = bytes(view[at:at + CHUNK + 16])
+            nonce, ad = nonce_ad(oid, i, at + len(piece) == len(sealed))
+            sodium.crypto_hash_sha256_update(state, piece, ctypes.c_ulonglong(len(piece)))
+            assert sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(out, None, None, piece, ctypes.c_ulonglong(len(piece)), ad,
+                                                                     ctypes.c_ulonglong(len(ad)), nonce, key) == 0
+            os.write(fd, memoryview(out)[:len(piece) - 16])
+            at, i = at + len(piece), i + 1
+        sodium.crypto_hash_sha256_final(state, computed)
+        os.fsync(fd)
+        seconds = time.perf_counter() - started
+    finally:
+        os.close(fd)
+        os.unlink(target)
     assert computed.raw == digest
-    return time.perf_counter() - started
+    return seconds
 
 
 def timed(command, env):
@@ -139,78 +151,99 @@ def curl_parts(app, path, workdir):
     return parts, oid
 
 
+def median(values):
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] if len(ordered) % 2 else (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2
+
+
 def main():
     out_path = next(a for a in sys.argv[1:] if not a.startswith("--") and a not in (option("--size", ""), option("--bin", ""),
-                                                                                     option("--lib", "")))
+                                                                                     option("--lib", ""), option("--rounds", "")))
     curl = shutil.which("curl")
     assert curl, "curl is not installed (make bench-deps installs it)"
     env = passphrase_env()
     work = tempfile.mkdtemp(prefix="coords-bench-attach-")
-    results = {"size_mib": SIZE // (1 << 20)}
+    results = {"size_mib": SIZE // (1 << 20), "rounds": ROUNDS}
+    times = {name: [] for name in ("up", "down", "c_seal", "c_open", "curl_up", "curl_down")}
+    rss = {"up": [], "down": []}
     try:
         source = os.path.join(work, "file.bin")
         with open(source, "wb") as f:
             f.write(os.urandom(SIZE))
-        # In a process of its own: this one stays small, so the CLI processes it starts (forked
-        # from it) report their own peak RSS, not a copy of a 100 MiB buffer.
-        floors = json.loads(subprocess.run([sys.executable, os.path.abspath(__file__), "--floor", source, "--bin", BIN, "--lib",
-                                            os.environ["COORDSCORE_LIB"]], check=True,
-                                           capture_output=True, text=True, timeout=600).stdout)
-        c_seal_s, c_open_s = floors["seal"], floors["open"]
         relay = Relay(os.path.join(work, "relay"), args=["--rate", "0", "--key-rate", "0", "--message-rate", "0",
-                                                         "--mailbox-per-address", "0"])
+                                                         "--mailbox-per-address", "0", "--object-quota", str(4 << 30)])
         relay.start()
         try:
             from pathlib import Path
             alice, bob = alice_and_bob(env, Path(work), relay.url)
             rss_before = vm_hwm(relay.process.pid)
-            up_s, up_rss, out = timed([os.path.join(BIN, "coords"), "send", "Bob", "--file", source, "--json", "--home", alice], env)
-            sent = json.loads(out)
-            coords(env, bob, "inbox")
-            down_s, down_rss, _ = timed([os.path.join(BIN, "coords"), "save", sent["id"], os.path.join(work, "copy.bin"), "--home", bob],
-                                        env)
-            relay_rss = vm_hwm(relay.process.pid)
-            # curl: the same sealed parts with the same kind of signed headers, then the object down.
             with cc.App(os.path.join(work, "py"), passphrase="bench", keychain_cost="minimum", durability="no_sync") as app:
                 app.create_identity("Curl", relay.url)
-                parts, curl_oid = curl_parts(app, source, work)
-                command = [curl, "-sS", "--fail"]
-                for i, (url, headers, body) in enumerate(parts):
-                    if i:
-                        command.append("--next")
-                    command += ["-X", "PUT", "-o", "/dev/null", "-H", "Expect:", "--data-binary", "@" + body]  # no 1 s wait for a 100
-                    for name, value in headers.items():
-                        command += ["-H", f"{name}: {value}"]
-                    command.append(url)
-                started = time.perf_counter()
-                subprocess.run(command, check=True, timeout=3600)
-                curl_up_s = time.perf_counter() - started
-                started = time.perf_counter()
-                subprocess.run([curl, "-sS", "--fail", "-o", "/dev/null", f"{relay.url}/v1/relay/objects/{curl_oid}"], check=True,
-                               timeout=3600)
-                curl_down_s = time.perf_counter() - started
+                for round_ in range(ROUNDS):
+                    # The C floors in a process of their own: this one stays small, so the CLI
+                    # processes it starts (forked from it) report their own peak RSS, not a copy
+                    # of a 100 MiB buffer.
+                    floors = json.loads(subprocess.run([sys.executable, os.path.abspath(__file__), "--floor", source, "--bin", BIN,
+                                                        "--lib", os.environ["COORDSCORE_LIB"]], check=True,
+                                                       capture_output=True, text=True, timeout=600).stdout)
+                    times["c_seal"].append(floors["seal"])
+                    times["c_open"].append(floors["open"])
+                    seconds, peak, out = timed([os.path.join(BIN, "coords"), "send", "Bob", "--file", source, "--json", "--home", alice],
+                                               env)
+                    times["up"].append(seconds)
+                    rss["up"].append(peak)
+                    sent = json.loads(out)
+                    coords(env, bob, "inbox")
+                    copy = os.path.join(work, "copy.bin")
+                    seconds, peak, _ = timed([os.path.join(BIN, "coords"), "save", sent["id"], copy, "--home", bob], env)
+                    times["down"].append(seconds)
+                    rss["down"].append(peak)
+                    os.unlink(copy)
+                    # curl: the same sealed parts with the same kind of signed headers (a fresh
+                    # object each round), then the object down.
+                    parts, curl_oid = curl_parts(app, source, work)
+                    command = [curl, "-sS", "--fail"]
+                    for i, (url, headers, body) in enumerate(parts):
+                        if i:
+                            command.append("--next")
+                        command += ["-X", "PUT", "-o", "/dev/null", "-H", "Expect:", "--data-binary", "@" + body]  # no 1 s wait
+                        for name, value in headers.items():
+                            command += ["-H", f"{name}: {value}"]
+                        command.append(url)
+                    started = time.perf_counter()
+                    subprocess.run(command, check=True, timeout=3600)
+                    times["curl_up"].append(time.perf_counter() - started)
+                    started = time.perf_counter()
+                    subprocess.run([curl, "-sS", "--fail", "-o", "/dev/null", f"{relay.url}/v1/relay/objects/{curl_oid}"], check=True,
+                                   timeout=3600)
+                    times["curl_down"].append(time.perf_counter() - started)
+                    for _, _, body in parts:
+                        os.unlink(body)
+                    print(f"  round {round_ + 1}/{ROUNDS}: send {times['up'][-1]:.2f} s, save {times['down'][-1]:.2f} s", file=sys.stderr)
+            relay_rss = vm_hwm(relay.process.pid)
         finally:
             relay.stop()
         mib = SIZE / (1 << 20)
+        m = {name: median(values) for name, values in times.items()}
         results.update({
-            "upload": {"seconds": up_s, "mib_per_s": mib / up_s, "floor_seconds": c_seal_s + curl_up_s,
-                       "ratio": (c_seal_s + curl_up_s) / up_s, "client_peak_rss_mib": up_rss},
-            "download": {"seconds": down_s, "mib_per_s": mib / down_s, "floor_seconds": c_open_s + curl_down_s,
-                         "ratio": (c_open_s + curl_down_s) / down_s, "client_peak_rss_mib": down_rss},
-            "c": {"seal_mib_per_s": mib / c_seal_s, "open_mib_per_s": mib / c_open_s},
-            "curl": {"upload_mib_per_s": mib / curl_up_s, "download_mib_per_s": mib / curl_down_s},
-            "relay_peak_rss_mib": relay_rss, "relay_rss_before_mib": rss_before, "binaries": BIN,
+            "upload": {"seconds": m["up"], "mib_per_s": mib / m["up"], "floor_seconds": m["c_seal"] + m["curl_up"],
+                       "ratio": (m["c_seal"] + m["curl_up"]) / m["up"], "client_peak_rss_mib": max(rss["up"])},
+            "download": {"seconds": m["down"], "mib_per_s": mib / m["down"], "floor_seconds": m["c_open"] + m["curl_down"],
+                         "ratio": (m["c_open"] + m["curl_down"]) / m["down"], "client_peak_rss_mib": max(rss["down"])},
+            "c": {"seal_mib_per_s": mib / m["c_seal"], "open_mib_per_s": mib / m["c_open"]},
+            "curl": {"upload_mib_per_s": mib / m["curl_up"], "download_mib_per_s": mib / m["curl_down"]},
+            "seconds": times, "relay_peak_rss_mib": relay_rss, "relay_rss_before_mib": rss_before, "binaries": BIN,
         })
     finally:
         shutil.rmtree(work, ignore_errors=True)
     with open(out_path, "w") as f:
         json.dump(results, f, indent=1)
     u, d = results["upload"], results["download"]
-    print(f"attachments, {results['size_mib']} MiB through an LMDB relay on loopback ({BIN}):")
+    print(f"attachments, {results['size_mib']} MiB through an LMDB relay on loopback ({BIN}), medians of {ROUNDS} rounds:")
     print(f"  send --file  {u['mib_per_s']:7.1f} MiB/s  floor (C seal {results['c']['seal_mib_per_s']:.0f} MiB/s + curl "
           f"{results['curl']['upload_mib_per_s']:.0f} MiB/s) → {u['ratio']:.2f}×   peak RSS {u['client_peak_rss_mib']:.0f} MiB")
-    print(f"  save         {d['mib_per_s']:7.1f} MiB/s  floor (curl {results['curl']['download_mib_per_s']:.0f} MiB/s + C open "
-          f"{results['c']['open_mib_per_s']:.0f} MiB/s) → {d['ratio']:.2f}×   peak RSS {d['client_peak_rss_mib']:.0f} MiB")
+    print(f"  save         {d['mib_per_s']:7.1f} MiB/s  floor (curl {results['curl']['download_mib_per_s']:.0f} MiB/s + C open and "
+          f"durable write {results['c']['open_mib_per_s']:.0f} MiB/s) → {d['ratio']:.2f}×   peak RSS {d['client_peak_rss_mib']:.0f} MiB")
     print(f"  relay peak RSS {results['relay_peak_rss_mib']:.0f} MiB (before the transfers: {results['relay_rss_before_mib']:.0f} MiB)")
 
 
@@ -219,7 +252,7 @@ def floor(path):
     file = open(path, "rb").read()
     key, oid = os.urandom(32), os.urandom(16)
     sealed, digest, seal_s = c_seal(key, oid, file)
-    print(json.dumps({"seal": seal_s, "open": c_open(key, oid, sealed, digest)}))
+    print(json.dumps({"seal": seal_s, "open": c_open(key, oid, sealed, digest, path + ".c-open")}))
 
 
 if __name__ == "__main__":

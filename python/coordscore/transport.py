@@ -134,6 +134,10 @@ ATTEMPTS = 14
 five minutes, long enough for a relay to restart)."""
 
 
+_BATCH = 1 << 20
+"""Body bytes save_file hands to FileDownload.take at once."""
+
+
 class _Busy(TransportError):
     """A 429 or 5xx answer to a download: the core says to wait `wait` seconds and ask again."""
 
@@ -210,8 +214,24 @@ def save_file(app: "App", message_id: str, path: str, *, overwrite: bool = False
                     if wait:
                         raise _Busy(status, wait)  # the core's decision: this body is not read
 
+                # Handed on in pieces of 1 MiB: the core hashes a piece that large on a second
+                # thread while it opens the chunks.
+                pending = bytearray()
+
+                def flush() -> None:
+                    if pending:
+                        piece = bytes(pending)
+                        pending.clear()
+                        download.take(piece)
+
+                def take(piece: bytes) -> None:
+                    pending.extend(piece)
+                    if len(pending) >= _BATCH:
+                        flush()
+
                 try:
-                    _exchange(request, maximum, head, download.take, CONNECT_TIMEOUT, IDLE_TIMEOUT, 3600.0)
+                    _exchange(request, maximum, head, take, CONNECT_TIMEOUT, IDLE_TIMEOUT, 3600.0)
+                    flush()
                 except AnswerTooLarge:
                     raise
                 except _Busy as busy:
@@ -221,7 +241,7 @@ def save_file(app: "App", message_id: str, path: str, *, overwrite: bool = False
                     time.sleep(busy.wait)
                     continue
                 except TransportError:
-                    pass  # chunks opened before the break stay; the next request resumes after them
+                    flush()  # chunks opened before the break stay; the next request resumes after them
                 if download.finish():
                     break
                 failures = 1 if download.progress()[0] > before else failures + 1

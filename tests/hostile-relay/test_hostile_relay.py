@@ -178,6 +178,29 @@ def test_someone_elses_blob_is_refused(relay, homes, tmp_path):
     assert [r["id"] for r in json.loads(result.stdout)["rejected"]] == [bob_id], result.stdout
 
 
+def test_strict_mode_refuses_a_position_without_its_signature(relay, homes):
+    """The relay serves Bob's real upload without the uploader's signature (as a reference relay
+    does): with strict mode off Alice shows it as unverified; after `coords strict on` it is
+    refused and nothing is stored; `coords strict off` accepts it again."""
+    alice, bob = homes
+    relay.calm()
+    ok(bob, "share", "--lat", "-33.87", "--lon", "151.21")
+    upload = json.loads(relay.received("PUT", "/api/location")[-1].body)
+    bob_id = json.loads(ok(bob, "whoami", "--json").stdout)["id"]
+    relay.attack("POST", "/api/location", answer(200, {bob_id: {"blob": upload["blob"], "updated": int(time.time())}}))
+    assert json.loads(ok(alice, "strict", "--json").stdout) == {"strict": False}
+    assert json.loads(ok(alice, "strict", "on", "--json").stdout) == {"strict": True}
+    result, _ = coords(alice, "fetch", "--json")
+    assert [r["id"] for r in json.loads(result.stdout)["rejected"]] == [bob_id], result.stdout
+    assert [f for f in friends_of(alice) if f["id"] == bob_id][0]["location"] is None
+    assert "Strict mode is off" in ok(alice, "strict", "off").stdout
+    ok(alice, "fetch")
+    row = [f for f in friends_of(alice) if f["id"] == bob_id][0]
+    assert row["location"]["latitude"] == -33.87 and row["signature"] == "unsigned", row
+    result, _ = coords(alice, "strict", "maybe")
+    assert result.returncode != 0 and "say on or off" in result.stderr
+
+
 # ---- Mailbox: what an answer can make the client sign ------------------------------------
 
 def test_one_id_repeated_is_acknowledged_once(relay, homes):
@@ -506,7 +529,7 @@ def test_a_wrong_cut_reordered_altered_oversized_or_endless_file_is_refused_and_
     # A last chunk cut off before its end: the client asks for the rest with Range, and a 200 is refused.
     refused(answer(200, good[:-100], octet), "the relay answered 200 to the attachment download")
     refused(answer(200, good + b"more", octet), "more than the 153648 bytes asked for")
-    refused(endless_body(), "chunk 0 of the attachment does not open")  # refused at its first chunk, long before any limit
+    refused(endless_body(), "chunk 0 of the attachment does not open")  # refused at its first chunk, read no further than the object
     refused(answer(404, {"error": "no_object", "message": "\x1b[31mgone\x1b[0m"}), "no longer on the relay")
     refused(answer(403, {"error": "forbidden", "message": "\x1b[2Jno"}), "the relay refused to hand out the file (403 forbidden)")
     # Busy once (the core says: wait the relay's Retry-After, then ask again), then honest: the file arrives whole.

@@ -81,7 +81,7 @@ struct Save: SessionCommand {
     static func download(_ download: inout ObjectDownload, into fd: Int32, path: String, progress: Progress) async throws {
         var failures = 0
         var plaintext: [UInt8] = []
-        plaintext.reserveCapacity(2 * Objects.chunkByteCount)
+        plaintext.reserveCapacity(RelayHTTP.batchBytes + Objects.chunkByteCount)
         while true {
             let before = download.received
             let request = try download.request()
@@ -91,10 +91,11 @@ struct Save: SessionCommand {
             do {
                 result = try await RelayHTTP.stream(
                     request, limit: limit, onHead: { _ = try state.check(status: $0) },  // 200 or 206: the body, or a refusal
-                    onBody: { buffer in
+                    onBody: { piece in
                         plaintext.removeAll(keepingCapacity: true)
-                        try buffer.withUnsafeReadableBytes { try state.take($0, appendingTo: &plaintext) }
+                        try state.take(piece, appendingTo: &plaintext)
                         try writeAll(fd, plaintext, path: path)
+                        startWriteback(fd, from: state.opened.subtractingSaturating(UInt64(plaintext.count)), upTo: state.opened)
                         progress.update(state.opened)
                     })
                 download = state
@@ -276,6 +277,23 @@ func readAll(_ fd: Int32, at offset: UInt64, count: Int, path: String) throws ->
 }
 
 /// Writes all of `bytes` to `fd`.
+#if os(Linux)
+/// glibc's `sync_file_range(2)` (declared only under `_GNU_SOURCE`, which the Glibc module does not set).
+@_silgen_name("sync_file_range")
+private func syncFileRange(_ fd: Int32, _ offset: Int64, _ count: Int64, _ flags: UInt32) -> Int32
+#endif
+
+/// Asks the kernel to start writing the file's bytes `start..<end` to disk now, without waiting,
+/// so that the fsync at the end has little left to wait for (the disk works while the download
+/// goes on). Advisory: the fsync is what makes the file durable.
+func startWriteback(_ fd: Int32, from start: UInt64, upTo end: UInt64) {
+    #if os(Linux)
+    guard end > start else { return }
+    let syncFileRangeWrite: UInt32 = 2  // SYNC_FILE_RANGE_WRITE
+    _ = syncFileRange(fd, Int64(clamping: start), Int64(clamping: end - start), syncFileRangeWrite)  // refused: the fsync does it all
+    #endif
+}
+
 func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) throws {
     var done = 0
     while done < bytes.count {

@@ -72,14 +72,16 @@ enum RelayHTTP {
     }
 
     /// The answer to a download that may be long (an attachment): a 200 or 206 streams its body
-    /// to `onBody` as it arrives (at most `limit` bytes), any other status collects a small body
+    /// to `onBody` in pieces of ``batchBytes`` (at most `limit` bytes in all; the last piece, and
+    /// the bytes before a break, may be shorter), any other status collects a small body
     /// for its refusal. A relay silent for ``ClientLimits/readSeconds`` ends it; the whole
     /// download may take up to `timeout` seconds.
     /// - Returns: the status, and for a refusal its body.
     /// - Throws: ``NetworkFailure`` (unreachable, silent, cut off), ``WireError/objectMismatch(_:)``
     ///   for more than `limit` bytes, or what `onBody` throws.
     static func stream(
-        _ request: PreparedRequest, limit: UInt64, timeout: Int64 = 3_600, onHead: (Int) throws -> Void, onBody: (ByteBuffer) throws -> Void
+        _ request: PreparedRequest, limit: UInt64, timeout: Int64 = 3_600, onHead: (Int) throws -> Void,
+        onBody: (UnsafeRawBufferPointer) throws -> Void
     ) async throws -> HTTPResult {
         var http = HTTPClientRequest(url: request.url)
         http.method = HTTPMethod(rawValue: request.method)
@@ -97,13 +99,28 @@ enum RelayHTTP {
         }
         try onHead(status)
         var taken: UInt64 = 0
+        // The body goes on in pieces of `batchBytes`: the core hashes a piece that large on a
+        // second thread while it opens the chunks (Objects.parallelDigestBytes).
+        var batch = ByteBuffer()
+        batch.reserveCapacity(Self.batchBytes)
+        func flush() throws {
+            guard batch.readableBytes > 0 else { return }
+            defer { batch.clear() }
+            try batch.withUnsafeReadableBytes(onBody)
+        }
         do {
             for try await buffer in response.body {
                 taken = taken.addingSaturating(UInt64(buffer.readableBytes))
                 // Longer than asked for is refused at once (PROTOCOL.md §12.5), never tried again.
-                guard taken <= limit else { throw WireError.objectMismatch("the relay sent more than the \(limit) bytes asked for") }
-                try onBody(buffer)
+                guard taken <= limit else {
+                    try flush()  // wrong bytes before the excess are named as such
+                    throw WireError.objectMismatch("the relay sent more than the \(limit) bytes asked for")
+                }
+                var piece = buffer
+                batch.writeBuffer(&piece)
+                if batch.readableBytes >= Self.batchBytes { try flush() }
             }
+            try flush()
         } catch let failure as NetworkFailure {
             throw failure
         } catch let refusal as WireError {
@@ -111,10 +128,14 @@ enum RelayHTTP {
         } catch let failure as CLIFailure {
             throw failure  // the local file could not be written
         } catch {
+            try flush()  // the bytes that arrived before the break are kept: the next request resumes after them
             throw NetworkFailure(description: "the download from \(request.url) broke off: \(networkReason(error))")
         }
         return HTTPResult(status: status, body: [])
     }
+
+    /// How many body bytes ``stream(_:limit:timeout:onHead:onBody:)`` hands on at once (1 MiB).
+    static let batchBytes = 1_048_576
 
     private static func networkReason(_ error: any Error) -> String {
         let text = "\(error)"

@@ -295,6 +295,50 @@ func openObject(_ object: [UInt8], file: FileAttachment, pieces: [Int] = [Object
         }
     }
 
+    /// Pieces of at least Objects.parallelDigestBytes are hashed on a second thread: the same
+    /// plaintext and digest as small pieces, starting mid-chunk or not, and a changed byte or a
+    /// wrong digest is still refused.
+    @Test func largePiecesHashedOnASecondThreadOpenTheSame() throws {
+        var generator = SystemRandomNumberGenerator()
+        let size = 20 * Objects.chunkByteCount + 1_234
+        let plaintext = (0..<size).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let key = try SecretBytes(randomCount: 32)
+        let object = try ObjectID.random()
+        let (sealed, digest) = try sealObject(plaintext, key: key, object: object)
+        let file = try FileAttachment(object: object, size: UInt64(size), type: "video/mp4", name: "", digest: digest, key: key, expiresAt: 1)
+        let big = Objects.parallelDigestBytes
+        for pieces in [[sealed.count], [big], [1_000, big + 5_000], [big * 2 + 1, 7]] {
+            #expect(try openObject(sealed, file: file, pieces: pieces) == plaintext, "\(pieces)")
+        }
+        var flipped = sealed
+        flipped[big + 100] ^= 1  // in chunk 4, inside the first large piece
+        #expect(throws: WireError.badChunk(index: 4)) { _ = try openObject(flipped, file: file, pieces: [big * 2]) }
+        var wrong = file
+        wrong.digest[0] ^= 1
+        #expect(throws: WireError.self) { _ = try openObject(sealed, file: wrong, pieces: [big * 3]) }
+        #expect(throws: WireError.self) { _ = try openObject(sealed, file: wrong, pieces: [500]) }
+        // An opener dropped while a piece is still being hashed: its thread ends on its own.
+        for _ in 0..<20 {
+            var opener = try ObjectOpener(file: file)
+            var out: [UInt8] = []
+            try sealed.withUnsafeBytes { try opener.update(UnsafeRawBufferPointer(rebasing: $0[..<big]), appendingTo: &out) }
+        }
+    }
+
+    /// A piece longer than ObjectOpener.copiedPieceBytes is hashed from the caller's memory and
+    /// joined before update returns.
+    @Test func aPieceOverFourMebibytesIsHashedInPlace() throws {
+        let size = 70 * Objects.chunkByteCount - 3
+        let plaintext = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ ($0 >> 16)) }
+        let key = try SecretBytes(randomCount: 32)
+        let object = try ObjectID.random()
+        let (sealed, digest) = try sealObject(plaintext, key: key, object: object)
+        #expect(sealed.count > ObjectOpener.copiedPieceBytes)
+        let file = try FileAttachment(object: object, size: UInt64(size), type: "video/mp4", name: "", digest: digest, key: key, expiresAt: 1)
+        #expect(try openObject(sealed, file: file, pieces: [sealed.count]) == plaintext)
+        #expect(try openObject(sealed, file: file, pieces: [300_000, sealed.count]) == plaintext)
+    }
+
     @Test func typesAndNamesFollowTheRules() {
         for good in ["image/jpeg", "a/b", "application/vnd.api+json", "Audio/MP4", "x/" + String(repeating: "y", count: 125)] {
             #expect(FileAttachment.isValidType(good), "\(good)")
