@@ -291,6 +291,19 @@ static void test_stateless(void) {
     EXPECT(COORDS_OK, coords_may_reuse_fix(1000, 61000, "explicit", &reuse, &e_));
     CHECK(!reuse);
     EXPECT(COORDS_ERR_INVALID_ARGUMENT, coords_may_reuse_fix(1, 2, "whenever", &reuse, &e_));
+    /* The accuracy rule: a fix is reused only when it is better than 100 m. */
+    CoordsLocation fine = {47.37, 8.54, 0, 35, 1000}, coarse = {47.37, 8.54, 0, 1500, 1000}, nowhere = {91, 8.54, 0, 5, 1000};
+    EXPECT(COORDS_OK, coords_may_reuse_location(&fine, 61000, "background", &reuse, &e_));
+    CHECK(reuse);
+    EXPECT(COORDS_OK, coords_may_reuse_location(&coarse, 61000, "background", &reuse, &e_));
+    CHECK(!reuse);
+    reuse = true;
+    EXPECT(COORDS_OK, coords_may_reuse_location(&fine, 400000, "launch", &reuse, &e_));
+    CHECK(!reuse);
+    EXPECT(COORDS_ERR_INVALID_LOCATION, coords_may_reuse_location(&nowhere, 61000, "launch", &reuse, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_may_reuse_location(NULL, 61000, "launch", &reuse, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_may_reuse_location(&fine, 61000, "launch", NULL, &e_));
+    EXPECT(COORDS_ERR_INVALID_ARGUMENT, coords_may_reuse_location(&fine, 61000, "soon", &reuse, &e_));
 }
 
 static void test_apps(void) {

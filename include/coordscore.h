@@ -356,9 +356,17 @@ int32_t coords_friend_link_parse(const char *link, CoordsBuffer *json_out, Coord
 int32_t coords_safety_number(const uint8_t public_a[32], const uint8_t public_b[32], CoordsBuffer *text_out,
                              CoordsError *out_error);
 
-/* Whether a fix taken at fix_timestamp_ms may be reused at now_ms for an upload of `reason`
- * ("explicit", "launch" or "background"): writes true or false to *out.
- * Errors: NULL_ARGUMENT, INVALID_UTF8, INVALID_ARGUMENT. */
+/* Whether the cached `fix` may be reused at now_ms for an upload of `reason` ("explicit",
+ * "launch" or "background"): writes true to *out for a launch or background upload when the fix
+ * is younger than 5 minutes and its accuracy is at most 100 m (the Coords design's rule), else
+ * false. Errors: NULL_ARGUMENT, INVALID_LOCATION, INVALID_UTF8, INVALID_ARGUMENT. */
+int32_t coords_may_reuse_location(const CoordsLocation *fix, uint64_t now_ms, const char *reason, bool *out,
+                                  CoordsError *out_error);
+
+/* The age rule of coords_may_reuse_location alone (deprecated: it cannot check the accuracy; a
+ * host that has the fix calls coords_may_reuse_location): whether a fix taken at
+ * fix_timestamp_ms may be reused at now_ms for an upload of `reason`. Writes true or false to
+ * *out. Errors: NULL_ARGUMENT, INVALID_UTF8, INVALID_ARGUMENT. */
 int32_t coords_may_reuse_fix(uint64_t fix_timestamp_ms, uint64_t now_ms, const char *reason, bool *out,
                              CoordsError *out_error);
 
@@ -882,7 +890,9 @@ int32_t coords_download_check(CoordsDownload *download, int32_t status, const ch
                               uint64_t *retry_after_seconds_out, CoordsError *out_error);
 
 /* The next bytes of the answer's body (any length): the chunks they complete are opened and
- * written to fd. Errors: BAD_CHUNK (changed, moved or someone else's bytes), OBJECT_MISMATCH
+ * written to fd. Pieces of 256 KiB or more are hashed on a second thread while their chunks open:
+ * a host that reads the network in small pieces is faster handing them on in pieces of ~1 MiB.
+ * Errors: BAD_CHUNK (changed, moved or someone else's bytes), OBJECT_MISMATCH
  * (longer than the object), FILE_IO, INVALID_HANDLE, NULL_ARGUMENT. */
 int32_t coords_download_take(CoordsDownload *download, const uint8_t *bytes, size_t len, CoordsError *out_error);
 

@@ -201,6 +201,19 @@ public func ffiSafetyNumber(_ a: UnsafePointer<UInt8>?, _ b: UnsafePointer<UInt8
     }
 }
 
+@_cdecl("coords_may_reuse_location")
+public func ffiMayReuseLocation(
+    _ location: UnsafePointer<CoordsLocation>?, _ now: UInt64, _ reason: CString, _ result: UnsafeMutablePointer<Bool>?, _ error: ErrorOut
+) -> Int32 {
+    exported(error) {
+        let out = try Argument.output(result, "out")
+        let fix = try Argument.location(location, "fix")
+        let text = try Argument.string(reason, "reason")
+        guard let reason = UploadReason(rawValue: text) else { throw FFIError.invalid("reason must be \"explicit\", \"launch\" or \"background\"") }
+        out.pointee = LocationManager.mayReuse(fix, now: now, reason: reason)
+    }
+}
+
 @_cdecl("coords_may_reuse_fix")
 public func ffiMayReuseFix(_ fixTimestamp: UInt64, _ now: UInt64, _ reason: CString, _ result: UnsafeMutablePointer<Bool>?, _ error: ErrorOut) -> Int32 {
     exported(error) {

@@ -288,6 +288,7 @@ _SIGNATURES = [
     ("coords_friend_link_parse", c_int32, [c_char_p, _BUF, _ERR]),
     ("coords_safety_number", c_int32, [_U8, _U8, _BUF, _ERR]),
     ("coords_may_reuse_fix", c_int32, [c_uint64, c_uint64, c_char_p, POINTER(c_bool), _ERR]),
+    ("coords_may_reuse_location", c_int32, [_LOC, c_uint64, c_char_p, POINTER(c_bool), _ERR]),
     ("coords_app_open", c_int32, [c_char_p, c_char_p, POINTER(_APP), _ERR]),
     ("coords_app_open_with_keychain", c_int32, [c_char_p, c_char_p, POINTER(CoordsKeychainCallbacks), POINTER(_APP), _ERR]),
     ("coords_app_close", c_int32, [_APP, _ERR]),
@@ -1173,9 +1174,21 @@ def safety_number(a: bytes, b: bytes) -> str:
     return _buffer_call(lib.coords_safety_number, _bytes(a, "a", 32), _bytes(b, "b", 32)).decode()
 
 
+def may_reuse_location(fix: Location, now_ms: int, reason: str) -> bool:
+    """Whether the cached `fix` may be uploaded again at `now_ms` for `reason` ("launch",
+    "background" or "explicit"): only for launch and background uploads, only when it is younger
+    than 5 minutes and its accuracy is at most 100 m. Raises ArgumentError for an unknown reason,
+    WireError (ERR_INVALID_LOCATION) for a fix that is not a valid location."""
+    out = c_bool()
+    c_fix = _as_location(fix, "fix").to_c()
+    _call(lib.coords_may_reuse_location, byref(c_fix), now_ms, _utf8(reason, "reason"), byref(out))
+    return out.value
+
+
 def may_reuse_fix(fix_timestamp_ms: int, now_ms: int, reason: str) -> bool:
-    """Whether a fix taken at `fix_timestamp_ms` may be uploaded again for `reason`
-    ("background", "explicit", …). Raises ArgumentError for an unknown reason."""
+    """The age rule of may_reuse_location alone (it cannot check the accuracy: prefer
+    may_reuse_location): whether a fix taken at `fix_timestamp_ms` may be uploaded again for
+    `reason` ("background", "explicit", …). Raises ArgumentError for an unknown reason."""
     out = c_bool()
     _call(lib.coords_may_reuse_fix, fix_timestamp_ms, now_ms, _utf8(reason, "reason"), byref(out))
     return out.value

@@ -178,6 +178,9 @@ def test_each_command_prints_json_that_matches_its_schema_and_the_exit_statuses_
     assert check("quiet", "quiet", "off", home=bob)[0]["quiet_hours"] is None
     assert check("receipts", "receipts", "off", home=bob)[0]["delivery_receipts"] is False
     assert check("receipts", "receipts", "on", home=bob)[0]["delivery_receipts"] is True
+    assert check("strict", "strict", home=bob)[0] == {"strict": False}
+    assert check("strict", "strict", "on", home=bob)[0] == {"strict": True}
+    assert check("strict", "strict", "off", home=bob)[0] == {"strict": False}
     check("backup export", "backup", "export", str(tmp_path / "alice.backup"), home=alice)
     imported, _ = check("backup import", "backup", "import", str(tmp_path / "alice.backup"), home=tmp_path / "alice2")
     assert imported["friends"] == 1

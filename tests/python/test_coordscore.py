@@ -174,6 +174,23 @@ def test_may_reuse_fix():
     assert error.value.code == cc.ERR_INVALID_ARGUMENT
 
 
+def test_may_reuse_location_needs_a_fix_better_than_100_m():
+    def fix(accuracy, taken=1_000):
+        return cc.Location(47.37, 8.54, 0.0, accuracy, taken)
+    assert cc.may_reuse_location(fix(40), 61_000, "background")
+    assert cc.may_reuse_location(fix(100), 61_000, "launch")
+    assert not cc.may_reuse_location(fix(101), 61_000, "launch")
+    assert not cc.may_reuse_location(fix(3_000), 61_000, "background")
+    assert not cc.may_reuse_location(fix(10), 400_000, "background")
+    assert not cc.may_reuse_location(fix(10), 2_000, "explicit")
+    with pytest.raises(cc.WireError) as error:
+        cc.may_reuse_location(cc.Location(95.0, 8.54, 0.0, 5, 1_000), 61_000, "launch")
+    assert error.value.code == cc.ERR_INVALID_LOCATION
+    with pytest.raises(cc.CoordsException) as error:
+        cc.may_reuse_location(fix(5), 2_000, "later")
+    assert error.value.code == cc.ERR_INVALID_ARGUMENT
+
+
 # ---- Bad input at every function ----------------------------------------------------------------
 
 def test_null_pointers_everywhere():

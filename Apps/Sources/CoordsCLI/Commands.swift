@@ -30,7 +30,7 @@ public struct CoordsCommand: AsyncParsableCommand {
             Init.self, WhoAmI.self, Add.self, Friends.self, Verify.self, Remove.self, Share.self, Fetch.self,
             Watch.self, Delete.self, ShareWith.self, Pause.self, Rotate.self, Revoke.self, Rekey.self, Send.self, Save.self, Inbox.self, Chat.self, Push.self,
             Backup.self,
-            Outbox.self, GroupCommand.self, GroupsList.self, Mute.self, Unmute.self, Quiet.self, Receipts.self
+            Outbox.self, GroupCommand.self, GroupsList.self, Mute.self, Unmute.self, Quiet.self, Receipts.self, Strict.self
         ])
 
     public init() {}

@@ -90,3 +90,34 @@ struct WhoAmI: AsyncParsableCommand {
         }
     }
 }
+
+/// `coords strict [on|off]`: strict mode (PROTOCOL.md §6) refuses fetched entries that come
+/// without their uploader's signature.
+struct Strict: SessionCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Turn strict mode on or off (refuse positions that come without their uploader's signature).",
+        discussion: """
+            On, a fetched position is accepted only when the relay passes on the signature its uploader made, \
+            checked against your friend's key: no relay can then hand you a position someone else uploaded. \
+            A reference (Rust) relay passes on no signatures: with it every friend's position is refused. \
+            Off (the default), such positions are accepted and shown as unverified.
+            """)
+    @OptionGroup var options: CommandOptions
+    @Argument(help: "on or off (without it: show the setting).") var state: String?
+
+    func validate() throws {
+        guard state == nil || state == "on" || state == "off" else { throw ValidationError("say on or off") }
+    }
+
+    func run(in session: Session) async throws {
+        if let state { try await session.app.wallet.setStrictMode(state == "on") }
+        let strict = try session.app.wallet.isStrictMode()
+        if options.json {
+            printJSON(.object(["strict": .bool(strict)]))
+        } else if strict {
+            printLine("Strict mode is on: positions that come without their uploader's signature are refused.")
+        } else {
+            printLine("Strict mode is off: positions without their uploader's signature (from reference relays) are accepted as unverified.")
+        }
+    }
+}

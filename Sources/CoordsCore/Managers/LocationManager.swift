@@ -115,6 +115,9 @@ public enum LocationManagerReconcileMessage: Sendable, Equatable, ReconcileMessa
 public actor LocationManager {
     /// A cached fix younger than this may be reused for launch and background uploads.
     public static let maximumReuseAge: UInt64 = 5 * 60 * 1000
+    /// A cached fix may be reused only when its accuracy radius is at most this many metres (the
+    /// Coords design: "better than 100 m"); a coarser one asks for a fresh fix.
+    public static let maximumReuseAccuracy: Float = 100
     /// Fixes further in the future than this (clock skew) are refused: they would block every
     /// later upload as "stale".
     public static let maximumFutureSkew: UInt64 = 10 * 60 * 1000
@@ -137,9 +140,18 @@ public actor LocationManager {
         }
     }
 
-    /// Whether a fix taken at `fixTimestamp` may be reused now for an upload of `reason`
-    /// (the reference apps' policy: launch and background uploads may reuse a fix younger than
-    /// 5 minutes; an explicit share needs a fresh fix).
+    /// Whether the cached `fix` may be reused now for an upload of `reason` (the Coords design's
+    /// policy: launch and background uploads may reuse a fix younger than ``maximumReuseAge`` (5
+    /// minutes) whose accuracy radius is at most ``maximumReuseAccuracy`` (100 m); an explicit
+    /// share needs a fresh fix). An accuracy that is not a finite, non-negative number is never good enough.
+    public nonisolated static func mayReuse(_ fix: Location, now: UInt64, reason: UploadReason) -> Bool {
+        guard fix.accuracy.isFinite, fix.accuracy >= 0, fix.accuracy <= maximumReuseAccuracy else { return false }
+        return mayReuseFix(fixTimestamp: fix.timestamp, now: now, reason: reason)
+    }
+
+    /// The age half of ``mayReuse(_:now:reason:)`` alone: whether a fix taken at `fixTimestamp`
+    /// is young enough to be reused now for an upload of `reason`. A host that knows the fix's
+    /// accuracy asks ``mayReuse(_:now:reason:)`` instead.
     public nonisolated static func mayReuseFix(fixTimestamp: UInt64, now: UInt64, reason: UploadReason) -> Bool {
         guard reason != .explicit, now >= fixTimestamp else { return false }
         return now - fixTimestamp < maximumReuseAge

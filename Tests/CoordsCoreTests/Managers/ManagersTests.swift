@@ -207,6 +207,20 @@ struct Trio {
         #expect(!LocationManager.mayReuseFix(fixTimestamp: now - 300_000, now: now, reason: .background))
         #expect(!LocationManager.mayReuseFix(fixTimestamp: now - 1, now: now, reason: .explicit))
         #expect(!LocationManager.mayReuseFix(fixTimestamp: now + 1, now: now, reason: .launch))
+        // The accuracy rule of the Coords design: only a fix better than 100 m is reused.
+        func fix(_ accuracy: Float, age: UInt64 = 60_000) -> Location {
+            Location(unvalidatedLatitude: 47.37, longitude: 8.54, altitude: 0, accuracy: accuracy, timestamp: now - age)
+        }
+        #expect(LocationManager.maximumReuseAccuracy == 100)
+        #expect(LocationManager.mayReuse(fix(12), now: now, reason: .launch))
+        #expect(LocationManager.mayReuse(fix(100), now: now, reason: .background))
+        #expect(!LocationManager.mayReuse(fix(100.5), now: now, reason: .background))
+        #expect(!LocationManager.mayReuse(fix(2_000), now: now, reason: .launch))
+        #expect(!LocationManager.mayReuse(fix(.nan), now: now, reason: .launch))
+        #expect(!LocationManager.mayReuse(fix(.infinity), now: now, reason: .launch))
+        #expect(!LocationManager.mayReuse(fix(-1), now: now, reason: .launch))
+        #expect(!LocationManager.mayReuse(fix(5, age: 300_000), now: now, reason: .background))
+        #expect(!LocationManager.mayReuse(fix(5), now: now, reason: .explicit))
     }
 }
 
