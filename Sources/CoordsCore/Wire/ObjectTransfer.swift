@@ -121,19 +121,22 @@ public struct ObjectUpload: Sendable {
         sealed.reserveCapacity(plaintext.count + (end - start) * Objects.tagByteCount)
         try plaintext.withUnsafeBytes { bytes in
             var offset = 0
-            for index in start..<end {
+            var index = start
+            while index < end, index < hashed {  // in the digest already: sealed again to be sent only
                 let count = Objects.plaintextCount(ofChunk: index, size: size)
-                let chunk = UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count])
+                try Objects.sealChunk(
+                    UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count]), index: index, size: size, key: key, object: object,
+                    appendingTo: &sealed)
                 offset += count
-                if index == hashed {
-                    try sealer.update(chunk, appendingTo: &sealed)
-                    hashed += 1
-                    // The last chunk: finish seals it if it is empty (an empty file's one chunk).
-                    if hashed == chunkCount { digest = try sealer.finish(appendingTo: &sealed) }
-                } else {
-                    try Objects.sealChunk(chunk, index: index, size: size, key: key, object: object, appendingTo: &sealed)
-                }
+                index += 1
             }
+            guard index < end else { return }
+            // index == hashed: the rest of the part goes through the sealer in one piece (its
+            // digest then runs on a thread of its own while the host sends the part).
+            try sealer.update(UnsafeRawBufferPointer(rebasing: bytes[offset...]), appendingTo: &sealed)
+            hashed = end
+            // The last chunk: finish seals it if it is empty (an empty file's one chunk).
+            if hashed == chunkCount { digest = try sealer.finish(appendingTo: &sealed) }
         }
         guard end > confirmed else { return nil }  // the relay holds these: sealed for the digest only
         // Send from the first chunk the relay lacks.

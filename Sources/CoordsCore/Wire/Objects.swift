@@ -187,6 +187,8 @@ public struct ObjectSealer: Sendable {
     private var next = 0
     private var consumed: UInt64 = 0
     private var digest = SHA256Stream()
+    /// The hash of the last part sealed, going on on its own thread (``digest`` is behind it).
+    private var hashing: DigestJob?
     private var done = false
 
     /// A sealer for a file of `size` bytes under `key` (32 random bytes, fresh for this file).
@@ -211,10 +213,35 @@ public struct ObjectSealer: Sendable {
             throw WireError.objectMismatch("the file is longer than the \(size) bytes it was announced with")
         }
         consumed += UInt64(plaintext.count)
+        joinDigest()
+        let start = out.count
         var rest = plaintext
+        defer { hash(out, from: start) }  // what was sealed, also when a later chunk failed
         while let chunk = pending.take(from: &rest, length: Objects.plaintextCount(ofChunk: next, size: size)) {
             try chunk.withBytes { try seal($0, into: &out) }
         }
+    }
+
+    /// Adds `out[start...]` (sealed just now) to the digest: inline, or for 256 KiB … 8 MiB on a
+    /// thread of its own that goes on while the caller sends them (joined at the next call).
+    private mutating func hash(_ out: [UInt8], from start: Int) {
+        out.withUnsafeBytes { all in
+            let sealed = UnsafeRawBufferPointer(rebasing: all[min(start, all.count)...])
+            if sealed.count >= Objects.parallelDigestBytes, sealed.count <= ObjectOpener.copiedPieceBytes,
+                let job = DigestJob.start(digest, sealed, copy: true)
+            {
+                hashing = job
+            } else {
+                digest.update(sealed)
+            }
+        }
+    }
+
+    /// Waits for the hash of the last part, if one is under way on its own thread.
+    private mutating func joinDigest() {
+        guard let job = hashing else { return }
+        digest = job.join()
+        hashing = nil
     }
 
     /// ``update(_:appendingTo:)`` for an array; returns the sealed bytes (the caller owns them).
@@ -230,8 +257,11 @@ public struct ObjectSealer: Sendable {
     ///   sealer was finished already.
     public mutating func finish(appendingTo out: inout [UInt8]) throws -> [UInt8] {
         guard !done else { throw WireError.objectMismatch("the sealer was finished") }
+        joinDigest()
         if next == chunkCount - 1, Objects.plaintextCount(ofChunk: next, size: size) == 0 {
+            let start = out.count
             try seal(UnsafeRawBufferPointer(start: nil, count: 0), into: &out)
+            out.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0[start...])) }
         }
         guard next == chunkCount else {
             throw WireError.objectMismatch("the file ended after \(consumed) of its \(size) bytes")
@@ -241,9 +271,7 @@ public struct ObjectSealer: Sendable {
     }
 
     private mutating func seal(_ chunk: UnsafeRawBufferPointer, into out: inout [UInt8]) throws {
-        let start = out.count
         try Objects.sealChunk(chunk, index: next, size: size, key: key, object: object, appendingTo: &out)
-        out.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0[start...])) }
         next += 1
     }
 }
@@ -313,7 +341,7 @@ public struct ObjectOpener: Sendable {
             // The digest covers the object's bytes in order, whatever the chunks; a failed chunk
             // fails the opener for good, so hashing bytes before their chunk opened changes nothing.
             // A large piece is hashed on a second thread while this one opens its chunks and the
-            // host goes on to fetch the next piece: the hash of a piece up to 4 MiB (copied) goes
+            // host goes on to fetch the next piece: the hash of a piece up to 8 MiB (copied) goes
             // on after this call returns and is joined at the next one; a longer piece is joined
             // before this call returns (no copy).
             joinDigest()
@@ -334,8 +362,8 @@ public struct ObjectOpener: Sendable {
     }
 
     /// The longest piece whose hash goes on after ``update(_:appendingTo:)`` returns (a copy of it
-    /// is kept until then).
-    static let copiedPieceBytes = 4_194_304
+    /// is kept until then): a part of an upload (4 MiB and its tags) fits.
+    static let copiedPieceBytes = 8_388_608
 
     /// Waits for the hash of the last piece, if one is under way on its own thread.
     private mutating func joinDigest() {

@@ -307,6 +307,10 @@ func openObject(_ object: [UInt8], file: FileAttachment, pieces: [Int] = [Object
         let (sealed, digest) = try sealObject(plaintext, key: key, object: object)
         let file = try FileAttachment(object: object, size: UInt64(size), type: "video/mp4", name: "", digest: digest, key: key, expiresAt: 1)
         let big = Objects.parallelDigestBytes
+        for pieces in [[size], [big * 2 + 3], [1, big, 9]] {  // the sealer hashes large pieces on a second thread too
+            let again = try sealObject(plaintext, key: key, object: object, pieces: pieces)
+            #expect(again.object == sealed && again.digest == digest, "\(pieces)")
+        }
         for pieces in [[sealed.count], [big], [1_000, big + 5_000], [big * 2 + 1, 7]] {
             #expect(try openObject(sealed, file: file, pieces: pieces) == plaintext, "\(pieces)")
         }
@@ -327,8 +331,8 @@ func openObject(_ object: [UInt8], file: FileAttachment, pieces: [Int] = [Object
 
     /// A piece longer than ObjectOpener.copiedPieceBytes is hashed from the caller's memory and
     /// joined before update returns.
-    @Test func aPieceOverFourMebibytesIsHashedInPlace() throws {
-        let size = 70 * Objects.chunkByteCount - 3
+    @Test func aPieceOverEightMebibytesIsHashedInPlace() throws {
+        let size = 130 * Objects.chunkByteCount - 3
         let plaintext = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ ($0 >> 16)) }
         let key = try SecretBytes(randomCount: 32)
         let object = try ObjectID.random()
