@@ -277,6 +277,16 @@ static void test_stateless(void) {
     uint8_t not_a_point[32];
     memset(not_a_point, 0xff, sizeof not_a_point);
     EXPECT(COORDS_ERR_INVALID_PUBLIC_KEY, coords_friend_link_generate(not_a_point, "https://x", "n", &link, &e_));
+    /* A public key's id: RFC 8032's first test key, its base64url written out by hand. */
+    static const uint8_t rfc8032_key[32] = {0xd7, 0x5a, 0x98, 0x01, 0x82, 0xb1, 0x0a, 0xb7, 0xd5, 0x4b, 0xfe, 0xd3, 0xc9, 0x64, 0x07, 0x3a,
+                                            0x0e, 0xe1, 0x72, 0xf3, 0xda, 0xa6, 0x23, 0x25, 0xaf, 0x02, 0x1a, 0x68, 0xf7, 0x07, 0x51, 0x1a};
+    CoordsBuffer id = {NULL, 0};
+    EXPECT(COORDS_OK, coords_public_key_b64url(rfc8032_key, &id, &e_));
+    CHECK(id.len == 43 && strcmp((const char *)id.data, "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo") == 0);
+    coords_buffer_free(&id);
+    EXPECT(COORDS_ERR_INVALID_PUBLIC_KEY, coords_public_key_b64url(not_a_point, &id, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_public_key_b64url(NULL, &id, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_public_key_b64url(rfc8032_key, NULL, &e_));
 
     CoordsBuffer number1 = {NULL, 0}, number2 = {NULL, 0};
     EXPECT(COORDS_OK, coords_safety_number(pub, keys + 32, &number1, &e_));

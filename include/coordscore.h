@@ -343,6 +343,12 @@ int32_t coords_prepare_fetch(const char *friends_json, CoordsBuffer *requests_js
 int32_t coords_process_fetch_response(const uint8_t seed[32], const uint8_t *body, size_t body_len,
                                       CoordsBuffer *results_json_out, CoordsError *out_error);
 
+/* The id of an Ed25519 public key as everything else names it (friend records, fetch entries,
+ * links): the 32 bytes in base64url without padding, 43 characters, written to text_out (the
+ * caller frees it with coords_buffer_free). Errors: NULL_ARGUMENT, INVALID_PUBLIC_KEY (not a valid
+ * Ed25519 point). */
+int32_t coords_public_key_b64url(const uint8_t public_key[32], CoordsBuffer *text_out, CoordsError *out_error);
+
 /* Builds a coord:// friend link (UTF-8 text). Errors: NULL_ARGUMENT, INVALID_UTF8, INVALID_PUBLIC_KEY. */
 int32_t coords_friend_link_generate(const uint8_t public_key[32], const char *server, const char *name,
                                     CoordsBuffer *link_out, CoordsError *out_error);

@@ -184,6 +184,14 @@ public func ffiFriendLinkGenerate(_ publicKey: UnsafePointer<UInt8>?, _ server: 
     }
 }
 
+@_cdecl("coords_public_key_b64url")
+public func ffiPublicKeyB64URL(_ publicKey: UnsafePointer<UInt8>?, _ textOut: BufferOut, _ error: ErrorOut) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(textOut, "text_out")
+        try Output.write(try Argument.publicKey(publicKey, "public_key").base64URL, to: out)
+    }
+}
+
 @_cdecl("coords_friend_link_parse")
 public func ffiFriendLinkParse(_ link: CString, _ jsonOut: BufferOut, _ error: ErrorOut) -> Int32 {
     exported(error) {

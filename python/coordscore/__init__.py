@@ -286,6 +286,7 @@ _SIGNATURES = [
     ("coords_process_fetch_response", c_int32, [_U8, _U8, c_size_t, _BUF, _ERR]),
     ("coords_friend_link_generate", c_int32, [_U8, c_char_p, c_char_p, _BUF, _ERR]),
     ("coords_friend_link_parse", c_int32, [c_char_p, _BUF, _ERR]),
+    ("coords_public_key_b64url", c_int32, [_U8, _BUF, _ERR]),
     ("coords_safety_number", c_int32, [_U8, _U8, _BUF, _ERR]),
     ("coords_may_reuse_fix", c_int32, [c_uint64, c_uint64, c_char_p, POINTER(c_bool), _ERR]),
     ("coords_may_reuse_location", c_int32, [_LOC, c_uint64, c_char_p, POINTER(c_bool), _ERR]),
@@ -1155,6 +1156,13 @@ def process_fetch_response(seed: bytes, body: bytes) -> list[FetchResult]:
     """Verifies and opens every entry of a fetch response: one FetchResult per id, in order."""
     return [FetchResult.from_json(x) for x in
             _json_call(lib.coords_process_fetch_response, _bytes(seed, "seed", 32), _bytes(body, "body"), len(body))]
+
+
+def public_key_b64url(public_key: bytes) -> str:
+    """The id of a 32-byte Ed25519 public key (base64url, no padding: 43 characters), as friend
+    records and links name it. Raises CryptoError (ERR_INVALID_PUBLIC_KEY) for bytes that are not
+    a valid key."""
+    return _buffer_call(lib.coords_public_key_b64url, _bytes(public_key, "public_key", 32)).decode()
 
 
 def friend_link(public_key: bytes, server: str, name: str) -> str:

@@ -174,6 +174,19 @@ def test_may_reuse_fix():
     assert error.value.code == cc.ERR_INVALID_ARGUMENT
 
 
+def test_public_key_b64url_is_the_id_everything_else_uses(tmp_path):
+    with cc.App(str(tmp_path / "a"), passphrase="a", **FAST) as app:
+        app.create_identity("Ann", "https://relay.example")
+        assert cc.public_key_b64url(app.public_key()) == app.info().id
+    key = bytes.fromhex("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a")  # RFC 8032, test 1
+    assert cc.public_key_b64url(key) == base64.urlsafe_b64encode(key).rstrip(b"=").decode()
+    with pytest.raises(cc.CryptoError) as error:
+        cc.public_key_b64url(b"\xff" * 32)
+    assert error.value.code == cc.ERR_INVALID_PUBLIC_KEY
+    with pytest.raises(ValueError):
+        cc.public_key_b64url(b"short")
+
+
 def test_may_reuse_location_needs_a_fix_better_than_100_m():
     def fix(accuracy, taken=1_000):
         return cc.Location(47.37, 8.54, 0.0, accuracy, taken)

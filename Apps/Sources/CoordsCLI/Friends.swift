@@ -8,8 +8,10 @@ struct Add: SessionCommand {
     @Option(help: "Override the name from the link.") var name: String?
     @Option(help: "Use this relay URL instead of https:// plus the link's host (e.g. a plain-http test relay).")
     var server: String?
+    @Flag(name: .customLong("no-qr"), help: "Do not draw the QR code of your own link.") var noQR = false
 
     func run(in session: Session) async throws {
+        let before = Set(try session.app.outbox.pending().map(\.id))
         var friend: Friend
         if let server {
             let parsed = try FriendLink.parse(link)
@@ -19,18 +21,47 @@ struct Add: SessionCommand {
         }
         if let name { friend = try await session.app.friends.update(id: friend.id, name: name) }
         let number = try session.app.wallet.safetyNumber(with: friend.publicKey)
+        // Adding shares at once: the core queued the last fix sealed again for them; send it now.
+        let share = try await Self.sendShare(queuedAfter: before, session: session)
+        let now = nowMilliseconds()
         if options.json {
             printJSON(
                 .object([
                     "id": .string(friend.id), "name": .string(friend.name), "server": .string(friend.server),
-                    "safety_number": .string(number), "verified": .bool(friend.trust == .verified)
+                    "safety_number": .string(number), "verified": .bool(friend.trust == .verified),
+                    "share": .string(share.state), "shared_fix_ms": share.fix.map { .integer($0) } ?? .null
                 ]))
             return
         }
-        let shown = friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name
-        printLine("Added \(shown) (relay \(friend.server)). You now share your position with them and see theirs.")
+        let shown = Terminal.safe(friend.name.isEmpty ? String(friend.id.prefix(8)) : friend.name)
+        printLine("Added \(shown) (relay \(Terminal.safe(friend.server))).")
+        switch (share.state, share.fix) {
+        case ("sent", let fix?): printLine("Shared your position from \(age(since: fix, now: now)) ago with \(shown).")
+        case ("queued", let fix?):
+            printLine("Your position from \(age(since: fix, now: now)) ago goes to \(shown) once your relay answers (see `coords outbox`).")
+        default: printLine("\(shown) will see your position from your next `coords share` on.")
+        }
         printLine("Safety number: \(number)")
         printLine("Compare it with \(shown) in person or on a call; if it matches, run `coords verify \(shown)`.")
+        printLine("")
+        printLine("You see \(shown)'s position once they add you too. Your link for them:")
+        let own = try session.app.wallet.friendLink()
+        printLine(own)
+        if !noQR {
+            printRaw(try QRCode(text: own).render(ansi: isTerminal))
+        }
+    }
+
+    /// Sends the share the add queued (the new outbox entries of kind `reseal`): "sent",
+    /// "queued" (the relay did not take it yet; the outbox retries) or "next-fix" (nothing was
+    /// sealed before: the next share reaches them), with the fix's time.
+    static func sendShare(queuedAfter before: Set<UInt64>, session: Session) async throws -> (state: String, fix: UInt64?) {
+        let added = try session.app.outbox.pending().filter { !before.contains($0.id) && $0.item.kind == .reseal }
+        guard let entry = added.last else { return ("next-fix", nil) }
+        let fix = entry.item.reference.flatMap { UInt64($0) }
+        let report = try await OutboxDelivery.deliver(id: entry.id, entry.item.request, session: session)
+        if case .delivered = report.decision { return ("sent", fix) }
+        return ("queued", fix)
     }
 }
 

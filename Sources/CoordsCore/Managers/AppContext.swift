@@ -102,6 +102,11 @@ struct Reconciler<Message: ReconcileMessage>: Sendable {
         }
     }
 
+    /// Reports the failure of a dispatched action that awaits (see ``reportingFailure(_:)``).
+    func report(_ error: any Error) {
+        send(.errorOccurred(code: error.coordsCode, message: "\(error)"))
+    }
+
     /// Runs `body` in a write transaction; its messages go out after the commit (none if it throws).
     /// `body` may run more than once when the store grows; messages of an aborted attempt are discarded.
     func write<R>(_ database: Database, _ body: (borrowing WriteTransaction, inout [Message]) throws -> R) throws -> R {

@@ -159,6 +159,7 @@ public final class CoordsApp: Sendable {
         friends = FriendsManager(context: context, spine: spine)
         location = LocationManager(context: context, spine: spine)
         outbox = OutboxManager(context: context, spine: spine, location: location)
+        friends.outbox.set(outbox)
         messages = MessagesManager(context: context, outbox: outbox, spine: spine)
         outbox.messages.set(messages)
         groups = GroupsManager(context: context, outbox: outbox, location: location, spine: spine)

@@ -96,15 +96,18 @@ public actor FriendsManager {
     public nonisolated var updates: Receiver<FriendsManagerReconcileMessage> { reconciler.updates }
 
     /// Performs `action`; a failure is reported as ``FriendsManagerReconcileMessage/errorOccurred(code:message:)``.
-    public func dispatch(_ action: FriendsManagerAction) {
-        reconciler.reportingFailure {
+    public func dispatch(_ action: FriendsManagerAction) async {
+        do {
             switch action {
-            case .addLink(let link): _ = try add(link: link)
-            case .add(let id, let server, let name, let share, let fetch): _ = try add(id: id, server: server, name: name, shareWith: share, fetchFrom: fetch)
+            case .addLink(let link): _ = try await add(link: link)
+            case .add(let id, let server, let name, let share, let fetch):
+                _ = try await add(id: id, server: server, name: name, shareWith: share, fetchFrom: fetch)
             case .update(let id, let name, let share, let fetch): _ = try update(id: id, name: name, shareWith: share, fetchFrom: fetch)
             case .setTrust(let id, let trust): _ = try setTrust(id: id, trust)
             case .remove(let id): try remove(id: id)
             }
+        } catch {
+            reconciler.report(error)
         }
     }
 
@@ -113,9 +116,9 @@ public actor FriendsManager {
     /// A link to the user's own relay keeps the user's exact server string (see `sameRelay`).
     /// - Throws: ``WireError/invalidFriendLink(_:)``, ``WireError/invalidPublicKeyID(_:)``,
     ///   ``FriendsManagerError/cannotAddSelf``, store errors.
-    public func add(link: String) throws -> Friend {
+    public func add(link: String) async throws -> Friend {
         let parsed = try FriendLink.parse(link)
-        return try add(id: parsed.id, server: try sameRelay(parsed.server) ?? parsed.server, name: parsed.name, shareWith: true, fetchFrom: true)
+        return try await add(id: parsed.id, server: try sameRelay(parsed.server) ?? parsed.server, name: parsed.name, shareWith: true, fetchFrom: true)
     }
 
     /// The user's own server string when `server` (from a link: always `https://` + host) names
@@ -129,10 +132,25 @@ public actor FriendsManager {
         return ServerURL.withoutScheme(own).lowercased() == ServerURL.withoutScheme(server).lowercased() ? own : nil
     }
 
-    /// Adds (or refreshes) a friend from fields.
+    /// Adds (or refreshes) a friend from fields. Adding shares at once (the Coords design): when
+    /// the user shares with the friend and a fix was sealed before, that fix is sealed again for
+    /// them too and queued in the outbox (``OutboxManager/queueShareWithNewFriends()``, kind
+    /// `reseal`); the host's delivery loop sends it. Without a fix yet, the next one reaches them.
     /// - Throws: ``WireError/invalidPublicKeyID(_:)``, ``WireError/invalidServerURL(_:)``,
-    ///   ``FriendsManagerError/cannotAddSelf``, store errors.
-    public func add(id: String, server: String, name: String, shareWith: Bool = true, fetchFrom: Bool = true) throws -> Friend {
+    ///   ``FriendsManagerError/cannotAddSelf``, store errors. A share that cannot be queued
+    ///   does not fail the add (it is logged; the next fix reaches the friend).
+    public func add(id: String, server: String, name: String, shareWith: Bool = true, fetchFrom: Bool = true) async throws -> Friend {
+        let friend = try insert(id: id, server: server, name: name, shareWith: shareWith, fetchFrom: fetchFrom)
+        guard friend.sharing == .on || friend.sharing == .until, let outbox = outbox.object else { return friend }
+        do {
+            _ = try await outbox.queueShareWithNewFriends()
+        } catch {
+            context.logger.warning("adding a friend: the last fix could not be queued for them (\(error)); the next one reaches them")
+        }
+        return friend
+    }
+
+    private func insert(id: String, server: String, name: String, shareWith: Bool, fetchFrom: Bool) throws -> Friend {
         let key = try Ed25519PublicKey(base64URL: id)
         _ = try RelayAPI.endpoint(server: server, path: "")
         // No identity yet (get's only error): nobody can be oneself.
@@ -416,6 +434,8 @@ public actor FriendsManager {
 
     let context: AppContext
     let reconciler: Reconciler<FriendsManagerReconcileMessage>
+    /// Where an add queues the share it starts (set by ``CoordsApp`` after both exist).
+    let outbox = WeakLink<OutboxManager>()
 
     init(context: AppContext, spine: UpdateSpine) {
         self.context = context

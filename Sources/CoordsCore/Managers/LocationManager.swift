@@ -263,7 +263,22 @@ public actor LocationManager {
     ///   could not be sent: the latest fix, sealed for the friends shared with now).
     /// - Throws: ``WalletManagerError/noIdentity``, ``WalletManagerError/noServer``, store errors.
     public func prepareReseal(force: Bool = false) throws -> PreparedUpload? {
-        let identity = try context.identity.get()
+        try reseal { sealedFor, current in force || sealedFor.contains(where: { !current.contains($0) }) }
+    }
+
+    /// After a friend was added or a share with them began again (the Coords design: adding a
+    /// friend always shares at once): the last sealed fix sealed again for the friends shared
+    /// with now — or nil when every one of them could open the last blob already, or nothing was
+    /// sealed yet (the next fix then reaches them). The fix keeps its time: the new friend sees
+    /// the position the others see. Send it at once and mark it like any upload.
+    /// - Throws: ``WalletManagerError/noIdentity``, ``WalletManagerError/noServer``, store errors.
+    public func prepareShareWithNewFriends() throws -> PreparedUpload? {
+        try reseal { sealedFor, current in current.contains(where: { !sealedFor.contains($0) }) }
+    }
+
+    /// The last sealed fix sealed again for the friends shared with now, when `needed(sealedFor,
+    /// current)` says so.
+    private func reseal(when needed: ([String], Set<String>) -> Bool) throws -> PreparedUpload? {
         let now = context.clock.now()
         let (server, friends, state) = try context.database.read { tx in
             (
@@ -273,8 +288,8 @@ public actor LocationManager {
             )
         }
         guard let wireText = state.lastSealedWire, let fixTimestamp = state.lastSealedFix, let sealedFor = state.lastSealedFor else { return nil }
-        let current = Set(friends.map(\.id))
-        guard force || sealedFor.contains(where: { !current.contains($0) }) else { return nil }
+        guard needed(sealedFor, Set(friends.map(\.id))) else { return nil }
+        let identity = try context.identity.get()
         guard let server, !server.isEmpty else { throw WalletManagerError.noServer }
         guard let bytes = try? Base64.decode(wireText), let wire = try? WireLocation(bytes: bytes) else {
             throw StoreError.decodingFailed(table: Tables.uploadState.name, type: UploadState.storeTypeName, reason: "the last sealed fix is damaged")

@@ -130,6 +130,19 @@ extension OutboxManager {
         return (upload, id)
     }
 
+    /// After a friend was added (``FriendsManager/add(id:server:name:shareWith:fetchFrom:)`` calls
+    /// it): the last sealed fix sealed again for every friend shared with now and queued (kind
+    /// `reseal`), when one of them could not open the last blob — or nil when nothing was sealed
+    /// yet or everyone could.
+    /// - Returns: the upload and its outbox id; send it through ``due(now:ignoringBackoff:)`` or
+    ///   at once, then ``report(id:status:body:)``.
+    /// - Throws: the errors of ``LocationManager/prepareShareWithNewFriends()``, store errors.
+    public func queueShareWithNewFriends() async throws -> (upload: PreparedUpload, id: UInt64)? {
+        guard let upload = try await location.prepareShareWithNewFriends() else { return nil }
+        let id = try enqueue(kind: .reseal, request: upload.request, reference: String(upload.fixTimestamp))
+        return (upload, id)
+    }
+
     /// When to call ``due(now:ignoringBackoff:)`` next (ms since the epoch; at or before now
     /// when something is due already), or nil when the outbox is empty.
     /// - Throws: store errors.

@@ -533,3 +533,38 @@ enum TestReconcileMessage: ReconcileMessage, Equatable {
     case text(String)
     case errorOccurred(code: Int32, message: String)
 }
+
+/// The Coords design: adding a friend always shares at once.
+@Suite struct AddingAFriendSharesAtOnceTests {
+    @Test func theLastFixIsSealedAgainForTheNewFriendAndQueued() async throws {
+        let t = try await Trio()
+        // Nothing sealed yet: adding queues nothing (the next fix reaches them).
+        _ = try await t.alice.app.friends.add(link: try t.bob.app.wallet.friendLink())
+        #expect(try t.alice.app.outbox.pending().isEmpty)
+        _ = try await t.bob.app.friends.add(link: try t.alice.app.wallet.friendLink())
+        _ = try await t.carol.app.friends.add(link: try t.alice.app.wallet.friendLink())
+        let taken = t.alice.clock.milliseconds - 180_000
+        try await t.alice.share(try fix(47.37, 8.54, at: taken), via: t.relay)
+        #expect(try await t.carol.fetch(via: t.relay).updated.isEmpty)  // not sealed for her
+
+        // Carol is added after the fix: it is sealed again for Bob and her, and queued.
+        _ = try await t.alice.app.friends.add(link: try t.carol.app.wallet.friendLink())
+        let queued = try t.alice.app.outbox.pending()
+        let entry = try #require(queued.first)
+        #expect(queued.count == 1 && entry.item.kind == .reseal && entry.item.reference == String(taken))
+        let (status, body) = t.relay.handle(entry.item.request)
+        #expect((200..<300).contains(status))
+        _ = try await t.alice.app.outbox.report(id: entry.id, status: status, body: body)
+        #expect(try t.alice.app.outbox.pending().isEmpty)
+        let seen = try await t.carol.fetch(via: t.relay)
+        #expect(seen.updated.first?.location?.timestamp == taken)  // the position the others see, with its time
+        #expect(try await t.bob.fetch(via: t.relay).updated.first?.location?.timestamp == taken)
+
+        // Adding her again, or someone Alice does not share with, queues nothing more.
+        _ = try await t.alice.app.friends.add(link: try t.carol.app.wallet.friendLink())
+        let dave = try TestApp(name: "dave")
+        _ = try await dave.app.wallet.createIdentity(name: "Dave", server: "https://relay.test")
+        _ = try await t.alice.app.friends.add(id: try dave.app.wallet.id(), server: "https://relay.test", name: "Dave", shareWith: false)
+        #expect(try t.alice.app.outbox.pending().isEmpty)
+    }
+}
