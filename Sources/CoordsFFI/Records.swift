@@ -48,7 +48,8 @@ enum Record {
             "share_with": .bool(f.shareWith), "fetch_from": .bool(f.fetchFrom), "added_at": .integer(f.addedAt),
             "trust": .string(f.trust.rawValue), "marker_color": .string(f.markerColor),
             "sharing": .string(f.sharing.rawValue), "share_until": optional(f.shareUntil) { .integer($0) },
-            "conflict_keys": .array(f.conflictKeys.map { .string($0) }), "protection": .string(f.protection.rawValue)
+            "conflict_keys": .array(f.conflictKeys.map { .string($0) }), "protection": .string(f.protection.rawValue),
+            "reciprocal": .bool(f.reciprocal)
         ])
     }
 

@@ -21,7 +21,8 @@ import Testing
 
     static let friendJSON = """
         {"id":"\(key)","name":"Bob","server":"https://relay.example","share_with":true,"fetch_from":false,\
-        "added_at":1700000000001,"trust":"verified","marker_color":"#1F77B4","sharing":"on","share_until":null,"conflict_keys":[],"protection":"legacy"}
+        "added_at":1700000000001,"trust":"verified","marker_color":"#1F77B4","sharing":"on","share_until":null,"conflict_keys":[],"protection":"legacy",\
+        "reciprocal":false}
         """
 
     static let message = MessageRecord(

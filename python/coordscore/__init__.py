@@ -656,13 +656,16 @@ class Friend(_Record):
     """While trust is "conflict" (two different rotations of their old key, §9.2): the candidate keys."""
     protection: str = "legacy"
     """"forward-secret" once they announced prekeys (PROTOCOL.md §10.4), else "legacy"."""
+    reciprocal: bool = False
+    """Whether they added us back: a position or message they sealed for us has opened. False:
+    show them your link or QR code (App.friend_link)."""
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "Friend":
         """A Friend from the library's JSON."""
         return cls(obj["id"], obj["name"], obj["server"], obj["share_with"], obj["fetch_from"], obj["added_at"], obj["trust"],
                    obj["marker_color"], obj.get("sharing", "on"), obj.get("share_until"), list(obj.get("conflict_keys", [])),
-                   obj.get("protection", "legacy"))
+                   obj.get("protection", "legacy"), bool(obj.get("reciprocal", False)))
 
 
 @dataclass(frozen=True)

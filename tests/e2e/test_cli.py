@@ -165,3 +165,43 @@ def test_one_version_everywhere(world):
     import yaml
     with open(os.path.join(ROOT, "docs", "openapi.yaml")) as f:
         assert yaml.safe_load(f)["info"]["version"] == version  # the API description of this relay
+
+
+def test_adding_a_friend_shares_at_once_and_shows_who_has_not_added_you_back(world):
+    """The Coords design: adding a friend always triggers an upload (the last position, sealed
+    again for them), `coords add` says truthfully what happened and prints your own link and QR
+    code, and `coords friends` shows who has not added you back."""
+    relay, server, tmp, env = world
+    alice, bob, carol = tmp / "alice", tmp / "bob", tmp / "carol"
+    for home, name in ((alice, "Alice"), (bob, "Bob"), (carol, "Carol")):
+        coords(env, home, "init", "--server", server, "--name", name)
+    links = {home: data(env, home, "whoami")["link"] for home in (alice, bob, carol)}
+    coords(env, alice, "share", "--lat", "-33.8688", "--lon", "151.2093")  # before Bob is her friend
+
+    added = data(env, alice, "add", links[bob])
+    assert added["share"] == "sent" and added["shared_fix_ms"] > 1e12, added
+    data(env, bob, "add", links[alice])
+    [seen] = data(env, bob, "fetch")["friends"]  # Alice did not share again: the add did
+    assert seen["location"]["latitude"] == -33.8688 and seen["location"]["timestamp_ms"] == added["shared_fix_ms"]
+    assert {f["name"]: f["reciprocal"] for f in data(env, bob, "friends")["friends"]} == {"Alice": True}
+    assert {f["name"]: f["reciprocal"] for f in data(env, alice, "friends")["friends"]} == {"Bob": False}
+    listing = coords(env, alice, "friends").stdout
+    assert "Not added you back yet" in listing and "Bob" in listing.split("Not added you back yet")[1]
+
+    # Text: what happened, the safety number, then your own link and its QR code.
+    out = coords(env, bob, "add", links[carol]).stdout  # Bob has shared nothing yet
+    assert "Carol will see your position from your next `coords share` on." in out
+    assert links[bob] in out and "#" * 14 in out and "You see Carol's position once they add you too" in out
+    assert links[bob] not in coords(env, bob, "add", links[carol], "--no-qr").stdout.split("Your link for them:")[0]
+    assert "#" * 14 not in coords(env, bob, "add", links[carol], "--no-qr").stdout
+
+    # The relay is down: the share waits in the outbox and goes out when it is back.
+    relay.stop()
+    out = coords(env, alice, "add", links[carol]).stdout
+    assert "goes to Carol once your relay answers" in out, out
+    assert [e["kind"] for e in data(env, alice, "outbox")["entries"]] == ["reseal"]
+    relay.start()
+    coords(env, alice, "outbox", "flush")
+    data(env, carol, "add", links[alice])
+    [seen] = data(env, carol, "fetch")["friends"]
+    assert seen["location"]["latitude"] == -33.8688

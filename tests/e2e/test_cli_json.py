@@ -113,7 +113,7 @@ def test_each_command_prints_json_that_matches_its_schema_and_the_exit_statuses_
     check("init", "init", "--server", two.url, "--name", "Carol", home=carol)
     links = {home: check("whoami", "whoami", home=home)[0]["link"] for home in (alice, bob, carol)}
     added = check("add", "add", links[alice], home=bob)[0]
-    assert added["verified"] is False
+    assert added["verified"] is False and added["share"] == "next-fix" and added["shared_fix_ms"] is None
     check("add", "add", links[bob], home=alice)
     check("add", "add", links[carol], "--server", two.url, home=bob)  # plain http: the link alone would say https
     check("add", "add", links[bob], "--server", one.url, home=carol)
@@ -131,6 +131,7 @@ def test_each_command_prints_json_that_matches_its_schema_and_the_exit_statuses_
     assert fetched["failures"] == [] and by_name["Alice"]["relay_updated_ms"] > 1e12
     friends, _ = check("friends", "friends", home=bob)
     assert {f["name"]: f["signature"] for f in friends["friends"]} == {"Alice": "signed", "Carol": "signed"}
+    assert {f["name"]: f["reciprocal"] for f in friends["friends"]} == {"Alice": True, "Carol": True}
     table = coords(env, bob, "fetch").stdout.splitlines()
     assert table[0].split() == ["NAME", "LOCATION", "PLACE", "AGE", "SIGNATURE", "VERIFIED", "NEW"]
 

@@ -99,7 +99,7 @@ struct Friends: SessionCommand {
                                 "share_until_ms": friend.shareUntil.map { .integer($0) } ?? .null,
                                 "fetching": .bool(friend.fetchFrom), "trust": .string(friend.trust.rawValue),
                                 "verified": .bool(friend.trust == .verified),
-                                "protection": .string(friend.protection.rawValue),
+                                "protection": .string(friend.protection.rawValue), "reciprocal": .bool(friend.reciprocal),
                                 "location": seen?.location.map(locationJSON) ?? .null,
                                 "signature": seen?.authenticity.map { .string(signatureWord($0)) } ?? .null
                             ])
@@ -123,6 +123,12 @@ struct Friends: SessionCommand {
                 friend.protection.rawValue)
         }
         printLine(table.render())
+        let oneSided = friends.filter { !$0.reciprocal }.map { Terminal.safe($0.name.isEmpty ? String($0.id.prefix(8)) : $0.name) }
+        if !oneSided.isEmpty {
+            printLine("")
+            printLine("Not added you back yet (nothing of theirs has opened for you): \(oneSided.joined(separator: ", ")).")
+            printLine("Give them your link from `coords whoami`.")
+        }
     }
 }
 

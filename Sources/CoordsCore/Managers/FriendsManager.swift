@@ -29,6 +29,9 @@ public struct Friend: Sendable, Equatable {
     /// they announced it, legacy otherwise. Filled in by ``FriendsManager/list()`` and
     /// ``FriendsManager/friend(id:)``; update messages carry `legacy`.
     public var protection: Protection = .legacy
+    /// Whether they have added us back: something they sealed for us (a position or a message)
+    /// has opened. False means they have not shared with us yet — show them your link or QR.
+    public var reciprocal: Bool
 
     init(key: Ed25519PublicKey, record: FriendRecord, now: UInt64) {
         id = key.base64URL
@@ -42,6 +45,7 @@ public struct Friend: Sendable, Equatable {
         markerColor = MarkerColor(id: id).hex
         shareUntil = record.shareUntil
         conflictKeys = record.conflict?.map(\.key) ?? []
+        reciprocal = record.addedBackAt != nil
         sharing =
             !record.shareWith
             ? .paused : record.shareUntil == nil ? .on : FriendRecord.isRunning(until: record.shareUntil, at: now) ? .until : .expired

@@ -423,6 +423,11 @@ public actor LocationManager {
                     outcome.unchanged.append(entry.id)
                     continue
                 }
+                if friend.addedBackAt == nil {  // their blob opened for us: they have added us back
+                    var record = friend
+                    record.addedBackAt = now
+                    try friends.put(key, record)
+                }
                 let cached = try cache.get(key)
                 if let cached, cached.location.timestamp > location.timestamp {
                     outcome.rejected.append(

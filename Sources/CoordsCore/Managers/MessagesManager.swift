@@ -472,6 +472,12 @@ public actor MessagesManager {
                     continue
                 }
                 let friendID = sender.key.base64URL
+                if sender.record.addedBackAt == nil {  // they sealed this for us: they have added us back
+                    var record = sender.record
+                    record.addedBackAt = now
+                    try friends.put(sender.key, record)
+                    byPeerID[envelope.senderID.lowercased()] = (sender.key, record)
+                }
                 if reset || payload.kind == "session-reset" {
                     if !outcome.resets.contains(friendID) {
                         outcome.resets.append(friendID)

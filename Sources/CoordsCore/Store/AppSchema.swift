@@ -206,6 +206,9 @@ public struct FriendRecord: StoreJSONValue, Equatable {
     public static func isRunning(until end: UInt64?, at now: UInt64) -> Bool { end.map { now < $0 } ?? true }
     /// In a conflict (§9.2): the candidate keys and their servers, the current one first.
     public var conflict: [RotationCandidate]?
+    /// When something they sealed for us first opened (a position of theirs, or a message): they
+    /// have added us back. Nil until then (ms since the epoch).
+    public var addedBackAt: UInt64?
 
     /// A friend record; sharing both ways and unverified unless said otherwise.
     public init(
@@ -228,6 +231,7 @@ extension FriendRecord {
     public func withStoreBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         var object = JSONObject()
         object["addedAt"] = .integer(addedAt)
+        object["addedBackAt"] = addedBackAt.map { .integer($0) }
         object["conflict"] = conflict.map { .array($0.map { .object(JSONObject([("key", .string($0.key)), ("server", .string($0.server))])) }) }
         object["fetchFrom"] = .bool(fetchFrom)
         object["name"] = .string(name)
@@ -250,6 +254,7 @@ extension FriendRecord {
             x25519PublicKey: try row.required("x25519PublicKey", text, \.stringValue),
             trust: try row.required("trust", "a trust state") { $0.stringValue.flatMap(TrustState.init(rawValue:)) },
             shareUntil: try row.optional("shareUntil", "an unsigned integer", \.uint64Value))
+        addedBackAt = try row.optional("addedBackAt", "an unsigned integer", \.uint64Value)
         conflict = try row.optional("conflict", "an array of {key, server} objects") { value in
             try row.array(value) { item in
                 guard let candidate = row.nested(item) else { return nil }

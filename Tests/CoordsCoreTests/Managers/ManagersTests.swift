@@ -568,3 +568,32 @@ enum TestReconcileMessage: ReconcileMessage, Equatable {
         #expect(try t.alice.app.outbox.pending().isEmpty)
     }
 }
+
+/// A friend is `reciprocal` once something they sealed for us opened (they added us back).
+@Suite struct ReciprocalTests {
+    @Test func aFriendIsReciprocalOnceTheirPositionOrMessageOpensForUs() async throws {
+        let t = try await Trio()
+        let aliceID = try t.alice.app.wallet.id()
+        let bobID = try t.bob.app.wallet.id()
+        let carolID = try t.carol.app.wallet.id()
+        _ = try await t.alice.app.friends.add(link: try t.bob.app.wallet.friendLink())
+        _ = try await t.alice.app.friends.add(link: try t.carol.app.wallet.friendLink())
+        #expect(try t.alice.app.friends.list().map(\.reciprocal) == [false, false])
+        // Bob has not added Alice: his blob is not sealed for her, so he stays one-sided.
+        try await t.bob.share(try fix(52.52, 13.40, at: t.bob.clock.milliseconds), via: t.relay)
+        _ = try await t.alice.fetch(via: t.relay)
+        #expect(try await t.alice.app.friends.friend(id: bobID)?.reciprocal == false)
+        // Bob adds Alice back and shares: his next blob opens for her.
+        _ = try await t.bob.app.friends.add(link: try t.alice.app.wallet.friendLink())
+        try await t.bob.share(try fix(52.52, 13.41, at: t.bob.clock.milliseconds + 1_000), via: t.relay)
+        _ = try await t.alice.fetch(via: t.relay)
+        #expect(try await t.alice.app.friends.friend(id: bobID)?.reciprocal == true)
+        #expect(try await t.alice.app.friends.friend(id: carolID)?.reciprocal == false)
+        // Carol adds Alice and writes to her: a message is enough.
+        _ = try await t.carol.app.friends.add(link: try t.alice.app.wallet.friendLink())
+        let sent = try await t.carol.app.messages.send("hi", to: aliceID)
+        let outcome = try await t.alice.app.messages.processFetchResponse(try MessagesManagerTests.Pair.packets([sent.request]))
+        #expect(outcome.received.map(\.text) == ["hi"])
+        #expect(try await t.alice.app.friends.friend(id: carolID)?.reciprocal == true)
+    }
+}
