@@ -494,13 +494,18 @@ int32_t coords_wallet_import_backup(CoordsApp *app, const uint8_t *backup, size_
 /* ---- Friends ----------------------------------------------------------------------------- */
 
 /* Adds (or refreshes) the friend of a coord:// link; returns the friend as JSON
- * {"id","name","server","share_with","fetch_from","added_at","trust","marker_color","sharing","share_until","conflict_keys"}
+ * {"id","name","server","share_with","fetch_from","added_at","trust","marker_color","sharing","share_until","conflict_keys",
+ *  "protection","reciprocal"}
  * (trust: "unverified", "verified", "blocked" or "conflict"; sharing: "on", "until", "expired" or
- * "paused"; share_until: ms or null; conflict_keys: the candidate keys while in conflict).
+ * "paused"; share_until: ms or null; conflict_keys: the candidate keys while in conflict;
+ * reciprocal: whether something they sealed for us has opened, i.e. they added us back).
+ * Adding shares at once: when a fix was sealed before, it is sealed again for the new friend too
+ * and queued in the outbox (kind "reseal"); the host's delivery loop sends it.
  * Errors: INVALID_FRIEND_LINK, INVALID_PUBLIC_KEY_ID, CANNOT_ADD_SELF. */
 int32_t coords_friends_add_link(CoordsApp *app, const char *link, CoordsBuffer *friend_json_out, CoordsError *out_error);
 
-/* Adds a friend from JSON {"id","server","name","share_with"?,"fetch_from"?}; returns the friend. */
+/* Adds a friend from JSON {"id","server","name","share_with"?,"fetch_from"?}; returns the friend
+ * (as coords_friends_add_link, sharing at once when share_with). */
 int32_t coords_friends_add(CoordsApp *app, const char *friend_json, CoordsBuffer *friend_json_out, CoordsError *out_error);
 
 /* Updates a friend from JSON {"name"?,"share_with"?,"fetch_from"?,"trust"?}; returns the friend.

@@ -597,3 +597,26 @@ enum TestReconcileMessage: ReconcileMessage, Equatable {
         #expect(try await t.alice.app.friends.friend(id: carolID)?.reciprocal == true)
     }
 }
+
+/// The design's background case: an upload prepared and sent, the app gone before the answer
+/// came (closed here; tests/e2e/test_relaunch.py kills a real process), relaunched, and the
+/// answer processed then.
+@Suite struct RelaunchTests {
+    @Test func anUploadAnsweredAfterARelaunchIsRecordedOnce() async throws {
+        let t = try await Trio()
+        try await t.befriend(t.alice, t.bob)
+        let taken = t.alice.clock.milliseconds - 1_000
+        let (upload, id) = try await t.alice.app.outbox.queueUpload(try fix(-33.8688, 151.2093, at: taken))
+        let (status, body) = t.relay.handle(upload.request)  // on the wire while the app is gone
+        try t.alice.reopen()
+        // Relaunched without the answer: the upload is still there, due.
+        #expect(try t.alice.app.outbox.pending().map(\.id) == [id])
+        let report = try await t.alice.app.outbox.report(id: id, status: status, body: body)
+        #expect(report.decision == .delivered)
+        #expect(try t.alice.app.outbox.pending().isEmpty)
+        // Recorded: an older fix is stale now, and the same answer again changes nothing.
+        await #expect(throws: WireError.self) { _ = try await t.alice.app.location.prepareUpload(try fix(1, 2, at: taken - 1)) }
+        #expect(try await t.alice.app.outbox.report(id: id, status: status, body: body).decision == .unknown)
+        #expect(try await t.bob.fetch(via: t.relay).updated.first?.location?.timestamp == taken)
+    }
+}
