@@ -285,6 +285,31 @@ static void test_stateless(void) {
     CHECK(id.len == 43 && strcmp((const char *)id.data, "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo") == 0);
     coords_buffer_free(&id);
     EXPECT(COORDS_ERR_INVALID_PUBLIC_KEY, coords_public_key_b64url(not_a_point, &id, &e_));
+    /* A friend link's QR code: 71 bytes need version 5 (37 modules); its three finder patterns. */
+    CoordsBuffer modules = {NULL, 0}, svg = {NULL, 0};
+    uint32_t side = 0;
+    const char *qr_link = "coord://coord.is/add/wrZlO17X0knD6RWU6jrrS_ZGltdaftqAJs7yA4RsQdE#Bob";
+    EXPECT(COORDS_OK, coords_qr_encode(qr_link, &modules, &side, &e_));
+    CHECK(side == 37 && modules.len == 37u * 37u);
+    if (modules.len == 37u * 37u) {
+        int finders = 1;
+        for (uint32_t i = 0; i < 7; i++) {
+            /* Each finder's outer ring: dark on its first row and first column. */
+            finders &= modules.data[i] == 1 && modules.data[i * 37] == 1 && modules.data[30 + i] == 1 && modules.data[30 * 37 + i * 37] == 1;
+        }
+        CHECK(finders && modules.data[7] == 0 && modules.data[1 * 37 + 1] == 0);
+    }
+    coords_buffer_free(&modules);
+    EXPECT(COORDS_OK, coords_qr_svg(qr_link, 4, &svg, &e_));
+    CHECK(contains(&svg, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"180\""));
+    coords_buffer_free(&svg);
+    char too_long[300];
+    memset(too_long, 'z', sizeof too_long - 1);
+    too_long[sizeof too_long - 1] = 0;
+    EXPECT(COORDS_ERR_QR_UNENCODABLE, coords_qr_encode(too_long, &modules, &side, &e_));
+    EXPECT(COORDS_ERR_INVALID_ARGUMENT, coords_qr_svg(qr_link, 0, &svg, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_qr_encode(NULL, &modules, &side, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_qr_encode(qr_link, &modules, NULL, &e_));
     EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_public_key_b64url(NULL, &id, &e_));
     EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_public_key_b64url(rfc8032_key, NULL, &e_));
 

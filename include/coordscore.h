@@ -121,6 +121,7 @@ extern "C" {
 #define COORDS_ERR_MALFORMED_FILE 396
 #define COORDS_ERR_BAD_CHUNK 397
 #define COORDS_ERR_OBJECT_MISMATCH 398
+#define COORDS_ERR_QR_UNENCODABLE 399 /* text too long for a QR code (at most 213 bytes) */
 
 /* 400–499 storage */
 #define COORDS_ERR_STORE_OPEN_FAILED 400
@@ -348,6 +349,19 @@ int32_t coords_process_fetch_response(const uint8_t seed[32], const uint8_t *bod
  * caller frees it with coords_buffer_free). Errors: NULL_ARGUMENT, INVALID_PUBLIC_KEY (not a valid
  * Ed25519 point). */
 int32_t coords_public_key_b64url(const uint8_t public_key[32], CoordsBuffer *text_out, CoordsError *out_error);
+
+/* A QR code (ISO/IEC 18004: byte mode, error correction M, versions 1..10, the mask chosen by
+ * the standard's penalty rules) for UTF-8 `text` of at most 213 bytes, such as a friend link.
+ * Writes the side in modules (21..57) to *size_out and size*size bytes to modules_out, row by row
+ * from the top left, 1 for a dark module and 0 for a light one (free it with coords_buffer_free).
+ * Draw it with a quiet zone of 4 light modules around it. Errors: NULL_ARGUMENT, INVALID_UTF8,
+ * QR_UNENCODABLE. */
+int32_t coords_qr_encode(const char *text, CoordsBuffer *modules_out, uint32_t *size_out, CoordsError *out_error);
+
+/* The QR code of coords_qr_encode as an SVG document (UTF-8 text, its quiet zone included), each
+ * module module_pixels (1..64) pixels wide. Errors: NULL_ARGUMENT, INVALID_UTF8, INVALID_ARGUMENT,
+ * QR_UNENCODABLE. */
+int32_t coords_qr_svg(const char *text, uint32_t module_pixels, CoordsBuffer *svg_out, CoordsError *out_error);
 
 /* Builds a coord:// friend link (UTF-8 text). Errors: NULL_ARGUMENT, INVALID_UTF8, INVALID_PUBLIC_KEY. */
 int32_t coords_friend_link_generate(const uint8_t public_key[32], const char *server, const char *name,

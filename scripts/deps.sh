@@ -32,6 +32,7 @@ packages_for_missing() {
     command -v col >/dev/null 2>&1 || missing+=(bsdextrautils)
     command -v zsh >/dev/null 2>&1 || missing+=(zsh)
     command -v fish >/dev/null 2>&1 || missing+=(fish)
+    command -v zbarimg >/dev/null 2>&1 || missing+=(zbar-tools)  # an independent QR decoder reads our QR codes back
     echo "${missing[@]:-}"
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes Tests/CoordsCLITests/Vectors/qr-vectors.json with an independent QR encoder.
+"""Writes Tests/CoordsCoreTests/KnownAnswers/qr-vectors.json with an independent QR encoder.
 
 Input: the PyPI package `qrcode` 7.4.2 (pip install qrcode==7.4.2). Byte mode, error
 correction M, a fixed version and every mask 0-7 per text, so the test compares Reed-Solomon,
@@ -29,7 +29,7 @@ for text, version in CASES:
         rows = ["".join("1" if cell else "0" for cell in row) for row in qr.modules]
         out.append({"text": text, "version": version, "mask": mask, "rows": rows})
 
-path = os.path.join(os.path.dirname(__file__), "..", "Tests", "CoordsCLITests", "Vectors", "qr-vectors.json")
+path = os.path.join(os.path.dirname(__file__), "..", "Tests", "CoordsCoreTests", "KnownAnswers", "qr-vectors.json")
 os.makedirs(os.path.dirname(path), exist_ok=True)
 with open(path, "w") as f:
     json.dump({"generated_by": "python qrcode 7.4.2 (scripts/make-qr-vectors.py)", "cases": out}, f, indent=1)

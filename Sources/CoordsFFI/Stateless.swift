@@ -192,6 +192,27 @@ public func ffiPublicKeyB64URL(_ publicKey: UnsafePointer<UInt8>?, _ textOut: Bu
     }
 }
 
+@_cdecl("coords_qr_encode")
+public func ffiQREncode(_ text: CString, _ modulesOut: BufferOut, _ sizeOut: UnsafeMutablePointer<UInt32>?, _ error: ErrorOut) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(modulesOut, "modules_out")
+        let size = try Argument.output(sizeOut, "size_out")
+        let code = try QRCode(text: try Argument.string(text, "text"))
+        try Output.write(code.modules.map { $0 ? 1 : 0 }, to: out)
+        size.pointee = UInt32(clamping: code.size)
+    }
+}
+
+@_cdecl("coords_qr_svg")
+public func ffiQRSVG(_ text: CString, _ modulePixels: UInt32, _ svgOut: BufferOut, _ error: ErrorOut) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(svgOut, "svg_out")
+        guard (1...64).contains(modulePixels) else { throw FFIError.invalid("module_pixels must be 1…64") }
+        let code = try QRCode(text: try Argument.string(text, "text"))
+        try Output.write(code.svg(modulePixels: Int(modulePixels)), to: out)
+    }
+}
+
 @_cdecl("coords_friend_link_parse")
 public func ffiFriendLinkParse(_ link: CString, _ jsonOut: BufferOut, _ error: ErrorOut) -> Int32 {
     exported(error) {

@@ -27,6 +27,7 @@ import Testing
         WireError.sessionBroken, WireError.downgradeRefused, WireError.prekeysUnavailable,
         WireError.malformedGroupStatement(""), WireError.groupSignatureInvalid, WireError.malformedGroupMessage(""),
         WireError.malformedFile(""), WireError.badChunk(index: 0), WireError.objectMismatch(""),
+        QRCode.Failure.tooLong(bytes: 0, maximum: 0),
         StoreError.openFailed(path: "", LMDBCode.notFound), StoreError.alreadyOpen(path: ""), StoreError.mapFull(mapSize: 0, maximumMapSize: 0),
         StoreError.corrupted(.corrupted), StoreError.storage(operation: "", LMDBCode.notFound), StoreError.closed, StoreError.unknownTable(""),
         StoreError.tableTypeMismatch(table: "", stored: "", requested: ""), StoreError.tooManyTables(0), StoreError.transactionClosed,

@@ -105,6 +105,7 @@ ERR_MALFORMED_GROUP_MESSAGE = 395
 ERR_MALFORMED_FILE = 396
 ERR_BAD_CHUNK = 397
 ERR_OBJECT_MISMATCH = 398
+ERR_QR_UNENCODABLE = 399
 ERR_STORE_OPEN_FAILED = 400
 ERR_STORE_ALREADY_OPEN = 401
 ERR_STORE_FULL = 402
@@ -287,6 +288,8 @@ _SIGNATURES = [
     ("coords_friend_link_generate", c_int32, [_U8, c_char_p, c_char_p, _BUF, _ERR]),
     ("coords_friend_link_parse", c_int32, [c_char_p, _BUF, _ERR]),
     ("coords_public_key_b64url", c_int32, [_U8, _BUF, _ERR]),
+    ("coords_qr_encode", c_int32, [c_char_p, _BUF, POINTER(c_uint32), _ERR]),
+    ("coords_qr_svg", c_int32, [c_char_p, c_uint32, _BUF, _ERR]),
     ("coords_safety_number", c_int32, [_U8, _U8, _BUF, _ERR]),
     ("coords_may_reuse_fix", c_int32, [c_uint64, c_uint64, c_char_p, POINTER(c_bool), _ERR]),
     ("coords_may_reuse_location", c_int32, [_LOC, c_uint64, c_char_p, POINTER(c_bool), _ERR]),
@@ -1166,6 +1169,28 @@ def public_key_b64url(public_key: bytes) -> str:
     records and links name it. Raises CryptoError (ERR_INVALID_PUBLIC_KEY) for bytes that are not
     a valid key."""
     return _buffer_call(lib.coords_public_key_b64url, _bytes(public_key, "public_key", 32)).decode()
+
+
+def qr_code(text: str) -> list[list[bool]]:
+    """The QR code for `text` (at most 213 UTF-8 bytes, e.g. a friend link): rows of modules from
+    the top, True for dark. Draw it with a quiet zone of 4 light modules. Raises WireError
+    (ERR_QR_UNENCODABLE) for text too long."""
+    size = c_uint32(0)
+    buffer = CoordsBuffer()
+    try:
+        _call(lib.coords_qr_encode, _utf8(text, "text"), byref(buffer), byref(size))
+    except CoordsError:
+        lib.coords_buffer_free(byref(buffer))
+        raise
+    modules = _take(buffer)
+    n = size.value
+    return [[modules[y * n + x] == 1 for x in range(n)] for y in range(n)]
+
+
+def qr_svg(text: str, module_pixels: int = 8) -> str:
+    """The QR code for `text` as an SVG document (its quiet zone included), each module
+    `module_pixels` (1..64) wide. Raises WireError (ERR_QR_UNENCODABLE), ArgumentError."""
+    return _buffer_call(lib.coords_qr_svg, _utf8(text, "text"), module_pixels).decode()
 
 
 def friend_link(public_key: bytes, server: str, name: str) -> str:

@@ -5,6 +5,8 @@ import ctypes
 import hashlib
 import json
 import os
+import shutil
+import subprocess
 import threading
 import time
 from ctypes import byref, c_bool, c_uint8
@@ -185,6 +187,38 @@ def test_public_key_b64url_is_the_id_everything_else_uses(tmp_path):
     assert error.value.code == cc.ERR_INVALID_PUBLIC_KEY
     with pytest.raises(ValueError):
         cc.public_key_b64url(b"short")
+
+
+def test_qr_codes_are_read_back_by_an_independent_decoder(tmp_path):
+    """zbarimg (ZBar, Debian's zbar-tools) reads our QR codes back: a friend link, UTF-8, the
+    longest text that fits."""
+    zbarimg = shutil.which("zbarimg")
+    assert zbarimg, "zbarimg is not installed (make deps installs Debian's zbar-tools)"
+    for text in ["coord://coord.is/add/wrZlO17X0knD6RWU6jrrS_ZGltdaftqAJs7yA4RsQdE#Zo%C3%AB", "Zoë 🗺", "x" * 213]:
+        rows = cc.qr_code(text)
+        n = len(rows)
+        assert n in range(21, 58, 4) and all(len(row) == n for row in rows)
+        scale, border = 4, 4
+        side = (n + 2 * border) * scale
+        pixels = [[False] * side for _ in range(side)]
+        for y, row in enumerate(rows):
+            for x, dark in enumerate(row):
+                for dy in range(scale):
+                    for dx in range(scale):
+                        pixels[(y + border) * scale + dy][(x + border) * scale + dx] = dark
+        image = tmp_path / "code.pbm"
+        image.write_text(f"P1\n{side} {side}\n" + "\n".join(" ".join("1" if p else "0" for p in line) for line in pixels) + "\n")
+        read = subprocess.run([zbarimg, "--raw", "-q", "-Sbinary", str(image)], capture_output=True, timeout=60)
+        assert read.returncode == 0, read.stderr
+        assert read.stdout.rstrip(b"\n") == text.encode(), (text, read.stdout)
+    svg = cc.qr_svg("coords", module_pixels=3)
+    assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg"') and svg.rstrip().endswith("</svg>")
+    with pytest.raises(cc.WireError) as error:
+        cc.qr_code("x" * 214)
+    assert error.value.code == cc.ERR_QR_UNENCODABLE
+    with pytest.raises(cc.CoordsException) as error:
+        cc.qr_svg("x", module_pixels=0)
+    assert error.value.code == cc.ERR_INVALID_ARGUMENT
 
 
 def test_may_reuse_location_needs_a_fix_better_than_100_m():

@@ -1,14 +1,21 @@
-/// A QR code (ISO/IEC 18004) for text, drawn in the terminal by `coords whoami`.
+/// A QR code (ISO/IEC 18004) for text: what every shell shows a friend link with (`coords
+/// whoami` and `coords add` draw it in the terminal; the C ABI hands out its modules or an SVG).
 ///
 /// Byte mode, error-correction level M (15 % of the symbol can be damaged), versions 1–10
 /// (up to 213 bytes — a friend link is about 90). The mask is chosen with the standard penalty
 /// rules unless one is forced (tests compare every mask with an independent encoder).
 public struct QRCode: Sendable, Equatable {
     /// Errors of the encoder.
-    public enum Failure: Error, Equatable, CustomStringConvertible {
+    public enum Failure: CoordsCoreError, Equatable {
+        /// The text does not fit in a version-10 symbol (or the version asked for).
         case tooLong(bytes: Int, maximum: Int)
+        /// A version outside 1…10 was asked for.
         case invalidVersion(Int)
+        /// A mask outside 0…7 was asked for.
         case invalidMask(Int)
+
+        /// 399 for every case (`COORDS_ERR_QR_UNENCODABLE`).
+        public var code: Int32 { 399 }
 
         public var description: String {
             switch self {
@@ -28,7 +35,10 @@ public struct QRCode: Sendable, Equatable {
     /// Row-major: true is a dark module.
     public let modules: [Bool]
 
-    /// Whether the module at column `x`, row `y` is dark.
+    /// Whether the module at column `x`, row `y` is dark (false outside the symbol).
+    /// - Parameters:
+    ///   - x: the column, 0 at the left.
+    ///   - y: the row, 0 at the top.
     public func isDark(x: Int, y: Int) -> Bool {
         x >= 0 && y >= 0 && x < size && y < size && modules[y * size + x]
     }
@@ -49,12 +59,20 @@ public struct QRCode: Sendable, Equatable {
     public static var maximumBytes: Int { capacity(10) }
 
     /// Encodes `text` (UTF-8) in the smallest version that fits.
+    /// - Parameters:
+    ///   - text: what the code says (at most ``maximumBytes`` UTF-8 bytes).
+    ///   - forcedVersion: a version (1…10) to use instead of the smallest that fits (tests).
+    ///   - forcedMask: a mask (0…7) to use instead of the one the penalty rules choose (tests).
     /// - Throws: ``Failure``.
     public init(text: String, version forcedVersion: Int? = nil, mask forcedMask: Int? = nil) throws {
         try self.init(bytes: Array(text.utf8), version: forcedVersion, mask: forcedMask)
     }
 
     /// Encodes raw bytes.
+    /// - Parameters:
+    ///   - bytes: what the code says (at most ``maximumBytes``).
+    ///   - forcedVersion: a version (1…10) to use instead of the smallest that fits (tests).
+    ///   - forcedMask: a mask (0…7) to use instead of the one the penalty rules choose (tests).
     /// - Throws: ``Failure``.
     public init(bytes: [UInt8], version forcedVersion: Int? = nil, mask forcedMask: Int? = nil) throws {
         if let forcedMask, !(0...7).contains(forcedMask) { throw Failure.invalidMask(forcedMask) }
@@ -127,7 +145,11 @@ public struct QRCode: Sendable, Equatable {
 
     /// The code drawn with ANSI colours (two module rows per text line) or, without colours,
     /// with `##` for dark modules (for files and light terminals), inside a `quietZone` border.
+    /// - Parameters:
+    ///   - ansi: draw with ANSI colours (a terminal) rather than `##`.
+    ///   - quietZone: light modules around the code (0…16).
     public func render(ansi: Bool, quietZone: Int = 2) -> String {
+        let quietZone = min(max(quietZone, 0), 16)
         let range = -quietZone..<(size + quietZone)
         var out = ""
         if ansi {
@@ -340,5 +362,29 @@ enum ReedSolomon {
             for i in 0..<result.count { result[i] ^= multiply(generator[i], factor) }
         }
         return result
+    }
+}
+
+extension QRCode {
+    /// The code as an SVG document (UTF-8 text): a white square with a black `modulePixels`-sized
+    /// square per dark module, inside a `quietZone` border (4 modules, as ISO/IEC 18004 asks).
+    /// - Parameters:
+    ///   - modulePixels: the side of a module in pixels (1…64).
+    ///   - quietZone: light modules around the code (0…16).
+    public func svg(modulePixels: Int = 8, quietZone: Int = 4) -> String {
+        let scale = min(max(modulePixels, 1), 64)
+        let border = min(max(quietZone, 0), 16)
+        let side = (size + 2 * border) * scale
+        var path = ""
+        for y in 0..<size {
+            for x in 0..<size where isDark(x: x, y: y) {
+                path += "M\((x + border) * scale) \((y + border) * scale)h\(scale)v\(scale)h-\(scale)z"
+            }
+        }
+        return """
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(side)" height="\(side)" viewBox="0 0 \(side) \(side)" shape-rendering="crispEdges">\
+            <rect width="\(side)" height="\(side)" fill="#fff"/><path fill="#000" d="\(path)"/></svg>
+
+            """
     }
 }
