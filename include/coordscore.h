@@ -701,13 +701,17 @@ int32_t coords_messages_prepare_fetch(CoordsApp *app, CoordsBuffer *request_json
 /* A recipient-signed PUT of our relay's /v1/relay/push (PROTOCOL.md §8.7), Request JSON with a
  * JSON body: registers `endpoint` (UTF-8; an https:// URL from the phone's UnifiedPush distributor;
  * http:// only for a loopback host, for tests) so the relay wakes the app when an envelope
- * arrives. `ttl_seconds` 0 = the relay's default (7 days). Renew at least daily. The relay answers
- * 200, 400 endpoint_refused, or 404 (no push: keep polling).
+ * arrives. `ttl_seconds` 0 = the relay's default (7 days). The library keeps the endpoint and
+ * renews the registration itself: coords_outbox_next_wake includes the renewal time (a day later,
+ * or half of ttl_seconds when shorter) and coords_outbox_due then hands out a fresh registration
+ * like any queued request; a 400 or 404 to it ends the renewals. The relay answers 200,
+ * 400 endpoint_refused, or 404 (no push: keep polling).
  * Errors: INVALID_PUSH_ENDPOINT, NO_IDENTITY, NO_SERVER, NULL_ARGUMENT. */
 int32_t coords_messages_prepare_push_register(CoordsApp *app, const char *endpoint, uint64_t ttl_seconds,
                                               CoordsBuffer *request_json_out, CoordsError *out_error);
 
-/* A recipient-signed DELETE of our relay's /v1/relay/push: no more wakes (Request JSON).
+/* A recipient-signed DELETE of our relay's /v1/relay/push: no more wakes (Request JSON); the
+ * library stops renewing the registration.
  * Errors: NO_IDENTITY, NO_SERVER. */
 int32_t coords_messages_prepare_push_unregister(CoordsApp *app, CoordsBuffer *request_json_out, CoordsError *out_error);
 

@@ -1847,8 +1847,10 @@ class App(_NativeHandle):
     def prepare_push_register(self, endpoint: str, ttl_seconds: int | None = None) -> Request:
         """A signed PUT of our relay's /v1/relay/push (PROTOCOL.md §8.7): the relay wakes the
         app at `endpoint` (an https:// UnifiedPush URL; http:// only for a loopback host, in
-        tests) when an envelope arrives. `ttl_seconds` None = the relay's default (7 days);
-        renew at least daily. The relay answers 200, 400 endpoint_refused, or 404 (no push).
+        tests) when an envelope arrives. `ttl_seconds` None = the relay's default (7 days). The
+        core renews it silently: outbox_next_wake() includes the renewal (a day later, or half
+        the ttl when shorter) and outbox_due() then hands out a fresh registration (a 400 or 404
+        to it ends the renewals). The relay answers 200, 400 endpoint_refused, or 404 (no push).
 
         Raises CoordsError ERR_INVALID_PUSH_ENDPOINT, ERR_NO_IDENTITY, ERR_NO_SERVER."""
         ttl = 0 if ttl_seconds is None else ttl_seconds

@@ -10,7 +10,7 @@ struct Push: AsyncParsableCommand {
 
     struct Register: SessionCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Register the URL your relay POSTs a wake to (renew it daily).",
+            abstract: "Register the URL your relay POSTs a wake to (renewed by `coords watch` on time).",
             discussion: "The relay sends {\"type\":\"coords-wake\"} and nothing else: no sender, no message id, no size.")
         @OptionGroup var options: CommandOptions
         @Argument(help: "The endpoint: an https:// URL from the phone's UnifiedPush distributor.") var endpoint: String

@@ -269,9 +269,15 @@ public actor MessagesManager {
 
     /// A signed `PUT <own relay>/v1/relay/push` registering `endpoint` (the URL the phone's
     /// UnifiedPush distributor gave the app) for our mailbox, so the relay wakes the app when an
-    /// envelope arrives. Renew it at least daily and whenever the distributor hands out a new
-    /// endpoint. The relay answers 200 `{"endpoint", "expiresAt"}`, 400 `endpoint_refused` (not
-    /// https, or not a public address), or 404 when it has no push (keep polling).
+    /// envelope arrives. Call it again whenever the distributor hands out a new endpoint. The
+    /// relay answers 200 `{"endpoint", "expiresAt"}`, 400 `endpoint_refused` (not https, or not a
+    /// public address), or 404 when it has no push (keep polling).
+    ///
+    /// The core remembers the endpoint and renews the registration itself, silently: at
+    /// ``pushRenewalAt()`` (a day later, or half the `ttlSeconds` when that is shorter)
+    /// ``OutboxManager/due(now:ignoringBackoff:)`` queues a fresh registration, and
+    /// ``OutboxManager/nextWake()`` includes that time, so a host that sleeps until the outbox's
+    /// next wake renews on time. A 400 or 404 to a renewal ends it.
     /// - Parameters:
     ///   - endpoint: an `https://` URL; `http://` is accepted here only for a loopback host
     ///     (127.0.0.1, [::1], localhost), for tests against a relay run with `--push-allow-loopback`.
@@ -285,14 +291,65 @@ public actor MessagesManager {
         var request = try signedRequest(method: "PUT", path: "/v1/relay/push", identity: try context.identity.get())
         request.headers.append(.init(name: "Content-Type", value: "application/json"))
         request.body = JSONValue.object(JSONObject(fields)).serialized()
+        let renewAt = context.clock.now().addingSaturating(Self.pushRenewalInterval(ttlSeconds: ttlSeconds))
+        try context.database.write { tx in
+            let settings = try tx.open(Tables.settings)
+            try settings.put(SettingKey.pushEndpoint, endpoint)
+            if let ttlSeconds { try settings.put(SettingKey.pushTTLSeconds, ttlSeconds) } else { try settings.delete(SettingKey.pushTTLSeconds) }
+            try settings.put(SettingKey.pushRenewAt, renewAt)
+        }
         return request
+    }
+
+    /// How long after a registration it is renewed (ms): a day, or half its lifetime when that
+    /// is shorter (at least a minute).
+    static func pushRenewalInterval(ttlSeconds: UInt64?) -> UInt64 {
+        let day: UInt64 = 86_400_000
+        guard let ttlSeconds else { return day }
+        return max(60_000, min(day, ttlSeconds.multipliedSaturating(by: 500)))
+    }
+
+    /// When the core registers the push endpoint again (ms since the epoch), or nil when no
+    /// endpoint is registered (see ``preparePushRegistration(endpoint:ttlSeconds:)``).
+    /// - Throws: store errors.
+    public nonisolated func pushRenewalAt() throws -> UInt64? {
+        try context.database.read { tx in
+            let settings = try tx.open(Tables.settings)
+            return try settings.get(SettingKey.pushEndpoint) == nil ? nil : try settings.get(SettingKey.pushRenewAt)
+        }
+    }
+
+    /// The renewal of the push registration when it is due at `now` (the next one is then
+    /// scheduled), else nil. Used by the outbox.
+    nonisolated func duePushRenewal(now: UInt64) throws -> PreparedRequest? {
+        let due = try context.database.read { tx -> (String, UInt64?)? in
+            let settings = try tx.open(Tables.settings)
+            guard let endpoint = try settings.get(SettingKey.pushEndpoint), let at = try settings.get(SettingKey.pushRenewAt), at <= now else {
+                return nil
+            }
+            return (endpoint, try settings.get(SettingKey.pushTTLSeconds))
+        }
+        guard let (endpoint, ttl) = due else { return nil }
+        return try preparePushRegistration(endpoint: endpoint, ttlSeconds: ttl)
+    }
+
+    /// Forgets the push endpoint: no more renewals.
+    nonisolated func forgetPushRegistration() throws {
+        try context.database.write { tx in
+            let settings = try tx.open(Tables.settings)
+            try settings.delete(SettingKey.pushEndpoint)
+            try settings.delete(SettingKey.pushTTLSeconds)
+            try settings.delete(SettingKey.pushRenewAt)
+        }
     }
 
     /// A signed `DELETE <own relay>/v1/relay/push`: the relay stops waking this mailbox
     /// (200 `{"deleted": bool}`).
     /// - Throws: ``WalletManagerError/noIdentity``, ``WalletManagerError/noServer``.
     public nonisolated func preparePushUnregistration() throws -> PreparedRequest {
-        try signedRequest(method: "DELETE", path: "/v1/relay/push", identity: try context.identity.get())
+        let request = try signedRequest(method: "DELETE", path: "/v1/relay/push", identity: try context.identity.get())
+        try forgetPushRegistration()
+        return request
     }
 
     static func checkPushEndpoint(_ endpoint: String) throws {

@@ -44,6 +44,10 @@ extension OutboxManager {
     /// - Throws: store errors.
     public func due(now: UInt64? = nil, ignoringBackoff: Bool = false) async throws -> [OutboxEntry] {
         let now = now ?? context.clock.now()
+        // The push registration's silent renewal (PROTOCOL.md §8.7) goes out like any request.
+        if let renewal = try messages.object?.duePushRenewal(now: now) {
+            _ = try enqueue(kind: .request, request: renewal, reference: Self.pushRenewalReference)
+        }
         var due: [OutboxEntry] = []
         for var entry in try pending() where ignoringBackoff || entry.item.nextAttemptAt <= now {
             guard entry.item.kind.isTimeSigned, needsSignature(entry.item, now: now) else {
@@ -116,6 +120,9 @@ extension OutboxManager {
             return OutboxReport(id: id, kind: kind, decision: .signAgain(at: at, reason: reason))
         }
         try drop(id, kind: kind, reason: reason)
+        if item.reference == Self.pushRenewalReference, status == 400 || status == 404 {
+            try messages.object?.forgetPushRegistration()  // the relay refuses the endpoint, or has no push: renewing is pointless
+        }
         return OutboxReport(id: id, kind: kind, decision: .dropped(reason: reason))
     }
 
@@ -144,11 +151,17 @@ extension OutboxManager {
     }
 
     /// When to call ``due(now:ignoringBackoff:)`` next (ms since the epoch; at or before now
-    /// when something is due already), or nil when the outbox is empty.
+    /// when something is due already), or nil when the outbox is empty and no push registration
+    /// waits for its renewal (``MessagesManager/pushRenewalAt()``).
     /// - Throws: store errors.
     public nonisolated func nextWake() throws -> UInt64? {
-        try context.database.read { tx in try tx.open(Tables.outbox).entries().map(\.value.nextAttemptAt).min() }
+        let entries = try context.database.read { tx in try tx.open(Tables.outbox).entries().map(\.value.nextAttemptAt).min() }
+        let renewal = try messages.object?.pushRenewalAt()
+        return [entries, renewal].compactMap { $0 }.min()
     }
+
+    /// The reference of the outbox entry that renews the push registration.
+    static let pushRenewalReference = "push-renewal"
 
     // MARK: Rules
 

@@ -91,6 +91,13 @@ public enum SettingKey {
     public static let prekeysRelayStock = Setting<UInt64>("prekeys_relay_stock")
     /// Whether texts received are confirmed with a delivery receipt (absent: yes).
     public static let deliveryReceipts = Setting<Bool>("delivery_receipts")
+    /// The push endpoint registered with our relay (PROTOCOL.md §8.7; absent: none), renewed by
+    /// the outbox.
+    public static let pushEndpoint = Setting<String>("push_endpoint")
+    /// The lifetime asked for with it, in seconds (absent: the relay's default).
+    public static let pushTTLSeconds = Setting<UInt64>("push_ttl_seconds")
+    /// When the outbox registers the endpoint again (ms since the epoch).
+    public static let pushRenewAt = Setting<UInt64>("push_renew_at")
 }
 
 /// A typed row name of ``Tables/settings``.
@@ -153,6 +160,12 @@ extension TableHandle where Key == String, Value == String, Access == ReadWriteA
     /// - Throws: store errors.
     public func put<V>(_ setting: Setting<V>, _ value: V) throws {
         try put(setting.name, value.settingText)
+    }
+
+    /// Removes the row of `setting` (absent afterwards; absent before is fine).
+    /// - Throws: store errors.
+    public func delete<V>(_ setting: Setting<V>) throws {
+        _ = try delete(setting.name)
     }
 }
 
