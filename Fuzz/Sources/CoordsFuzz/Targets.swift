@@ -56,7 +56,8 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "group-rules": groupRules,
     "attachment": attachment,
     "relay-objects": relayObjects,
-    "object-transfer": objectTransfer
+    "object-transfer": objectTransfer,
+    "qr-code": qrCode
 ]
 
 /// A failed property: crash loudly so libFuzzer keeps the input.
@@ -727,6 +728,30 @@ extension Fixture {
     var out: [UInt8] = []
     if (try? body.withUnsafeBytes { try opening.take($0, appendingTo: &out) }) != nil, (try? opening.finish()) != nil {
         check(false, "bytes under another digest opened")
+    }
+}
+
+/// The QR encoder on any bytes (the C ABI hands it any text), with any version and mask asked
+/// for: never traps; what fits is a square of 17 + 4·version modules; a refusal names why.
+@Sendable func qrCode(_ bytes: [UInt8]) {
+    let forced = bytes.first.map { Int($0) % 3 == 0 }
+    let data = Array(bytes.dropFirst(forced == true ? 3 : 0))
+    let version = forced == true && bytes.count > 1 ? Int(bytes[1]) % 12 : nil
+    let mask = forced == true && bytes.count > 2 ? Int(bytes[2]) % 9 : nil
+    do {
+        let code = try QRCode(bytes: data, version: version, mask: mask)
+        check(code.size == 17 + 4 * code.version && code.modules.count == code.size * code.size, "a square of the version's size")
+        check(data.count <= QRCode.maximumBytes, "only what fits is encoded")
+        _ = code.svg(modulePixels: Int(bytes.last ?? 0) - 100, quietZone: Int(bytes.first ?? 0) - 128)
+        _ = code.render(ansi: bytes.count % 2 == 0, quietZone: Int(bytes.last ?? 0) - 128)
+    } catch let failure as QRCode.Failure {
+        switch failure {
+        case .tooLong(let count, let maximum): check(count == data.count && count > maximum, "too long only when it is")
+        case .invalidVersion(let v): check(!(1...10).contains(v), "a valid version refused")
+        case .invalidMask(let m): check(!(0...7).contains(m), "a valid mask refused")
+        }
+    } catch {
+        check(false, "an error that is not a QRCode.Failure: \(error)")
     }
 }
 
