@@ -56,7 +56,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl")
             ]),
         .executableTarget(name: "coords", dependencies: ["CoordsCLI", argumentParser]),
-        .testTarget(name: "CoordsCLITests", dependencies: ["CoordsCLI", core], exclude: ["Vectors"]),
+        .testTarget(name: "CoordsCLITests", dependencies: ["CoordsCLI", core]),
         .testTarget(
             name: "CoordsRelayTests",
             dependencies: [

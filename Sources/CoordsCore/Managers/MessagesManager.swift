@@ -295,7 +295,7 @@ public actor MessagesManager {
         try context.database.write { tx in
             let settings = try tx.open(Tables.settings)
             try settings.put(SettingKey.pushEndpoint, endpoint)
-            if let ttlSeconds { try settings.put(SettingKey.pushTTLSeconds, ttlSeconds) } else { try settings.delete(SettingKey.pushTTLSeconds) }
+            if let ttlSeconds { try settings.put(SettingKey.pushTTLSeconds, ttlSeconds) } else { _ = try settings.delete(SettingKey.pushTTLSeconds.name) }
             try settings.put(SettingKey.pushRenewAt, renewAt)
         }
         return request
@@ -337,9 +337,9 @@ public actor MessagesManager {
     nonisolated func forgetPushRegistration() throws {
         try context.database.write { tx in
             let settings = try tx.open(Tables.settings)
-            try settings.delete(SettingKey.pushEndpoint)
-            try settings.delete(SettingKey.pushTTLSeconds)
-            try settings.delete(SettingKey.pushRenewAt)
+            _ = try settings.delete(SettingKey.pushEndpoint.name)
+            _ = try settings.delete(SettingKey.pushTTLSeconds.name)
+            _ = try settings.delete(SettingKey.pushRenewAt.name)
         }
     }
 

@@ -161,12 +161,6 @@ extension TableHandle where Key == String, Value == String, Access == ReadWriteA
     public func put<V>(_ setting: Setting<V>, _ value: V) throws {
         try put(setting.name, value.settingText)
     }
-
-    /// Removes the row of `setting` (absent afterwards; absent before is fine).
-    /// - Throws: store errors.
-    public func delete<V>(_ setting: Setting<V>) throws {
-        _ = try delete(setting.name)
-    }
 }
 
 /// Trust in a friend's key: compared safety numbers make it verified; blocked friends are ignored.
