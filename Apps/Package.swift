@@ -46,17 +46,24 @@ let package = Package(
         // The git commit the tools are built from (generated before each build).
         .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
         .target(name: "CoordsBuildInfo", dependencies: [core], plugins: ["BuildInfoPlugin"]),
-        .target(name: "CoordsRelay", dependencies: [core, log, "CoordsBuildInfo"] + relayStack),
+        // The trust store our TLS clients use (SSL_CERT_FILE) and what a refused certificate means.
+        .target(
+            name: "CoordsTLS",
+            dependencies: [
+                nio, .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl")
+            ]),
+        .target(name: "CoordsRelay", dependencies: [core, log, "CoordsBuildInfo", "CoordsTLS"] + relayStack),
         .executableTarget(name: "coords-relay", dependencies: ["CoordsRelay", "CoordsBuildInfo", core, argumentParser, hummingbird, log]),
         .target(
             name: "CoordsCLI",
             dependencies: [
-                core, "CoordsBuildInfo", argumentParser, httpClient, nio, nioHTTP1, log, .product(name: "NIOPosix", package: "swift-nio"),
+                core, "CoordsBuildInfo", "CoordsTLS", argumentParser, httpClient, nio, nioHTTP1, log, .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl")
             ]),
         .executableTarget(name: "coords", dependencies: ["CoordsCLI", argumentParser]),
-        .testTarget(name: "CoordsCLITests", dependencies: ["CoordsCLI", core]),
+        .testTarget(name: "CoordsCLITests", dependencies: ["CoordsCLI", "CoordsTLS", core]),
         .testTarget(
             name: "CoordsRelayTests",
             dependencies: [

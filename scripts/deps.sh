@@ -54,6 +54,10 @@ ensure_pytest() {
         python3 -m pip install --quiet "schemathesis>=4,<5" openapi-spec-validator \
             || { echo "deps: error: pip could not install schemathesis and openapi-spec-validator" >&2; exit 1; }
     fi
+    if ! python3 -c "import cryptography.x509" >/dev/null 2>&1; then
+        echo "deps: cryptography missing — installing with pip (tests/e2e/test_https.py makes its throwaway certificate authority with it)"
+        python3 -m pip install --quiet cryptography || { echo "deps: error: pip could not install cryptography" >&2; exit 1; }
+    fi
 }
 
 missing=$(packages_for_missing)

@@ -33,7 +33,7 @@ start)
             --pwfile="$dir/pw" -E UTF8 --no-locale >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
         # TLS with a throwaway self-signed certificate, so sslmode=require is tested for real
         # (plain connections stay allowed: pg_hba's "host" lines match both).
-        openssl req -x509 -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -days 7 \
+        openssl req -x509 -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -days 7 -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
             -keyout "$dir/data/server.key" -out "$dir/data/server.crt" >/dev/null 2>&1 \
             || { echo "pg-test-server: openssl could not make a certificate" >&2; exit 1; }
         chmod 0600 "$dir/data/server.key"

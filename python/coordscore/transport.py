@@ -13,12 +13,19 @@ than 15 s of silence while reading, the whole request within 30 s, at most
 The library itself does no I/O; this module is the standard library's `http.client` with those
 limits, for hosts that have no HTTP stack of their own. It never holds more than the cap in
 memory, whatever the relay sends.
+
+`https://` relays are checked against the system's trust store (chain, dates, host name), as
+Python's default SSL context does; a private certificate authority is added by naming its PEM
+file in `SSL_CERT_FILE` (which replaces the system bundle) or a hashed directory in
+`SSL_CERT_DIR`. A refused certificate raises `CertificateRefused` with one sentence saying
+why: a wrong host name, expired, not yet valid, self-signed, or an unknown authority.
 """
 from __future__ import annotations
 
 import http.client
 import os
 import socket
+import ssl
 import time
 import urllib.parse
 from dataclasses import dataclass
@@ -42,6 +49,31 @@ class TransportError(Exception):
 
 class RelayUnreachable(TransportError):
     """No connection, no answer, or no complete answer within the deadlines."""
+
+
+class CertificateRefused(RelayUnreachable):
+    """The relay's TLS certificate was refused; the message says why and what to do."""
+
+
+_TRUST_ADVICE = "to trust a private certificate authority, name its PEM file in SSL_CERT_FILE"
+
+
+def _certificate_reason(error: ssl.SSLCertVerificationError, host: str) -> str:
+    """One sentence for a refused certificate, from OpenSSL's verification code."""
+    code = error.verify_code
+    if code == 62:  # X509_V_ERR_HOSTNAME_MISMATCH (and 64, IP_ADDRESS_MISMATCH)
+        return f"the relay's certificate is not valid for {host} (check the host name you connect to)"
+    if code == 64:
+        return f"the relay's certificate is not valid for {host} (check the address you connect to)"
+    if code == 10:  # CERT_HAS_EXPIRED
+        return "the relay's certificate has expired (renew it on the server, or check this computer's clock)"
+    if code == 9:  # CERT_NOT_YET_VALID
+        return "the relay's certificate is not valid yet (check this computer's clock)"
+    if code in (18, 19):  # DEPTH_ZERO_SELF_SIGNED_CERT, SELF_SIGNED_CERT_IN_CHAIN
+        return f"the relay's certificate is self-signed, so nothing vouches for it; {_TRUST_ADVICE}"
+    if code in (2, 20, 21):  # UNABLE_TO_GET_ISSUER_CERT(_LOCALLY), UNABLE_TO_VERIFY_LEAF_SIGNATURE
+        return f"the relay's certificate is issued by an authority this computer does not trust; {_TRUST_ADVICE}"
+    return f"the relay's certificate was refused ({error.verify_message}); {_TRUST_ADVICE}"
 
 
 class AnswerTooLarge(TransportError):
@@ -123,6 +155,8 @@ def _exchange(request: Request, cap: int, on_head: Callable[[int, http.client.HT
             if time.monotonic() >= deadline:
                 raise RelayUnreachable(f"no complete answer within {total_timeout:g} s") from error
             raise RelayUnreachable(f"the relay was silent for {idle_timeout:g} s") from error
+        except ssl.SSLCertVerificationError as error:
+            raise CertificateRefused(f"cannot reach {url.scheme}://{url.netloc}: {_certificate_reason(error, url.hostname)}") from error
         except (OSError, http.client.HTTPException) as error:
             raise RelayUnreachable(f"cannot reach {url.scheme}://{url.netloc}: {error}") from error
     finally:
@@ -277,5 +311,5 @@ def deliver_outbox(app: "App", *, ignore_backoff: bool = False) -> list[OutboxRe
     return reports
 
 
-__all__ = ["Answer", "AnswerTooLarge", "RelayUnreachable", "TransportError", "deliver_outbox", "save_file", "send", "send_file",
+__all__ = ["Answer", "AnswerTooLarge", "CertificateRefused", "RelayUnreachable", "TransportError", "deliver_outbox", "save_file", "send", "send_file",
            "ATTEMPTS", "CONNECT_TIMEOUT", "IDLE_TIMEOUT", "TOTAL_TIMEOUT", "DEFAULT_MAX_RESPONSE_BYTES"]

@@ -70,17 +70,19 @@ class Nginx:
     """Debian's nginx running deploy/nginx/coords-relay.conf exactly as shipped, except that its
     listen address and the relay addresses of its upstreams are the test's loopback ports.
     Everything (configuration, pid, logs, temporary files) lives in a temporary directory.
-    `with Nginx([relay.port]) as proxy:` starts it and stops it when the block ends."""
+    `with Nginx([relay.port]) as proxy:` starts it and stops it when the block ends. With
+    `tls=(certificate, key)` (PEM files) it listens with TLS instead, as the file's comment says
+    to do for the Internet, and `url` is `https://localhost:PORT`."""
 
     SITE = os.path.join(ROOT, "deploy", "nginx", "coords-relay.conf")
     SERVERS = "    server 127.0.0.1:8081 max_fails=3 fail_timeout=5s;\n    server 127.0.0.1:8082 max_fails=3 fail_timeout=5s;\n"
 
-    def __init__(self, relay_ports):
-        self.relay_ports, self.port, self.dir, self.process = list(relay_ports), free_port(), None, None
+    def __init__(self, relay_ports, tls=None):
+        self.relay_ports, self.port, self.dir, self.process, self.tls = list(relay_ports), free_port(), None, None, tls
 
     @property
     def url(self):
-        return f"http://127.0.0.1:{self.port}"
+        return f"https://localhost:{self.port}" if self.tls else f"http://127.0.0.1:{self.port}"
 
     def __enter__(self):
         nginx = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -90,6 +92,10 @@ class Nginx:
         assert site.count(self.SERVERS) == 2 and "listen 127.0.0.1:8080;" in site, "the shipped nginx file changed shape"
         servers = "".join(f"    server 127.0.0.1:{p} max_fails=3 fail_timeout=5s;\n" for p in self.relay_ports)
         site = site.replace(self.SERVERS, servers).replace("127.0.0.1:8080", f"127.0.0.1:{self.port}")
+        if self.tls:
+            certificate, key = self.tls
+            site = site.replace(f"listen 127.0.0.1:{self.port};",
+                                f"listen 127.0.0.1:{self.port} ssl;\n    ssl_certificate {certificate};\n    ssl_certificate_key {key};")
         with open(os.path.join(self.dir, "site.conf"), "w") as f:
             f.write(site)
         temp = "".join(f"    {k}_temp_path {self.dir}/{k};\n" for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
@@ -130,12 +136,13 @@ def passphrase_env(**extra):
 
 
 def coords(env, home, *args, expect=0, stdin=None):
+    """Runs `coords ARGS --home HOME`; asserts its exit status is `expect` (None: any)."""
     started = time.time()
     result = subprocess.run([os.path.join(BIN, "coords"), *args, "--home", str(home)],
                             env=env, capture_output=True, text=True, timeout=60, stdin=stdin)
     if os.environ.get("COORDS_E2E_TIMING"):
         print(f"{time.time() - started:6.2f} s  coords {' '.join(args)}")
-    assert result.returncode == expect, f"coords {' '.join(args)} → {result.returncode}\n{result.stdout}\n{result.stderr}"
+    assert expect is None or result.returncode == expect, f"coords {' '.join(args)} → {result.returncode}\n{result.stdout}\n{result.stderr}"
     return result
 
 

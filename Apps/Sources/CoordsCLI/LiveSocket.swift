@@ -1,4 +1,5 @@
 import CoordsCore
+import CoordsTLS
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
@@ -26,6 +27,9 @@ enum LiveSocket {
         /// The relay broke the WebSocket protocol after the upgrade (a frame over the limit, a
         /// malformed frame, a message over the limit).
         case protocolError(String)
+        /// The relay's certificate was refused, or the trust store is unusable (the sentence says
+        /// which and what to do).
+        case certificate(String)
 
         var description: String {
             switch self {
@@ -33,6 +37,7 @@ enum LiveSocket {
             case .notUpgraded: "the relay refused the upgrade"
             case .badUpgrade(let why): "the relay's upgrade answer was refused (\(why))"
             case .protocolError(let why): "the relay broke the WebSocket protocol (\(why))"
+            case .certificate(let why): why
             }
         }
     }
@@ -55,6 +60,7 @@ enum LiveSocket {
     ///   closed first).
     static func run(url: String, opening: [String], onText: ([UInt8]) async throws -> Void) async throws -> Close? {
         guard let target = Target(url) else { throw Failure.invalidURL }
+        if target.tls, case .failure(let error) = RelayHTTP.trust { throw Failure.certificate("\(error)") }
         let channelBox = NIOLockedValueBox<(any NIOCore.Channel)?>(nil)
         let broken = NIOLockedValueBox<String?>(nil)  // which upgrade limit closed the channel
         let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -84,6 +90,9 @@ enum LiveSocket {
             deadline.cancel()
             // A limit may have closed it already (then close fails); the upgrade's failure is what to report.
             try? await channel.close()
+            if target.tls, CertificateDiagnosis.isCertificateRefusal(error) {
+                throw Failure.certificate(await CertificateDiagnosis.explain(error, host: target.host, port: target.port))
+            }
             throw Failure.badUpgrade(broken.withLockedValue { $0 } ?? Self.reason(error))
         }
         guard case .websocket(let socket) = upgrade else {
@@ -166,7 +175,7 @@ enum LiveSocket {
     {
         let sync = channel.pipeline.syncOperations
         if target.tls {
-            let context = try NIOSSLContext(configuration: .makeClientConfiguration())
+            let context = try NIOSSLContext(configuration: try RelayHTTP.trust.get())
             try sync.addHandler(try NIOSSLClientHandler(context: context, serverHostname: target.isIPAddress ? nil : target.host))
         }
         try sync.addHandler(UpgradeGuard(limit: ClientLimits.upgradeBytes, broken: broken), name: UpgradeGuard.name)

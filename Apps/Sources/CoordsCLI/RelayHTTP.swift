@@ -1,6 +1,8 @@
 import ArgumentParser
 import AsyncHTTPClient
 import CoordsCore
+import CoordsTLS
+import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -30,8 +32,30 @@ enum RelayHTTP {
         configuration.timeout = .init(connect: .seconds(ClientLimits.connectSeconds), read: .seconds(ClientLimits.readSeconds))
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.redirectConfiguration = .disallow
+        if case .success(let tls) = trust { configuration.tlsConfiguration = tls }
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }()
+
+    /// The TLS configuration of every relay connection (HTTPS and `wss://`): the system's trust
+    /// store, or the bundle `SSL_CERT_FILE` names; a failure is reported by the first `https://`
+    /// request instead of being ignored.
+    static let trust = Result { try TrustStore.clientConfiguration() }
+
+    /// The reason a request to `url` failed, in one line: a refused certificate is explained
+    /// (wrong host name, expired, self-signed, unknown authority), anything else shortened.
+    static func failureReason(_ error: any Error, url: String) async -> String {
+        if CertificateDiagnosis.isCertificateRefusal(error), let target = URLComponents(string: url), let host = target.host {
+            return await CertificateDiagnosis.explain(error, host: host, port: target.port ?? 443)
+        }
+        return networkReason(error)
+    }
+
+    /// Refuses an `https://` request when the trust store named by the environment is unusable.
+    private static func checkTrust(_ url: String) throws {
+        if case .failure(let error) = trust, url.lowercased().hasPrefix("https://") {
+            throw NetworkFailure(description: "cannot reach \(url): \(error)")
+        }
+    }
 
     /// The whole request was not done within its deadline.
     private struct DeadlineExceeded: Error {}
@@ -46,6 +70,7 @@ enum RelayHTTP {
         if !request.body.isEmpty { http.body = .bytes(ByteBuffer(bytes: request.body)) }
         let limit = request.maximumResponseBytes
         let prepared = http
+        try checkTrust(request.url)
         do {
             return try await withThrowingTaskGroup(of: HTTPResult.self) { group in
                 group.addTask {
@@ -67,7 +92,7 @@ enum RelayHTTP {
         } catch is NIOTooManyBytesError {
             throw NetworkFailure(description: "\(request.url) answered with more than \(limit) bytes; refused")
         } catch {
-            throw NetworkFailure(description: "cannot reach \(request.url): \(networkReason(error))")
+            throw NetworkFailure(description: "cannot reach \(request.url): \(await failureReason(error, url: request.url))")
         }
     }
 
@@ -87,10 +112,11 @@ enum RelayHTTP {
         http.method = HTTPMethod(rawValue: request.method)
         for header in request.headers { http.headers.add(name: header.name, value: header.value) }
         let response: HTTPClientResponse
+        try checkTrust(request.url)
         do {
             response = try await client.execute(http, deadline: .now() + .seconds(timeout))
         } catch {
-            throw NetworkFailure(description: "cannot reach \(request.url): \(networkReason(error))")
+            throw NetworkFailure(description: "cannot reach \(request.url): \(await failureReason(error, url: request.url))")
         }
         let status = Int(response.status.code)
         guard status == 200 || status == 206 else {
@@ -137,7 +163,7 @@ enum RelayHTTP {
     /// How many body bytes ``stream(_:limit:timeout:onHead:onBody:)`` hands on at once (1 MiB).
     static let batchBytes = 1_048_576
 
-    private static func networkReason(_ error: any Error) -> String {
+    static func networkReason(_ error: any Error) -> String {
         let text = "\(error)"
         if text.contains("connectTimeout") || text.contains("deadlineExceeded") { return "timed out" }
         if text.contains("Connection refused") || text.contains("connection refused") { return "connection refused" }

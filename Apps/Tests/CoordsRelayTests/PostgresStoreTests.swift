@@ -292,6 +292,21 @@ import Testing
         #expect(parsed.host == "::1" && parsed.port == 6543 && parsed.username == "us@er" && parsed.password == "p:ss")
         #expect(parsed.database == "my db" && parsed.sslMode == "require")
         #expect(try PostgresLocation(url: "postgres://relay@db.internal/coords", environmentPassword: "from-env").password == "from-env")
+        // sslrootcert: the authorities verify-ca/verify-full trust; verify-ca skips the host name.
+        let rooted = try PostgresLocation(url: "postgres://u@h/d?sslmode=verify-ca&sslrootcert=/etc/my%20ca.pem")
+        #expect(rooted.sslRootCert == "/etc/my ca.pem" && rooted.sslMode == "verify-ca")
+        #expect(try PostgresLocation(url: "postgres://u@h/d?sslmode=verify-full").sslRootCert == nil)
+        do {
+            _ = try PostgresRelayStore.tlsPolicy(rooted)
+            Issue.record("an unreadable sslrootcert must be refused")
+        } catch let error as RelayStoreError {
+            #expect(error.description == "sslrootcert names /etc/my ca.pem, which is not a readable file of PEM certificates")
+        }
+        let system = try #require(try PostgresRelayStore.tlsPolicy(try PostgresLocation(url: "postgres://u@h/d?sslmode=verify-ca")))
+        #expect(system.required && system.configuration.certificateVerification == .noHostnameVerification)
+        let full = try #require(try PostgresRelayStore.tlsPolicy(try PostgresLocation(url: "postgres://u@h/d?sslmode=verify-full")))
+        #expect(full.required && full.configuration.certificateVerification == .fullVerification)
+        #expect(try PostgresRelayStore.tlsPolicy(try PostgresLocation(url: "postgres://u@h/d?sslmode=disable")) == nil)
     }
 
     /// Regression (seen while writing the postgres-url fuzz target, whose property checks it too): a URL without its

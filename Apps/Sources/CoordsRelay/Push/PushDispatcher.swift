@@ -1,5 +1,7 @@
 import AsyncHTTPClient
 import CoordsCore
+import CoordsTLS
+import Foundation
 import Logging
 import NIOCore
 import NIOPosix
@@ -90,6 +92,8 @@ public final class PushDispatcher: Service, Sendable {
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
         configuration.timeout = .init(connect: .milliseconds(Int64(clamping: limits.timeoutMilliseconds)))
         configuration.decompression = .disabled
+        // Endpoints are checked against the system's trust store, or the bundle SSL_CERT_FILE names.
+        configuration.tlsConfiguration = try TrustStore.clientConfiguration()
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         await withDiscardingTaskGroup { group in
             for await recipient in queue.stream.cancelOnGracefulShutdown() {
@@ -197,7 +201,11 @@ public final class PushDispatcher: Service, Sendable {
             endpointURL = registration.endpoint
             outcome = await send(to: registration.endpoint, client: client)
             if case .failed(let reason) = outcome {
-                logger.debug("push attempt failed", metadata: ["attempt": "\(attempt + 1)", "reason": "\(reason)"])
+                // The first failure of a wake is worth an operator's eye (an endpoint's certificate
+                // refused, a distributor down); the retries after it only repeat it.
+                logger.log(
+                    level: attempt == 0 ? .warning : .debug, "push attempt failed",
+                    metadata: ["attempt": "\(attempt + 1)", "reason": "\(reason)"])
                 continue
             }
             break
@@ -265,6 +273,10 @@ public final class PushDispatcher: Service, Sendable {
             default: return .failed("the endpoint answered \(response.status.code)")
             }
         } catch {
+            if CertificateDiagnosis.isCertificateRefusal(error) {
+                let port = URLComponents(string: url)?.port ?? 443
+                return .failed(await CertificateDiagnosis.explain(error, host: endpoint.host, port: port, server: "the push endpoint"))
+            }
             return .failed("\(error)")
         }
     }

@@ -1,6 +1,8 @@
 import CoordsCore
+import CoordsTLS
 import Logging
 import NIOCore
+import NIOSSL
 import PostgresNIO
 import Synchronization
 
@@ -17,8 +19,11 @@ public struct PostgresLocation: Sendable, Equatable {
     public var password: String?
     /// The database name.
     public var database: String
-    /// `disable` (default for loopback), `prefer`, `require` or `verify-full`.
+    /// `disable`, `allow`, `prefer` (libpq's default), `require`, `verify-ca` or `verify-full`.
     public var sslMode: String
+    /// `sslrootcert`: a PEM file of the certificate authorities `verify-ca`/`verify-full` trust,
+    /// instead of the system's trust store (or the bundle `SSL_CERT_FILE` names). Nil: that store.
+    public var sslRootCert: String?
 
     /// Parses `url`; the password may also come from `PGPASSWORD` (`environmentPassword`).
     /// - Throws: ``RelayStoreError`` naming what is wrong (never a crash on a strange URL).
@@ -77,10 +82,13 @@ public struct PostgresLocation: Sendable, Equatable {
         self.password = password.map(Self.percentDecoded) ?? environmentPassword
         self.database = path.isEmpty ? self.username : Self.percentDecoded(path)
         var mode = "prefer"  // libpq's default: TLS when the server offers it, not verified
+        var rootCert: String?
         for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1)
             if parts.count == 2, parts[0] == "sslmode" { mode = String(parts[1]) }
+            if parts.count == 2, parts[0] == "sslrootcert" { rootCert = Self.percentDecoded(parts[1]) }
         }
+        sslRootCert = rootCert
         guard ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"].contains(mode) else {
             throw RelayStoreError(description: "sslmode must be disable, prefer, require, verify-ca or verify-full (got \(mode))")
         }
@@ -146,25 +154,39 @@ final class Deadline: Sendable {
 /// deadline that turns a silent database into a 503.
 extension PostgresRelayStore {
     /// libpq's `sslmode` as a TLS policy — the one mapping for the pool and the first connection:
-    /// nil is plain text; otherwise the configuration (certificate and host name checked only for
-    /// `verify-ca`/`verify-full`; `prefer` and `require` encrypt without checking, as libpq) and
-    /// whether TLS is required (`prefer`/`allow`: used when the server offers it).
-    static func tlsPolicy(_ mode: String) -> (configuration: TLSConfiguration, required: Bool)? {
-        var configuration = TLSConfiguration.makeClientConfiguration()
-        switch mode {
+    /// nil is plain text; otherwise the configuration and whether TLS is required (`prefer`/`allow`:
+    /// used when the server offers it). `prefer` and `require` encrypt without checking, as libpq;
+    /// `verify-ca` checks the chain against `sslrootcert` (or the trust store: the system's, or
+    /// `SSL_CERT_FILE`'s), and `verify-full` the host name too.
+    /// - Throws: ``RelayStoreError`` when `sslrootcert` or the trust store cannot be read.
+    static func tlsPolicy(_ location: PostgresLocation) throws -> (configuration: TLSConfiguration, required: Bool)? {
+        switch location.sslMode {
         case "disable": return nil
-        case "allow", "prefer":
+        case "allow", "prefer", "require":
+            var configuration = TLSConfiguration.makeClientConfiguration()
             configuration.certificateVerification = .none
-            return (configuration, false)
-        case "require":
-            configuration.certificateVerification = .none
+            return (configuration, location.sslMode == "require")
+        default:  // verify-ca, verify-full
+            var configuration: TLSConfiguration
+            do {
+                configuration = try TrustStore.clientConfiguration()
+            } catch {
+                throw RelayStoreError(description: "sslmode=\(location.sslMode): \(error)")
+            }
+            if let path = location.sslRootCert {
+                let roots = (try? NIOSSLCertificate.fromPEMFile(path)) ?? []  // unreadable or not PEM: refused just below
+                guard !roots.isEmpty else {
+                    throw RelayStoreError(description: "sslrootcert names \(path), which is not a readable file of PEM certificates")
+                }
+                configuration.trustRoots = .certificates(roots)
+            }
+            if location.sslMode == "verify-ca" { configuration.certificateVerification = .noHostnameVerification }
             return (configuration, true)
-        default: return (configuration, true)  // verify-ca, verify-full
         }
     }
 
-    static func tls(_ mode: String) throws -> PostgresClient.Configuration.TLS {
-        guard let policy = tlsPolicy(mode) else { return .disable }
+    static func tls(_ location: PostgresLocation) throws -> PostgresClient.Configuration.TLS {
+        guard let policy = try tlsPolicy(location) else { return .disable }
         return policy.required ? .require(policy.configuration) : .prefer(policy.configuration)
     }
 
@@ -173,7 +195,7 @@ extension PostgresRelayStore {
     /// one clear sentence.
     static func checkConnection(_ location: PostgresLocation, timeout: Duration, logger: Logger) async throws {
         let tls: PostgresConnection.Configuration.TLS
-        if let policy = tlsPolicy(location.sslMode) {
+        if let policy = try tlsPolicy(location) {
             let context = try NIOSSLContext(configuration: policy.configuration)
             tls = policy.required ? .require(context) : .prefer(context)
         } else {
@@ -202,10 +224,17 @@ extension PostgresRelayStore {
             if error.code == .server {
                 throw RelayStoreError(description: "PostgreSQL at \(location.host):\(location.port) refused the connection: \(message) (SQLSTATE \(state))")
             }
+            if let underlying = error.underlying, CertificateDiagnosis.isCertificateRefusal(underlying) {
+                let why = await CertificateDiagnosis.explain(
+                    underlying, host: location.host, port: location.port, server: "PostgreSQL",
+                    advice: "name the authority's PEM file in the URL's sslrootcert (or in SSL_CERT_FILE)",
+                    startTLS: CertificateDiagnosis.postgresSSLRequest)
+                throw RelayStoreError(description: "TLS with PostgreSQL at \(location.host):\(location.port) failed (sslmode=\(location.sslMode)): \(why)")
+            }
             if let tlsError = error.underlying as? NIOSSLError {
                 throw RelayStoreError(
                     description:
-                        "TLS with PostgreSQL at \(location.host):\(location.port) failed (sslmode=\(location.sslMode)): \(tlsError) (verify-full needs a certificate your system trusts for this host name; require encrypts without checking)"
+                        "TLS with PostgreSQL at \(location.host):\(location.port) failed (sslmode=\(location.sslMode)): \(tlsError) (verify-full needs a certificate the trust store or sslrootcert vouches for, issued for this host name; require encrypts without checking)"
                 )
             }
             throw RelayStoreError(

@@ -52,7 +52,7 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         var configuration = PostgresClient.Configuration(
             host: location.host, port: location.port, username: location.username,
             password: location.password, database: location.database,
-            tls: try Self.tls(location.sslMode))
+            tls: try Self.tls(location))
         configuration.options.maximumConnections = max(poolSize, 1)
         configuration.options.minimumConnections = 0
         configuration.options.connectTimeout = .seconds(5)
