@@ -402,9 +402,13 @@ public actor MessagesManager {
             throw WalletManagerError.noServer
         }
         let timestamps = try nextSignedTimestamps(paths.count)
-        return try zip(paths, timestamps).map { path, timestamp in
-            let headers = MailboxAuth.headers(signer: identity.signing, method: method, path: path, timestamp: timestamp)
-            return PreparedRequest(
+        // The signatures are independent of each other: a fetch's acks are signed on all cores.
+        let signer = identity.signing
+        let signed = Parallel.map(min(paths.count, timestamps.count), minimumShare: 3) { index in
+            MailboxAuth.headers(signer: signer, method: method, path: paths[index], timestamp: timestamps[index])
+        }
+        return try zip(paths, signed).map { path, headers in
+            PreparedRequest(
                 url: try RelayAPI.endpoint(server: server, path: path), method: method,
                 headers: ["X-Coords-Key", "X-Coords-Timestamp", "X-Coords-Signature"].map { .init(name: $0, value: headers[$0] ?? "") })
         }
@@ -434,6 +438,8 @@ public actor MessagesManager {
         var groupQueued: [UInt64] = []
         var groupReseal = false
         let random = context.random
+        // The group messages' signatures are checked on all cores first; the loop below opens them in order.
+        let memo = try context.database.read { tx in try GroupsManager.signatureMemo(packets, tx) }
         try reconciler.write(context.database) { tx, messages in
             let friends = try tx.open(Tables.friends)
             var byPeerID: [String: (key: Ed25519PublicKey, record: FriendRecord)] = [:]
@@ -497,7 +503,7 @@ public actor MessagesManager {
                     do {
                         outcome.received.append(
                             try GroupsManager.openGroupMessage(
-                                tx, envelope, sender: sender.key, identity: identity, now: now, policy: policy, cache: &groupCache))
+                                tx, envelope, sender: sender.key, identity: identity, now: now, policy: policy, cache: &groupCache, memo: memo))
                     } catch GroupsManagerError.unknownChain, GroupsManagerError.notAMember {
                         // No chain yet, or a sender (or we) not a member yet: a statement or key later in this answer may change it.
                         laterMessages.append((envelope, sender.key))

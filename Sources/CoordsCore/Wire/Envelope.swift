@@ -294,16 +294,17 @@ public struct Envelope: Sendable, Equatable {
 
     /// The sealed payload of an envelope of `version` (3 or 4) after the recipient, expiry and
     /// signature checks.
-    private func checkedPayload(version expected: UInt64, as recipient: Ed25519SigningKey, from senderKey: Ed25519PublicKey, now: UInt64) throws
-        -> [UInt8]
-    {
+    private func checkedPayload(
+        version expected: UInt64, as recipient: Ed25519SigningKey, from senderKey: Ed25519PublicKey, now: UInt64,
+        memo: SignatureMemo = SignatureMemo()
+    ) throws -> [UInt8] {
         guard version == expected else {
             throw WireError.invalidEnvelope(expected == Self.sessionProtocolVersion ? "not a version-3 (session) envelope" : "not a version-4 (group) envelope")
         }
         guard recipientID.lowercased() == PeerID(recipient.publicKey).hex else { throw WireError.envelopeNotForMe }
         let expiry = try RFC3339.parse(expiresAt)
         guard expiry > now else { throw WireError.envelopeExpired(expiresAt: expiry) }
-        try verify(senderKey: senderKey)
+        try verify(senderKey: senderKey, memo: memo)
         guard let payload = try? Base64.decode(sealedPayloadBase64, variant: .standard, field: "sealedPayloadBase64") else {
             throw WireError.invalidEnvelope("the sealed payload is not standard base64")
         }
@@ -343,7 +344,16 @@ public struct Envelope: Sendable, Equatable {
     ///   ``WireError/envelopeSignatureInvalid``, ``WireError/invalidEnvelope(_:)`` (not version 4,
     ///   payload not base64), ``WireError/malformedGroupMessage(_:)``.
     public func groupMessage(as recipient: Ed25519SigningKey, from senderKey: Ed25519PublicKey, now: UInt64) throws -> GroupMessage {
-        try GroupMessage(bytes: try checkedPayload(version: Self.groupProtocolVersion, as: recipient, from: senderKey, now: now))
+        try groupMessage(as: recipient, from: senderKey, now: now, memo: SignatureMemo())
+    }
+
+    /// ``groupMessage(as:from:now:)`` with the signature check answered from `memo` when it found
+    /// this very signature valid ahead.
+    /// - Throws: as ``groupMessage(as:from:now:)``.
+    public func groupMessage(as recipient: Ed25519SigningKey, from senderKey: Ed25519PublicKey, now: UInt64, memo: SignatureMemo) throws
+        -> GroupMessage
+    {
+        try GroupMessage(bytes: try checkedPayload(version: Self.groupProtocolVersion, as: recipient, from: senderKey, now: now, memo: memo))
     }
 
     /// A random lowercase UUID v4.
@@ -375,14 +385,31 @@ public struct Envelope: Sendable, Equatable {
     /// Checks the signature with the sender's key (whose peer id must be ``senderID``).
     /// - Throws: ``WireError/envelopeSignatureInvalid``, ``WireError/invalidEnvelope(_:)``.
     public func verify(senderKey key: Ed25519PublicKey) throws {
+        try verify(senderKey: key, memo: SignatureMemo())
+    }
+
+    /// ``verify(senderKey:)``, answered from `memo` when it found this very signature valid ahead.
+    /// - Throws: ``WireError/envelopeSignatureInvalid``, ``WireError/invalidEnvelope(_:)``.
+    public func verify(senderKey key: Ed25519PublicKey, memo: SignatureMemo) throws {
         guard PeerID(key).hex == senderID.lowercased() else {
             throw WireError.invalidEnvelope("senderID is not the hash of the sender's key")
         }
         guard let signature = try? Base64.decode(signatureBase64, variant: .standard, field: "signatureBase64"), signature.count == 64,
-            key.isValidSignature(signature, for: signedBytes)
+            memo.isValid(signature, by: key, for: signedBytes)
         else {
             throw WireError.envelopeSignatureInvalid
         }
+    }
+
+    /// The check of this envelope's signature by the key it names in `senderKey`, for a
+    /// ``SignatureMemo`` made ahead; nil when it names none or the signature is not 64 bytes.
+    public var signatureCheck: SignatureMemo.Check? {
+        // Nothing to check ahead without a key or a signature: the check on the spot says why.
+        guard let text = senderKey, let key = try? Ed25519PublicKey(base64URL: text),  // refused on the spot
+            let signature = try? Base64.decode(signatureBase64, variant: .standard, field: "signatureBase64"),  // refused on the spot
+            signature.count == 64
+        else { return nil }
+        return SignatureMemo.Check(key: key, signature: signature, message: signedBytes)
     }
 
     /// Verifies and opens an envelope addressed to `recipient` from `senderKey`.

@@ -415,8 +415,23 @@ public struct GroupMessage: Equatable, Sendable {
     /// Checks the chain signature (§11.6 step 3).
     /// - Throws: ``WireError/groupSignatureInvalid``.
     public func verify(sender: Ed25519PublicKey, signingKey: Ed25519PublicKey) throws {
-        let core = Self.core(sender: sender, group: group, chain: chain, iteration: iteration, epoch: epoch)
-        guard signingKey.isValidSignature(signature, for: core + ciphertext) else { throw WireError.groupSignatureInvalid }
+        try verify(sender: sender, signingKey: signingKey, memo: SignatureMemo())
+    }
+
+    /// ``verify(sender:signingKey:)``, answered from `memo` when it found this very signature valid ahead.
+    /// - Throws: ``WireError/groupSignatureInvalid``.
+    public func verify(sender: Ed25519PublicKey, signingKey: Ed25519PublicKey, memo: SignatureMemo) throws {
+        guard memo.isValid(signature, by: signingKey, for: signedBytes(sender: sender)) else { throw WireError.groupSignatureInvalid }
+    }
+
+    /// The bytes the chain signature covers: the header bound to `sender`, then the ciphertext.
+    public func signedBytes(sender: Ed25519PublicKey) -> [UInt8] {
+        Self.core(sender: sender, group: group, chain: chain, iteration: iteration, epoch: epoch) + ciphertext
+    }
+
+    /// The check of the chain signature by `signingKey` (the sender chain's key), for a ``SignatureMemo``.
+    public func signatureCheck(sender: Ed25519PublicKey, signingKey: Ed25519PublicKey) -> SignatureMemo.Check {
+        SignatureMemo.Check(key: signingKey, signature: signature, message: signedBytes(sender: sender))
     }
 
     /// Opens the payload with its message key (after ``verify(sender:signingKey:)``).
