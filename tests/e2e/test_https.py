@@ -12,15 +12,13 @@ from a throwaway certificate authority the test makes, and every client of ours 
   for a database), and a certificate that does not match is refused in one line.
 """
 import datetime
-import http.server
 import ipaddress
 import os
 import shutil
-import ssl
 import subprocess
 import sys
 import tempfile
-import threading
+import time
 
 import pytest
 from cryptography import x509
@@ -30,6 +28,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from e2e_support import BIN, ROOT, Nginx, Relay, alice_and_bob, coords, data, free_port, passphrase_env
 from test_live import Running
+from test_push import Receiver
 
 UTC = datetime.timezone.utc
 DAY = datetime.timedelta(days=1)
@@ -177,36 +176,9 @@ def test_a_refused_certificate_is_named_in_one_line(authority, relay, tmp_path, 
         refused_everywhere(trusting(authority), tmp_path / "carol", proxy.url, words)
 
 
-class HTTPSReceiver:
-    """A push distributor stand-in on https://localhost that records each POST."""
-
-    def __init__(self, certificate, key):
-        hits = self.hits = []
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                hits.append((self.path, self.rfile.read(int(self.headers.get("Content-Length", "0")))))
-                self.send_response(201)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(certificate, key)
-        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
-        self.url = f"https://localhost:{self.server.server_address[1]}/up/bob"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-
-
 def test_push_wakes_go_to_an_https_endpoint_the_relay_checks(authority, tmp_path, monkeypatch):
-    receiver = HTTPSReceiver(*authority.issue("push"))
-    rogue = HTTPSReceiver(*authority.issue("push-self-signed", self_signed=True))
+    receiver = Receiver(tls=authority.issue("push"))
+    rogue = Receiver(tls=authority.issue("push-self-signed", self_signed=True))
     monkeypatch.setenv("SSL_CERT_FILE", authority.path)  # the relay process inherits it
     env = trusting(authority)
     try:
@@ -214,15 +186,13 @@ def test_push_wakes_go_to_an_https_endpoint_the_relay_checks(authority, tmp_path
             alice, bob = alice_and_bob(env, tmp_path, relay.url)
             data(env, bob, "push", "register", receiver.url)
             coords(env, alice, "send", "Bob", "wake up")
-            deadline = datetime.datetime.now() + datetime.timedelta(seconds=10)
-            while not receiver.hits and datetime.datetime.now() < deadline:
-                threading.Event().wait(0.05)
-            assert receiver.hits == [("/up/bob", b'{"type":"coords-wake"}')]
+            receiver.wait(1)
+            assert [(path, body) for path, _, body in receiver.hits] == [("/up/bob-token", b'{"type":"coords-wake"}')]
             data(env, bob, "push", "register", rogue.url)  # accepted: only a delivery meets the certificate
             coords(env, alice, "send", "Bob", "again")
-            deadline = datetime.datetime.now() + datetime.timedelta(seconds=30)  # wakes are 5 s apart at least
-            while "the push endpoint's certificate is self-signed" not in relay.log() and datetime.datetime.now() < deadline:
-                threading.Event().wait(0.1)
+            deadline = time.time() + 30  # wakes are 5 s apart at least
+            while "the push endpoint's certificate is self-signed" not in relay.log() and time.time() < deadline:
+                time.sleep(0.1)
             assert "the push endpoint's certificate is self-signed" in relay.log()
             assert rogue.hits == []
     finally:

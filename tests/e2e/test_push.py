@@ -8,6 +8,7 @@ refuses the loopback endpoint, and one started with --no-push says so in one lin
 """
 import http.server
 import json
+import ssl
 import threading
 import time
 
@@ -17,9 +18,10 @@ WAKE = b'{"type":"coords-wake"}'
 
 
 class Receiver:
-    """An HTTP server on loopback that records every POST (path, headers, body)."""
+    """An HTTP server on loopback that records every POST (path, headers, body); with
+    `tls=(certificate, key)` an HTTPS server named localhost instead."""
 
-    def __init__(self):
+    def __init__(self, tls=None):
         hits = self.hits = []
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -35,6 +37,11 @@ class Receiver:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/up/bob-token"
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            self.url = f"https://localhost:{self.server.server_address[1]}/up/bob-token"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def wait(self, count, timeout=10):

@@ -11,12 +11,22 @@ import Darwin
 /// takes the first share, short-lived ``OSThread``s the others, and all are joined before the
 /// call returns. Nothing here touches the store; the work items must not share mutable state.
 enum Parallel {
-    /// At most this many threads work on one call (the caller's included): the processors online,
-    /// 1…4 (more would cost more in thread starts than a few dozen signatures save).
-    static let workers: Int = {
+    /// At most this many threads work on one call (the caller's included): the processors this
+    /// process may run on (its affinity mask, so `taskset -c 0` means one), 1…4 (more would cost
+    /// more in thread starts than a few dozen signatures save).
+    static let workers: Int = min(max(usableProcessors(), 1), 4)
+
+    /// The processors in the process's affinity mask (Linux), else the processors online.
+    private static func usableProcessors() -> Int {
+        #if canImport(Glibc)
+        var set = cpu_set_t()
+        if sched_getaffinity(0, MemoryLayout<cpu_set_t>.size, &set) == 0 {
+            return withUnsafeBytes(of: &set) { bytes in bytes.reduce(0) { $0 + $1.nonzeroBitCount } }
+        }
+        #endif
         let online = sysconf(Int32(_SC_NPROCESSORS_ONLN))
         return online < 1 ? 1 : Int(min(online, 4))
-    }()
+    }
 
     /// `body(0) … body(count - 1)` in order, computed on up to ``workers`` threads when each would
     /// get at least `minimumShare` items (inline otherwise, and whenever a thread cannot start).
