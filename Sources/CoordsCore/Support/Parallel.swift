@@ -18,10 +18,10 @@ enum Parallel {
 
     /// The processors in the process's affinity mask (Linux), else the processors online.
     private static func usableProcessors() -> Int {
-        #if canImport(Glibc)
-        var set = cpu_set_t()
-        if sched_getaffinity(0, MemoryLayout<cpu_set_t>.size, &set) == 0 {
-            return withUnsafeBytes(of: &set) { bytes in bytes.reduce(0) { $0 + $1.nonzeroBitCount } }
+        #if os(Linux)
+        var mask = [UInt8](repeating: 0, count: 128)  // glibc's cpu_set_t: 1,024 processors
+        if mask.withUnsafeMutableBytes({ schedGetAffinity(0, $0.count, $0.baseAddress) }) == 0 {
+            return mask.reduce(0) { $0 + $1.nonzeroBitCount }
         }
         #endif
         let online = sysconf(Int32(_SC_NPROCESSORS_ONLN))
@@ -62,6 +62,12 @@ enum Parallel {
             return results
         }
     }
+
+    #if os(Linux)
+    /// glibc's `sched_getaffinity` (its module hides it behind `_GNU_SOURCE`).
+    @_silgen_name("sched_getaffinity")
+    private static func schedGetAffinity(_ pid: Int32, _ size: Int, _ mask: UnsafeMutableRawPointer?) -> Int32
+    #endif
 
     /// One worker's results: written by its thread only, read after it was joined.
     private final class ResultBox<T>: @unchecked Sendable {
