@@ -50,7 +50,7 @@ struct GroupCommand: AsyncParsableCommand {
         var outboxFirst: OutboxFirst { .deliver(json: options.json) }
 
         func run(in session: Session) async throws {
-            let ids = try members.map { member in (try? findFriend(member, in: session).id) ?? member }  // a non-friend member by id
+            let ids = members.map { member in (try? findFriend(member, in: session).id) ?? member }  // a non-friend member by id
             let result = try await session.app.groups.remove(groupID: try findGroup(group, in: session).id, members: ids)
             try await report(
                 result, "Removed \(ids.count) from \(Terminal.safe(result.group.name)); they read nothing sent from now on.", session, options)

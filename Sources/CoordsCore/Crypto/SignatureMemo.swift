@@ -16,6 +16,17 @@ public struct SignatureMemo: Sendable {
             self.signature = signature
             self.message = message
         }
+
+        /// Hashes the signature's bytes at once (an array hashes byte by byte, which for a
+        /// message of a kilobyte costs more than the rest of a lookup); equality compares all.
+        public func hash(into hasher: inout Hasher) {
+            signature.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+
+        /// Whether both are the same key, signature and message, byte for byte.
+        public static func == (lhs: Check, rhs: Check) -> Bool {
+            lhs.signature == rhs.signature && lhs.key == rhs.key && lhs.message == rhs.message
+        }
     }
 
     private var valid: Set<Check> = []

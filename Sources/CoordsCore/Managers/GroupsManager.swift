@@ -966,13 +966,13 @@ public actor GroupsManager {
     /// names, and the chain's, by the sender chain's key as stored), checked on all cores before the
     /// messages are opened one by one (which needs them in order). Only a cache: a message whose
     /// chain arrives later in the answer, or that names another key, is checked on the spot.
-    static func signatureMemo(_ packets: [JSONValue], _ tx: borrowing ReadTransaction) throws -> SignatureMemo {
+    static func signatureMemo(_ envelopes: [Envelope?], _ tx: borrowing ReadTransaction) throws -> SignatureMemo {
         var checks: [SignatureMemo.Check] = []
         var signingKeys: [[UInt8]: Ed25519PublicKey] = [:]
         let chains = try tx.open(Tables.groupChains)
-        for packet in packets {
+        for case let envelope? in envelopes {
             // Anything that does not parse is refused with its reason by the loop that opens them.
-            guard let envelope = try? Envelope(json: packet), envelope.version == Envelope.groupProtocolVersion,
+            guard envelope.version == Envelope.groupProtocolVersion,
                 let check = envelope.signatureCheck, let sender = try? Ed25519PublicKey(base64URL: envelope.senderKey ?? ""),
                 let payload = try? Base64.decode(envelope.sealedPayloadBase64, variant: .standard, field: "sealedPayloadBase64"),
                 let message = try? GroupMessage(bytes: payload)

@@ -439,7 +439,8 @@ public actor MessagesManager {
         var groupReseal = false
         let random = context.random
         // The group messages' signatures are checked on all cores first; the loop below opens them in order.
-        let memo = try context.database.read { tx in try GroupsManager.signatureMemo(packets, tx) }
+        let parsed = packets.map { try? Envelope(json: $0) }  // nil: parsed again below, for the reason it is refused
+        let memo = try context.database.read { tx in try GroupsManager.signatureMemo(parsed, tx) }
         try reconciler.write(context.database) { tx, messages in
             let friends = try tx.open(Tables.friends)
             var byPeerID: [String: (key: Ed25519PublicKey, record: FriendRecord)] = [:]
@@ -456,7 +457,7 @@ public actor MessagesManager {
             var laterKeys: [(MessagePayload, Ed25519PublicKey)] = []
             var groupCache = GroupsManager.FetchCache()
             var laterMessages: [(Envelope, Ed25519PublicKey)] = []
-            for packet in packets {
+            for (packet, parsedEnvelope) in zip(packets, parsed) {
                 let rawID = packet.objectValue?["id"]?.stringValue ?? ""
                 func reject(_ code: Int32, _ reason: String) {
                     outcome.rejected.append(MessageRejection(id: rawID, code: code, reason: reason))
@@ -464,7 +465,7 @@ public actor MessagesManager {
                 }
                 if Envelope.isUUID(rawID), acked.insert(rawID.lowercased()).inserted { ackIDs.append(rawID.lowercased()) }
                 let envelope: Envelope
-                do { envelope = try Envelope(json: packet) } catch {
+                do { envelope = try parsedEnvelope ?? Envelope(json: packet) } catch {
                     reject((error as? WireError)?.code ?? 360, "\(error)")
                     continue
                 }
