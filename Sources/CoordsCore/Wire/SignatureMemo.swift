@@ -34,7 +34,7 @@ public struct SignatureMemo: Sendable {
     /// A memo that remembers nothing: every check is made on the spot.
     public init() {}
 
-    /// Makes `checks` on up to ``Parallel/workers`` threads and remembers the valid ones.
+    /// Makes `checks` on all the cores the process may use (at most 4 threads) and remembers the valid ones.
     /// - Parameter checks: the checks (a key that is not a valid point is simply not valid).
     public init(verifying checks: [Check]) {
         let results = Parallel.map(checks.count, minimumShare: 4) { index in
