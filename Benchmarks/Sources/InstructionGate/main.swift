@@ -10,6 +10,10 @@
 //
 //   InstructionGate list                 the operations, one per line: name iterations budget
 //   InstructionGate run NAME ours|c      set up, warm up, then the measured loop
+//
+// `COORDS_GATE_ITERATIONS=N` runs N iterations instead of the operation's own count: a longer
+// loop to profile with `perf record` (the gate itself never sets it); the loop's wall-clock time
+// per iteration is then printed to standard error.
 import CBaseline
 import CoordsCore
 import Dispatch
@@ -31,28 +35,46 @@ case "run":
     guard rest.count == 2, let operation = operations.first(where: { $0.name == rest[0] }), rest[1] == "ours" || rest[1] == "c" else {
         fail("usage: InstructionGate run NAME ours|c (names: InstructionGate list)")
     }
+    // A profiling run's own count (1…10,000,000; anything else is refused).
+    let iterationsOverride: Int? = getenv("COORDS_GATE_ITERATIONS").map { text in
+        guard let count = Int(String(cString: text)), (1...10_000_000).contains(count) else { fail("COORDS_GATE_ITERATIONS: 1 to 10000000") }
+        return count
+    }
     // Synchronous on purpose (see the top of the file): the workload runs as a detached task.
     let done = DispatchSemaphore(value: 0)
     let side = rest[1]
     Task.detached {
         do {
             let (ours, c) = try await operation.setup()
+            let iterations = iterationsOverride ?? operation.iterations
+            /// A profiling run's time per iteration, from `start` (nanoseconds).
+            func report(_ start: UInt64) {
+                guard iterationsOverride != nil else { return }
+                let line = Array("\(operation.name) \(side): \((nanoseconds() - start) / UInt64(iterations) / 1000) µs per iteration\n".utf8)
+                _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+            }
             // Each side warms up once first: first-use costs (caches, lazy tables) stay out of the count.
             if side == "ours", case .sync(let run) = ours {
                 try run()
+                let start = nanoseconds()
                 gate_begin()
-                for _ in 0..<operation.iterations { try run() }
+                for _ in 0..<iterations { try run() }
                 gate_end()
+                report(start)
             } else if side == "ours", case .async(let run) = ours {
                 try await run()
+                let start = nanoseconds()
                 gate_begin()
-                for _ in 0..<operation.iterations { try await run() }
+                for _ in 0..<iterations { try await run() }
                 gate_end()
+                report(start)
             } else {
                 try c()
+                let start = nanoseconds()
                 gate_begin()
-                for _ in 0..<operation.iterations { try c() }
+                for _ in 0..<iterations { try c() }
                 gate_end()
+                report(start)
             }
         } catch {
             fail("\(operation.name): \(error)")
@@ -62,4 +84,11 @@ case "run":
     done.wait()
 default:
     fail("usage: InstructionGate list | run NAME ours|c")
+}
+
+/// The monotonic clock in nanoseconds.
+func nanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
 }

@@ -3,6 +3,10 @@ import Testing
 
 @testable import CoordsCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Work spread over the cores (group copies' signatures, a mailbox answer's signature checks):
 /// the same results, in the same order, as one thread would give — and ahead-of-time signature
 /// checks that can only ever repeat libsodium's answer for the very same bytes.
@@ -24,6 +28,75 @@ import Testing
             return index
         }
         #expect(items == Array(0..<257) && calls.withLock { $0 } == 257)
+    }
+
+    @Test func theHelpersTakeItemsWhenThereIsMoreThanOneProcessor() {
+        // Slow items: a helper woken by the call has time to take some of them.
+        let caller = pthread_self()
+        let elsewhere = Mutex(0)
+        for _ in 0..<5 {
+            _ = Parallel.map(8, minimumShare: 1) { index -> Int in
+                if pthread_equal(pthread_self(), caller) == 0 { elsewhere.withLock { $0 += 1 } }
+                usleep(2_000)
+                return index
+            }
+        }
+        if Parallel.workers > 1 {
+            #expect(elsewhere.withLock { $0 } > 0, "no item ran on a helper")
+        } else {
+            #expect(elsewhere.withLock { $0 } == 0, "one processor: every item on the caller's thread")
+        }
+    }
+
+    @Test func callsFromManyThreadsAndFromInsideAnItemEachGetTheirOwnResults() throws {
+        // The helpers serve one call at a time: the others (and a call made by an item) run on
+        // their own threads, and nobody waits for another call.
+        let failures = Mutex(0)
+        var threads: [OSThread] = []
+        for thread in 0..<6 {
+            threads.append(
+                try OSThread.start {
+                    for round in 0..<40 {
+                        let count = 5 + (thread + round) % 20
+                        let items = Parallel.map(count, minimumShare: 1) { index -> [Int] in
+                            // An item that itself spreads work (nested: computed inline).
+                            Parallel.map(3, minimumShare: 1) { thread * 1_000 + index * 10 + $0 }
+                        }
+                        let expected = (0..<count).map { index in (0..<3).map { thread * 1_000 + index * 10 + $0 } }
+                        if items != expected { failures.withLock { $0 += 1 } }
+                    }
+                })
+        }
+        for thread in threads { thread.join() }
+        #expect(failures.withLock { $0 } == 0)
+    }
+
+    @Test func meanwhileRunsOnTheCallersThreadAndItsErrorWaitsForTheItemsTaken() {
+        struct Stop: Error {}
+        let caller = pthread_self()
+        let (squares, onCaller) = Parallel.map(9, minimumShare: 1, { $0 * $0 }, meanwhile: { pthread_equal(pthread_self(), caller) != 0 })
+        #expect(squares == (0..<9).map { $0 * $0 } && onCaller)
+        // A throwing `meanwhile`: the error comes back, and no item is still running afterwards.
+        let running = Mutex(0)
+        let started = Mutex(0)
+        #expect(throws: Stop.self) {
+            _ = try Parallel.map(
+                16, minimumShare: 1,
+                { index -> Int in
+                    started.withLock { $0 += 1 }
+                    running.withLock { $0 += 1 }
+                    usleep(1_000)
+                    running.withLock { $0 -= 1 }
+                    return index
+                }, meanwhile: { () throws -> Int in throw Stop() })
+        }
+        #expect(running.withLock { $0 } == 0)
+        let afterwards = started.withLock { $0 }
+        #expect(afterwards < 16, "the items nobody had taken were dropped")
+        usleep(20_000)
+        #expect(started.withLock { $0 } == afterwards, "an item started after the call returned")
+        // The pool is free again: the next call gets every result.
+        #expect(Parallel.map(10, minimumShare: 1) { $0 + 1 } == Array(1...10))
     }
 
     @Test func aMemoRemembersOnlyValidSignaturesForTheExactBytes() throws {
