@@ -227,7 +227,7 @@ import Testing
             let first = try await Self.session(
                 port: port, send: [Self.subscribe([id])],
                 action: {
-                    let refused = try await Self.session(port: port, send: [Self.subscribe([id])])
+                    let refused = try await Self.session(port: port, send: [Self.subscribe([id])], timeout: .seconds(30))
                     second.withLock { $0 = refused }
                 },
                 until: { _ in true })

@@ -1072,6 +1072,7 @@ public actor GroupsManager {
                 messageKey: messageKey, signingKey: try signer(for: Self.chainKey(group, identity.publicKey, chainID), seed: chain.signing))
             chain.chainKey = next
             chain.next += 1
+            try tx.open(Tables.groupChains).put(Self.chainKey(group, identity.publicKey, chainID), chain)
             let mailboxes = try mailboxView(tx)
             let batch = try GroupEnvelopeBatch(
                 sealed.bytes, from: identity.signing, createdAt: now / 1000, expiresAt: now / 1000 + MessagesManager.envelopeLifetimeSeconds)
@@ -1088,27 +1089,22 @@ public actor GroupsManager {
                 }
                 copies.append((envelopeID, mailbox))
             }
-            // Each copy's signature is independent of the others': they are made on all cores, while
-            // this thread stores the chain's step and the message (which do not need them).
+            // Each copy's signature is independent of the others': they are made on all cores.
             let signing = copies
-            let (bodies, message) = try Parallel.map(
-                signing.count, minimumShare: Self.copiesPerThread,
-                { index in batch.body(id: signing[index].envelopeID, recipientID: signing[index].mailbox.recipientID) },
-                meanwhile: { () throws -> MessageRecord in
-                    try tx.open(Tables.groupChains).put(Self.chainKey(group, identity.publicKey, chainID), chain)
-                    let message = MessageRecord(
-                        id: id, peer: identity.id, outgoing: true, kind: payload.kind, text: payload.text, sentAt: now, storedAt: now,
-                        status: signing.isEmpty ? .sent : .queued, disappearsAt: nil, group: group.base64URL,
-                        file: try? FileAttachment(payload: payload))  // nil for a text
-                    try Self.store(message, group: group, tx)
-                    return message
-                })
+            let bodies = Parallel.map(signing.count, minimumShare: Self.copiesPerThread) { index in
+                batch.body(id: signing[index].envelopeID, recipientID: signing[index].mailbox.recipientID)
+            }
             items.reserveCapacity(copies.count)
             for (copy, body) in zip(copies, bodies) {
                 let request = PreparedRequest(url: copy.mailbox.url, method: "POST", headers: headers, body: body)
                 items.append(OutboxItem(kind: .groupMessage, request: request, nextAttemptAt: now, createdAt: now, reference: id))
             }
             queued = try OutboxManager.enqueue(tx, items)
+            let message = MessageRecord(
+                id: id, peer: identity.id, outgoing: true, kind: payload.kind, text: payload.text, sentAt: now, storedAt: now,
+                status: queued.isEmpty ? .sent : .queued, disappearsAt: nil, group: group.base64URL,
+                file: try? FileAttachment(payload: payload))  // nil for a text
+            try Self.store(message, group: group, tx)
             return message
         }
         for entry in queued { outbox.reconciler.send(.queued(id: entry.id, kind: .groupMessage)) }

@@ -41,40 +41,16 @@ enum Parallel {
     /// - Parameters:
     ///   - count: how many items (≤ 0: none).
     ///   - minimumShare: the fewest items worth a thread of their own (≥ 1).
-    ///   - body: computes one item; called once per index, from any of the threads. It is not
-    ///     kept after the call returns.
+    ///   - body: computes one item; called once per index, from any of the threads, never after
+    ///     the call returned (a helper may release it, and what it captured, just after).
     /// - Returns: the results, index by index.
     static func map<T: Sendable>(_ count: Int, minimumShare: Int, _ body: @escaping @Sendable (Int) -> T) -> [T] {
-        map(count, minimumShare: minimumShare, body, meanwhile: {}).items
-    }
-
-    /// ``map(_:minimumShare:_:)`` that also runs `meanwhile` on the caller's thread while the
-    /// helpers start on the items: work that does not need the results (and must stay on the
-    /// caller's thread, like a write transaction) hides the helpers' wake-up. The caller then
-    /// takes the items that are left. When `meanwhile` throws, the items no helper has taken yet
-    /// are dropped, the ones taken are waited for (no item runs after the call returns), and the
-    /// error is rethrown.
-    /// - Returns: the items' results, index by index, and what `meanwhile` returned.
-    static func map<T: Sendable, R>(
-        _ count: Int, minimumShare: Int, _ body: @escaping @Sendable (Int) -> T, meanwhile: () throws -> R
-    ) rethrows -> (items: [T], meanwhile: R) {
         let share = max(1, minimumShare)
-        guard count > 0, min(workers, count / share) > 1, let pool = Pool.shared else {
-            let result = try meanwhile()
-            return ((0..<max(count, 0)).map(body), result)
-        }
+        guard count > 0, min(workers, count / share) > 1, let pool = Pool.shared else { return (0..<max(count, 0)).map(body) }
         let job = Job(count: count, body)
-        let posted = pool.post(job)
-        let result: R
-        do {
-            result = try meanwhile()
-        } catch {
-            if posted { pool.join(job, abandoning: true) }
-            throw error
-        }
-        guard posted else { return ((0..<count).map(body), result) }
+        guard pool.post(job) else { return (0..<count).map(body) }
         pool.join(job)
-        return (job.results(), result)
+        return job.results()
     }
 
     /// One call's items and results. Each index is claimed by exactly one thread (under the
@@ -156,16 +132,11 @@ enum Parallel {
             }
         }
 
-        /// Works on the posted `job` on the caller's thread until no item is left to claim (or,
-        /// `abandoning`, drops the unclaimed ones), then waits for the items the helpers claimed,
-        /// and takes the job back from them.
-        func join(_ job: AnyJob, abandoning: Bool = false) {
+        /// Works on the posted `job` on the caller's thread until no item is left to claim, then
+        /// waits for the items the helpers claimed, and takes the job back from them.
+        func join(_ job: AnyJob) {
             mutex.lock()
             defer { mutex.unlock() }
-            if abandoning {
-                done += job.count - next  // next ≤ count: both only grow up to count
-                next = job.count
-            }
             while next < job.count {
                 let index = next
                 next += 1

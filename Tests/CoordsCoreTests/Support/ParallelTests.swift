@@ -71,34 +71,6 @@ import Glibc
         #expect(failures.withLock { $0 } == 0)
     }
 
-    @Test func meanwhileRunsOnTheCallersThreadAndItsErrorWaitsForTheItemsTaken() {
-        struct Stop: Error {}
-        let caller = pthread_self()
-        let (squares, onCaller) = Parallel.map(9, minimumShare: 1, { $0 * $0 }, meanwhile: { pthread_equal(pthread_self(), caller) != 0 })
-        #expect(squares == (0..<9).map { $0 * $0 } && onCaller)
-        // A throwing `meanwhile`: the error comes back, and no item is still running afterwards.
-        let running = Mutex(0)
-        let started = Mutex(0)
-        #expect(throws: Stop.self) {
-            _ = try Parallel.map(
-                16, minimumShare: 1,
-                { index -> Int in
-                    started.withLock { $0 += 1 }
-                    running.withLock { $0 += 1 }
-                    usleep(1_000)
-                    running.withLock { $0 -= 1 }
-                    return index
-                }, meanwhile: { () throws -> Int in throw Stop() })
-        }
-        #expect(running.withLock { $0 } == 0)
-        let afterwards = started.withLock { $0 }
-        #expect(afterwards < 16, "the items nobody had taken were dropped")
-        usleep(20_000)
-        #expect(started.withLock { $0 } == afterwards, "an item started after the call returned")
-        // The pool is free again: the next call gets every result.
-        #expect(Parallel.map(10, minimumShare: 1) { $0 + 1 } == Array(1...10))
-    }
-
     @Test func aMemoRemembersOnlyValidSignaturesForTheExactBytes() throws {
         let signer = try Ed25519SigningKey.generate()
         let other = try Ed25519SigningKey.generate()
