@@ -11,19 +11,35 @@ import Testing
     static func files() throws -> URL {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("trust-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        openssl.arguments = [
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=trust test", "-days", "2",
-            "-keyout", directory.appendingPathComponent("ca.key").path, "-out", directory.appendingPathComponent("ca.pem").path
-        ]
-        openssl.standardOutput = FileHandle.nullDevice
-        openssl.standardError = FileHandle.nullDevice
-        try openssl.run()
-        openssl.waitUntilExit()
-        #expect(openssl.terminationStatus == 0)
+        let status = try Self.run(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=trust test", "-days", "2",
+                "-keyout", directory.appendingPathComponent("ca.key").path, "-out", directory.appendingPathComponent("ca.pem").path
+            ])
+        #expect(status == 0)
         try Data("no certificate here\n".utf8).write(to: directory.appendingPathComponent("empty.pem"))
         return directory
+    }
+
+    /// Runs `executable` to its end with its output discarded and returns its wait status. Not
+    /// Foundation's Process: its `waitUntilExit` can wait forever for a child that already
+    /// exited, which would hold one of the test process's few cooperative threads.
+    static func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EINVAL) }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return status
     }
 
     @Test func withoutTheVariableTheSystemStoreIsUsed() throws {

@@ -104,19 +104,22 @@ struct MissingExecutable: Error, CustomStringConvertible {
         #expect(await second.process.stop() == 0)
     }
 
-    @Test func invalidFlagsAreRefusedWithAMessage() throws {
+    @Test func invalidFlagsAreRefusedWithAMessage() async throws {
+        guard let executable = Self.executable else { throw MissingExecutable() }
         for arguments in [["--port", "70000"], ["--log-level", "loud"], ["--rate", "-1"], ["--bogus"]] {
-            let process = Process()
-            guard let executable = Self.executable else { throw MissingExecutable() }
-            process.executableURL = executable
-            process.arguments = arguments
-            let output = Pipe()
-            process.standardError = output
-            process.standardOutput = output
-            try process.run()
-            process.waitUntilExit()
-            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            #expect(process.terminationStatus != 0, "\(arguments)")
+            // posix_spawn and waitpid on a dispatch thread: Foundation's Process can wait forever
+            // for a child that already exited, and a cooperative thread stuck in it starved the
+            // rest of the suite (live sessions and PostgreSQL connections timed out).
+            let (status, text) = try await withCheckedThrowingContinuation { (done: CheckedContinuation<(Int32, String), any Error>) in
+                DispatchQueue.global().async {
+                    done.resume(
+                        with: Result {
+                            let process = try SpawnedProcess(executable.path, arguments)
+                            return (process.waitForExit(), process.log)
+                        })
+                }
+            }
+            #expect(status != 0, "\(arguments)")
             #expect(text.lowercased().contains("error"), "\(arguments): \(text)")
         }
     }
