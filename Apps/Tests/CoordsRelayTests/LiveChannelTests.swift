@@ -223,16 +223,19 @@ import Testing
         let id = try Ed25519SigningKey.generate().publicKey.base64URL
         try await relay.test(.live) { client in
             let port = try #require(client.port)
-            let second = Locked<Seen?>(nil)
-            let first = try await Self.session(
+            // The first stays open (its client waits once subscribed) while the second connects
+            // from the test's own task, not from inside the first's handler.
+            let release = Locked(false)
+            async let firstSession = Self.session(
                 port: port, send: [Self.subscribe([id])],
-                action: {
-                    let refused = try await Self.session(port: port, send: [Self.subscribe([id])], timeout: .seconds(30))
-                    second.withLock { $0 = refused }
-                },
+                action: { while !release.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(10)) } },
                 until: { _ in true })
+            while relay.service.live.counts.connections < 1 { try await Task.sleep(for: .milliseconds(10)) }
+            let refused = try await Self.session(port: port, send: [Self.subscribe([id])], timeout: .seconds(30))
+            release.withLock { $0 = true }
+            let first = try await firstSession
             #expect(first.frames == [.subscribed(ids: 1, mailbox: false)])
-            #expect(second.withLock { $0?.closeCode } == 4429)
+            #expect(refused.closeCode == 4429 && refused.frames.isEmpty, "\(refused)")
             // Once the first has gone, a new one is admitted.
             while relay.service.live.counts.connections > 0 { try await Task.sleep(for: .milliseconds(10)) }
             let third = try await Self.session(port: port, send: [Self.subscribe([id])], until: { !$0.isEmpty })

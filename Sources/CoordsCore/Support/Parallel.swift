@@ -137,14 +137,7 @@ enum Parallel {
         func join(_ job: AnyJob) {
             mutex.lock()
             defer { mutex.unlock() }
-            while next < job.count {
-                let index = next
-                next += 1
-                mutex.unlock()
-                job.run(index)
-                mutex.lock()
-                done += 1
-            }
+            while next < job.count { runNext(of: job) }
             while done < job.count { finished.wait(mutex) }
             self.job = nil
         }
@@ -157,14 +150,20 @@ enum Parallel {
                     posted.wait(mutex)
                     continue
                 }
-                let index = next
-                next += 1
-                mutex.unlock()
-                job.run(index)
-                mutex.lock()
-                done += 1
+                runNext(of: job)
                 if done == job.count { finished.signal() }
             }
+        }
+
+        /// Claims `job`'s next item, runs it without the mutex and counts it done (called and
+        /// returning with the mutex held; `next < job.count`).
+        private func runNext(of job: AnyJob) {
+            let index = next
+            next += 1
+            mutex.unlock()
+            job.run(index)
+            mutex.lock()
+            done += 1
         }
     }
 

@@ -35,11 +35,17 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     /// Where this store connects.
     public let location: PostgresLocation
 
+    /// How long a start waits for its first connection (or a request's wait, if longer): a loaded
+    /// server can take seconds to authenticate the first connection to a database (CI saw more
+    /// than 5 s), and an unreachable one is still named within this.
+    static let firstConnectionTimeout = Duration.seconds(15)
+
     /// Connects, checks the credentials and the schema, and migrates it.
     /// - Parameters:
     ///   - location: where the database is.
     ///   - poolSize: most connections this node keeps open.
-    ///   - operationTimeout: how long a request may wait for the database before it gets 503.
+    ///   - operationTimeout: how long a request may wait for the database before it gets 503 (the
+    ///     start's first connection may take 15 s, or this if longer).
     ///   - migrationTimeout: how long the start may wait for the schema migration. It is longer
     ///     than a request's wait: it waits behind other nodes migrating at the same moment (one
     ///     advisory lock), and its DDL commits are fsynced one by one on a server that may be busy.
@@ -81,7 +87,7 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         }
         runner = Task { await client.run() }
         do {
-            try await Self.checkConnection(location, timeout: operationTimeout, logger: logger)
+            try await Self.checkConnection(location, timeout: max(operationTimeout, Self.firstConnectionTimeout), logger: logger)
             try await migrate(within: max(migrationTimeout, operationTimeout))
         } catch {
             runner.cancel()
