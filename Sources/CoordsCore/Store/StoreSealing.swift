@@ -59,6 +59,42 @@ public final class StoreSealer: Sendable {
     let checkKey: SecretBytes
     let shredKeys: (any ShredKeyStore)?
     private let shredCache = Mutex<[UInt64: SecretBytes]>([:])
+    /// Nonces drawn ahead (``NonceReserve``).
+    private let nonces = NonceReserve()
+
+    /// Random bytes from the OS for ``count`` nonces, handed out once each and wiped as they are:
+    /// a send that writes a dozen values makes one `getrandom` call, not a dozen. Like the LMDB
+    /// environment it serves, it must not be used across `fork()`. (A `pthread_mutex_t`, which
+    /// ThreadSanitizer sees, rather than `Synchronization.Mutex`, which it does not.)
+    private final class NonceReserve: @unchecked Sendable {
+        static let count = 10
+        private let mutex = PthreadMutex()
+        private let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: count * StoreSealer.nonceByteCount, alignment: 8)
+        /// Bytes handed out (or never drawn), guarded by `mutex`: all of them at first.
+        private var used: Int
+
+        init() { used = bytes.count }
+
+        deinit {
+            if let base = bytes.baseAddress { sodium_memzero(base, bytes.count) }
+            bytes.deallocate()
+        }
+
+        /// Writes a fresh random 24-byte nonce to `out` (never the same bytes twice).
+        func draw(into out: UnsafeMutableRawPointer) {
+            let size = StoreSealer.nonceByteCount
+            mutex.withLock {
+                guard let base = bytes.baseAddress else { return randombytes_buf(out, size) }
+                if used > bytes.count - size {
+                    randombytes_buf(base, bytes.count)
+                    used = 0
+                }
+                out.copyMemory(from: base + used, byteCount: size)
+                sodium_memzero(base + used, size)
+                used += size
+            }
+        }
+    }
 
     /// A sealer for `dek`.
     /// - Parameters:
@@ -210,7 +246,7 @@ public final class StoreSealer: Sendable {
                 for i in 0..<8 { (base + 1 + i).storeBytes(of: UInt8(truncatingIfNeeded: shred >> (56 - 8 * i)), as: UInt8.self) }
             }
             let nonce = base + headerCount
-            randombytes_buf(nonce, Self.nonceByteCount)
+            nonces.draw(into: nonce)
             let header = UnsafeRawBufferPointer(start: base, count: headerCount)
             let rc = withAssociatedData(table: table, storedKey: storedKey, header: header) { ad in
                 Self.encrypt(into: nonce + Self.nonceByteCount, plaintext: plaintext, ad: ad, nonce: UnsafeRawPointer(nonce), key: key)

@@ -1,3 +1,4 @@
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -14,7 +15,11 @@ import Darwin
 /// The helpers are started once, on the first call that can use them, and then wait on a
 /// condition variable for the next call for the rest of the process: waking a waiting thread
 /// costs a few microseconds, starting one (as the first version did, per call) cost more than two
-/// signatures of a send to 8 members save. One call at a time uses them; a call made while
+/// signatures of a send to 8 members save. Items are claimed with an atomic counter, not under a
+/// lock. A helper polls for the next call for 0.5 ms before it sleeps (a send or a fetch posts its
+/// calls a few hundred microseconds apart), and a caller whose items are done polls for the
+/// helpers' last ones for 0.1 ms before it sleeps: each futex wake costs 10–15 µs on a virtual
+/// machine, and costs the sleeper as much again in latency. One call at a time uses them; a call made while
 /// another one does (from another thread, or from inside an item) computes its items on its own
 /// thread, so no call ever waits for another one.
 enum Parallel {
@@ -53,9 +58,10 @@ enum Parallel {
         return job.results()
     }
 
-    /// One call's items and results. Each index is claimed by exactly one thread (under the
-    /// pool's mutex), which alone writes its result; the results are read after every item was
-    /// counted done under the same mutex.
+    /// One call's items and results. Each index is claimed by exactly one thread (an atomic
+    /// fetch-and-add on ``AnyJob/next``), which alone writes its result; the results are read
+    /// after ``AnyJob/done`` reached the count (each item's increment releases its result, the
+    /// caller's load acquires them).
     private final class Job<T: Sendable>: AnyJob, @unchecked Sendable {
         private let body: @Sendable (Int) -> T
         private let slots: UnsafeMutableBufferPointer<T?>
@@ -86,27 +92,62 @@ enum Parallel {
         }
     }
 
-    /// A job as the helpers see it: how many items, and one item's work.
+    /// A job as the helpers see it: how many items, one item's work, and the two counters the
+    /// threads share without a lock (a lock taken per item made every item a futex hand-over
+    /// between the caller and a helper on this kind of machine).
     private class AnyJob: @unchecked Sendable {
         let count: Int
+        /// The next unclaimed index. Each thread overshoots `count` once at most (≤ count + 4).
+        let next = Atomic<Int>(0)
+        /// How many items are done.
+        let done = Atomic<Int>(0)
+
         init(count: Int) { self.count = count }
         func run(_ index: Int) {}
+
+        /// Claims and runs items until none is left to claim. True when this thread finished
+        /// the job's last item (the caller may be waiting for it).
+        final func work() -> Bool {
+            var last = false
+            while true {
+                let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
+                guard index < count else { return last }
+                run(index)
+                last = done.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue == count
+            }
+        }
+
+        var isDone: Bool { done.load(ordering: .acquiring) >= count }
     }
 
-    /// The helper threads and the one job they work on. All its state is guarded by `mutex`.
+    /// The helper threads and the job they are asked to work on.
     private final class Pool: @unchecked Sendable {
         /// The helpers, started on first use (nil: one processor, or no thread could start).
         static let shared: Pool? = Pool(helpers: workers - 1)
 
+        /// How long a caller whose items are done waits for a helper's last item by polling
+        /// before it sleeps: a signature takes 20–70 µs, and a sleep costs the helper a futex
+        /// wake and the caller the wake-up's latency (10–15 µs each on a virtual machine).
+        static let pollNanoseconds: UInt64 = 100_000
+
+        /// How long a helper polls for the next job before it sleeps. A send or a fetch posts its
+        /// jobs a few hundred microseconds apart; a sleeping helper costs each of them a futex
+        /// wake and 10–15 µs of wake-up latency. (OpenMP runtimes poll for 200 ms by default.)
+        static let helperPollNanoseconds: UInt64 = 500_000
+
         private let mutex = PthreadMutex()
-        /// Signalled when a job is posted (the helpers wait on it).
+        /// Signalled (without the mutex held) when a job is posted; the helpers wait on it.
         private let posted = Condition()
-        /// Signalled when the job's last item is done (its caller waits on it).
+        /// Signalled when a helper finished a job's last item (its caller may wait on it).
         private let finished = Condition()
+        /// The job being worked on, and the number of jobs posted so far (guarded by `mutex`):
+        /// a helper works on each job at most once.
         private var job: AnyJob?
-        /// The next unclaimed index of `job`, and how many of its items are done.
-        private var next = 0
-        private var done = 0
+        private var generation: UInt64 = 0
+        /// Helpers asleep on `posted` (guarded by `mutex`): a post wakes them only if there are any.
+        private var sleepers = 0
+        /// `generation`, for helpers that poll without the mutex.
+        private let posts = Atomic<UInt64>(0)
 
         private init?(helpers: Int) {
             guard helpers > 0 else { return nil }
@@ -122,48 +163,53 @@ enum Parallel {
 
         /// Hands `job` to the helpers. False (nothing posted) when another job is running.
         func post(_ job: AnyJob) -> Bool {
-            mutex.withLock {
-                guard self.job == nil else { return false }
+            let (posted, wake) = mutex.withLock { () -> (Bool, Bool) in
+                guard self.job == nil else { return (false, false) }
                 self.job = job
-                next = 0
-                done = 0
-                posted.broadcast()
-                return true
+                generation &+= 1
+                posts.store(generation, ordering: .releasing)
+                return (true, sleepers > 0)
             }
+            // Outside the mutex: a woken helper does not block on it at once. A polling helper
+            // sees `posts` move without a wake-up.
+            if wake { self.posted.broadcast() }
+            return posted
         }
 
         /// Works on the posted `job` on the caller's thread until no item is left to claim, then
-        /// waits for the items the helpers claimed, and takes the job back from them.
+        /// waits for the items the helpers claimed (polling first, then asleep), and takes the
+        /// job back from them.
         func join(_ job: AnyJob) {
-            mutex.lock()
-            defer { mutex.unlock() }
-            while next < job.count { runNext(of: job) }
-            while done < job.count { finished.wait(mutex) }
-            self.job = nil
-        }
-
-        /// A helper's loop: claims the posted job's items one at a time; waits when there is none.
-        private func help() -> Never {
-            mutex.lock()
-            while true {
-                guard let job, next < job.count else {
-                    posted.wait(mutex)
-                    continue
-                }
-                runNext(of: job)
-                if done == job.count { finished.signal() }
+            _ = job.work()
+            if !job.isDone {
+                let deadline = monotonicNanoseconds() &+ Self.pollNanoseconds
+                while !job.isDone, monotonicNanoseconds() < deadline { sched_yield() }
+            }
+            mutex.withLock {
+                // A helper counts its last item before it takes the mutex to signal: no lost wake-up.
+                while !job.isDone { finished.wait(mutex) }
+                self.job = nil
             }
         }
 
-        /// Claims `job`'s next item, runs it without the mutex and counts it done (called and
-        /// returning with the mutex held; `next < job.count`).
-        private func runNext(of job: AnyJob) {
-            let index = next
-            next += 1
-            mutex.unlock()
-            job.run(index)
-            mutex.lock()
-            done += 1
+        /// A helper's loop: works on each posted job once; between jobs it polls for the next
+        /// one for ``helperPollNanoseconds``, then sleeps until one is posted.
+        private func help() -> Never {
+            var seen: UInt64 = 0
+            while true {
+                let deadline = monotonicNanoseconds() &+ Self.helperPollNanoseconds
+                while posts.load(ordering: .acquiring) == seen, monotonicNanoseconds() < deadline { sched_yield() }
+                mutex.lock()
+                while generation == seen {
+                    sleepers += 1
+                    posted.wait(mutex)
+                    sleepers -= 1
+                }
+                seen = generation
+                let job = self.job
+                mutex.unlock()
+                if let job, job.work() { mutex.withLock { finished.signal() } }
+            }
         }
     }
 

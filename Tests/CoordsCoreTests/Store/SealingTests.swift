@@ -231,4 +231,39 @@ import Testing
         #expect(try reopened.read { tx in try tx.open(Sealed.people).get("person-7") } == "xxxxxxx")
         reopened.close()
     }
+
+    /// Nonces are drawn ten at a time from the OS and handed out once each: from several threads,
+    /// over many refills, no two sealed values share a nonce, and every value opens.
+    @Test func everySealGetsItsOwnNonceAcrossRefillsAndThreads() throws {
+        let sealer = try StoreSealer(dek: Self.dek)
+        let plaintext: [UInt8] = Array("the same value every time".utf8)
+        let key: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 7]
+        let nonceRange = 1..<25  // after the format byte (docs/STORE.md)
+        let results = LockedBox<[[UInt8]]>([])
+        let threads = try (0..<4).map { _ in
+            try OSThread.start {
+                var mine: [[UInt8]] = []
+                for _ in 0..<250 {
+                    // A seal that fails leaves nothing, and the count below catches it.
+                    if let stored = try? plaintext.withUnsafeBytes({ p in
+                        try key.withUnsafeBytes { k in try sealer.seal(table: "queue", storedKey: k, plaintext: p, shred: nil) { Array($0) } }
+                    }) {
+                        mine.append(stored)
+                    }
+                }
+                results.update { $0 += mine }
+            }
+        }
+        for thread in threads { thread.join() }
+        let stored = results.value
+        #expect(stored.count == 1000)
+        #expect(Set(stored.map { Array($0[nonceRange]) }).count == 1000, "a nonce was handed out twice")
+        #expect(!stored.contains { $0[nonceRange].allSatisfy { $0 == 0 } }, "a wiped reserve slot was handed out")
+        for value in stored {
+            let opened = try value.withUnsafeBytes { v in
+                try key.withUnsafeBytes { k in try sealer.open(table: "queue", storedKey: k, stored: v) { p, _ in Array(p) } }
+            }
+            #expect(opened == plaintext)
+        }
+    }
 }
