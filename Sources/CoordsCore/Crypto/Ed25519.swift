@@ -138,9 +138,8 @@ public struct Ed25519SigningKey: Sendable {
 /// function of the 32 bytes, so remembering a pass is exact). Bounded: at ``capacity`` keys it
 /// starts over, so a stream of fresh keys (a relay's uploaders, hostile ids) costs at most
 /// ``capacity`` × 32 bytes and never grows. Only passes are remembered; a refused key is checked
-/// again every time. Guarded by a `pthread_mutex_t` (ThreadSanitizer does not see
-/// `Synchronization.Mutex`'s locking on Linux and reported the set as racing).
-final class ValidKeyMemo: @unchecked Sendable {
+/// again every time.
+final class ValidKeyMemo: Sendable {
     /// 32 key bytes as four words: hashing and comparing them is cheaper than an array's.
     struct Key: Hashable {
         let a: UInt64
@@ -164,19 +163,17 @@ final class ValidKeyMemo: @unchecked Sendable {
     static let capacity = 4096
     static let shared = ValidKeyMemo()
 
-    private let mutex = PthreadMutex()
-    /// Guarded by `mutex`.
-    private var keys = Set<Key>()
+    private let keys = Mutex<Set<Key>>([])
 
-    func contains(_ key: Key) -> Bool { mutex.withLock { keys.contains(key) } }
+    func contains(_ key: Key) -> Bool { keys.withLock { $0.contains(key) } }
 
     func insert(_ key: Key) {
-        mutex.withLock {
+        keys.withLock { keys in
             if keys.count >= Self.capacity { keys.removeAll(keepingCapacity: true) }
             keys.insert(key)
         }
     }
 
     /// How many keys are remembered now (tests).
-    var count: Int { mutex.withLock { keys.count } }
+    var count: Int { keys.withLock { $0.count } }
 }
