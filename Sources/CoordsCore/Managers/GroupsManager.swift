@@ -1056,7 +1056,6 @@ public actor GroupsManager {
         var queued: [OutboxEntry] = []
         let stored = try context.database.write { tx -> MessageRecord in
             unreachable = []
-            var items: [OutboxItem] = []
             let groups = try tx.open(Tables.groups)
             guard var record = try cachedRecord(tx, group), record.status == .member, record.isMember(identity.id) else {
                 throw GroupsManagerError.notAMember(id: identity.id)
@@ -1072,7 +1071,6 @@ public actor GroupsManager {
                 messageKey: messageKey, signingKey: try signer(for: Self.chainKey(group, identity.publicKey, chainID), seed: chain.signing))
             chain.chainKey = next
             chain.next += 1
-            try tx.open(Tables.groupChains).put(Self.chainKey(group, identity.publicKey, chainID), chain)
             let mailboxes = try mailboxView(tx)
             let batch = try GroupEnvelopeBatch(
                 sealed.bytes, from: identity.signing, createdAt: now / 1000, expiresAt: now / 1000 + MessagesManager.envelopeLifetimeSeconds)
@@ -1089,22 +1087,26 @@ public actor GroupsManager {
                 }
                 copies.append((envelopeID, mailbox))
             }
-            // Each copy's signature is independent of the others': they are made on all cores.
-            let signing = copies
-            let bodies = Parallel.map(signing.count, minimumShare: Self.copiesPerThread) { index in
-                batch.body(id: signing[index].envelopeID, recipientID: signing[index].mailbox.recipientID)
-            }
-            items.reserveCapacity(copies.count)
-            for (copy, body) in zip(copies, bodies) {
-                let request = PreparedRequest(url: copy.mailbox.url, method: "POST", headers: headers, body: body)
-                items.append(OutboxItem(kind: .groupMessage, request: request, nextAttemptAt: now, createdAt: now, reference: id))
-            }
-            queued = try OutboxManager.enqueue(tx, items)
             let message = MessageRecord(
                 id: id, peer: identity.id, outgoing: true, kind: payload.kind, text: payload.text, sentAt: now, storedAt: now,
-                status: queued.isEmpty ? .sent : .queued, disappearsAt: nil, group: group.base64URL,
+                status: copies.isEmpty ? .sent : .queued, disappearsAt: nil, group: group.base64URL,
                 file: try? FileAttachment(payload: payload))  // nil for a text
-            try Self.store(message, group: group, tx)
+            // Each copy's signature is independent of the others': they are made on all cores,
+            // while this thread stores the chain and the message, and queues each copy once signed.
+            let signing = copies
+            queued = try OutboxManager.enqueue(tx, count: copies.count) { add in
+                try Parallel.pipeline(
+                    signing.count, minimumShare: Self.copiesPerThread,
+                    meanwhile: {
+                        try tx.open(Tables.groupChains).put(Self.chainKey(group, identity.publicKey, chainID), chain)
+                        try Self.store(message, group: group, tx)
+                    },
+                    produce: { index in batch.body(id: signing[index].envelopeID, recipientID: signing[index].mailbox.recipientID) },
+                    consume: { index, body in
+                        let request = PreparedRequest(url: signing[index].mailbox.url, method: "POST", headers: headers, body: body)
+                        try add(OutboxItem(kind: .groupMessage, request: request, nextAttemptAt: now, createdAt: now, reference: id))
+                    })
+            }
             return message
         }
         for entry in queued { outbox.reconciler.send(.queued(id: entry.id, kind: .groupMessage)) }

@@ -105,24 +105,44 @@ public actor OutboxManager {
     /// - Returns: the entries as queued.
     /// - Throws: store errors.
     static func enqueue(_ tx: borrowing WriteTransaction, _ items: [OutboxItem]) throws -> [OutboxEntry] {
-        guard !items.isEmpty else { return [] }
+        try enqueue(tx, count: items.count) { add in
+            for item in items { try add(item) }
+        }
+    }
+
+    /// Queues the items `fill` hands to its `add` (at most `count` of them), in `tx`, under
+    /// successive new ids in the order added: for a caller that makes its items one at a time
+    /// (a group send queues each copy as soon as it is signed). `fill` is called once, even when
+    /// `count` is 0.
+    /// - Returns: the entries as queued.
+    /// - Throws: store errors; `StoreError.encodingFailed` when `fill` adds more than `count`; what
+    ///   `fill` throws.
+    static func enqueue(
+        _ tx: borrowing WriteTransaction, count: Int, _ fill: (_ add: (OutboxItem) throws -> Void) throws -> Void
+    ) throws -> [OutboxEntry] {
+        let tooMany = StoreError.encodingFailed(type: "outbox id", reason: "more items than the \(max(count, 0)) announced")
+        guard count > 0 else {
+            try fill { _ in throw tooMany }
+            return []
+        }
         let table = try tx.open(Tables.outbox)
         // Ids are never reused (a host may still hold an old one): a counter in the settings.
         let settings = try tx.open(Tables.settings)
         // A damaged counter is an error (reading it as 1 would hand out ids again).
         let stored = try settings.get(SettingKey.outboxNextID) ?? 1
         let first = max(stored, (try table.lastKey() ?? 0).addingSaturating(1))
-        guard first < UInt64.max - UInt64(items.count) else {
+        guard first < UInt64.max - UInt64(count) else {
             throw StoreError.encodingFailed(type: "outbox id", reason: "the outbox ids are used up")
         }
         var entries: [OutboxEntry] = []
-        entries.reserveCapacity(items.count)
-        for (offset, item) in items.enumerated() {
-            let id = first + UInt64(offset)  // below UInt64.max − count: checked above
+        entries.reserveCapacity(count)
+        try fill { item in
+            guard entries.count < count else { throw tooMany }
+            let id = first + UInt64(entries.count)  // below UInt64.max − count: checked above
             try table.append(id, item)  // above every id in the table: `first` is past the last key
             entries.append(OutboxEntry(id: id, item: item))
         }
-        try settings.put(SettingKey.outboxNextID, first + UInt64(items.count))
+        if !entries.isEmpty { try settings.put(SettingKey.outboxNextID, first + UInt64(entries.count)) }
         return entries
     }
 

@@ -58,27 +58,87 @@ enum Parallel {
         return job.results()
     }
 
+    /// `produce(0) … produce(count - 1)` spread over the threads like ``map(_:minimumShare:_:)``,
+    /// while the caller's thread does the serial work that goes with them: once the items are
+    /// posted to the helpers it runs `meanwhile`, then hands each result to `consume`, in index
+    /// order, as soon as it is ready, and produces unclaimed items itself while the next result is
+    /// not ready yet. A send to a group signs its copies on the helpers while the caller stores the
+    /// message and queues the copies already signed, instead of doing that after the last
+    /// signature.
+    /// - Parameters:
+    ///   - count: how many items (≤ 0: none; `meanwhile` still runs).
+    ///   - minimumShare: the fewest items worth a thread of their own (≥ 1); with fewer, or with
+    ///     the helpers busy, everything runs on the caller's thread: `meanwhile`, then each item
+    ///     produced and consumed in turn.
+    ///   - meanwhile: the caller's own work, run once, on the caller's thread, before any `consume`.
+    ///   - produce: computes one item; called once per index, from any of the threads, never after
+    ///     the call returned.
+    ///   - consume: takes one result, on the caller's thread, in index order.
+    /// - Throws: the first error `meanwhile` or `consume` throws (nothing is consumed after it);
+    ///   the items the helpers claimed are finished before the call returns or throws.
+    static func pipeline<T: Sendable>(
+        _ count: Int, minimumShare: Int, meanwhile: () throws -> Void, produce: @escaping @Sendable (Int) -> T,
+        consume: (Int, T) throws -> Void
+    ) throws {
+        let share = max(1, minimumShare)
+        func serially() throws {
+            try meanwhile()
+            for index in 0..<max(count, 0) { try consume(index, produce(index)) }
+        }
+        guard count > 0, min(workers, count / share) > 1, let pool = Pool.shared else { return try serially() }
+        let job = Job(count: count, produce)
+        guard pool.post(job) else { return try serially() }
+        // Whatever is thrown, the job is taken back from the helpers (its items finished) first.
+        defer { pool.join(job) }
+        try meanwhile()
+        var index = 0
+        while index < count {
+            if let result = job.result(index) {
+                try consume(index, result)
+                index += 1
+            } else if !job.workOne() {
+                // Nothing left to claim: the next result is a helper's.
+                pool.wait(for: job, item: index)
+            }
+        }
+    }
+
     /// One call's items and results. Each index is claimed by exactly one thread (an atomic
-    /// fetch-and-add on ``AnyJob/next``), which alone writes its result; the results are read
-    /// after ``AnyJob/done`` reached the count (each item's increment releases its result, the
-    /// caller's load acquires them).
+    /// fetch-and-add on ``AnyJob/next``), which alone writes its result and then marks it ready
+    /// (releasing it; ``result(_:)`` acquires it); ``results()`` reads them all after
+    /// ``AnyJob/done`` reached the count (each item's increment releases its result too).
     private final class Job<T: Sendable>: AnyJob, @unchecked Sendable {
         private let body: @Sendable (Int) -> T
         private let slots: UnsafeMutableBufferPointer<T?>
+        /// Per item: its slot is written (``pipeline(_:minimumShare:meanwhile:produce:consume:)``
+        /// consumes results before the whole job is done).
+        private let ready: UnsafeMutablePointer<Atomic<Bool>>
 
         init(count: Int, _ body: @escaping @Sendable (Int) -> T) {
             self.body = body
             slots = .allocate(capacity: count)
             slots.initialize(repeating: nil)
+            ready = .allocate(capacity: count)
+            for index in 0..<count { (ready + index).initialize(to: Atomic(false)) }
             super.init(count: count)
         }
 
         deinit {
             slots.deinitialize()
             slots.deallocate()
+            ready.deinitialize(count: count)
+            ready.deallocate()
         }
 
-        override func run(_ index: Int) { slots[index] = body(index) }
+        override func run(_ index: Int) {
+            slots[index] = body(index)
+            ready[index].store(true, ordering: .releasing)
+        }
+
+        override func isReady(_ index: Int) -> Bool { ready[index].load(ordering: .acquiring) }
+
+        /// Item `index`'s result, if a thread finished it (`index` < count).
+        func result(_ index: Int) -> T? { isReady(index) ? slots[index] : nil }
 
         /// The results in order (every slot is filled once the job is done).
         func results() -> [T] {
@@ -104,6 +164,8 @@ enum Parallel {
 
         init(count: Int) { self.count = count }
         func run(_ index: Int) {}
+        /// Whether item `index` (< count) is done.
+        func isReady(_ index: Int) -> Bool { isDone }
 
         /// Claims and runs items until none is left to claim. True when this thread finished
         /// the job's last item (the caller may be waiting for it).
@@ -115,6 +177,15 @@ enum Parallel {
                 run(index)
                 last = done.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue == count
             }
+        }
+
+        /// Claims and runs one item. False when none was left to claim.
+        final func workOne() -> Bool {
+            let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
+            guard index < count else { return false }
+            run(index)
+            done.wrappingAdd(1, ordering: .acquiringAndReleasing)
+            return true
         }
 
         var isDone: Bool { done.load(ordering: .acquiring) >= count }
@@ -189,6 +260,20 @@ enum Parallel {
                 // A helper counts its last item before it takes the mutex to signal: no lost wake-up.
                 while !job.isDone { finished.wait(mutex) }
                 self.job = nil
+            }
+        }
+
+        /// Waits (polling first, then asleep until the whole job is done) for item `item` of
+        /// `job`, which a helper claimed: the caller of
+        /// ``Parallel/pipeline(_:minimumShare:meanwhile:produce:consume:)`` has nothing left to
+        /// claim and needs that result next.
+        func wait(for job: AnyJob, item: Int) {
+            let deadline = monotonicNanoseconds() &+ Self.pollNanoseconds
+            while !job.isReady(item), monotonicNanoseconds() < deadline { sched_yield() }
+            guard !job.isReady(item) else { return }
+            // A helper signals only after the job's last item: wait for all of them.
+            mutex.withLock {
+                while !job.isDone { finished.wait(mutex) }
             }
         }
 

@@ -92,6 +92,98 @@ import Glibc
         #expect(failures.load(ordering: .relaxed) == 0)
     }
 
+    struct Stop: Error, Equatable { let at: Int }
+
+    @Test func aPipelineConsumesEveryResultOnceInOrderAfterItsOwnWork() throws {
+        for count in [0, 1, 2, 3, 5, 7, 8, 63, 256] {
+            for share in [0, 1, 3, 100] {
+                let produced = Atomic<Int>(0)
+                var events: [String] = []
+                var consumed: [Int] = []
+                try Parallel.pipeline(
+                    count, minimumShare: share, meanwhile: { events.append("meanwhile") },
+                    produce: { index -> Int in
+                        produced.wrappingAdd(1, ordering: .relaxed)
+                        return index * 3
+                    },
+                    consume: { index, value in
+                        if events.count == 1 { events.append("consume") }
+                        #expect(value == index * 3)
+                        consumed.append(index)
+                    })
+                #expect(consumed == Array(0..<count), "count \(count), share \(share)")
+                #expect(produced.load(ordering: .relaxed) == count)
+                #expect(events == (count == 0 ? ["meanwhile"] : ["meanwhile", "consume"]))
+            }
+        }
+    }
+
+    @Test func aPipelineConsumesResultsWhileLaterItemsAreStillBeingMade() throws {
+        // Slow items on a machine with helpers: the caller takes the first results before the
+        // last item is made (that is the point: a send queues copies while others are signed).
+        guard Parallel.workers > 1 else { return }
+        let finished = Atomic<Int>(0)
+        var finishedAtFirstConsume = -1
+        var onCaller = 0
+        let caller = pthread_self()
+        try Parallel.pipeline(
+            12, minimumShare: 1, meanwhile: {},
+            produce: { index -> Bool in
+                usleep(2_000)
+                finished.wrappingAdd(1, ordering: .acquiringAndReleasing)
+                return pthread_equal(pthread_self(), caller) != 0
+            },
+            consume: { index, madeByCaller in
+                if index == 0 { finishedAtFirstConsume = finished.load(ordering: .acquiring) }
+                if madeByCaller { onCaller += 1 }
+            })
+        #expect(finishedAtFirstConsume >= 1 && finishedAtFirstConsume < 12, "\(finishedAtFirstConsume) items made before the first was taken")
+        #expect(onCaller < 12, "every item was made on the caller's thread")
+    }
+
+    @Test func aPipelineThatThrowsStopsConsumingAndFinishesWhatTheHelpersTook() throws {
+        for stopAt in [0, 3, 11] {
+            let started = Atomic<Int>(0)
+            let ended = Atomic<Int>(0)
+            var consumed: [Int] = []
+            #expect(throws: Stop(at: stopAt)) {
+                try Parallel.pipeline(
+                    12, minimumShare: 1, meanwhile: {},
+                    produce: { index -> Int in
+                        started.wrappingAdd(1, ordering: .relaxed)
+                        usleep(500)
+                        ended.wrappingAdd(1, ordering: .relaxed)
+                        return index
+                    },
+                    consume: { index, _ in
+                        if index == stopAt { throw Stop(at: stopAt) }
+                        consumed.append(index)
+                    })
+            }
+            // Nothing after the error is consumed, and no item is still running once the call returned.
+            #expect(consumed == Array(0..<stopAt))
+            #expect(started.load(ordering: .relaxed) == ended.load(ordering: .relaxed))
+        }
+        // Its own work failing: nothing consumed.
+        var consumed = 0
+        #expect(throws: Stop(at: -1)) {
+            try Parallel.pipeline(
+                8, minimumShare: 1, meanwhile: { throw Stop(at: -1) }, produce: { $0 }, consume: { _, _ in consumed += 1 })
+        }
+        #expect(consumed == 0)
+        // The helpers are free again for the next call.
+        let caller = pthread_self()
+        let elsewhere = Atomic<Int>(0)
+        for _ in 0..<5 {
+            _ = Parallel.map(8, minimumShare: 1) { index -> Int in
+                if pthread_equal(pthread_self(), caller) == 0 { elsewhere.wrappingAdd(1, ordering: .relaxed) }
+                usleep(2_000)
+                return index
+            }
+        }
+        #expect((elsewhere.load(ordering: .relaxed) > 0) == (Parallel.workers > 1))
+    }
+
     @Test func aMemoRemembersOnlyValidSignaturesForTheExactBytes() throws {
         let signer = try Ed25519SigningKey.generate()
         let other = try Ed25519SigningKey.generate()
