@@ -428,6 +428,8 @@ public actor MessagesManager {
         guard packets.count <= Self.fetchLimit else {
             throw MessagesManagerError.invalidMailboxResponse("\(packets.count) packets, more than the \(Self.fetchLimit) asked for")
         }
+        // Several messages may mean group signatures to check on all cores: the helpers wake while the answer is parsed.
+        if packets.count >= 4 { Parallel.wakeHelpers() }
         let now = context.clock.now()
         var outcome = MessagesOutcome()
         var ackIDs: [String] = []

@@ -1,4 +1,5 @@
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -67,9 +68,10 @@ enum Parallel {
     /// signature.
     /// - Parameters:
     ///   - count: how many items (≤ 0: none; `meanwhile` still runs).
-    ///   - minimumShare: the fewest items worth a thread of their own (≥ 1); with fewer, or with
-    ///     the helpers busy, everything runs on the caller's thread: `meanwhile`, then each item
-    ///     produced and consumed in turn.
+    ///   - minimumShare: the fewest items worth handing to the helpers (≥ 1; the caller has
+    ///     `meanwhile` to do, so even one item can be worth it); with fewer, or with the helpers
+    ///     busy, everything runs on the caller's thread: `meanwhile`, then each item produced and
+    ///     consumed in turn.
     ///   - meanwhile: the caller's own work, run once, on the caller's thread, before any `consume`.
     ///   - produce: computes one item; called once per index, from any of the threads, never after
     ///     the call returned.
@@ -85,7 +87,8 @@ enum Parallel {
             try meanwhile()
             for index in 0..<max(count, 0) { try consume(index, produce(index)) }
         }
-        guard count > 0, min(workers, count / share) > 1, let pool = Pool.shared else { return try serially() }
+        // The caller has its own work meanwhile: one share is enough for a helper to take.
+        guard count >= share, workers > 1, let pool = Pool.shared else { return try serially() }
         let job = Job(count: count, produce)
         guard pool.post(job) else { return try serially() }
         // Whatever is thrown, the job is taken back from the helpers (its items finished) first.
@@ -102,6 +105,19 @@ enum Parallel {
             }
         }
     }
+
+    /// Wakes the helpers that fell asleep, so that they are polling by the time the caller posts
+    /// work a few dozen microseconds later (a send wakes them before it seals, instead of paying
+    /// the wake-up's latency, often tens of microseconds on a virtual machine, when its copies are
+    /// ready to sign). Costs a futex wake when a helper sleeps, an uncontended lock otherwise;
+    /// nothing when there are no helpers.
+    static func wakeHelpers() {
+        guard workers > 1 else { return }
+        Pool.shared?.nudge()
+    }
+
+    /// How many helpers are asleep and how many there are (nil: no helpers). For tests.
+    static func helpersAsleep() -> (asleep: Int, helpers: Int)? { Pool.shared.map { ($0.asleep, $0.helpers) } }
 
     /// One call's items and results. Each index is claimed by exactly one thread (an atomic
     /// fetch-and-add on ``AnyJob/next``), which alone writes its result and then marks it ready
@@ -219,6 +235,14 @@ enum Parallel {
         private var sleepers = 0
         /// `generation`, for helpers that poll without the mutex.
         private let posts = Atomic<UInt64>(0)
+        /// Bumped by ``nudge()`` (guarded by `mutex`): sleeping helpers wake and poll again.
+        private var nudges: UInt64 = 0
+
+        /// The helpers started (set while the pool is made, before anyone else sees it).
+        private(set) var helpers = 0
+
+        /// Helpers asleep right now.
+        var asleep: Int { mutex.withLock { sleepers } }
 
         private init?(helpers: Int) {
             guard helpers > 0 else { return nil }
@@ -230,6 +254,7 @@ enum Parallel {
                 started += 1
             }
             guard started > 0 else { return nil }
+            self.helpers = started
         }
 
         /// Hands `job` to the helpers. False (nothing posted) when another job is running.
@@ -277,18 +302,35 @@ enum Parallel {
             }
         }
 
+        /// Wakes the sleeping helpers without a job: they poll again for ``helperPollNanoseconds``.
+        func nudge() {
+            let wake = mutex.withLock { () -> Bool in
+                guard sleepers > 0 else { return false }
+                nudges &+= 1
+                return true
+            }
+            if wake { posted.broadcast() }
+        }
+
         /// A helper's loop: works on each posted job once; between jobs it polls for the next
-        /// one for ``helperPollNanoseconds``, then sleeps until one is posted.
+        /// one for ``helperPollNanoseconds``, then sleeps until one is posted (or until
+        /// ``nudge()``, after which it polls again).
         private func help() -> Never {
             var seen: UInt64 = 0
             while true {
                 let deadline = monotonicNanoseconds() &+ Self.helperPollNanoseconds
                 while posts.load(ordering: .acquiring) == seen, monotonicNanoseconds() < deadline { sched_yield() }
                 mutex.lock()
-                while generation == seen {
+                let nudged = nudges
+                while generation == seen, nudges == nudged {
                     sleepers += 1
                     posted.wait(mutex)
                     sleepers -= 1
+                }
+                guard generation != seen else {
+                    // Nudged: a job is coming.
+                    mutex.unlock()
+                    continue
                 }
                 seen = generation
                 let job = self.job

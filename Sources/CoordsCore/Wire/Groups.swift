@@ -378,14 +378,40 @@ public struct GroupMessage: Equatable, Sendable {
         _ plaintext: [UInt8], sender: Ed25519PublicKey, group: GroupID, chain: UInt32, iteration: UInt32, epoch: UInt32,
         messageKey: SecretBytes, signingKey: Ed25519SigningKey
     ) throws -> GroupMessage {
+        try sealUnsigned(plaintext, sender: sender, group: group, chain: chain, iteration: iteration, epoch: epoch, messageKey: messageKey)
+            .signed(by: signingKey)
+    }
+
+    /// ``seal(_:sender:group:chain:iteration:epoch:messageKey:signingKey:)`` without the chain
+    /// signature, which ``Unsigned/signed(by:)`` adds: a send makes it on another thread while it
+    /// stores the message.
+    /// - Throws: as `seal`.
+    static func sealUnsigned(
+        _ plaintext: [UInt8], sender: Ed25519PublicKey, group: GroupID, chain: UInt32, iteration: UInt32, epoch: UInt32, messageKey: SecretBytes
+    ) throws -> Unsigned {
         guard plaintext.count <= Envelope.maximumPayloadBytes - minimumByteCount else {
             throw WireError.malformedGroupMessage("the payload is \(plaintext.count) bytes; at most \(Envelope.maximumPayloadBytes - minimumByteCount)")
         }
         let core = core(sender: sender, group: group, chain: chain, iteration: iteration, epoch: epoch)
         let ciphertext = try RatchetSession.seal(plaintext, messageKey: messageKey, associatedData: core)
-        return GroupMessage(
-            group: group, chain: chain, iteration: iteration, epoch: epoch, ciphertext: ciphertext,
-            signature: signingKey.signature(for: core + ciphertext))
+        return Unsigned(group: group, chain: chain, iteration: iteration, epoch: epoch, ciphertext: ciphertext, signedBytes: core + ciphertext)
+    }
+
+    /// A sealed group message whose chain signature is still to be made.
+    struct Unsigned: Sendable {
+        let group: GroupID
+        let chain: UInt32
+        let iteration: UInt32
+        let epoch: UInt32
+        let ciphertext: [UInt8]
+        /// `core ‖ ciphertext`: what the chain key signs.
+        let signedBytes: [UInt8]
+
+        /// The message, signed by the chain's signing key.
+        func signed(by signingKey: Ed25519SigningKey) -> GroupMessage {
+            GroupMessage(
+                group: group, chain: chain, iteration: iteration, epoch: epoch, ciphertext: ciphertext, signature: signingKey.signature(for: signedBytes))
+        }
     }
 
     /// Parses the wire form (no keys needed).

@@ -92,6 +92,41 @@ import Glibc
         #expect(failures.load(ordering: .relaxed) == 0)
     }
 
+    @Test func wakingTheHelpersAheadOfAJobBringsThemOutOfTheirSleepUntilTheirNextPoll() throws {
+        guard Parallel.workers > 1 else {
+            Parallel.wakeHelpers()  // one processor: nothing to wake, and nothing breaks
+            return
+        }
+        _ = Parallel.map(4, minimumShare: 1) { $0 }  // the pool is started
+        guard let pool = Parallel.helpersAsleep() else {
+            Issue.record("no helper started")
+            return
+        }
+        func waitFor(_ asleep: Int) -> Bool {
+            // Up to a few hundred milliseconds: other suites may keep the helpers busy meanwhile.
+            for _ in 0..<4_000 {
+                if Parallel.helpersAsleep()?.asleep == asleep { return true }
+                usleep(50)
+            }
+            return false
+        }
+        // Past their poll (0.5 ms) they sleep; a nudge wakes them all; after polling again they sleep.
+        #expect(waitFor(pool.helpers), "the helpers never fell asleep")
+        Parallel.wakeHelpers()
+        #expect(waitFor(0), "a nudge woke no helper")
+        #expect(waitFor(pool.helpers), "nudged helpers did not go back to sleep")
+        // And they still take the next job.
+        let caller = pthread_self()
+        let elsewhere = Atomic<Int>(0)
+        Parallel.wakeHelpers()
+        let items = Parallel.map(8, minimumShare: 1) { index -> Int in
+            if pthread_equal(pthread_self(), caller) == 0 { elsewhere.wrappingAdd(1, ordering: .relaxed) }
+            usleep(1_000)
+            return index
+        }
+        #expect(items == Array(0..<8) && elsewhere.load(ordering: .relaxed) > 0)
+    }
+
     struct Stop: Error, Equatable { let at: Int }
 
     @Test func aPipelineConsumesEveryResultOnceInOrderAfterItsOwnWork() throws {
