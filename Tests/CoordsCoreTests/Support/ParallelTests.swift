@@ -32,21 +32,28 @@ import Glibc
         #expect(items == Array(0..<257) && calls.load(ordering: .relaxed) == 257)
     }
 
-    @Test func theHelpersTakeItemsWhenThereIsMoreThanOneProcessor() {
-        // Slow items: a helper woken by the call has time to take some of them.
+    /// How many of `rounds` × 8 slow items (2 ms each, so a woken helper has time to take some)
+    /// ran on a thread other than the caller's.
+    static func itemsOnHelpers(rounds: Int = 5) -> Int {
         let caller = pthread_self()
         let elsewhere = Atomic<Int>(0)
-        for _ in 0..<5 {
-            _ = Parallel.map(8, minimumShare: 1) { index -> Int in
+        for _ in 0..<rounds {
+            let items = Parallel.map(8, minimumShare: 1) { index -> Int in
                 if pthread_equal(pthread_self(), caller) == 0 { elsewhere.wrappingAdd(1, ordering: .relaxed) }
                 usleep(2_000)
                 return index
             }
+            #expect(items == Array(0..<8))
         }
+        return elsewhere.load(ordering: .relaxed)
+    }
+
+    @Test func theHelpersTakeItemsWhenThereIsMoreThanOneProcessor() {
+        let elsewhere = Self.itemsOnHelpers()
         if Parallel.workers > 1 {
-            #expect(elsewhere.load(ordering: .relaxed) > 0, "no item ran on a helper")
+            #expect(elsewhere > 0, "no item ran on a helper")
         } else {
-            #expect(elsewhere.load(ordering: .relaxed) == 0, "one processor: every item on the caller's thread")
+            #expect(elsewhere == 0, "one processor: every item on the caller's thread")
         }
     }
 
@@ -116,15 +123,8 @@ import Glibc
         #expect(waitFor(0), "a nudge woke no helper")
         #expect(waitFor(pool.helpers), "nudged helpers did not go back to sleep")
         // And they still take the next job.
-        let caller = pthread_self()
-        let elsewhere = Atomic<Int>(0)
         Parallel.wakeHelpers()
-        let items = Parallel.map(8, minimumShare: 1) { index -> Int in
-            if pthread_equal(pthread_self(), caller) == 0 { elsewhere.wrappingAdd(1, ordering: .relaxed) }
-            usleep(1_000)
-            return index
-        }
-        #expect(items == Array(0..<8) && elsewhere.load(ordering: .relaxed) > 0)
+        #expect(Self.itemsOnHelpers(rounds: 1) > 0)
     }
 
     struct Stop: Error, Equatable { let at: Int }
@@ -207,16 +207,7 @@ import Glibc
         }
         #expect(consumed == 0)
         // The helpers are free again for the next call.
-        let caller = pthread_self()
-        let elsewhere = Atomic<Int>(0)
-        for _ in 0..<5 {
-            _ = Parallel.map(8, minimumShare: 1) { index -> Int in
-                if pthread_equal(pthread_self(), caller) == 0 { elsewhere.wrappingAdd(1, ordering: .relaxed) }
-                usleep(2_000)
-                return index
-            }
-        }
-        #expect((elsewhere.load(ordering: .relaxed) > 0) == (Parallel.workers > 1))
+        #expect((Self.itemsOnHelpers() > 0) == (Parallel.workers > 1))
     }
 
     @Test func aMemoRemembersOnlyValidSignaturesForTheExactBytes() throws {
