@@ -173,7 +173,8 @@ enum Parallel {
     /// between the caller and a helper on this kind of machine).
     private class AnyJob: @unchecked Sendable {
         let count: Int
-        /// The next unclaimed index. Each thread overshoots `count` once at most (≤ count + 4).
+        /// The next unclaimed index. Each helper overshoots `count` once at most, a pipeline's
+        /// caller once per result it waits for (≤ 2 × count + 4: a few hundred at most).
         let next = Atomic<Int>(0)
         /// How many items are done.
         let done = Atomic<Int>(0)
