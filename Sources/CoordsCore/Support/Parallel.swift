@@ -17,10 +17,12 @@ import Darwin
 /// condition variable for the next call for the rest of the process: waking a waiting thread
 /// costs a few microseconds, starting one (as the first version did, per call) cost more than two
 /// signatures of a send to 8 members save. Items are claimed with an atomic counter, not under a
-/// lock. A helper polls for the next call for 0.5 ms before it sleeps (a send or a fetch posts its
-/// calls a few hundred microseconds apart), and a caller whose items are done polls for the
+/// lock. A helper polls for the next call for 2 ms before it sleeps (a send or a fetch posts its
+/// calls a few hundred microseconds apart, and they come in bursts), and a caller whose items are done polls for the
 /// helpers' last ones for 0.1 ms before it sleeps: each futex wake costs 10–15 µs on a virtual
-/// machine, and costs the sleeper as much again in latency. One call at a time uses them; a call made while
+/// machine, and costs the sleeper as much again in latency. A call moves a helper that Linux
+/// put on the caller's own processor to another one (``Pool/keepOffCallersProcessor(waking:)``).
+/// One call at a time uses them; a call made while
 /// another one does (from another thread, or from inside an item) computes its items on its own
 /// thread, so no call ever waits for another one.
 enum Parallel {
@@ -31,12 +33,7 @@ enum Parallel {
 
     /// The processors in the process's affinity mask (Linux), else the processors online.
     private static func usableProcessors() -> Int {
-        #if os(Linux)
-        var mask = [UInt8](repeating: 0, count: 128)  // glibc's cpu_set_t: 1,024 processors
-        if mask.withUnsafeMutableBytes({ schedGetAffinity(0, $0.count, $0.baseAddress) }) == 0 {
-            return mask.reduce(0) { $0 + $1.nonzeroBitCount }
-        }
-        #endif
+        if let mask = Affinity.current() { return Affinity.count(mask) }
         let online = sysconf(Int32(_SC_NPROCESSORS_ONLN))
         return online < 1 ? 1 : Int(min(online, 4))
     }
@@ -118,6 +115,9 @@ enum Parallel {
 
     /// How many helpers are asleep and how many there are (nil: no helpers). For tests.
     static func helpersAsleep() -> (asleep: Int, helpers: Int)? { Pool.shared.map { ($0.asleep, $0.helpers) } }
+
+    /// The helpers' thread ids (Linux; 0 for one not started yet). For tests.
+    static func helperThreads() -> [Int32] { Pool.shared?.threads ?? [] }
 
     /// One call's items and results. Each index is claimed by exactly one thread (an atomic
     /// fetch-and-add on ``AnyJob/next``), which alone writes its result and then marks it ready
@@ -219,9 +219,15 @@ enum Parallel {
         static let pollNanoseconds: UInt64 = 100_000
 
         /// How long a helper polls for the next job before it sleeps. A send or a fetch posts its
-        /// jobs a few hundred microseconds apart; a sleeping helper costs each of them a futex
-        /// wake and 10–15 µs of wake-up latency. (OpenMP runtimes poll for 200 ms by default.)
-        static let helperPollNanoseconds: UInt64 = 500_000
+        /// jobs a few hundred microseconds apart, and sends and fetches come in bursts; waking a
+        /// sleeping helper costs the caller a futex wake, and the helper's processor, idle in the
+        /// hypervisor by then, a wake-up that can outlast a small send's signatures. With 0.5 ms,
+        /// a send to 8 members that followed 1.2 ms of other work ran at 0.5–0.6× of its floor
+        /// in the paired benchmark, the next one at 0.8–0.9×; with 2 ms, five runs gave 0.90×–1.23×
+        /// (3 ms: 0.90×–0.99×). The cost: up to 2 ms of one processor after a burst's last
+        /// call, yielding to any other thread that wants it. (OpenMP runtimes poll for 200 ms by
+        /// default.)
+        static let helperPollNanoseconds: UInt64 = 2_000_000
 
         private let mutex = PthreadMutex()
         /// Signalled (without the mutex held) when a job is posted; the helpers wait on it.
@@ -242,15 +248,36 @@ enum Parallel {
         /// The helpers started (set while the pool is made, before anyone else sees it).
         private(set) var helpers = 0
 
+        /// Where each helper runs, for ``keepOffCallersProcessor(waking:)``: one per helper.
+        private let places: [Place]
+        /// The processors the helpers may run on (the affinity mask of the thread that started
+        /// the pool, which they inherited; Linux); nil when it could not be read.
+        private let allowed: [UInt8]?
+
+        /// One helper's thread and processor, published by the helper for the callers.
+        final class Place: Sendable {
+            /// Its thread id (0 until the helper started).
+            let thread = Atomic<Int32>(0)
+            /// The processor it last polled on; -1 while it sleeps (or before it ran).
+            let processor = Atomic<Int32>(-1)
+            /// A caller narrowed its affinity mask: the helper widens it again once it runs.
+            let steered = Atomic<Bool>(false)
+        }
+
         /// Helpers asleep right now.
         var asleep: Int { mutex.withLock { sleepers } }
 
+        /// The helpers' thread ids.
+        var threads: [Int32] { places.prefix(helpers).map { $0.thread.load(ordering: .acquiring) } }
+
         private init?(helpers: Int) {
             guard helpers > 0 else { return nil }
+            places = (0..<helpers).map { _ in Place() }
+            allowed = Affinity.current()
             var started = 0
-            for _ in 0..<helpers {
+            for place in places {
                 // A helper that cannot start (the thread limit) is one fewer; with none, no pool.
-                guard let thread = try? OSThread.start({ [unowned self] in self.help() }) else { break }
+                guard let thread = try? OSThread.start({ [unowned self] in self.help(place) }) else { break }
                 thread.detach()
                 started += 1
             }
@@ -269,6 +296,7 @@ enum Parallel {
             }
             // Outside the mutex: a woken helper does not block on it at once. A polling helper
             // sees `posts` move without a wake-up.
+            if posted { keepOffCallersProcessor(waking: wake) }
             if wake { self.posted.broadcast() }
             return posted
         }
@@ -310,20 +338,63 @@ enum Parallel {
                 nudges &+= 1
                 return true
             }
-            if wake { posted.broadcast() }
+            if wake {
+                keepOffCallersProcessor(waking: true)
+                posted.broadcast()
+            }
+        }
+
+        /// Moves the helpers that would run on the caller's processor to the others: those asleep
+        /// when `waking` (the caller is about to wake them) and those last seen polling there.
+        ///
+        /// Linux places a thread it wakes or starts next to the thread that woke it when it can,
+        /// and an idle processor pulls a queued thread only when it balances, which can take tens
+        /// of milliseconds: on a two-processor virtual machine a helper sat queued behind its
+        /// caller, which claimed every item itself (measured with `perf record -e sched:*` while
+        /// the send benchmark ran: the send to 8 then ran at the one-processor speed, 0.6× of
+        /// its floor instead of 1.0×). Narrowing the helper's affinity mask moves it at once; the
+        /// helper widens it again once it runs (``settle(_:)``). Costs the caller one
+        /// `sched_getcpu` and, only for a helper to move, one `sched_setaffinity`; a failure (a
+        /// mask the system refuses) leaves the helper where the kernel put it, as before.
+        private func keepOffCallersProcessor(waking: Bool) {
+            guard let allowed, let caller = Affinity.processor(), let others = Affinity.removing(caller, from: allowed) else { return }
+            for place in places {
+                let thread = place.thread.load(ordering: .acquiring)
+                let processor = place.processor.load(ordering: .relaxed)
+                guard thread > 0, processor == caller || (waking && processor < 0) else { continue }
+                if Affinity.set(others, thread: thread) { place.steered.store(true, ordering: .releasing) }
+            }
+        }
+
+        /// On a helper's thread: publishes the processor it runs on, and widens its affinity
+        /// mask again after a caller narrowed it (it stays where it was moved to until the kernel
+        /// balances).
+        private func settle(_ place: Place) {
+            if let allowed, place.steered.exchange(false, ordering: .acquiringAndReleasing) {
+                // Refused: the helper keeps the narrower mask (still one the system allowed).
+                _ = Affinity.set(allowed, thread: 0)
+            }
+            place.processor.store(Affinity.processor() ?? -1, ordering: .relaxed)
         }
 
         /// A helper's loop: works on each posted job once; between jobs it polls for the next
         /// one for ``helperPollNanoseconds``, then sleeps until one is posted (or until
         /// ``nudge()``, after which it polls again).
-        private func help() -> Never {
+        private func help(_ place: Place) -> Never {
+            place.thread.store(Affinity.thread(), ordering: .releasing)
             var seen: UInt64 = 0
             while true {
                 let deadline = monotonicNanoseconds() &+ Self.helperPollNanoseconds
-                while posts.load(ordering: .acquiring) == seen, monotonicNanoseconds() < deadline { sched_yield() }
+                repeat {
+                    settle(place)
+                    guard posts.load(ordering: .acquiring) == seen else { break }
+                    sched_yield()
+                } while monotonicNanoseconds() < deadline
                 mutex.lock()
                 let nudged = nudges
                 while generation == seen, nudges == nudged {
+                    // Where it wakes is the kernel's choice (and the waking caller's steer).
+                    place.processor.store(-1, ordering: .relaxed)
                     sleepers += 1
                     posted.wait(mutex)
                     sleepers -= 1
@@ -341,9 +412,72 @@ enum Parallel {
         }
     }
 
-    #if os(Linux)
-    /// glibc's `sched_getaffinity` (its module hides it behind `_GNU_SOURCE`).
-    @_silgen_name("sched_getaffinity")
-    private static func schedGetAffinity(_ pid: Int32, _ size: Int, _ mask: UnsafeMutableRawPointer?) -> Int32
-    #endif
+    /// Processor affinity of threads (Linux; elsewhere nothing is known and nothing moves).
+    enum Affinity {
+        /// Bytes of a mask: glibc's `cpu_set_t`, 1,024 processors.
+        static let maskBytes = 128
+
+        /// The calling thread's affinity mask, or nil.
+        static func current() -> [UInt8]? {
+            #if os(Linux)
+            var mask = [UInt8](repeating: 0, count: maskBytes)
+            guard mask.withUnsafeMutableBytes({ schedGetAffinity(0, $0.count, $0.baseAddress) }) == 0 else { return nil }
+            return mask
+            #else
+            return nil
+            #endif
+        }
+
+        /// How many processors `mask` holds.
+        static func count(_ mask: [UInt8]) -> Int { mask.reduce(0) { $0 + $1.nonzeroBitCount } }
+
+        /// `mask` without `processor`, or nil when that leaves no processor (or `processor` is
+        /// outside the mask's range).
+        static func removing(_ processor: Int32, from mask: [UInt8]) -> [UInt8]? {
+            guard processor >= 0, Int(processor) < mask.count * 8 else { return nil }
+            var others = mask
+            others[Int(processor) / 8] &= ~(1 << UInt8(processor % 8))
+            return count(others) > 0 ? others : nil
+        }
+
+        /// The processor the calling thread runs on, or nil.
+        static func processor() -> Int32? {
+            #if os(Linux)
+            let processor = schedGetCPU()
+            return processor >= 0 ? processor : nil
+            #else
+            return nil
+            #endif
+        }
+
+        /// The calling thread's id (for ``set(_:thread:)``; 0 where there is none).
+        static func thread() -> Int32 {
+            #if os(Linux)
+            return getTID()
+            #else
+            return 0
+            #endif
+        }
+
+        /// Sets the affinity mask of `thread` (0: the calling thread). False when refused.
+        static func set(_ mask: [UInt8], thread: Int32) -> Bool {
+            #if os(Linux)
+            return mask.withUnsafeBytes { schedSetAffinity(thread, $0.count, $0.baseAddress) } == 0
+            #else
+            return false
+            #endif
+        }
+
+        #if os(Linux)
+        // glibc's calls (its module hides them behind `_GNU_SOURCE`).
+        @_silgen_name("sched_getaffinity")
+        fileprivate static func schedGetAffinity(_ pid: Int32, _ size: Int, _ mask: UnsafeMutableRawPointer?) -> Int32
+        @_silgen_name("sched_setaffinity")
+        private static func schedSetAffinity(_ pid: Int32, _ size: Int, _ mask: UnsafeRawPointer?) -> Int32
+        @_silgen_name("sched_getcpu")
+        private static func schedGetCPU() -> Int32
+        @_silgen_name("gettid")
+        private static func getTID() -> Int32
+        #endif
+    }
 }

@@ -58,13 +58,13 @@ import Glibc
     }
 
     @Test func helpersThatFellAsleepBetweenCallsAreWokenByTheNext() {
-        // Calls further apart than the helpers poll (Pool.helperPollNanoseconds, 0.5 ms): each one
+        // Calls further apart than the helpers poll (Pool.helperPollNanoseconds, 2 ms): each one
         // wakes a sleeping helper; items longer than the caller's poll make the caller sleep too.
         let caller = pthread_self()
         let elsewhere = Atomic<Int>(0)
         var wrong = 0
         for round in 0..<20 {
-            usleep(2_000)
+            usleep(3_000)
             let items = Parallel.map(4, minimumShare: 1) { index -> Int in
                 if pthread_equal(pthread_self(), caller) == 0 { elsewhere.wrappingAdd(1, ordering: .relaxed) }
                 usleep(round % 2 == 0 ? 300 : 20)
@@ -117,7 +117,7 @@ import Glibc
             }
             return false
         }
-        // Past their poll (0.5 ms) they sleep; a nudge wakes them all; after polling again they sleep.
+        // Past their poll (2 ms) they sleep; a nudge wakes them all; after polling again they sleep.
         #expect(waitFor(pool.helpers), "the helpers never fell asleep")
         Parallel.wakeHelpers()
         #expect(waitFor(0), "a nudge woke no helper")
@@ -126,6 +126,73 @@ import Glibc
         Parallel.wakeHelpers()
         #expect(Self.itemsOnHelpers(rounds: 1) > 0)
     }
+
+    #if os(Linux)
+    /// A helper that Linux queued on its caller's processor (as it does when the caller starts or
+    /// wakes it there, until a balancing moves it, tens of milliseconds later on a two-processor
+    /// virtual machine) is moved to another processor by the next call, and takes items there.
+    @Test func aHelperQueuedOnItsCallersProcessorIsMovedOffIt() throws {
+        guard Parallel.workers > 1 else { return }
+        _ = Parallel.map(4, minimumShare: 1) { $0 }  // the pool is started
+        var helpers = Parallel.helperThreads()
+        for _ in 0..<20_000 where helpers.contains(0) {  // a helper publishes its id once it runs
+            usleep(50)
+            helpers = Parallel.helperThreads()
+        }
+        try #require(!helpers.isEmpty && !helpers.contains(0))
+        var original = [UInt8](repeating: 0, count: 128)
+        try #require(original.withUnsafeMutableBytes { testGetAffinity(0, $0.count, $0.baseAddress) } == 0)
+        defer {
+            _ = original.withUnsafeBytes { testSetAffinity(0, $0.count, $0.baseAddress) }
+            for helper in helpers { _ = original.withUnsafeBytes { testSetAffinity(helper, $0.count, $0.baseAddress) } }
+        }
+        // The caller and its helpers on one processor.
+        let mine = testGetCPU()
+        try #require(mine >= 0 && mine < 1024)
+        var only = [UInt8](repeating: 0, count: 128)
+        only[Int(mine) / 8] = 1 << UInt8(mine % 8)
+        try #require(only.withUnsafeBytes { testSetAffinity(0, $0.count, $0.baseAddress) } == 0)
+        for helper in helpers { try #require(only.withUnsafeBytes { testSetAffinity(helper, $0.count, $0.baseAddress) } == 0) }
+        let caller = pthread_self()
+        var helperItems = 0
+        var besideTheCaller = 0
+        for _ in 0..<20 {
+            // Items that keep their processor busy: a helper queued behind the caller never runs.
+            let placed = Parallel.map(8, minimumShare: 1) { _ -> Int32 in
+                let start = monotonicNanoseconds()
+                while monotonicNanoseconds() &- start < 500_000 {}
+                return pthread_equal(pthread_self(), caller) == 0 ? testGetCPU() : -1
+            }
+            helperItems += placed.filter { $0 >= 0 }.count
+            besideTheCaller += placed.filter { $0 == mine }.count
+        }
+        // Unmoved, every helper item runs on the caller's processor. (Not none at all: other suites
+        // running meanwhile keep the other processors busy too, and the kernel may balance a
+        // helper back onto the caller's.)
+        #expect(helperItems >= 20, "the helpers took \(helperItems) of 160 items")
+        #expect(besideTheCaller * 2 <= helperItems, "\(besideTheCaller) of \(helperItems) helper items ran on the caller's processor")
+        // Once running elsewhere, a helper widened its mask again (it may run anywhere it could).
+        for helper in helpers {
+            var mask = [UInt8](repeating: 0, count: 128)
+            for _ in 0..<2_000 where mask != original {  // it widens it when it next polls
+                if mask.withUnsafeMutableBytes({ testGetAffinity(helper, $0.count, $0.baseAddress) }) != 0 { break }
+                if mask != original { usleep(50) }
+            }
+            #expect(mask == original, "helper \(helper) kept a narrowed mask: \(mask.prefix(4)) instead of \(original.prefix(4))")
+        }
+    }
+
+    @Test func aMaskWithoutOneProcessor() {
+        var mask = [UInt8](repeating: 0, count: 128)
+        mask[0] = 0b0000_0011
+        #expect(Parallel.Affinity.removing(0, from: mask)?.first == 0b0000_0010)
+        #expect(Parallel.Affinity.removing(1, from: mask)?.first == 0b0000_0001)
+        #expect(Parallel.Affinity.removing(5, from: mask) == mask)  // not in it: unchanged
+        #expect(Parallel.Affinity.removing(0, from: Parallel.Affinity.removing(1, from: mask) ?? []) == nil)  // none left
+        #expect(Parallel.Affinity.removing(-1, from: mask) == nil && Parallel.Affinity.removing(1024, from: mask) == nil)
+        #expect(Parallel.Affinity.count(mask) == 2)
+    }
+    #endif
 
     struct Stop: Error, Equatable { let at: Int }
 
@@ -233,3 +300,13 @@ import Glibc
         #expect(SignatureMemo(verifying: []).count == 0)
     }
 }
+
+#if os(Linux)
+// glibc's affinity calls (its module hides them behind `_GNU_SOURCE`).
+@_silgen_name("sched_getaffinity")
+private func testGetAffinity(_ pid: Int32, _ size: Int, _ mask: UnsafeMutableRawPointer?) -> Int32
+@_silgen_name("sched_setaffinity")
+private func testSetAffinity(_ pid: Int32, _ size: Int, _ mask: UnsafeRawPointer?) -> Int32
+@_silgen_name("sched_getcpu")
+private func testGetCPU() -> Int32
+#endif
