@@ -249,13 +249,13 @@ enum Parallel {
         private(set) var helpers = 0
 
         /// Where each helper runs, for ``keepOffCallersProcessor(waking:)``: one per helper.
-        private let places: [Place]
+        private let helperSlots: [HelperSlot]
         /// The processors the helpers may run on (the affinity mask of the thread that started
         /// the pool, which they inherited; Linux); nil when it could not be read.
         private let allowed: [UInt8]?
 
         /// One helper's thread and processor, published by the helper for the callers.
-        final class Place: Sendable {
+        final class HelperSlot: Sendable {
             /// Its thread id (0 until the helper started).
             let thread = Atomic<Int32>(0)
             /// The processor it last polled on; -1 while it sleeps (or before it ran).
@@ -268,16 +268,16 @@ enum Parallel {
         var asleep: Int { mutex.withLock { sleepers } }
 
         /// The helpers' thread ids.
-        var threads: [Int32] { places.prefix(helpers).map { $0.thread.load(ordering: .acquiring) } }
+        var threads: [Int32] { helperSlots.prefix(helpers).map { $0.thread.load(ordering: .acquiring) } }
 
         private init?(helpers: Int) {
             guard helpers > 0 else { return nil }
-            places = (0..<helpers).map { _ in Place() }
+            helperSlots = (0..<helpers).map { _ in HelperSlot() }
             allowed = Affinity.current()
             var started = 0
-            for place in places {
+            for slot in helperSlots {
                 // A helper that cannot start (the thread limit) is one fewer; with none, no pool.
-                guard let thread = try? OSThread.start({ [unowned self] in self.help(place) }) else { break }
+                guard let thread = try? OSThread.start({ [unowned self] in self.help(slot) }) else { break }
                 thread.detach()
                 started += 1
             }
@@ -358,35 +358,35 @@ enum Parallel {
         /// mask the system refuses) leaves the helper where the kernel put it, as before.
         private func keepOffCallersProcessor(waking: Bool) {
             guard let allowed, let caller = Affinity.processor(), let others = Affinity.removing(caller, from: allowed) else { return }
-            for place in places {
-                let thread = place.thread.load(ordering: .acquiring)
-                let processor = place.processor.load(ordering: .relaxed)
+            for slot in helperSlots {
+                let thread = slot.thread.load(ordering: .acquiring)
+                let processor = slot.processor.load(ordering: .relaxed)
                 guard thread > 0, processor == caller || (waking && processor < 0) else { continue }
-                if Affinity.set(others, thread: thread) { place.steered.store(true, ordering: .releasing) }
+                if Affinity.set(others, thread: thread) { slot.steered.store(true, ordering: .releasing) }
             }
         }
 
         /// On a helper's thread: publishes the processor it runs on, and widens its affinity
         /// mask again after a caller narrowed it (it stays where it was moved to until the kernel
         /// balances).
-        private func settle(_ place: Place) {
-            if let allowed, place.steered.exchange(false, ordering: .acquiringAndReleasing) {
+        private func settle(_ slot: HelperSlot) {
+            if let allowed, slot.steered.exchange(false, ordering: .acquiringAndReleasing) {
                 // Refused: the helper keeps the narrower mask (still one the system allowed).
                 _ = Affinity.set(allowed, thread: 0)
             }
-            place.processor.store(Affinity.processor() ?? -1, ordering: .relaxed)
+            slot.processor.store(Affinity.processor() ?? -1, ordering: .relaxed)
         }
 
         /// A helper's loop: works on each posted job once; between jobs it polls for the next
         /// one for ``helperPollNanoseconds``, then sleeps until one is posted (or until
         /// ``nudge()``, after which it polls again).
-        private func help(_ place: Place) -> Never {
-            place.thread.store(Affinity.thread(), ordering: .releasing)
+        private func help(_ slot: HelperSlot) -> Never {
+            slot.thread.store(Affinity.thread(), ordering: .releasing)
             var seen: UInt64 = 0
             while true {
                 let deadline = monotonicNanoseconds() &+ Self.helperPollNanoseconds
                 repeat {
-                    settle(place)
+                    settle(slot)
                     guard posts.load(ordering: .acquiring) == seen else { break }
                     sched_yield()
                 } while monotonicNanoseconds() < deadline
@@ -394,7 +394,7 @@ enum Parallel {
                 let nudged = nudges
                 while generation == seen, nudges == nudged {
                     // Where it wakes is the kernel's choice (and the waking caller's steer).
-                    place.processor.store(-1, ordering: .relaxed)
+                    slot.processor.store(-1, ordering: .relaxed)
                     sleepers += 1
                     posted.wait(mutex)
                     sleepers -= 1
