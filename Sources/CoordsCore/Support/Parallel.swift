@@ -417,11 +417,11 @@ enum Parallel {
         /// Bytes of a mask: glibc's `cpu_set_t`, 1,024 processors.
         static let maskBytes = 128
 
-        /// The calling thread's affinity mask, or nil.
-        static func current() -> [UInt8]? {
+        /// The affinity mask of `thread` (0: the calling thread), or nil.
+        static func current(thread: Int32 = 0) -> [UInt8]? {
             #if os(Linux)
             var mask = [UInt8](repeating: 0, count: maskBytes)
-            guard mask.withUnsafeMutableBytes({ schedGetAffinity(0, $0.count, $0.baseAddress) }) == 0 else { return nil }
+            guard mask.withUnsafeMutableBytes({ schedGetAffinity(thread, $0.count, $0.baseAddress) }) == 0 else { return nil }
             return mask
             #else
             return nil
@@ -468,16 +468,19 @@ enum Parallel {
             #endif
         }
 
-        #if os(Linux)
-        // glibc's calls (its module hides them behind `_GNU_SOURCE`).
-        @_silgen_name("sched_getaffinity")
-        fileprivate static func schedGetAffinity(_ pid: Int32, _ size: Int, _ mask: UnsafeMutableRawPointer?) -> Int32
-        @_silgen_name("sched_setaffinity")
-        private static func schedSetAffinity(_ pid: Int32, _ size: Int, _ mask: UnsafeRawPointer?) -> Int32
-        @_silgen_name("sched_getcpu")
-        private static func schedGetCPU() -> Int32
-        @_silgen_name("gettid")
-        private static func getTID() -> Int32
-        #endif
     }
 }
+
+#if os(Linux)
+// glibc's calls (its module hides them behind `_GNU_SOURCE`). Declared once, here: another
+// declaration of the same symbol in a module that imports this one (a test) with another Swift
+// type makes the optimiser's cross-module linking fail.
+@_silgen_name("sched_getaffinity")
+private func schedGetAffinity(_ pid: Int32, _ size: Int, _ mask: UnsafeMutableRawPointer?) -> Int32
+@_silgen_name("sched_setaffinity")
+private func schedSetAffinity(_ pid: Int32, _ size: Int, _ mask: UnsafeRawPointer?) -> Int32
+@_silgen_name("sched_getcpu")
+private func schedGetCPU() -> Int32
+@_silgen_name("gettid")
+private func getTID() -> Int32
+#endif

@@ -140,19 +140,17 @@ import Glibc
             helpers = Parallel.helperThreads()
         }
         try #require(!helpers.isEmpty && !helpers.contains(0))
-        var original = [UInt8](repeating: 0, count: 128)
-        try #require(original.withUnsafeMutableBytes { testGetAffinity(0, $0.count, $0.baseAddress) } == 0)
+        let original = try #require(Parallel.Affinity.current())
         defer {
-            _ = original.withUnsafeBytes { testSetAffinity(0, $0.count, $0.baseAddress) }
-            for helper in helpers { _ = original.withUnsafeBytes { testSetAffinity(helper, $0.count, $0.baseAddress) } }
+            _ = Parallel.Affinity.set(original, thread: 0)
+            for helper in helpers { _ = Parallel.Affinity.set(original, thread: helper) }
         }
         // The caller and its helpers on one processor.
-        let mine = testGetCPU()
-        try #require(mine >= 0 && mine < 1024)
-        var only = [UInt8](repeating: 0, count: 128)
+        let mine = try #require(Parallel.Affinity.processor())
+        var only = [UInt8](repeating: 0, count: Parallel.Affinity.maskBytes)
         only[Int(mine) / 8] = 1 << UInt8(mine % 8)
-        try #require(only.withUnsafeBytes { testSetAffinity(0, $0.count, $0.baseAddress) } == 0)
-        for helper in helpers { try #require(only.withUnsafeBytes { testSetAffinity(helper, $0.count, $0.baseAddress) } == 0) }
+        try #require(Parallel.Affinity.set(only, thread: 0))
+        for helper in helpers { try #require(Parallel.Affinity.set(only, thread: helper)) }
         let caller = pthread_self()
         var helperItems = 0
         var besideTheCaller = 0
@@ -161,7 +159,7 @@ import Glibc
             let placed = Parallel.map(8, minimumShare: 1) { _ -> Int32 in
                 let start = monotonicNanoseconds()
                 while monotonicNanoseconds() &- start < 500_000 {}
-                return pthread_equal(pthread_self(), caller) == 0 ? testGetCPU() : -1
+                return pthread_equal(pthread_self(), caller) == 0 ? Parallel.Affinity.processor() ?? -1 : -1
             }
             helperItems += placed.filter { $0 >= 0 }.count
             besideTheCaller += placed.filter { $0 == mine }.count
@@ -173,12 +171,12 @@ import Glibc
         #expect(besideTheCaller * 2 <= helperItems, "\(besideTheCaller) of \(helperItems) helper items ran on the caller's processor")
         // Once running elsewhere, a helper widened its mask again (it may run anywhere it could).
         for helper in helpers {
-            var mask = [UInt8](repeating: 0, count: 128)
+            var mask = Parallel.Affinity.current(thread: helper)
             for _ in 0..<2_000 where mask != original {  // it widens it when it next polls
-                if mask.withUnsafeMutableBytes({ testGetAffinity(helper, $0.count, $0.baseAddress) }) != 0 { break }
-                if mask != original { usleep(50) }
+                usleep(50)
+                mask = Parallel.Affinity.current(thread: helper)
             }
-            #expect(mask == original, "helper \(helper) kept a narrowed mask: \(mask.prefix(4)) instead of \(original.prefix(4))")
+            #expect(mask == original, "helper \(helper) kept a narrowed mask: \(mask?.prefix(4) ?? []) instead of \(original.prefix(4))")
         }
     }
 
@@ -300,13 +298,3 @@ import Glibc
         #expect(SignatureMemo(verifying: []).count == 0)
     }
 }
-
-#if os(Linux)
-// glibc's affinity calls (its module hides them behind `_GNU_SOURCE`).
-@_silgen_name("sched_getaffinity")
-private func testGetAffinity(_ pid: Int32, _ size: Int, _ mask: UnsafeMutableRawPointer?) -> Int32
-@_silgen_name("sched_setaffinity")
-private func testSetAffinity(_ pid: Int32, _ size: Int, _ mask: UnsafeRawPointer?) -> Int32
-@_silgen_name("sched_getcpu")
-private func testGetCPU() -> Int32
-#endif
