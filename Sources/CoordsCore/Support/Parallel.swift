@@ -357,11 +357,14 @@ enum Parallel {
         /// `sched_getcpu` and, only for a helper to move, one `sched_setaffinity`; a failure (a
         /// mask the system refuses) leaves the helper where the kernel put it, as before.
         private func keepOffCallersProcessor(waking: Bool) {
-            guard let allowed, let caller = Affinity.processor(), let others = Affinity.removing(caller, from: allowed) else { return }
+            guard let allowed, let caller = Affinity.processor() else { return }
+            var others: [UInt8]?  // made only when a helper is to move (most posts move none)
             for slot in helperSlots {
                 let thread = slot.thread.load(ordering: .acquiring)
                 let processor = slot.processor.load(ordering: .relaxed)
                 guard thread > 0, processor == caller || (waking && processor < 0) else { continue }
+                if others == nil { others = Affinity.removing(caller, from: allowed) }
+                guard let others else { return }  // the caller's is the only processor allowed
                 if Affinity.set(others, thread: thread) { slot.steered.store(true, ordering: .releasing) }
             }
         }
