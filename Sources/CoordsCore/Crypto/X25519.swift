@@ -20,6 +20,17 @@ public struct X25519PublicKey: Hashable, Sendable {
         rawRepresentation = validatedBytes
     }
 
+    /// Whether every key agreement with this key gives the all-zero secret: a point of small order
+    /// (the all-zero key among them), on the curve or its twist. X25519 clamps every scalar to a
+    /// multiple of 8, so one agreement with a fixed public scalar decides it for all scalars.
+    /// Public data only: nothing secret is involved.
+    public var isSmallOrder: Bool {
+        guard (try? Sodium.ensureInitialized()) != nil else { return true }  // no libsodium: refuse rather than trust
+        let scalar = [UInt8](repeating: 0x5A, count: Self.byteCount)
+        var out = [UInt8](repeating: 0, count: Self.byteCount)
+        return crypto_scalarmult(&out, scalar, rawRepresentation) != 0
+    }
+
     /// Maps an Ed25519 public key to its X25519 form (PROTOCOL.md §1): the Edwards point in
     /// Montgomery form, via libsodium `crypto_sign_ed25519_pk_to_curve25519`.
     ///

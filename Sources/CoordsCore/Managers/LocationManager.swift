@@ -230,7 +230,10 @@ public actor LocationManager {
     }
 
     /// The keys a blob is sealed to (PROTOCOL.md §10.9): our own current signed prekey (or our
-    /// identity), then each friend's accepted, unexpired signed prekey (or their identity).
+    /// identity), then each friend's accepted, unexpired signed prekey (or their identity). A
+    /// stored prekey of small order (accepted by a version that did not refuse it) is never sealed
+    /// to: that friend gets an identity entry, so one friend's broken key cannot fail the upload
+    /// for the others.
     private func blobRecipients(identity: Identity, friends: [(id: String, key: X25519PublicKey)], now: UInt64) throws -> [X25519PublicKey] {
         try context.database.read { tx in
             let own = try SessionsManager.ownSignedPrekeys(tx).first { !$0.replaced && now < $0.expires }
@@ -241,7 +244,8 @@ public actor LocationManager {
             guard try prekeys.count() > 0 else { return keys + friends.map(\.key) }
             for friend in friends {
                 let key = try Ed25519PublicKey(base64URL: friend.id)
-                keys.append(try prekeys.get(key)?.usableSignedPrekey(at: now)?.key ?? friend.key)
+                let prekey = try prekeys.get(key)?.usableSignedPrekey(at: now)?.key
+                keys.append(prekey.flatMap { $0.isSmallOrder ? nil : $0 } ?? friend.key)
             }
             return keys
         }

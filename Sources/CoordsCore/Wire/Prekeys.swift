@@ -79,12 +79,16 @@ public struct SignedPrekey: Sendable, Equatable {
         return prekey
     }
 
-    /// Checks the signature under `owner` and the times of §10.2 (at `now`, Unix ms).
+    /// Checks the signature under `owner`, that the key is not of small order, and the times of
+    /// §10.2 (at `now`, Unix ms).
     /// - Throws: ``WireError/invalidPrekeyBundle(_:)`` naming the rule that failed;
     ///   ``WireError/prekeyBundleExpired(expires:)`` when `now ≥ expires`.
     public func verify(owner: Ed25519PublicKey, now: UInt64) throws {
         guard owner.isValidSignature(signature, for: signedBytes) else {
             throw WireError.invalidPrekeyBundle("the signed prekey's signature does not verify under the friend's identity key")
+        }
+        guard !key.isSmallOrder else {
+            throw WireError.invalidPrekeyBundle("the signed prekey is a small-order point (every key agreement with it is all-zero)")
         }
         guard created < expires else { throw WireError.invalidPrekeyBundle("the signed prekey expires before it was made") }
         guard expires - created <= ForwardSecrecy.signedPrekeyMaximumValidity else {
@@ -135,6 +139,9 @@ public struct OneTimePrekey: Sendable, Equatable {
     public func verify(owner: Ed25519PublicKey) throws {
         guard owner.isValidSignature(signature, for: signedBytes) else {
             throw WireError.invalidPrekeyBundle("a one-time prekey's signature does not verify under the friend's identity key")
+        }
+        guard !key.isSmallOrder else {
+            throw WireError.invalidPrekeyBundle("a one-time prekey is a small-order point (every key agreement with it is all-zero)")
         }
     }
 }

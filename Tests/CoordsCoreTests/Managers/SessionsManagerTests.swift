@@ -167,6 +167,58 @@ import Testing
         #expect(outcome.rejected.map(\.code) == [WireError.unknownPrekey("").code] && outcome.broken == [carolID])
     }
 
+    /// Small-order X25519 points (every agreement with one is all-zero): zero, one, a point of
+    /// order 8, and p − 1.
+    static let smallOrderPoints: [[UInt8]] = [
+        [UInt8](repeating: 0, count: 32),
+        [1] + [UInt8](repeating: 0, count: 31),
+        Hex.decode("e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800") ?? [],
+        [0xEC] + [UInt8](repeating: 0xFF, count: 30) + [0x7F]
+    ]
+
+    /// A friend who publishes a validly signed small-order prekey is refused when the bundle is
+    /// accepted (and stays legacy); one stored by an earlier version is never sealed to, so the
+    /// share still goes out and the friend still opens it (through an identity entry).
+    @Test func aSmallOrderPrekeyIsRefusedAndNeverFailsAShare() async throws {
+        let p = try await Pair(announce: false)
+        let bob = try p.bob.app.context.identity.get()
+        let now = p.clock.milliseconds
+        var stored: SignedPrekey?
+        for point in Self.smallOrderPoints {
+            let key = try X25519PublicKey(rawRepresentation: point)
+            #expect(key.isSmallOrder)
+            let signed = SignedPrekey.make(id: 7, key: key, created: now, identity: bob.signing)
+            stored = signed
+            let body = JSONValue.object(["key": .string(p.bobID), "signedPrekey": signed.json, "oneTimePrekey": .null]).serialized()
+            guard case .refused(_, let reason) = try p.alice.app.sessions.processBundle(for: p.bobID, status: 200, body: body) else {
+                Issue.record("a small-order signed prekey was accepted: \(Hex.encode(point))")
+                continue
+            }
+            #expect(reason.contains("small-order"), "\(reason)")
+            // A good signed prekey with a small-order one-time prekey is refused too.
+            let good = SignedPrekey.make(id: 8, key: try X25519PrivateKey.generate().publicKey, created: now, identity: bob.signing)
+            let oneTime = OneTimePrekey.make(id: 9, key: key, identity: bob.signing)
+            let mixed = JSONValue.object(["key": .string(p.bobID), "signedPrekey": good.json, "oneTimePrekey": oneTime.json]).serialized()
+            guard case .refused = try p.alice.app.sessions.processBundle(for: p.bobID, status: 200, body: mixed) else {
+                Issue.record("a small-order one-time prekey was accepted")
+                continue
+            }
+        }
+        #expect(!(try X25519PrivateKey.generate().publicKey.isSmallOrder))
+        #expect(try p.alice.app.sessions.protection(of: p.bobID) == .legacy)
+
+        // As an earlier version could have stored it: the upload still succeeds, and Bob opens it.
+        let bobKey = try Ed25519PublicKey(base64URL: p.bobID)
+        try p.alice.app.context.database.write { tx in
+            try tx.open(Tables.friendPrekeys).put(bobKey, FriendPrekeys(signed: stored, announcedAt: now, checkedAt: now))
+        }
+        let upload = try await p.alice.app.location.prepareUpload(try fix(48.5, 2.25, at: now))
+        #expect(upload.recipientCount == 2)
+        let blobText = try #require(try JSONValue.parse(upload.request.body).objectValue?["blob"]?.stringValue)
+        let opened = try LocationBlob.open(try Base64.decode(blobText), with: bob.x25519)
+        #expect(opened.timestamp == now)
+    }
+
     @Test func aLostSessionHealsWithAVisibleReset() async throws {
         var p = try await Pair()
         let hello = try await p.alice.app.messages.send("hello", to: p.bobID)
