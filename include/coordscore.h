@@ -190,9 +190,10 @@ extern "C" {
 #define COORDS_ERR_NOT_INVITED 666  /* a statement that would add us is not from an admin friend */
 #define COORDS_ERR_STALE_GROUP_STATEMENT 667
 #define COORDS_ERR_GROUP_FORK_LIMIT 668
-#define COORDS_ERR_UNKNOWN_GROUP_CHAIN 669  /* a group message waits in the mailbox for its sender key */
+#define COORDS_ERR_UNKNOWN_GROUP_CHAIN 669  /* a group message waits for its sender key (held on the device) */
 #define COORDS_ERR_GROUP_CHAIN_CONFLICT 670
 #define COORDS_ERR_STILL_A_GROUP_MEMBER 671
+#define COORDS_ERR_GROUP_MESSAGE_DROPPED 672 /* a held group message whose sender key never came (or past the bound) was dropped */
 /* 7xx: offline geocoding. */
 #define COORDS_ERR_INVALID_COORDINATE 700 /* NaN, infinite, |latitude| > 90 or |longitude| > 180 */
 #define COORDS_ERR_DAMAGED_PLACE_DATA 701 /* a CGEO file failed its checks; nothing was loaded */

@@ -44,7 +44,7 @@ import Testing
         MessagesManagerError.friendBlocked(id: ""), MessagesManagerError.messageTooLong(bytes: 0, maximum: 0),
         MessagesManagerError.invalidMailboxResponse(""), MessagesManagerError.invalidQuietHours(""), MessagesManagerError.unknownConversation(""),
         MessagesManagerError.unknownMessage(""), MessagesManagerError.noAttachment(""),
-        GroupsManagerError.notFound(id: ""), GroupsManagerError.notAMember(id: ""), GroupsManagerError.notAnAdmin(id: ""),
+        GroupsManagerError.waitingDropped(""), GroupsManagerError.notFound(id: ""), GroupsManagerError.notAMember(id: ""), GroupsManagerError.notAnAdmin(id: ""),
         GroupsManagerError.tooManyGroups(maximum: 0), GroupsManagerError.invalidMembers(""), GroupsManagerError.messageTooLong(bytes: 0, maximum: 0),
         GroupsManagerError.notInvited(""), GroupsManagerError.staleStatement(epoch: 0), GroupsManagerError.forkLimit(epoch: 0),
         GroupsManagerError.unknownChain(""), GroupsManagerError.chainConflict(""), GroupsManagerError.stillMember(id: ""),

@@ -97,12 +97,16 @@ public enum GroupsManagerError: CoordsCoreError, Equatable {
     case staleStatement(epoch: UInt32)
     /// More than ``Groups/maximumForks`` statements for one epoch (§11.4 rule 5).
     case forkLimit(epoch: UInt32)
-    /// A group message from a chain not received yet: it stays in the mailbox until it arrives.
+    /// A group message from a chain not received yet: held by the client until it arrives
+    /// (bounded per sender and in time, §11.6).
     case unknownChain(String)
     /// A sender key names a chain already kept with another signing key (§11.5).
     case chainConflict(String)
     /// The group is still active: leave it before deleting it.
     case stillMember(id: String)
+    /// A held group message was dropped: its sender key did not come within
+    /// ``Groups/waitingKeep``, or its sender (or everyone) held more than the bound (§11.6).
+    case waitingDropped(String)
 
     public var code: Int32 {
         switch self {
@@ -118,6 +122,7 @@ public enum GroupsManagerError: CoordsCoreError, Equatable {
         case .unknownChain: 669
         case .chainConflict: 670
         case .stillMember: 671
+        case .waitingDropped: 672
         }
     }
 
@@ -132,9 +137,10 @@ public enum GroupsManagerError: CoordsCoreError, Equatable {
         case .notInvited(let why): "refused group statement: \(why)"
         case .staleStatement(let epoch): "a group statement at epoch \(epoch) builds on a history this device no longer keeps: refused"
         case .forkLimit(let epoch): "more than 4 changes of one group claim epoch \(epoch): refused"
-        case .unknownChain(let why): "a group message waits for its sender's key (\(why)); it stays in the mailbox until the key arrives"
+        case .unknownChain(let why): "a group message waits for its sender's key (\(why)); it is held on this device until the key arrives"
         case .chainConflict(let why): "refused sender key: \(why)"
         case .stillMember(let id): "you are still a member of group \(id.prefix(12))…; leave it first"
+        case .waitingDropped(let why): "a group message whose sender key never came was dropped: \(why)"
         }
     }
 }

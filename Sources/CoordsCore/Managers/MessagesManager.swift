@@ -58,8 +58,9 @@ public struct MessagesOutcome: Sendable, Equatable {
     /// Session messages that no kept session opens (our state was lost): a reset was sent to
     /// these friends in a new session when their bundle allowed it (§10.8).
     public var broken: [String] = []
-    /// Group messages (envelope ids) whose sender key has not arrived yet (§11.6): left in the
-    /// mailbox, not acknowledged, and tried again at the next fetch.
+    /// Group messages (envelope ids) whose sender key has not arrived yet (§11.6): held on this
+    /// device (bounded per sender and in time), acknowledged on the relay so they never block the
+    /// mailbox, and opened when the key comes. One dropped from the held set is in ``rejected``.
     public var waiting: [String] = []
     /// Envelopes the group rules queued (sender keys for members who joined or after a removal,
     /// §11.4) and the reseal of a shared group whose members changed (§11.7): send them now or let
@@ -459,6 +460,8 @@ public actor MessagesManager {
             var laterKeys: [(MessagePayload, Ed25519PublicKey)] = []
             var groupCache = GroupsManager.FetchCache()
             var laterMessages: [(Envelope, Ed25519PublicKey)] = []
+            // A sender key or statement came: held messages are tried again after this answer.
+            var groupChanged = false
             for (packet, parsedEnvelope) in zip(packets, parsed) {
                 let rawID = packet.objectValue?["id"]?.stringValue ?? ""
                 func reject(_ code: Int32, _ reason: String) {
@@ -569,8 +572,14 @@ public actor MessagesManager {
                 if payload.kind == "group-statement" {
                     try ids.put(id, [])
                     try groupCache.flush(tx)
+                    groupChanged = true
+                    let before = groupUpdates.count
                     let effects = try GroupsManager.processStatements(
                         tx, payload, sender: sender.key, identity: identity, now: now, random: random, messages: &groupUpdates)
+                    // A refused statement is the user's to see (inbox `rejected`), not only the groups manager's update.
+                    for case .statementRefused(let group, let code, let message) in groupUpdates[before...] {
+                        reject(code, group.isEmpty ? message : "group \(group.prefix(8))…: \(message)")
+                    }
                     groupQueued += effects.queued
                     groupReseal = groupReseal || effects.reseal
                     continue
@@ -579,7 +588,7 @@ public actor MessagesManager {
                     try ids.put(id, [])
                     try groupCache.flush(tx)
                     switch try GroupsManager.processSenderKey(tx, payload, sender: sender.key, now: now) {
-                    case .stored: break
+                    case .stored: groupChanged = true
                     case .unknownGroup: laterKeys.append((payload, sender.key))
                     case .refused(let update): groupUpdates.append(update)
                     }
@@ -611,7 +620,24 @@ public actor MessagesManager {
             try groupCache.flush(tx)
             for (payload, sender) in laterKeys {
                 // Still for a group we are not in: ignored (§11.5).
-                if case .refused(let update) = try GroupsManager.processSenderKey(tx, payload, sender: sender, now: now) { groupUpdates.append(update) }
+                switch try GroupsManager.processSenderKey(tx, payload, sender: sender, now: now) {
+                case .stored: groupChanged = true
+                case .unknownGroup: break
+                case .refused(let update): groupUpdates.append(update)
+                }
+            }
+            func refuse(_ rejection: MessageRejection) {
+                outcome.rejected.append(rejection)
+                messages.append(.messageRejected(id: rejection.id, code: rejection.code, message: rejection.reason))
+            }
+            // Messages held from earlier answers (§11.6): opened when their key came, dropped when held too long.
+            if groupChanged {
+                let retried = try GroupsManager.retryWaiting(tx, identity: identity, now: now, policy: policy, cache: &groupCache)
+                outcome.received += retried.opened
+                retried.refused.forEach(refuse)
+            }
+            for dropped in try GroupsManager.expireWaiting(tx, now: now) {
+                refuse(MessageRejection(id: dropped.id, code: GroupsManagerError.waitingDropped("").code, reason: GroupsManagerError.waitingDropped(dropped.reason).description))
             }
             for (envelope, sender) in laterMessages {
                 let id = envelope.id.lowercased()
@@ -619,8 +645,11 @@ public actor MessagesManager {
                     outcome.received.append(
                         try GroupsManager.openGroupMessage(tx, envelope, sender: sender, identity: identity, now: now, policy: policy, cache: &groupCache))
                 } catch GroupsManagerError.unknownChain {
-                    // Its sender key may still be on its way: left in the mailbox for the next fetch.
-                    ackIDs.removeAll { $0 == id }
+                    // Its sender key may still be on its way: held here (bounded), acknowledged on the relay.
+                    try groupCache.flush(tx)
+                    for dropped in try GroupsManager.holdWaiting(tx, envelope, sender: sender, now: now) {
+                        refuse(MessageRejection(id: dropped.id, code: GroupsManagerError.waitingDropped("").code, reason: GroupsManagerError.waitingDropped(dropped.reason).description))
+                    }
                     outcome.waiting.append(id)
                 } catch {
                     let failure = error as? any CoordsCoreError

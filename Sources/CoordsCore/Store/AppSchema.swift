@@ -43,7 +43,9 @@ public enum AppSchema {
     /// §10; new tables, nothing to convert).
     /// Version 6: groups, group_statements, group_pending, group_chains (PROTOCOL.md §11; new
     /// tables, nothing to convert; messages gain an optional `group`).
-    public static let version: UInt32 = 6
+    /// Version 7: group_waiting (group messages held until their sender key comes, §11.6; a new
+    /// table, nothing to convert).
+    public static let version: UInt32 = 7
 
     /// Every table, in creation order.
     public static var tables: [AnyTableDefinition] {
@@ -53,7 +55,7 @@ public enum AppSchema {
             Tables.retiredKeys.erased, Tables.rotation.erased, Tables.ownSignedPrekeys.erased, Tables.ownOneTimePrekeys.erased,
             Tables.friendPrekeys.erased,
             Tables.sessions.erased, Tables.baseKeys.erased, Tables.groups.erased, Tables.groupStatements.erased, Tables.groupPending.erased,
-            Tables.groupChains.erased
+            Tables.groupChains.erased, Tables.groupWaiting.erased
         ]
     }
 
@@ -63,7 +65,7 @@ public enum AppSchema {
             version: version, tables: tables,
             migrations: [
                 Migration(to: 2) { _ in }, Migration(to: 3) { _ in }, Migration(to: 4) { _ in }, Migration(to: 5) { _ in },
-                Migration(to: 6) { _ in }
+                Migration(to: 6) { _ in }, Migration(to: 7) { _ in }
             ])
     }
 }

@@ -12,6 +12,10 @@ extension Tables {
     public static let groupPending = TableDefinition<[UInt8], [UInt8]>("group_pending", keys: .hiddenPrefix(16))
     /// Sender chains by `group id (16) | member key (32) | chain id u32` (our own among them).
     public static let groupChains = TableDefinition<[UInt8], SenderChainRecord>("group_chains", keys: .hiddenPrefix(48))
+    /// Group messages waiting for their sender key (PROTOCOL.md §11.6), by `sender key (32) |
+    /// envelope id (UTF-8)`; the value is `arrived (u64, Unix ms) | arrival sequence (u64) | the
+    /// envelope's JSON`.
+    public static let groupWaiting = TableDefinition<[UInt8], [UInt8]>("group_waiting", keys: .hidden)
 }
 
 /// Where the user stands in a group.

@@ -22,6 +22,14 @@ public enum Groups {
     public static let skippedKeyKeep: UInt64 = 7 * 86_400_000
     /// Sender chains kept per member and group (`CHAINS_KEPT`).
     public static let chainsKept = 3
+    /// Group messages held for one sender while their sender key has not come (`WAIT_PER_SENDER`):
+    /// beyond it the sender's oldest held message is dropped and reported.
+    public static let waitingPerSender = 16
+    /// Group messages held in all (`WAIT_TOTAL`): beyond it the oldest message of the sender
+    /// holding the most is dropped and reported.
+    public static let waitingTotal = 256
+    /// A held group message is dropped and reported this long after it arrived (`WAIT_KEEP`, ms).
+    public static let waitingKeep: UInt64 = 86_400_000
 }
 
 /// A group's id (§11.2): 16 random bytes, b64u in JSON.

@@ -51,7 +51,8 @@ import Testing
         @discardableResult
         func fetch(_ name: String, reversed: Bool = false) async throws -> MessagesOutcome {
             let box = try peer(name)
-            let packets = reversed ? Array((mailboxes[box] ?? []).reversed()) : mailboxes[box] ?? []
+            // As a relay does: at most the oldest fetchLimit.
+            let packets = Array((reversed ? Array((mailboxes[box] ?? []).reversed()) : mailboxes[box] ?? []).prefix(MessagesManager.fetchLimit))
             let outcome = try await app(name).messages.processFetchResponse(JSONValue.object(["packets": .array(packets)]).serialized())
             let acked = Set(outcome.acks.compactMap { $0.url.split(separator: "/").dropLast().last.map(String.init) })
             mailboxes[box] = (mailboxes[box] ?? []).filter { !acked.contains($0.objectValue?["id"]?.stringValue ?? "") }
@@ -101,6 +102,62 @@ import Testing
         // Group messages never make a 1:1 conversation and never send receipts.
         #expect(try mesh.app("bob").messages.history(with: mesh.id("alice")).isEmpty)
         #expect(try mesh.app("bob").outbox.pending().isEmpty)
+    }
+
+    /// One friend's group messages on a chain she never hands out (the attack: a valid group, then
+    /// 100 version-4 envelopes) never stop the rest of the mailbox from being read: they are held
+    /// on the device, bounded per sender, acknowledged on the relay, opened when the key comes,
+    /// and dropped (reported) when it never does.
+    @Test func messagesWaitingForAKeyNeverBlockTheMailbox() async throws {
+        let mesh = try await Mesh(["alice", "bob", "mallory"])
+        let created = try await mesh.app("mallory").groups.create(name: "Spam", members: [mesh.id("alice")])
+        try await mesh.settle()
+        func forgetTheirChains() throws -> [(key: [UInt8], value: SenderChainRecord)] {
+            try mesh.app("alice").context.database.write { tx in
+                let chains = try tx.open(Tables.groupChains)
+                let theirs = try chains.entries().filter { !$0.value.isOwn }
+                for entry in theirs { _ = try chains.delete(entry.key) }
+                return theirs
+            }
+        }
+        let saved = try forgetTheirChains()
+        #expect(saved.count == 1)
+        for i in 0..<100 { _ = try await mesh.app("mallory").groups.send("spam \(i)", to: created.group.id) }
+        try await mesh.flush("mallory")
+        _ = try await mesh.app("bob").messages.send("hello", to: mesh.id("alice"))
+        try await mesh.flush("bob")
+        let box = try mesh.peer("alice")
+        #expect(mesh.mailboxes[box]?.count == 101)
+
+        let first = try await mesh.fetch("alice")  // the oldest 100: all Mallory's
+        #expect(first.waiting.count == 100 && first.received.isEmpty)
+        let dropped = first.rejected.filter { $0.code == GroupsManagerError.waitingDropped("").code }
+        #expect(dropped.count == 100 - Groups.waitingPerSender)
+        #expect(first.acks.count == 100 && mesh.mailboxes[box]?.count == 1)
+        let second = try await mesh.fetch("alice")
+        #expect(second.received.map(\.text) == ["hello"])
+        #expect(mesh.mailboxes[box]?.isEmpty == true)
+
+        // The key comes (the chain back, then a statement in an answer): the held ones open, in order.
+        try mesh.app("alice").context.database.write { tx in
+            for entry in saved { try tx.open(Tables.groupChains).put(entry.key, entry.value) }
+        }
+        _ = try await mesh.app("mallory").groups.add(groupID: created.group.id, members: [mesh.id("bob")])
+        try await mesh.flush("mallory")
+        let third = try await mesh.fetch("alice")
+        #expect(third.received.map(\.text) == (100 - Groups.waitingPerSender..<100).map { "spam \($0)" })
+        #expect(try mesh.app("alice").context.database.read { tx in try tx.open(Tables.groupWaiting).count() } == 0)
+
+        // A key that never comes: held for a day, then dropped and reported.
+        _ = try forgetTheirChains()
+        try await mesh.settle(["bob"])
+        _ = try await mesh.app("mallory").groups.send("late", to: created.group.id)
+        try await mesh.flush("mallory")
+        #expect(try await mesh.fetch("alice").waiting.count == 1)
+        mesh.clock.advance(byMilliseconds: Groups.waitingKeep)
+        let expired = try await mesh.fetch("alice")
+        #expect(expired.rejected.map(\.code) == [GroupsManagerError.waitingDropped("").code])
+        #expect(try mesh.app("alice").context.database.read { tx in try tx.open(Tables.groupWaiting).count() } == 0)
     }
 
     /// A relay that hands a sender's messages over backwards, or one of them late, does not
@@ -192,8 +249,11 @@ import Testing
                 random: SystemRandomSource())
         }
         let updates = mesh.app("carol").groups.updates
-        _ = try await mesh.app("carol").messages.processFetchResponse(JSONValue.object(["packets": .array([try JSONValue.parse(request.body)])]).serialized())
+        let outcome = try await mesh.app("carol").messages.processFetchResponse(
+            JSONValue.object(["packets": .array([try JSONValue.parse(request.body)])]).serialized())
         #expect(try mesh.app("carol").groups.group(group).members.count == 3)
+        // The user sees the refusal with the mailbox answer's rejections (`inbox --json` "rejected"), too.
+        #expect(outcome.rejected.map(\.code) == [GroupsManagerError.notAnAdmin(id: "").code])
         var refused: [Int32] = []
         while let update = try? updates.tryRecv() { if case .statementRefused(_, let code, _) = update { refused.append(code) } }
         #expect(refused == [GroupsManagerError.notAnAdmin(id: "").code])
