@@ -22,6 +22,9 @@ public struct RelayConfiguration: Sendable {
     public var sweepIntervalSeconds: UInt64 = 60
     /// Largest request body accepted (bigger ones get 413 before being buffered).
     public var maximumBodyBytes = 96 * 1024
+    /// Request bodies held in memory at once, every connection together (503 `busy` beyond;
+    /// a body is read only after its route checked the headers it can, its signature among them).
+    public var maximumBodyBytesInFlight = 64 * 1_048_576
     /// Largest decoded blob (the reference limit).
     public var maximumBlobBytes = 65_536
     /// Most ids per fetch (the reference limit).

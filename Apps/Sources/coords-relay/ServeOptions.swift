@@ -50,7 +50,8 @@ enum OptionRange {
         "--push-max-registrations": .init(lower: 0, upper: 10_000_000, zeroMeansNoLimit: false),
         "--object-quota": .init(lower: 16, upper: 1_099_511_627_776, zeroMeansNoLimit: false),
         "--object-count": .init(lower: 1, upper: 1_000_000, zeroMeansNoLimit: false),
-        "--object-total": .init(lower: 16, upper: 1_125_899_906_842_624, zeroMeansNoLimit: false)
+        "--object-total": .init(lower: 16, upper: 1_125_899_906_842_624, zeroMeansNoLimit: false),
+        "--object-free-floor": .init(lower: 1, upper: 1_125_899_906_842_624, zeroMeansNoLimit: true)
     ]
 
     /// Refuses `value` for `option` unless the table accepts it (NaN and infinities never).
@@ -353,13 +354,19 @@ struct ObjectOptions: ServeOptionGroup {
     @Option(name: .customLong("object-count"), help: "Objects one key may hold [COORDS_OBJECT_COUNT].")
     var count: Int = Env.int("COORDS_OBJECT_COUNT", defaults.objects.maximumObjectsPerOwner)
 
-    @Option(name: .customLong("object-total"), help: "Bytes of objects the relay holds in total (507 beyond) [COORDS_OBJECT_TOTAL].")
+    @Option(name: .customLong("object-total"), help: "Bytes of objects the relay stores in total (507 beyond) [COORDS_OBJECT_TOTAL].")
     var total: UInt64 = Env.uint64("COORDS_OBJECT_TOTAL", defaults.objects.maximumTotalBytes)
+
+    @Option(
+        name: .customLong("object-free-floor"),
+        help: "Bytes an object part must leave free on the data directory's disk, for the mailbox (507 beyond; 0: no floor) [COORDS_OBJECT_FREE_FLOOR].")
+    var freeFloor: UInt64 = Env.uint64("COORDS_OBJECT_FREE_FLOOR", defaults.objects.minimumFreeDiskBytes)
 
     func validate() throws {
         try OptionRange.check("--object-quota", quota)
         try OptionRange.check("--object-count", count)
         try OptionRange.check("--object-total", total)
+        try OptionRange.check("--object-free-floor", freeFloor)
     }
 
     func apply(to configuration: inout RelayConfiguration) {
@@ -367,6 +374,7 @@ struct ObjectOptions: ServeOptionGroup {
         configuration.objects.quotaBytes = quota
         configuration.objects.maximumObjectsPerOwner = count
         configuration.objects.maximumTotalBytes = total
+        configuration.objects.minimumFreeDiskBytes = freeFloor
     }
 }
 

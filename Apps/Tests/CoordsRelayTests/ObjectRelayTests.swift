@@ -76,8 +76,22 @@ import Testing
                 Issue.record("another owner's quota was charged")
                 return
             }
-            limits.maximumTotalBytes = 1_150_000
-            #expect(try await store.objectPut(try new(100_000, by: alice), limits: limits, now: now) == .relayFull)
+            // The relay's total counts the bytes stored (300,000 so far), never what was announced.
+            limits.maximumTotalBytes = 300_050
+            guard case .stored = try await store.objectPut(try new(100_000, by: alice, expires: 2_500), limits: limits, now: now) else {
+                Issue.record("an announcement without bytes was charged to the relay's total")
+                return
+            }
+            var bytesOver = try new(100, by: alice, expires: 2_500)
+            bytesOver.bytes = Self.bytes(100, seed: 9)
+            #expect(try await store.objectPut(bytesOver, limits: limits, now: now) == .relayFull)
+            bytesOver.bytes = Array(bytesOver.bytes.prefix(50))
+            bytesOver.size = 50
+            guard case .stored = try await store.objectPut(bytesOver, limits: limits, now: now) else {
+                Issue.record("bytes within the relay's total were refused")
+                return
+            }
+            limits.maximumTotalBytes = 10 * 1_073_741_824
 
             // Delete: the owner's only.
             #expect(try await store.objectDelete(oid, owner: alice, now: now) == .notOwner)

@@ -12,11 +12,13 @@ func objectRoutes(service: RelayService) -> RouteCollection<RelayRequestContext>
         var headers: [String: String] = [:]
         for field in request.headers { headers[field.name.canonicalName] = field.value }
         let target = request.head.path ?? request.uri.description
+        // The id, the query and the signed headers are checked before a byte of the body is read.
         return await handle(
-            request, context, service, needsBody: false, limit: service.configuration.objects.maximumPartBytes,
-            mediaType: "application/octet-stream", tooLargeCode: "object_too_large"
-        ) { [headers] part in
-            try await service.putObject(id: id, pathWithQuery: target, headers: headers, part: part)
+            request, context, service, limit: service.configuration.objects.maximumPartBytes,
+            mediaType: "application/octet-stream", tooLargeCode: "object_too_large",
+            check: { [headers] in try await service.checkObjectPut(id: id, pathWithQuery: target, headers: headers) }
+        ) { checked, part in
+            try await service.storeObjectPart(checked, part: part)
         }
     }
     routes.get("v1/relay/objects/:id") { request, context in
@@ -124,6 +126,26 @@ extension RelayService {
     ///   401 (headers), 403 `not_owner`, 404 `objects_disabled`, 409 `object_mismatch`/`offset_mismatch`,
     ///   413 `object_too_large`, 429 `quota`, 507 `relay_full`/`storage_full`.
     public func putObject(id: String, pathWithQuery: String, headers: [String: String], part: [UInt8]) async throws -> RelayReply {
+        try await storeObjectPart(try await checkObjectPut(id: id, pathWithQuery: pathWithQuery, headers: headers), part: part)
+    }
+
+    /// What an object PUT's target and headers say, checked before its body is read.
+    public struct CheckedObjectPut: Sendable {
+        /// The object.
+        var object: ObjectID
+        /// The query.
+        var query: ObjectPutQuery
+        /// The signer's peer id.
+        var owner: PeerID
+        /// The relay's clock when the headers were checked (Unix seconds).
+        var now: UInt64
+    }
+
+    /// The checks of an object PUT that need no body, in §12.4's order: the id, the query, the
+    /// signed headers (so an unauthenticated body is never read), the stored length and the expiry.
+    /// - Throws: ``RelayFailure`` 400 `invalid_object_id`/`invalid_query`/`invalid_expiry`, 401,
+    ///   404 `objects_disabled`, 413 `object_too_large`.
+    public func checkObjectPut(id: String, pathWithQuery: String, headers: [String: String]) async throws -> CheckedObjectPut {
         let limits = configuration.objects
         guard limits.enabled else { throw RelayFailure(404, "objects_disabled", "this relay does not store objects") }
         guard let object = try? ObjectID(base64URL: id) else {  // any malformed id is the one 400 below
@@ -142,6 +164,15 @@ extension RelayService {
             throw RelayFailure(
                 400, "invalid_expiry", "expires must be after now and at most \(limits.maximumLifetimeSeconds) s from now (Unix seconds)")
         }
+        return CheckedObjectPut(object: object, query: query, owner: owner, now: now)
+    }
+
+    /// Stores the body of a checked object PUT: the part's size, its end, then the store's rules.
+    /// - Throws: ``RelayFailure`` 400 `past_end`, 403 `not_owner`, 409 `object_mismatch`/`offset_mismatch`,
+    ///   413 `object_too_large`, 429 `quota`, 507 `relay_full`/`storage_full`.
+    public func storeObjectPart(_ checked: CheckedObjectPut, part: [UInt8]) async throws -> RelayReply {
+        let limits = configuration.objects
+        let (object, query, owner, now) = (checked.object, checked.query, checked.owner, checked.now)
         guard part.count <= limits.maximumPartBytes else {
             throw RelayFailure(413, "object_too_large", "a part is at most \(limits.maximumPartBytes) bytes")
         }

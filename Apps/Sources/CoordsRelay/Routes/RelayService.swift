@@ -24,6 +24,8 @@ public final class RelayService: Sendable {
     public let push: PushDispatcher?
     /// This process's name in live announcements to the other nodes (random, per start).
     let nodeID: String
+    /// Request bodies held in memory at once (``RelayConfiguration/maximumBodyBytesInFlight``).
+    let bodies: BodyBudget
 
     /// A service on `store`, reading time from `clock`. The store stays the caller's to close
     /// (``buildApplication(configuration:postgresPassword:logger:)`` closes the one it opened when the server stops).
@@ -45,6 +47,7 @@ public final class RelayService: Sendable {
             RateLimiter(rate: prekeys.oneTimePerTargetPerHour / 3600, burst: prekeys.oneTimePerTargetPerHour)
         )
         live = LiveHub(limits: configuration.live)
+        bodies = BodyBudget(capacity: configuration.maximumBodyBytesInFlight)
         push =
             configuration.push.enabled
             ? PushDispatcher(limits: configuration.push, store: store, clock: clock, logger: logger, metrics: metrics) : nil
@@ -63,6 +66,11 @@ public final class RelayService: Sendable {
             return failure.reply
         } catch is ObjectStoreFull {
             logger.error("object storage full")
+            metrics.rejection("storage_full")
+            return RelayFailure(507, "storage_full", "the relay's disk is full; nothing of this request was stored", retryAfter: 60).reply
+        } catch let error where storeDiskIsFull(error, dataDirectory: configuration.dataDirectory) {
+            // The database's disk (or its map) is full: nothing of the request was committed.
+            logger.error("store disk full", metadata: ["error": "\(error)"])
             metrics.rejection("storage_full")
             return RelayFailure(507, "storage_full", "the relay's disk is full; nothing of this request was stored", retryAfter: 60).reply
         } catch let unavailable as RelayStoreUnavailable {

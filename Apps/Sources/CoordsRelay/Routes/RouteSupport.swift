@@ -56,6 +56,21 @@ func handle(
     mediaType: String = "application/json", tooLargeCode: String = "body_too_large",
     _ body: @escaping @Sendable ([UInt8]) async throws -> RelayReply
 ) async -> Response {
+    await handle(
+        request, context, service, limit: limit, mediaType: mediaType, tooLargeCode: tooLargeCode, check: {},
+        { _, bytes in try await body(bytes) })
+}
+
+/// ``handle(_:_:_:needsBody:limit:mediaType:tooLargeCode:_:)`` with a `check` that runs before
+/// a byte of the body is read (a route whose signature is in its headers authenticates there,
+/// so an unauthenticated body is never buffered). The body is read only within the relay's
+/// ``BodyBudget`` (503 `busy` beyond), and `body` gets what `check` returned.
+func handle<Checked: Sendable>(
+    _ request: Request, _ context: RelayRequestContext, _ service: RelayService, limit: Int? = nil,
+    mediaType: String = "application/json", tooLargeCode: String = "body_too_large",
+    check: @escaping @Sendable () async throws -> Checked,
+    _ body: @escaping @Sendable (Checked, [UInt8]) async throws -> RelayReply
+) async -> Response {
     var request = request
     let limit = limit ?? service.configuration.maximumBodyBytes
     let reply = await service.reply {
@@ -63,9 +78,17 @@ func handle(
         guard let type = request.headers[.contentType]?.lowercased(), type == mediaType || type.hasPrefix(mediaType + ";") else {
             throw RelayFailure(415, "unsupported_media_type", "send the body as Content-Type: \(mediaType)")
         }
-        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit {
+        let declared = request.headers[.contentLength].flatMap(Int.init)
+        if let declared, declared > limit {
             throw RelayFailure(413, tooLargeCode, "the body is \(declared) bytes; the limit is \(limit)")
         }
+        let checked = try await check()
+        let reservation = min(max(declared ?? limit, 0), limit)
+        guard service.bodies.reserve(reservation) else {
+            service.logger.warning("request bodies over budget", metadata: ["in_use": "\(service.bodies.inUse)", "wanted": "\(reservation)"])
+            throw RelayFailure(503, "busy", "the relay is reading as many request bodies as it may; retry shortly", retryAfter: 1)
+        }
+        defer { service.bodies.release(reservation) }
         let buffer: ByteBuffer
         do {
             buffer = try await request.collectBody(upTo: limit)
@@ -74,7 +97,7 @@ func handle(
         } catch is HTTPParserError {
             throw RelayFailure(400, "malformed_body", "the request body is not valid HTTP/1.1 (e.g. broken chunked encoding)")
         }
-        return try await body(Array(buffer.readableBytesView))
+        return try await body(checked, Array(buffer.readableBytesView))
     }
     return response(reply)
 }

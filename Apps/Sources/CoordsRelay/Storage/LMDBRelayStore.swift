@@ -557,7 +557,7 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
                     var usage = ObjectUsage(ownerBytes: 0, ownerObjects: 0, totalBytes: 0)
                     try records.forEach { _, record in
                         guard record.expiresAt > now else { return true }
-                        usage.totalBytes = usage.totalBytes.addingSaturating(record.size)
+                        usage.totalBytes = usage.totalBytes.addingSaturating(record.stored)
                         if record.owner == part.owner {
                             usage.ownerBytes = usage.ownerBytes.addingSaturating(record.size)
                             usage.ownerObjects += 1
@@ -567,6 +567,10 @@ public final class LMDBRelayStore: RelayStore, @unchecked Sendable {
                     return usage
                 }, limits: limits, now: now)
             guard case .stored(let record) = decision.result else { return .objectPut(decision.result) }
+            // The free-space floor: objects never take the room the mailbox and the blobs need.
+            if decision.append, files.wouldPassFloor(adding: part.bytes.count, floor: limits.minimumFreeDiskBytes) {
+                return .objectFailed(full: true, reason: "free-space floor")
+            }
             do {
                 if decision.create { try files.create(part.object) }
                 if decision.append { try files.append(part.object, at: part.offset, part.bytes) }

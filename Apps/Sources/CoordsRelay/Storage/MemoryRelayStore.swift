@@ -186,7 +186,7 @@ public actor MemoryRelayStore: RelayStore {
     private func usage(of owner: Bytes32, now: UInt64) -> ObjectUsage {
         var usage = ObjectUsage(ownerBytes: 0, ownerObjects: 0, totalBytes: 0)
         for (record, _) in objects.values where record.expiresAt > now {
-            usage.totalBytes = usage.totalBytes.addingSaturating(record.size)
+            usage.totalBytes = usage.totalBytes.addingSaturating(record.stored)
             if record.owner == owner {
                 usage.ownerBytes = usage.ownerBytes.addingSaturating(record.size)
                 usage.ownerObjects += 1

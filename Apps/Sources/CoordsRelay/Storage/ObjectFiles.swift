@@ -38,6 +38,22 @@ struct ObjectFiles: Sendable {
         if sync { try syncDirectory() }
     }
 
+    /// Bytes free for an unprivileged writer on the filesystem that holds the objects (and, in
+    /// the data directory, `data.mdb`), or nil when the system does not say.
+    func freeBytes() -> UInt64? {
+        var stats = statvfs()
+        guard statvfs(directory, &stats) == 0 else { return nil }
+        let (free, overflow) = UInt64(stats.f_bavail).multipliedReportingOverflow(by: UInt64(stats.f_frsize))
+        return overflow ? UInt64.max : free
+    }
+
+    /// Whether writing `count` more bytes would leave less than `floor` bytes free (the mailbox and
+    /// the locations need that room on the same disk). An unknown free space passes.
+    func wouldPassFloor(adding count: Int, floor: UInt64) -> Bool {
+        guard floor > 0, let free = freeBytes() else { return false }
+        return free < floor.addingSaturating(UInt64(clamping: count))
+    }
+
     /// Writes `bytes` at `offset` (the committed length), cutting off anything past it first, and
     /// syncs the file.
     /// - Throws: ``ObjectStoreFull`` for ENOSPC, ``RelayStoreError`` otherwise; the committed

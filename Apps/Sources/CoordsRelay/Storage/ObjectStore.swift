@@ -92,8 +92,14 @@ public struct ObjectLimits: Sendable, Equatable {
     public var quotaBytes = Objects.defaultQuotaBytes
     /// Objects one owner may hold (`OBJECT_COUNT_MAX`).
     public var maximumObjectsPerOwner = Objects.defaultMaximumObjects
-    /// Bytes the relay holds in objects in total, counted at whole sizes (507 beyond).
+    /// Bytes the relay holds in objects in total, counted as **stored** (507 `relay_full` beyond).
+    /// A reservation (an object's announced size `S`) is charged only to its owner's quota, never
+    /// to this total: throwaway keys announcing large objects cannot fill the relay for others.
     public var maximumTotalBytes: UInt64 = 10 * 1_073_741_824
+    /// Bytes that must stay free on the filesystem that holds the objects after a part is written
+    /// (the mailbox and the locations share that disk): a part that would leave less is refused
+    /// with 507 `storage_full` and nothing of it is kept. 0 turns the floor off.
+    public var minimumFreeDiskBytes: UInt64 = 268_435_456
 
     /// The defaults of §12.1, and 10 GiB in total.
     public init() {}
@@ -105,7 +111,7 @@ public struct ObjectUsage: Sendable, Equatable {
     public var ownerBytes: UInt64
     /// The owner's live objects.
     public var ownerObjects: Int
-    /// Every live object's whole size.
+    /// The bytes stored of every live object (what is on disk, not what was announced).
     public var totalBytes: UInt64
 
     /// Usage from its parts.
@@ -162,33 +168,40 @@ public enum ObjectStoreRules {
     }
 
     /// Decides a part. An expired object counts as none (its bytes are replaced).
+    ///
+    /// The owner's quota counts every live object at its whole size (a key can reserve only its
+    /// own quota); the relay's total counts the bytes **stored**, checked on every part that
+    /// brings bytes, so reservations never refuse another key's upload.
     /// - Parameters:
     ///   - existing: the stored record under the part's id, expired or not.
     ///   - part: the part (its fields checked by the route: `offset + |bytes| ≤ size`).
-    ///   - usage: the owner's and the relay's live usage, needed only when the object is new.
+    ///   - usage: the owner's and the relay's live usage, asked for only when the object is new or
+    ///     the part brings bytes.
     ///   - limits: the quotas.
     ///   - now: Unix seconds.
     public static func decide(
         existing: StoredObject?, part: ObjectPart, usage: () throws -> ObjectUsage, limits: ObjectLimits, now: UInt64
     ) rethrows -> Decision {
         func refuse(_ result: ObjectPutResult) -> Decision { Decision(result: result, create: false, append: false) }
-        let partEnd = part.offset.addingSaturating(UInt64(part.bytes.count))
+        let partBytes = UInt64(part.bytes.count)
+        let partEnd = part.offset.addingSaturating(partBytes)
         guard partEnd <= part.size else { return refuse(.mismatch) }  // the route answers 400 before
         if let existing, existing.expiresAt > now {
             guard existing.owner == part.owner else { return refuse(.notOwner) }
             guard existing.size == part.size, existing.expiresAt == part.expiresAt else { return refuse(.mismatch) }
             guard part.offset == existing.stored else { return refuse(.offsetMismatch(stored: existing.stored)) }
+            if partBytes > 0, try usage().totalBytes.addingSaturating(partBytes) > limits.maximumTotalBytes { return refuse(.relayFull) }
             var after = existing
             after.stored = partEnd
-            return Decision(result: .stored(after), create: false, append: !part.bytes.isEmpty)
+            return Decision(result: .stored(after), create: false, append: partBytes > 0)
         }
         guard part.offset == 0 else { return refuse(.offsetMismatch(stored: 0)) }
         let current = try usage()
         if current.ownerObjects >= limits.maximumObjectsPerOwner || current.ownerBytes.addingSaturating(part.size) > limits.quotaBytes {
             return refuse(.quota)
         }
-        if current.totalBytes.addingSaturating(part.size) > limits.maximumTotalBytes { return refuse(.relayFull) }
+        if current.totalBytes.addingSaturating(partBytes) > limits.maximumTotalBytes { return refuse(.relayFull) }
         let created = StoredObject(owner: part.owner, size: part.size, expiresAt: part.expiresAt, stored: partEnd)
-        return Decision(result: .stored(created), create: true, append: !part.bytes.isEmpty)
+        return Decision(result: .stored(created), create: true, append: partBytes > 0)
     }
 }

@@ -274,3 +274,28 @@ extension PostgresRelayStore {
         }
     }
 }
+
+/// Whether `error` says the store's disk is full: LMDB's ENOSPC or EDQUOT on a write or commit, a
+/// full map, LMDB's EIO while `dataDirectory`'s filesystem has under 16 MiB free (LMDB reports a
+/// short write, what a nearly full disk gives, as EIO), or PostgreSQL's `disk_full` (SQLSTATE
+/// 53100). Such a request answers 507 `storage_full` (nothing of it was committed), never 500.
+func storeDiskIsFull(_ error: any Error, dataDirectory: String?) -> Bool {
+    switch error {
+    case let store as StoreError:
+        switch store {
+        case .mapFull: return true
+        case .storage(_, let code):
+            if code == .system(ENOSPC) || code == .system(EDQUOT) { return true }
+            guard code == .system(EIO), let dataDirectory else { return false }
+            var stats = statvfs()
+            guard statvfs(dataDirectory, &stats) == 0 else { return false }
+            let free = UInt64(stats.f_bavail).multipliedReportingOverflow(by: UInt64(stats.f_frsize))
+            return !free.overflow && free.partialValue < 16 * 1_048_576
+        default: return false
+        }
+    case let postgres as PSQLError:
+        return postgres.serverInfo?[.sqlState] == "53100"
+    default:
+        return false
+    }
+}

@@ -34,10 +34,12 @@ extension PostgresRelayStore {
                 try await connection.query("SELECT pg_advisory_xact_lock(\(Self.lockID(part.object.bytes)))", logger: logger)
                 let existing = try await Self.objectRecord(part.object, connection, logger)
                 var usage = ObjectUsage(ownerBytes: 0, ownerObjects: 0, totalBytes: 0)
-                if existing.map({ $0.expiresAt <= now }) ?? true {
+                // Asked for a new object (the owner's quota) and for a part that brings bytes (the
+                // relay's total, counted at the bytes stored).
+                if existing.map({ $0.expiresAt <= now }) ?? true || !part.bytes.isEmpty {
                     for try await (total, ownerObjects, ownerBytes) in try await connection.query(
                         """
-                        SELECT coalesce(sum(size), 0)::BIGINT, count(*) FILTER (WHERE owner = \(Self.bytes(part.owner.bytes))),
+                        SELECT coalesce(sum(stored), 0)::BIGINT, count(*) FILTER (WHERE owner = \(Self.bytes(part.owner.bytes))),
                                coalesce(sum(size) FILTER (WHERE owner = \(Self.bytes(part.owner.bytes))), 0)::BIGINT
                         FROM objects WHERE expires_at > \(Self.int(now))
                         """, logger: logger
