@@ -770,10 +770,11 @@ int32_t coords_sessions_sweep(CoordsApp *app, uint64_t *erased_out, CoordsError 
 /* Processes the relay's {"packets": [...]}: verifies, opens, de-duplicates and stores every
  * envelope, then writes {"received": [Message], "delivered": [id], "duplicates": [id],
  * "rejected": [{"id", "error"}], "acks": [Request], "receipts": [OutboxEntry], "waiting": [id],
- * "group_queued": [OutboxEntry], …}. Send the acks (everything was stored first), the receipts and
- * group_queued (sender keys and reseals the group rules queued, PROTOCOL.md §11); "waiting" group
- * messages stay in the mailbox until their sender key arrives. Errors: INVALID_MAILBOX_RESPONSE, NO_IDENTITY,
- * TOO_LARGE. */
+ * "group_queued": [OutboxEntry], "more": bool, …}. Send the acks (everything was stored first),
+ * the receipts and group_queued (sender keys and reseals the group rules queued, PROTOCOL.md §11);
+ * "waiting" group messages are held on the device (bounded) until their sender key arrives, and
+ * acknowledged like the rest. "more": the answer was full, so fetch again after the acks.
+ * Errors: INVALID_MAILBOX_RESPONSE, NO_IDENTITY, TOO_LARGE. */
 int32_t coords_messages_process_fetch_response(CoordsApp *app, const uint8_t *body, size_t body_len,
                                                CoordsBuffer *outcome_json_out, CoordsError *out_error);
 

@@ -33,7 +33,8 @@ extension Record {
             "acks": .array(o.acks.map(\.json)), "receipts": .array(o.receipts.map(outboxEntry)),
             "rotated": .array(o.rotated.map { .string($0) }), "conflicts": .array(o.conflicts.map { .string($0) }),
             "resets": .array(o.resets.map { .string($0) }), "broken": .array(o.broken.map { .string($0) }),
-            "waiting": .array(o.waiting.map { .string($0) }), "group_queued": .array(o.groupQueued.map(outboxEntry))
+            "waiting": .array(o.waiting.map { .string($0) }), "group_queued": .array(o.groupQueued.map(outboxEntry)),
+            "more": .bool(o.more)
         ])
     }
 

@@ -988,9 +988,11 @@ class MessagesOutcome(_Record):
     broken: list[Any] = field(default_factory=list)
     """Friends whose session message no kept session opened; a reset was queued to them in a new session."""
     waiting: list[Any] = field(default_factory=list)
-    """Group messages (ids) waiting in the mailbox for their sender key (PROTOCOL.md §11.6)."""
+    """Group messages (ids) waiting for their sender key, held on the device (PROTOCOL.md §11.6)."""
     group_queued: list[Any] = field(default_factory=list)
     """Sender keys and reseals the group rules queued: deliver them like receipts."""
+    more: bool = False
+    """The answer was full (100 envelopes): more may wait on the relay; send the acks, then fetch again."""
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "MessagesOutcome":
@@ -999,7 +1001,8 @@ class MessagesOutcome(_Record):
                    [Rejection.from_json(x) for x in obj["rejected"]], [Request.from_json(x) for x in obj["acks"]],
                    [OutboxEntry.from_json(x) for x in obj["receipts"]], list(obj.get("rotated", [])),
                    list(obj.get("conflicts", [])), list(obj.get("resets", [])), list(obj.get("broken", [])),
-                   list(obj.get("waiting", [])), [OutboxEntry.from_json(x) for x in obj.get("group_queued", [])])
+                   list(obj.get("waiting", [])), [OutboxEntry.from_json(x) for x in obj.get("group_queued", [])],
+                   bool(obj.get("more", False)))
 
 
 @dataclass(frozen=True)

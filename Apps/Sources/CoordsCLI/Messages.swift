@@ -276,8 +276,22 @@ func groupNameIndex(_ session: Session) -> [String: String] {
 /// Talking to relays about messages.
 enum MessageDelivery {
     /// Fetches our mailbox (with `fetch`, a signed mailbox fetch the core prepared, or a fresh
-    /// one), processes it, then sends the acks and the receipts.
+    /// one), processes it, then sends the acks and the receipts; while the core says more may be
+    /// waiting (a full answer), fetches again, up to ``rounds`` answers in all.
     static func sync(_ session: Session, fetch: PreparedRequest? = nil) async throws -> MessagesOutcome {
+        var outcome = try await syncOnce(session, fetch: fetch)
+        var round = 1
+        while outcome.more, round < rounds {
+            outcome.merge(try await syncOnce(session))
+            round += 1
+        }
+        return outcome
+    }
+
+    /// Mailbox answers one sync reads at most (100 envelopes each).
+    static let rounds = 10
+
+    private static func syncOnce(_ session: Session, fetch: PreparedRequest? = nil) async throws -> MessagesOutcome {
         let result = try await RelayHTTP.send(try fetch ?? session.app.messages.prepareFetch())
         guard result.status == 200 else { throw CLIFailure(RelayHTTP.refusal(result, action: "list your messages")) }
         let outcome = try await session.app.messages.processFetchResponse(result.body)

@@ -27,6 +27,11 @@ extension GroupsManager {
     struct DroppedWaiting: Equatable {
         var id: String
         var reason: String
+
+        /// How the mailbox answer reports it (``GroupsManagerError/waitingDropped(_:)``).
+        var rejection: MessageRejection {
+            MessageRejection(id: id, code: GroupsManagerError.waitingDropped("").code, reason: GroupsManagerError.waitingDropped(reason).description)
+        }
     }
 
     /// Every held message (at most ``Groups/waitingTotal``). A value that does not decode (never
@@ -35,6 +40,7 @@ extension GroupsManager {
         var held: [Waiting] = []
         var unreadable: [[UInt8]] = []
         for (key, value) in try tx.open(Tables.groupWaiting).entries() {
+            // A key that is no Ed25519 key was never written here: reported as unreadable below.
             guard key.count > 32, value.count > 16, let sender = try? Ed25519PublicKey(rawRepresentation: Array(key[0..<32])) else {
                 unreadable.append(key)
                 continue

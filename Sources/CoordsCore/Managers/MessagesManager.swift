@@ -62,6 +62,9 @@ public struct MessagesOutcome: Sendable, Equatable {
     /// device (bounded per sender and in time), acknowledged on the relay so they never block the
     /// mailbox, and opened when the key comes. One dropped from the held set is in ``rejected``.
     public var waiting: [String] = []
+    /// The answer held as many envelopes as a fetch asks for (``MessagesManager/fetchLimit``): more
+    /// may be waiting on the relay. Send the acks, then fetch again at once.
+    public var more = false
     /// Envelopes the group rules queued (sender keys for members who joined or after a removal,
     /// §11.4) and the reseal of a shared group whose members changed (§11.7): send them now or let
     /// the outbox retry them.
@@ -69,6 +72,23 @@ public struct MessagesOutcome: Sendable, Equatable {
 
     /// An empty outcome.
     public init() {}
+
+    /// Adds what a later answer of the same sync brought (``more`` is the later answer's).
+    public mutating func merge(_ later: MessagesOutcome) {
+        received += later.received
+        delivered += later.delivered
+        duplicates += later.duplicates
+        rejected += later.rejected
+        acks += later.acks
+        receipts += later.receipts
+        rotated += later.rotated
+        conflicts += later.conflicts
+        resets += later.resets
+        broken += later.broken
+        waiting += later.waiting
+        groupQueued += later.groupQueued
+        more = later.more
+    }
 }
 
 /// What the messages manager tells the host, after the fact.
@@ -433,6 +453,7 @@ public actor MessagesManager {
         if packets.count >= 4 { Parallel.wakeHelpers() }
         let now = context.clock.now()
         var outcome = MessagesOutcome()
+        outcome.more = packets.count >= Self.fetchLimit
         var ackIDs: [String] = []
         var acked = Set<String>()
         var receiptsFor: [(friendID: String, messageID: String)] = []
@@ -637,7 +658,7 @@ public actor MessagesManager {
                 retried.refused.forEach(refuse)
             }
             for dropped in try GroupsManager.expireWaiting(tx, now: now) {
-                refuse(MessageRejection(id: dropped.id, code: GroupsManagerError.waitingDropped("").code, reason: GroupsManagerError.waitingDropped(dropped.reason).description))
+                refuse(dropped.rejection)
             }
             for (envelope, sender) in laterMessages {
                 let id = envelope.id.lowercased()
@@ -648,7 +669,7 @@ public actor MessagesManager {
                     // Its sender key may still be on its way: held here (bounded), acknowledged on the relay.
                     try groupCache.flush(tx)
                     for dropped in try GroupsManager.holdWaiting(tx, envelope, sender: sender, now: now) {
-                        refuse(MessageRejection(id: dropped.id, code: GroupsManagerError.waitingDropped("").code, reason: GroupsManagerError.waitingDropped(dropped.reason).description))
+                        refuse(dropped.rejection)
                     }
                     outcome.waiting.append(id)
                 } catch {
