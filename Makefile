@@ -83,6 +83,7 @@ format:
 test-format:
 	$(SWIFT) format lint --strict --configuration .swift-format -r $(SWIFT_FORMAT_PATHS)
 	python3 scripts/check-sources.py
+	python3 scripts/check-citations.py
 
 # Coverage-guided fuzzing (Fuzz/, libFuzzer + ASan): every parser and route, $(FUZZ_TIME) s each.
 fuzz: deps

@@ -95,3 +95,28 @@ def test_a_c_module_the_row_does_not_list_fails(tmp_path):
 def test_a_folder_without_a_row_fails(tmp_path):
     result = layers(tmp_path, dict(BASE, **{"Extra/X.swift": "enum X {}\n"}))
     assert result.returncode == 1 and "Sources/CoordsCore/Extra: no row" in result.stdout
+
+
+CITATIONS = os.path.join(ROOT, "scripts", "check-citations.py")
+
+
+def citations(tmp_path, protocol, source):
+    (tmp_path / "docs").mkdir(exist_ok=True)
+    (tmp_path / "docs" / "PROTOCOL.md").write_text(protocol)
+    (tmp_path / "Sources").mkdir(exist_ok=True)
+    (tmp_path / "Sources" / "A.swift").write_text(source)
+    return subprocess.run([sys.executable, CITATIONS, str(tmp_path)], capture_output=True, text=True)
+
+
+def test_a_citation_of_a_missing_section_fails_with_its_place(tmp_path):
+    protocol = "# P\n## 7. Messages\n### 7.1 Envelope\n"
+    assert citations(tmp_path, protocol, "/// PROTOCOL.md §7.1 and §7\n").returncode == 0
+    result = citations(tmp_path, protocol, "let a = 1\n/// see §7.3\n")
+    assert result.returncode == 1 and "Sources/A.swift:2: cites §7.3" in result.stdout
+    # Another document's section is not ours.
+    assert citations(tmp_path, protocol, "/// RFC 9110 §7.8 allows it\n").returncode == 0
+
+
+def test_a_pointer_outside_the_repository_fails(tmp_path):
+    result = citations(tmp_path, "## 1. Keys\n", "/// normative: ../" + "shared/PROTOCOL.md §1\n")
+    assert result.returncode == 1 and "outside the repository" in result.stdout

@@ -625,18 +625,28 @@ public actor MessagesManager {
                     }
                     continue
                 }
+                // One message id (§7.2): the payload's `id`, the same the sender keeps and a receipt names; the
+                // envelope id only names the delivery. A payload id that is no UUID falls back to the envelope id.
+                let messageID = Envelope.isUUID(payload.id) ? payload.id.lowercased() : id
+                if messageID != id {
+                    try ids.put(id, [])  // the delivery, seen
+                    if try ids.contains(messageID) {
+                        outcome.duplicates.append(id)
+                        continue
+                    }
+                }
                 let conversation = try tx.open(Tables.conversations).get(sender.key)
                 // A file message breaking a §12.3 rule is kept as a message of an unknown kind: no attachment, no notification.
                 let file = payload.kind == FileAttachment.kind ? try? FileAttachment(payload: payload) : nil  // nil: malformed, kept without it
                 let notifies = payload.kind != FileAttachment.kind || file != nil
                 let record = MessageRecord(
-                    id: id, peer: friendID, outgoing: false, kind: payload.kind, text: payload.text,
+                    id: messageID, peer: friendID, outgoing: false, kind: payload.kind, text: payload.text,
                     sentAt: payload.sentAt, storedAt: now, status: .received,
                     disappearsAt: conversation?.disappearAfterSeconds.map { now.addingSaturating($0.multipliedSaturating(by: 1000)) },
                     notify: notifies && policy.shouldNotify(kind: payload.kind, mutedUntil: conversation?.mutedUntil, at: now), file: file)
                 try Self.store(record, tx)
                 outcome.received.append(record)
-                if payload.kind == "text" || file != nil, policy.deliveryReceipts { receiptsFor.append((friendID, id)) }
+                if payload.kind == "text" || file != nil, policy.deliveryReceipts { receiptsFor.append((friendID, messageID)) }
             }
             try groupCache.flush(tx)
             for (payload, sender) in laterKeys {

@@ -60,6 +60,34 @@ import Testing
         #expect(try p.alice.app.messages.conversations().map(\.name) == ["Bob"])
     }
 
+    /// One message id (§7.2): an implementation that gives the envelope its own id (its mailbox
+    /// delivery) has its message stored, listed and confirmed under the payload's id — the one it
+    /// keeps — and the same message in a second envelope is a duplicate.
+    @Test func aMessageIsKnownByItsPayloadIDWhateverTheEnvelopeID() async throws {
+        let p = try await Pair()
+        let alice = try p.alice.app.context.identity.get()
+        let messageID = try Envelope.newUUID()
+        let payload = MessagePayload(kind: "text", id: messageID, text: "from elsewhere", sentAt: p.clock.milliseconds)
+        let now = p.clock.milliseconds / 1000
+        func envelope() throws -> JSONValue {
+            try Envelope.seal(
+                payload.json, id: try Envelope.newUUID(), from: alice.signing, to: try Ed25519PublicKey(base64URL: p.bobID), createdAt: now,
+                expiresAt: now + 3600
+            ).json
+        }
+        let (first, second) = (try envelope(), try envelope())
+        let outcome = try await p.bob.app.messages.processFetchResponse(JSONValue.object(["packets": .array([first, second])]).serialized())
+        #expect(outcome.received.map(\.id) == [messageID])
+        #expect(outcome.duplicates == [second.objectValue?["id"]?.stringValue ?? ""])
+        #expect(outcome.acks.count == 2)
+        #expect(try p.bob.app.messages.history(with: p.aliceID).map(\.id) == [messageID])
+        let receipt = try JSONValue.parse(try #require(outcome.receipts.first).item.request.body)
+        let opened = try MessagePayload(
+            json: try Envelope(json: receipt).open(
+                as: try p.alice.app.context.identity.get().signing, from: try Ed25519PublicKey(base64URL: p.bobID), now: now))
+        #expect(opened.kind == "receipt" && opened.ack == messageID)
+    }
+
     @Test func blockedStrangersForgedAndUnknownKindsAreHandled() async throws {
         let p = try await Pair()
         let carol = try TestApp(name: "carol", clock: p.clock)
