@@ -316,3 +316,14 @@ def test_signed_bodies_in_flight_stay_within_the_budget(relays):
     assert statuses.count(503) >= 90, statuses
     assert peak - before < 300, f"the relay grew from {before:.0f} to {peak:.0f} MiB"
     assert relay.request("GET", "/healthz")[0] == 200
+
+
+def test_a_fifo_in_place_of_the_store_is_refused_in_one_line(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir(mode=0o700)
+    os.mkfifo(data / "data.mdb", 0o600)
+    result = subprocess.run([os.path.join(BIN, "coords-relay"), "--port", str(free_port()), "--data-dir", str(data)],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode != 0
+    errors = [line for line in result.stderr.splitlines() if line.strip()]
+    assert errors and "not an LMDB file" in errors[-1], result.stderr

@@ -25,9 +25,13 @@ enum DataFileCheck {
     static let metaBytes = 152
 
     /// What is wrong with `directory/data.mdb`, or nil when it is absent (a new store) or its
-    /// size covers every page its newest meta page says is in use.
+    /// size covers every page its newest meta page says is in use. Anything but a regular file (a
+    /// FIFO, a device, a directory, followed through links) is `MDB_INVALID` at once: opening a
+    /// FIFO to read it would wait for a writer forever.
     static func problem(directory: String) -> LMDBCode? {
-        let fd = open(directory + "/data.mdb", O_RDONLY | O_CLOEXEC)
+        var kind = stat()
+        if stat(directory + "/data.mdb", &kind) == 0, kind.st_mode & S_IFMT != S_IFREG { return .invalid }
+        let fd = open(directory + "/data.mdb", O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return nil }  // absent (LMDB creates it) or unreadable (LMDB reports it)
         defer { close(fd) }
         var info = stat()

@@ -66,4 +66,19 @@ import Testing
         #expect(DataFileCheck.problem(directory: directory.path) == .invalid)
         #expect(throws: StoreError.corrupted(.invalid)) { try Database.open(path: directory.path, schema: TestTables.schema) }
     }
+
+    /// Issue 59, defect 9: a FIFO (or a directory) in place of `data.mdb` is refused at once; the
+    /// open used to wait forever for a writer.
+    @Test func aFIFOOrDirectoryInPlaceOfTheFileIsRefusedAtOnce() throws {
+        let directory = try Fixtures.makeTemporaryDirectory("datafile-fifo")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("data.mdb").path
+        #expect(mkfifo(file, 0o600) == 0)
+        let started = ContinuousClock.now
+        #expect(DataFileCheck.problem(directory: directory.path) == .invalid)
+        #expect(throws: StoreError.corrupted(.invalid)) { try Database.open(path: directory.path, schema: TestTables.schema) }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(unlink(file) == 0 && mkdir(file, 0o700) == 0)
+        #expect(DataFileCheck.problem(directory: directory.path) == .invalid)
+    }
 }
