@@ -327,3 +327,43 @@ def test_a_fifo_in_place_of_the_store_is_refused_in_one_line(tmp_path):
     assert result.returncode != 0
     errors = [line for line in result.stderr.splitlines() if line.strip()]
     assert errors and "not an LMDB file" in errors[-1], result.stderr
+
+
+def raw_exchange(port, data, wait=3.0):
+    """Sends `data` on one connection and returns everything the relay answers within `wait` s."""
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(data)
+        s.settimeout(wait)
+        out = b""
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                out += chunk
+        except socket.timeout:
+            pass
+    return out
+
+
+def test_refused_websocket_upgrades_get_an_http_answer(relays):
+    relay = relays()
+    head = b"GET /v1/relay/live HTTP/1.1\r\nHost: relay\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    key = b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+    cases = {
+        "no key": (head + b"Sec-WebSocket-Version: 13\r\n\r\n", b"400", b"invalid_upgrade"),
+        "version 8": (head + b"Sec-WebSocket-Version: 8\r\n" + key + b"\r\n", b"426", b"unsupported_websocket_version"),
+        "two keys": (head + b"Sec-WebSocket-Version: 13\r\n" + key + key + b"\r\n", b"400", b"invalid_upgrade"),
+        "a key of 15 bytes": (head + b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25j\r\n\r\n", b"400",
+                              b"invalid_upgrade"),
+        "pipelined second": (b"GET /healthz HTTP/1.1\r\nHost: relay\r\n\r\n" + head + b"Sec-WebSocket-Version: 13\r\n" + key + b"\r\n",
+                             b"400", b"upgrade_not_first"),
+    }
+    for name, (request, status, code) in cases.items():
+        answer = raw_exchange(relay.port, request)
+        last = answer.split(b"HTTP/1.1 ")[-1]
+        assert last.startswith(status) and code in last, (name, answer[-300:])
+        assert b"Sec-WebSocket-Version: 13" in last or status == b"400" and code == b"upgrade_not_first", (name, last)
+    # A valid upgrade still switches protocols.
+    answer = raw_exchange(relay.port, head + b"Sec-WebSocket-Version: 13\r\n" + key + b"\r\n", wait=1.0)
+    assert answer.startswith(b"HTTP/1.1 101"), answer[:200]

@@ -472,29 +472,77 @@ struct UpgradeNoiseFilter: LogHandler {
 /// token of `Connection`), so the request is answered as plain HTTP/1.1 — RFC 9110 §7.8 lets a
 /// server ignore an upgrade it does not offer. NIO's upgrade stage would otherwise take the head
 /// of such a request (`curl --http2` sends `Upgrade: h2c`) and the connection ended unanswered.
-/// Only the connection's first request reaches the upgrade stage, so the handler leaves the
-/// pipeline after the first head: after a WebSocket upgrade the bytes that follow are frames,
-/// not request parts.
+/// Only the connection's first request reaches the upgrade stage. When that request is a
+/// WebSocket upgrade the relay takes (`GET /v1/relay/live`, valid headers), the handler leaves the
+/// pipeline with it: the bytes that follow are frames, not request parts. Otherwise the connection
+/// stays HTTP and the handler stays too: a later request asking for a WebSocket is marked
+/// `not-first` and answered 400 by the live route (Hummingbird would answer it 307 to itself).
+///
+/// A WebSocket upgrade NIO's upgrader would refuse by closing the connection unanswered (no
+/// `Sec-WebSocket-Key`, two of them, one that is not 16 bytes of base64, a
+/// `Sec-WebSocket-Version` other than `13`) is turned into a plain request the same way, marked
+/// with ``refusedUpgradeHeader``: the live route answers it 400 or 426 (RFC 6455 §4.2.1, §4.4).
 final class IgnoreUnknownUpgrade: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
+
+    /// The request header the handler adds to a refused WebSocket upgrade, naming why (a client's
+    /// own header of that name is removed first).
+    static let refusedUpgradeHeader = "coords-refused-upgrade"
+    /// Whether a request head went by (only the first can be upgraded).
+    private var seenFirst = false
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard case .head(var head) = unwrapInboundIn(data) else {
             context.fireChannelRead(data)
             return
         }
-        // Passed on first, then out of the pipeline (a removed context forwards nothing).
-        defer { context.pipeline.syncOperations.removeHandler(context: context, promise: nil) }
-        guard head.headers.contains(name: "upgrade"), !head.headers["upgrade"].contains(where: { $0.lowercased().contains("websocket") }) else {
-            context.fireChannelRead(data)
+        let first = !seenFirst
+        seenFirst = true
+        head.headers.remove(name: Self.refusedUpgradeHeader)
+        if head.headers["upgrade"].contains(where: { $0.lowercased().contains("websocket") }) {
+            if let refusal = first ? Self.refusal(head.headers) : "not-first" {
+                head.headers.add(name: Self.refusedUpgradeHeader, value: refusal)
+                Self.removeUpgrade(&head)
+                context.fireChannelRead(wrapInboundOut(.head(head)))
+            } else if head.method == .GET, head.uri == LiveFrame.path,
+                head.headers[canonicalForm: "connection"].contains(where: { $0.lowercased() == "upgrade" })
+            {
+                // The upgrade goes ahead: passed on first, then out of the pipeline (a removed context forwards nothing).
+                context.fireChannelRead(wrapInboundOut(.head(head)))
+                context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+            } else {
+                context.fireChannelRead(wrapInboundOut(.head(head)))
+            }
             return
         }
+        guard head.headers.contains(name: "upgrade") else {
+            context.fireChannelRead(wrapInboundOut(.head(head)))
+            return
+        }
+        Self.removeUpgrade(&head)
+        context.fireChannelRead(wrapInboundOut(.head(head)))
+    }
+
+    /// Why NIO's WebSocket upgrader would refuse these headers (`version` or `key`), or nil.
+    static func refusal(_ headers: HTTPHeaders) -> String? {
+        guard headers[canonicalForm: "sec-websocket-version"].map({ String($0.trimmingSpaces) }) == ["13"] else { return "version" }
+        let keys = headers[canonicalForm: "sec-websocket-key"]
+        // A key that is not base64 is the same refusal as a missing one.
+        guard keys.count == 1, let key = keys.first,
+            (try? Base64.decode(String(key.trimmingSpaces), variant: .standard, field: "key"))?.count == 16
+        else {
+            return "key"  // not base64 of 16 bytes: the same refusal as a missing key
+        }
+        return nil
+    }
+
+    /// Drops the `Upgrade` header and the `upgrade` token of `Connection`.
+    private static func removeUpgrade(_ head: inout HTTPRequestHead) {
         head.headers.remove(name: "upgrade")
         let connection = head.headers["connection"].flatMap { $0.split(separator: ",") }
             .map { $0.trimmingSpaces }.filter { $0.lowercased() != "upgrade" }
         head.headers.remove(name: "connection")
         if !connection.isEmpty { head.headers.add(name: "Connection", value: connection.joined(separator: ", ")) }
-        context.fireChannelRead(wrapInboundOut(.head(head)))
     }
 }
