@@ -1,7 +1,7 @@
 """End to end: the live channel behind deploy/nginx/coords-relay.conf as shipped.
 
 A relay answers a WebSocket upgrade only as the first request of a connection (PROTOCOL.md §8.1);
-a later one gets 307 and `Connection: close`. The shipped nginx file used to send upgrades
+a later one gets 400 `upgrade_not_first` (307 before). The shipped nginx file used to send upgrades
 through the same keep-alive pool as ordinary requests, so once other traffic had warmed the
 pool, upgrades landed on reused connections and failed (3 of 3 in the report; `coords watch`
 fell back to polling). These tests warm the pools with steady traffic from several persistent
