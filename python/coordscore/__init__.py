@@ -793,11 +793,15 @@ class Attachment(_Record):
     """The file name the sender gave (a hint, no path; may be empty)."""
     expires_at_ms: int
     """When the relay drops the file (Unix ms)."""
+    local_name: str = ""
+    """The name to save it under in a folder the user picked: `name` with every control,
+    bidirectional or invisible character (and a leading dot) replaced by `_`; "coords-file" when
+    nothing visible is left (PROTOCOL.md §12.5)."""
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "Attachment":
         """An Attachment from the library's JSON."""
-        return cls(obj["object"], obj["size"], obj["type"], obj["name"], obj["expires_at_ms"])
+        return cls(obj["object"], obj["size"], obj["type"], obj["name"], obj["expires_at_ms"], obj.get("local_name", ""))
 
 
 @dataclass(frozen=True)

@@ -224,7 +224,8 @@ def send_file(app: "App", friend_id: str, path: str, type: str = "application/oc
 
 def save_file(app: "App", message_id: str, path: str, *, overwrite: bool = False) -> str:
     """Downloads message `message_id`'s attachment from the sender's relay into `path`: written
-    to `path + ".coords-part"` (0600) chunk by chunk as they open, resumed with Range after a
+    to a temporary file beside it (`.coords-<16 hex>.part`, 0600, a fixed-length name so a
+    255-byte file name still fits) chunk by chunk as they open, resumed with Range after a
     lost connection, fsynced and renamed to `path` only after the digest matched; removed on any
     error. Returns `path`.
 
@@ -234,7 +235,7 @@ def save_file(app: "App", message_id: str, path: str, *, overwrite: bool = False
     cut off, 429 or 5xx), ManagerError (ERR_UNKNOWN_MESSAGE, ERR_NO_ATTACHMENT)."""
     if not overwrite and os.path.lexists(path):
         raise FileExistsError(f"{path} exists")
-    temporary = path + ".coords-part"
+    temporary = os.path.join(os.path.dirname(path), f".coords-{os.urandom(8).hex()}.part")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     done = False
     try:

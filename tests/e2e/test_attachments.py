@@ -224,7 +224,7 @@ def test_a_relay_killed_in_the_middle_of_an_upload_and_a_download(tmp_path, stor
         out, err = saver.communicate(timeout=900)
         assert saver.returncode == 0, seen + err.decode(errors="replace")
         assert digest(tmp_path / "copy.mp4") == digest(big)
-        assert not os.path.exists(str(tmp_path / "copy.mp4") + ".coords-part")
+        assert not list(tmp_path.glob(".coords-*.part"))
     finally:
         relay.stop()
 
@@ -284,10 +284,34 @@ def test_python_hosts_and_the_cli_exchange_files_both_ways(tmp_path):
         with pytest.raises(cc.CoordsError) as refused:
             transport.save_file(app, "00000000-0000-4000-8000-000000000000", str(tmp_path / "nothing"))
         assert refused.value.code == cc.ERR_UNKNOWN_MESSAGE
-        assert not os.path.exists(tmp_path / "nothing") and not os.path.exists(str(tmp_path / "nothing") + ".coords-part")
+        assert not os.path.exists(tmp_path / "nothing") and not list(tmp_path.glob(".coords-*.part"))
     finally:
         app.close()
         relay.stop()
 
 
 SIZE = int(os.environ.get("COORDS_E2E_FILE_MIB", "100")) * 1024 * 1024
+
+
+def test_disguising_and_longest_names_save_safely(tmp_path):
+    """Issue 59, defect 7: a name with a right-to-left override or a C1 control is saved with
+    those characters replaced, and a valid 255-byte name saves (the temporary file has a name of
+    its own)."""
+    env = passphrase_env()
+    with Relay(str(tmp_path / "relay"), args=["--memory"] + NO_LIMITS) as relay:
+        alice, bob = alice_and_bob(env, tmp_path, relay.url)
+        outgoing = tmp_path / "outgoing"
+        outgoing.mkdir()
+        longest = "x" * 251 + ".bin"
+        cases = {"invoice\u202egpj.exe": "invoice_gpj.exe", "memo\u0085.txt": "memo_.txt", longest: longest}
+        downloads = tmp_path / "downloads"
+        downloads.mkdir()
+        for name, expected in cases.items():
+            path = make_file(outgoing / name, 1000, seed=name.encode())
+            sent = data(env, alice, "send", "Bob", "--file", str(path))
+            assert sent["file"]["name"] == name and sent["file"]["local_name"] == expected
+            data(env, bob, "inbox")
+            saved = data(env, bob, "save", sent["id"], str(downloads))
+            assert saved["path"] == str(downloads / expected), saved
+            assert digest(downloads / expected) == digest(path)
+        assert sorted(os.listdir(downloads)) == sorted(cases.values())

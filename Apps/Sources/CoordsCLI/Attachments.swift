@@ -35,12 +35,13 @@ struct Save: SessionCommand {
         }
         var download = try session.app.messages.prepareDownload(messageID: messageID)
         guard let file = message.file else { throw CLIFailure("the message has no attachment") }
-        let target = Self.target(path, name: file.name, id: message.id)
+        let target = Self.target(path, file: file, id: message.id)
         var info = stat()
         if !force, lstat(target, &info) == 0 {
             throw CLIFailure("\(target) exists; choose another path or add --force to replace it")
         }
-        let temporary = target + ".coords-part"
+        // A short name of its own beside the target, so a 255-byte file name still fits.
+        let temporary = Self.temporaryPath(beside: target)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw CLIFailure("cannot write \(temporary): \(String(cString: strerror(errno)))") }
         var kept = false
@@ -66,13 +67,23 @@ struct Save: SessionCommand {
         }
     }
 
-    /// The file to write: `path` itself, or inside it when it is a directory (the sender's name,
-    /// else one made of the message id).
-    static func target(_ path: String, name: String, id: String) -> String {
+    /// The file to write: `path` itself, or inside it when it is a directory (the core's safe
+    /// local name for the sender's name, ``FileAttachment/localName``, else one made of the
+    /// message id).
+    static func target(_ path: String, file: FileAttachment, id: String) -> String {
         var info = stat()
         guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else { return path }
-        let safe = FileAttachment.isValidName(name) && !name.isEmpty && !name.hasPrefix(".") ? name : "coords-file-" + id.prefix(8)
+        let local = file.localName
+        let safe = FileAttachment.isValidName(local) && local != "coords-file" ? local : "coords-file-" + id.prefix(8)
         return (path.hasSuffix("/") ? path : path + "/") + safe
+    }
+
+    /// `.coords-<16 hex>.part` in the target's folder: a name of fixed length, whatever the
+    /// target's, hidden, and unlikely to meet another.
+    static func temporaryPath(beside target: String) -> String {
+        let folder = target.lastIndex(of: "/").map { String(target[...$0]) } ?? ""
+        let random = (try? SystemRandomSource().bytes(8)) ?? []  // no randomness: the fixed name still works for one save at a time
+        return folder + ".coords-" + (random.isEmpty ? "part" : Hex.encode(random)) + ".part"
     }
 
     /// Streams the object into `fd`, resuming with `Range` after a broken connection (up to

@@ -568,8 +568,35 @@ public struct FileAttachment: Sendable, Equatable {
     public var hostJSON: JSONValue {
         .object([
             "object": .string(object.base64URL), "size": .integer(size), "type": .string(type), "name": .string(name),
-            "expires_at_ms": .integer(expiresAt.multipliedSaturating(by: 1000))
+            "local_name": .string(localName), "expires_at_ms": .integer(expiresAt.multipliedSaturating(by: 1000))
         ])
+    }
+
+    /// The name a host gives the file on disk when the user picks only a folder (PROTOCOL.md
+    /// §12.5): the sender's ``name`` with every character that could disguise it replaced by `_`
+    /// — C1 controls (U+0080–U+009F), bidirectional controls (U+061C, U+200E, U+200F,
+    /// U+202A–U+202E, U+2066–U+2069), invisible separators and marks (U+200B–U+200D, U+2028,
+    /// U+2029, U+2060, U+FEFF) — and a leading `.` replaced too (no hidden file); empty, or a name
+    /// that would be left with no visible character, gives `coords-file` (the host adds its own
+    /// suffix when that exists). At most 255 bytes, like the name it came from.
+    public var localName: String {
+        var scalars = String.UnicodeScalarView()
+        for scalar in name.unicodeScalars {
+            scalars.append(Self.disguises(scalar) ? "_" : scalar)
+        }
+        var result = String(scalars)
+        if result.hasPrefix(".") { result = "_" + result.dropFirst() }
+        guard !result.isEmpty, result.unicodeScalars.contains(where: { $0 != "_" && $0 != " " }) else { return "coords-file" }
+        return result
+    }
+
+    /// Whether `scalar` can make a file name read as another (controls, direction overrides,
+    /// invisible characters).
+    static func disguises(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00...0x1F, 0x7F...0x9F, 0x061C, 0x200B...0x200F, 0x2028...0x202E, 0x2060...0x2069, 0xFEFF: true
+        default: false
+        }
     }
 
     /// A §7.2 payload of kind `file` announcing this attachment, with `caption` as its text.

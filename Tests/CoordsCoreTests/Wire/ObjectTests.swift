@@ -355,4 +355,24 @@ func openObject(_ object: [UInt8], file: FileAttachment, pieces: [Int] = [Object
             #expect(!FileAttachment.isValidName(bad), "\(bad)")
         }
     }
+
+    /// Issue 59, defect 7: a name that reads as another on screen is never written as such.
+    @Test func theLocalNameDisarmsWhatCouldDisguiseAName() throws {
+        func local(_ name: String) throws -> String {
+            try FileAttachment(
+                object: try ObjectID.random(), size: 1, type: "a/b", name: name, digest: [UInt8](repeating: 0, count: 32),
+                key: SecretBytes(copying: [UInt8](repeating: 1, count: 32)), expiresAt: 1
+            ).localName
+        }
+        #expect(try local("invoice\u{202E}gpj.exe") == "invoice_gpj.exe")
+        #expect(try local("a\u{85}b\u{9F}c") == "a_b_c")  // C1 controls
+        for invisible in ["\u{061C}", "\u{200B}", "\u{200E}", "\u{200F}", "\u{2028}", "\u{202A}", "\u{2066}", "\u{2069}", "\u{FEFF}", "\u{2060}"] {
+            #expect(try local("x" + invisible + "y") == "x_y", "\(invisible.unicodeScalars.first.map { String($0.value, radix: 16) } ?? "")")
+        }
+        #expect(try local(".bashrc") == "_bashrc")
+        #expect(try local("été 1.m4a") == "été 1.m4a")
+        #expect(try local("") == "coords-file" && (try local("\u{202E}")) == "coords-file")
+        let long = String(repeating: "x", count: 255)
+        #expect(try local(long) == long)
+    }
 }
