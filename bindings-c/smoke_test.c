@@ -1026,6 +1026,15 @@ static void test_files(void) {
         CHECK(wait == 3600);
         EXPECT(COORDS_OK, coords_download_check(download, 200, NULL, &wait, &e_));
         CHECK(wait == 0);
+        /* The Content-Length must be what was asked for: shorter, longer or not a number is refused. */
+        char length[32];
+        snprintf(length, sizeof length, "%lu", (unsigned long)STORED);
+        EXPECT(COORDS_OK, coords_download_check_length(download, length, &e_));
+        EXPECT(COORDS_OK, coords_download_check_length(download, NULL, &e_)); /* chunked: the body's end tells */
+        snprintf(length, sizeof length, "%lu", (unsigned long)STORED - 1);
+        EXPECT(COORDS_ERR_OBJECT_MISMATCH, coords_download_check_length(download, length, &e_));
+        EXPECT(COORDS_ERR_OBJECT_MISMATCH, coords_download_check_length(download, "-1", &e_));
+        EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_download_check_length(NULL, length, &e_));
         if (attempt == 0) stored[70000] ^= 1;
         int32_t rc = COORDS_OK;
         for (size_t at = 0; at < STORED && rc == COORDS_OK; at += 10000) {

@@ -920,6 +920,13 @@ int32_t coords_download_request(CoordsDownload *download, CoordsBuffer *request_
 int32_t coords_download_check(CoordsDownload *download, int32_t status, const char *retry_after,
                               uint64_t *retry_after_seconds_out, CoordsError *out_error);
 
+/* After coords_download_check said to read the body: checks the answer's Content-Length header
+ * (NULL when it has none, e.g. chunked) against what coords_download_request asked for (the
+ * stored bytes from what was received to the end; PROTOCOL.md §12.5). Any other length is refused
+ * at once: do not read the body and do not resume. Errors: OBJECT_MISMATCH, NULL_ARGUMENT (download),
+ * INVALID_HANDLE. */
+int32_t coords_download_check_length(CoordsDownload *download, const char *content_length, CoordsError *out_error);
+
 /* The next bytes of the answer's body (any length): the chunks they complete are opened and
  * written to fd. Pieces of 256 KiB or more are hashed on a second thread while their chunks open:
  * a host that reads the network in small pieces is faster handing them on in pieces of ~1 MiB.

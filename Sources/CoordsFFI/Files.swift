@@ -217,6 +217,14 @@ public func ffiDownloadCheck(
     }
 }
 
+@_cdecl("coords_download_check_length")
+public func ffiDownloadCheckLength(_ handle: Handle, _ contentLength: CString, _ error: ErrorOut) -> Int32 {
+    exported(error) {
+        let header = try Argument.optionalString(contentLength, "content_length")
+        try downloads.get(handle, "download").download.withLock { try $0.check(contentLength: header) }
+    }
+}
+
 @_cdecl("coords_download_take")
 public func ffiDownloadTake(_ handle: Handle, _ bytes: UnsafePointer<UInt8>?, _ length: Int, _ error: ErrorOut) -> Int32 {
     exported(error) {

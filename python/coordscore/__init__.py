@@ -399,6 +399,7 @@ _SIGNATURES = [
     ("coords_download_begin", c_int32, [_APP, c_char_p, c_int32, POINTER(c_void_p), _ERR]),
     ("coords_download_request", c_int32, [c_void_p, _BUF, POINTER(c_uint64), _ERR]),
     ("coords_download_check", c_int32, [c_void_p, c_int32, c_char_p, POINTER(c_uint64), _ERR]),
+    ("coords_download_check_length", c_int32, [c_void_p, c_char_p, _ERR]),
     ("coords_download_take", c_int32, [c_void_p, _U8, c_size_t, _ERR]),
     ("coords_download_progress", c_int32, [c_void_p, POINTER(c_uint64), POINTER(c_uint64), _ERR]),
     ("coords_download_finish", c_int32, [c_void_p, POINTER(c_int32), _ERR]),
@@ -1416,14 +1417,18 @@ class FileDownload(_NativeHandle):
             raise
         return Request.from_json(json.loads(_take(buffer).decode("utf-8"))), maximum.value
 
-    def check(self, status: int, retry_after: Optional[str] = None) -> int:
-        """Checks the answer's status (and its Retry-After header, or None) before its body.
-        Returns 0 when the body is to be read next through take(); else (429, 5xx) the seconds
-        (1..3600) to wait before sending request() again, without reading this body. Raises
-        WireError (ERR_OBJECT_MISMATCH: 404 gone, a 200 to a range, another status)."""
+    def check(self, status: int, retry_after: Optional[str] = None, content_length: Optional[str] = None) -> int:
+        """Checks the answer's status (and its Retry-After header, or None) before its body, and
+        for a 200 or 206 its Content-Length header (None when it has none): it must be exactly
+        what request() asked for (PROTOCOL.md §12.5). Returns 0 when the body is to be read next
+        through take(); else (429, 5xx) the seconds (1..3600) to wait before sending request()
+        again, without reading this body. Raises WireError (ERR_OBJECT_MISMATCH: 404 gone, a 200
+        to a range, another status, another length: refused at once, not to be resumed)."""
         wait = c_uint64(0)
         _call(lib.coords_download_check, self.handle, int(status),
               None if retry_after is None else _utf8(retry_after, "retry_after"), byref(wait))
+        if wait.value == 0 and content_length is not None:
+            _call(lib.coords_download_check_length, self.handle, _utf8(content_length, "content_length"))
         return wait.value
 
     def take(self, data: bytes) -> None:

@@ -245,7 +245,7 @@ def save_file(app: "App", message_id: str, path: str, *, overwrite: bool = False
                 request, maximum = download.request()
                 before = download.progress()[0]
                 def head(status: int, headers: http.client.HTTPMessage) -> None:
-                    wait = download.check(status, headers.get("Retry-After"))
+                    wait = download.check(status, headers.get("Retry-After"), headers.get("Content-Length"))
                     if wait:
                         raise _Busy(status, wait)  # the core's decision: this body is not read
 

@@ -526,9 +526,9 @@ def test_a_wrong_cut_reordered_altered_oversized_or_endless_file_is_refused_and_
     flipped = bytearray(good)
     flipped[-5] ^= 1
     refused(answer(200, bytes(flipped), octet), "chunk 2 of the attachment does not open")
-    # A last chunk cut off before its end: the client asks for the rest with Range, and a 200 is refused.
-    refused(answer(200, good[:-100], octet), "the relay answered 200 to the attachment download")
-    refused(answer(200, good + b"more", octet), "more than the 153648 bytes asked for")
+    # Shorter or longer than asked for, by its Content-Length: refused at once (§12.5), never resumed with Range.
+    refused(answer(200, good[:-100], octet), "the relay announces 153548 bytes where 153648 were asked for")
+    refused(answer(200, good + b"more", octet), "the relay announces 153652 bytes where 153648 were asked for")
     refused(endless_body(), "chunk 0 of the attachment does not open")  # refused at its first chunk, read no further than the object
     refused(answer(404, {"error": "no_object", "message": "\x1b[31mgone\x1b[0m"}), "no longer on the relay")
     refused(answer(403, {"error": "forbidden", "message": "\x1b[2Jno"}), "the relay refused to hand out the file (403 forbidden)")

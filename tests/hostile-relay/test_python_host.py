@@ -153,9 +153,14 @@ def test_a_file_from_a_hostile_relay_is_refused_and_a_busy_one_is_waited_out(rel
         with pytest.raises(cc.WireError) as refused:
             transport.save_file(bob, sent.message.id, str(target))
         assert refused.value.code == cc.ERR_BAD_CHUNK
-        relay.attack("GET", f"/v1/relay/objects/{oid}", answer(200, good + b"extra"))
-        with pytest.raises(transport.AnswerTooLarge):
-            transport.save_file(bob, sent.message.id, str(target))
+        # Longer or shorter than asked for (its Content-Length says so): refused at once, never resumed.
+        for wrong in (good + b"extra", good[:-1000]):
+            before = len(relay.received("GET", f"/v1/relay/objects/{oid}"))
+            relay.attack("GET", f"/v1/relay/objects/{oid}", answer(200, wrong))
+            with pytest.raises(cc.WireError) as refused:
+                transport.save_file(bob, sent.message.id, str(target))
+            assert refused.value.code == cc.ERR_OBJECT_MISMATCH and "were asked for" in str(refused.value)
+            assert len(relay.received("GET", f"/v1/relay/objects/{oid}")) == before + 1
         assert sorted(os.listdir(tmp_path)) == ["bob", "note.bin", "pia"]
 
         busy = [(503, [("Retry-After", "2")]), (429, [("Retry-After", "99999")]), (502, [])]

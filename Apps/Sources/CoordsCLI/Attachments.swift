@@ -101,7 +101,11 @@ struct Save: SessionCommand {
             let result: HTTPResult
             do {
                 result = try await RelayHTTP.stream(
-                    request, limit: limit, onHead: { _ = try state.check(status: $0) },  // 200 or 206: the body, or a refusal
+                    request, limit: limit,
+                    onHead: { status, length in  // 200 or 206 of exactly the length asked for: the body, or a refusal
+                        _ = try state.check(status: status)
+                        try state.check(contentLength: length)
+                    },
                     onBody: { piece in
                         plaintext.removeAll(keepingCapacity: true)
                         try state.take(piece, appendingTo: &plaintext)

@@ -105,7 +105,7 @@ enum RelayHTTP {
     /// - Throws: ``NetworkFailure`` (unreachable, silent, cut off), ``WireError/objectMismatch(_:)``
     ///   for more than `limit` bytes, or what `onBody` throws.
     static func stream(
-        _ request: PreparedRequest, limit: UInt64, timeout: Int64 = 3_600, onHead: (Int) throws -> Void,
+        _ request: PreparedRequest, limit: UInt64, timeout: Int64 = 3_600, onHead: (_ status: Int, _ contentLength: String?) throws -> Void,
         onBody: (UnsafeRawBufferPointer) throws -> Void
     ) async throws -> HTTPResult {
         var http = HTTPClientRequest(url: request.url)
@@ -123,7 +123,7 @@ enum RelayHTTP {
             let body = try? await response.body.collect(upTo: ClientLimits.smallAnswerBytes)  // nil: the refusal is told by its status alone
             return HTTPResult(status: status, body: body.map { Array($0.readableBytesView) } ?? [], retryAfter: response.headers.first(name: "Retry-After"))
         }
-        try onHead(status)
+        try onHead(status, response.headers.first(name: "Content-Length"))
         var taken: UInt64 = 0
         // The body goes on in pieces of `batchBytes`: the core hashes a piece that large on a
         // second thread while it opens the chunks (Objects.parallelDigestBytes).

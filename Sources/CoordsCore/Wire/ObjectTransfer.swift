@@ -274,6 +274,24 @@ public struct ObjectDownload: Sendable {
         }
     }
 
+    /// Checks a 200 or 206 answer's `Content-Length` (when it has one) before its body: it must be
+    /// exactly what ``request()`` asked for, the stored bytes from ``received`` to the end
+    /// (PROTOCOL.md §12.5). Another length is this object's bytes cut or padded, or another
+    /// object: refused at once, never resumed.
+    /// - Parameter contentLength: the header's value, or nil when the answer has none (chunked).
+    /// - Throws: ``WireError/objectMismatch(_:)``.
+    public func check(contentLength: String?) throws {
+        guard let contentLength else { return }
+        let expected = storedSize.subtractingSaturating(received)
+        let digits = contentLength.utf8.filter { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }
+        guard !digits.isEmpty, digits.count <= 19, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+            UInt64(String(decoding: digits, as: UTF8.self)) == expected
+        else {
+            throw WireError.objectMismatch(
+                "the relay announces \(contentLength.prefix(24)) bytes where \(expected) were asked for: not this attachment's bytes")
+        }
+    }
+
     /// Seconds to wait for a `Retry-After` header: its delta-seconds clamped to 1…3,600, else 5.
     static func retryDelay(_ header: String?) -> UInt64 {
         let words = header?.split(separator: " ") ?? []
