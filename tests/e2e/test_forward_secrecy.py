@@ -121,3 +121,22 @@ def test_the_cli_publishes_fetches_bundles_and_talks_in_sessions(tmp_path):
         assert [f["protection"] for f in data(env, bob, "friends")["friends"]] == ["forward-secret"]
         coords(env, bob, "send", "Alice", "and back")
         assert [m["text"] for m in data(env, alice, "inbox")["received"]] == ["and back"]
+
+
+def test_sharing_alone_publishes_prekeys_and_fetches_bundles(tmp_path):
+    """Issue 59, defect 11: a user who only shares (never reads messages) still publishes prekeys
+    and accepts friends' bundles, so the positions it seals become forward-secret."""
+    from e2e_support import alice_and_bob, coords, data, passphrase_env
+
+    env = passphrase_env()
+    with Relay(str(tmp_path / "relay")) as relay:
+        alice, bob = alice_and_bob(env, tmp_path, relay.url)
+        assert [f["protection"] for f in data(env, alice, "friends")["friends"]] == ["legacy"]
+        coords(env, bob, "share", "--lat", "46.948", "--lon", "7.447")  # publishes Bob's prekeys
+        result = coords(env, alice, "share", "--lat", "47.376", "--lon", "8.541")  # accepts Bob's bundle, then seals
+        assert "forward secrecy" not in result.stderr, result.stderr
+        assert [f["protection"] for f in data(env, alice, "friends")["friends"]] == ["forward-secret"]
+        coords(env, alice, "share", "--lat", "47.377", "--lon", "8.542")
+        seen = data(env, bob, "fetch")["friends"]
+        assert [f["new"] for f in seen] == [True], seen
+        assert [round(f["location"]["latitude"], 3) for f in seen] == [47.377], seen

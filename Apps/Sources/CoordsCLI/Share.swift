@@ -31,6 +31,11 @@ struct Share: SessionCommand {
     @Option(help: "Share with this group's members from now on (its name or id).") var group: String?
     @Flag(help: "With --group: stop sharing with the group.") var off = false
 
+    /// Like every command that talks to a relay: prekeys published and friends' bundles fetched
+    /// when due (so the positions it seals are forward-secret for friends who announced), then
+    /// the outbox delivered.
+    var outboxFirst: OutboxFirst { .deliver(json: options.json) }
+
     func validate() throws {
         guard (lat == nil) == (lon == nil) else { throw ValidationError("give both --lat and --lon") }
         guard group != nil || lat != nil else { throw ValidationError("give --lat and --lon (or --group NAME to share with a group)") }
@@ -38,7 +43,6 @@ struct Share: SessionCommand {
     }
 
     func run(in session: Session) async throws {
-        OutboxDelivery.print(await OutboxDelivery.flush(session), json: options.json)
         if let group {
             let found = try findGroup(group, in: session)
             if let reseal = try await session.app.groups.setSharing(groupID: found.id, !off) {
