@@ -215,7 +215,7 @@ public enum WireError: CoordsCoreError, Equatable {
         case .downgradeRefused:
             "the relay says this friend has no prekeys, but they announced forward secrecy: refused as a downgrade; their last bundle stays in use"
         case .prekeysUnavailable:
-            "no forward-secret session with this friend and no valid prekey bundle on their relay; the message waits, it is never sent the old way"
+            "no forward-secret session with this friend and no valid prekey bundle on their relay: the message was not sent and not kept (it is never sent the old way); send it again once their relay offers their prekeys"
         case .malformedGroupStatement(let why): "refused group membership statement: \(why)"
         case .groupSignatureInvalid: "a group statement or group message does not verify with its signer's key (forged or altered)"
         case .malformedGroupMessage(let why): "malformed group message: \(why)"

@@ -119,7 +119,9 @@ import Testing
             try tx.open(Tables.friendPrekeys).put(try Ed25519PublicKey(base64URL: p.bobID), FriendPrekeys(announcedAt: 1, checkedAt: 1))
         }
         await #expect(throws: WireError.prekeysUnavailable) { _ = try await carol.app.messages.send("x", to: p.bobID) }
-        #expect(try carol.app.messages.history(with: p.bobID).isEmpty)
+        // The refusal says what happened: nothing was kept or queued (issue 59, defect 13).
+        #expect(try carol.app.messages.history(with: p.bobID).isEmpty && carol.app.outbox.pending().isEmpty)
+        #expect(WireError.prekeysUnavailable.description.contains("not sent and not kept"))
     }
 
     @Test func friendsWithoutPrekeysStayLegacyBothWays() async throws {
