@@ -913,7 +913,7 @@ int32_t coords_download_request(CoordsDownload *download, CoordsBuffer *request_
 
 /* Checks the answer's status before reading its body (`retry_after` its Retry-After header or
  * NULL). Writes 0 to *retry_after_seconds_out when the host reads the body next; else (429, 5xx)
- * the seconds (1..3600) to wait before sending coords_download_request's GET again, without
+ * the seconds (1..60) to wait before sending coords_download_request's GET again, without
  * reading this body. The host decides how many such answers in a row it accepts. Errors:
  * OBJECT_MISMATCH (404: no longer on the relay; a 200 to a range request; any other status),
  * INVALID_HANDLE, NULL_ARGUMENT. */

@@ -1421,7 +1421,7 @@ class FileDownload(_NativeHandle):
         """Checks the answer's status (and its Retry-After header, or None) before its body, and
         for a 200 or 206 its Content-Length header (None when it has none): it must be exactly
         what request() asked for (PROTOCOL.md §12.5). Returns 0 when the body is to be read next
-        through take(); else (429, 5xx) the seconds (1..3600) to wait before sending request()
+        through take(); else (429, 5xx) the seconds (1..60) to wait before sending request()
         again, without reading this body. Raises WireError (ERR_OBJECT_MISMATCH: 404 gone, a 200
         to a range, another status, another length: refused at once, not to be resumed)."""
         wait = c_uint64(0)

@@ -568,3 +568,54 @@ def test_wrong_upload_answers_send_no_message(relay, homes, tmp_path):
         assert result.returncode == 1 and expected in result.stderr, result.stderr
         assert seconds < 30 and not CONTROLS.search(result.stderr)
         assert relay.received("POST", "/v1/relay/messages") == [], "a file message went out for an upload that failed"
+
+
+def test_a_slow_or_busy_relay_cannot_keep_save_waiting_for_hours(relay, homes, tmp_path):
+    """Issue 59, defect 6, with the attack's numbers: a body dripping one byte every 10 s is cut
+    off as too slow at the end of its first 30 s window, and `503 Retry-After: 3600` is waited out
+    for 60 s at most (the core's one rule, TransferPace); the time bound is stated."""
+    alice, bob = homes
+    photo = tmp_path / "photo.jpg"
+    photo.write_bytes(bytes(range(256)) * 600)
+    sent = json.loads(ok(alice, "send", "Bob", "--file", str(photo), "--json").stdout)
+    packets = [json.loads(r.body) for r in relay.received("POST", "/v1/relay/messages") if r.path == "/v1/relay/messages"]
+    relay.attack("GET", "/v1/relay/messages", answer(200, {"packets": packets}))
+    ok(bob, "inbox")
+    relay.calm()
+    path = f"/v1/relay/objects/{sent['file']['object']}"
+    good = relay.objects[sent["file"]["object"]]
+
+    def drip(sock, request, relay_):
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {len(good)}\r\n\r\n".encode()
+        if not send_all(sock, head):
+            return
+        for byte in good[:8]:
+            if relay_.stopping.is_set() or not send_all(sock, bytes([byte])):
+                return
+            time.sleep(10)
+
+    def lines_until(text, limit):
+        """Runs `coords save` and returns its standard error up to the line holding `text`."""
+        process = subprocess.Popen(["prlimit", f"--data={MEMORY_LIMIT}", "--", os.path.join(BIN, "coords"), "save", sent["id"],
+                                    str(tmp_path / "saved.jpg"), "--home", str(bob)],
+                                   env=passphrase_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        started, seen = time.time(), []
+        try:
+            for line in process.stderr:
+                seen.append(line)
+                if text in line:
+                    return seen, time.time() - started
+                assert time.time() - started < limit, seen
+        finally:
+            process.kill()
+            process.wait()
+        raise AssertionError(f"no line with {text!r}: {seen}")
+
+    relay.attack("GET", path, drip)
+    seen, seconds = lines_until("the relay sends too slowly", 60)
+    assert 29 <= seconds < 45, (seconds, seen)
+    relay.attack("GET", path, answer(503, {"error": "unavailable", "message": "restarting"}, [("Retry-After", "3600")]))
+    seen, seconds = lines_until("trying again in", 20)
+    assert "the relay is busy (503); trying again in 60 s" in seen[-1], seen
+    relay.calm()
+    assert not (tmp_path / "saved.jpg").exists()  # the killed saves leave at most their temporary files

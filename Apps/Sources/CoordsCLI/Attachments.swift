@@ -87,10 +87,12 @@ struct Save: SessionCommand {
     }
 
     /// Streams the object into `fd`, resuming with `Range` after a broken connection (up to
-    /// ``Transfer/attempts`` tries without progress). Refusals (a wrong, cut or altered object)
+    /// ``TransferPace``'s tries and deadline). Refusals (a wrong, cut or altered object)
     /// end it at once.
     static func download(_ download: inout ObjectDownload, into fd: Int32, path: String, progress: Progress) async throws {
-        var failures = 0
+        // The core's one rule for transfers: how slow an answer may be, how long to wait, when to stop.
+        var pace = TransferPace(bytes: download.storedSize, now: nowMilliseconds())
+        progress.plan("gives up after \(TransferPace.limitSeconds(bytes: download.storedSize) / 60) min at most, or \(TransferPace.attempts) tries in a row without progress")
         var plaintext: [UInt8] = []
         plaintext.reserveCapacity(RelayHTTP.batchBytes + Objects.chunkByteCount)
         while true {
@@ -99,12 +101,19 @@ struct Save: SessionCommand {
             let limit = download.storedSize.subtractingSaturating(download.received)
             var state = download
             let result: HTTPResult
+            pace.beginAnswer(now: nowMilliseconds())
             do {
                 result = try await RelayHTTP.stream(
-                    request, limit: limit,
+                    request, limit: limit, timeout: Int64(clamping: pace.secondsLeft(now: nowMilliseconds())),
                     onHead: { status, length in  // 200 or 206 of exactly the length asked for: the body, or a refusal
                         _ = try state.check(status: status)
                         try state.check(contentLength: length)
+                    },
+                    onArrival: { count in
+                        guard pace.took(count, now: nowMilliseconds()) else {
+                            throw NetworkFailure(
+                                description: "the relay sends too slowly (under \(TransferPace.minimumBytesPerWindow / 1024) KiB in \(TransferPace.windowSeconds) s)")
+                        }
                     },
                     onBody: { piece in
                         plaintext.removeAll(keepingCapacity: true)
@@ -116,10 +125,12 @@ struct Save: SessionCommand {
                 download = state
             } catch let failure as NetworkFailure {
                 download = state  // chunks opened and written before the break stay; the next request resumes after them
-                failures = download.received > before ? 1 : failures + 1
-                guard failures < Transfer.attempts else { throw CLIFailure("the download failed: \(failure.description)") }
-                progress.note("connection lost (\(failure.description)); resuming in \(Transfer.pause(failures)) s")
-                try await Task.sleep(for: .seconds(Transfer.pause(failures)))
+                switch pace.failed(progressed: download.received > before, now: nowMilliseconds()) {
+                case .giveUp(let reason): throw CLIFailure("the download failed: \(failure.description) (\(reason))")
+                case .wait(let seconds):
+                    progress.note("connection lost (\(failure.description)); resuming in \(seconds) s")
+                    try await Task.sleep(for: .seconds(seconds))
+                }
                 continue
             } catch let error as WireError {
                 throw CLIFailure("the file was refused and nothing was saved: \(error.description)")
@@ -128,10 +139,10 @@ struct Save: SessionCommand {
                 if result.status == 404 { throw CLIFailure("the file is no longer on the relay (it expired or its sender deleted it)") }
                 // The core decides: 429 and 5xx are waited out for the relay's Retry-After; anything else is a refusal.
                 let answer = try? download.check(status: result.status, retryAfter: result.retryAfter)  // nil: refused, told below
-                guard case .retry(let seconds) = answer, failures + 1 < Transfer.attempts else {
+                guard case .retry(let asked) = answer, case .wait(let seconds) = pace.failed(progressed: false, retryAfter: asked, now: nowMilliseconds())
+                else {
                     throw CLIFailure(RelayHTTP.refusal(result, action: "hand out the file"))
                 }
-                failures += 1
                 progress.note("the relay is busy (\(result.status)); trying again in \(seconds) s")
                 try await Task.sleep(for: .seconds(seconds))
                 continue
@@ -139,9 +150,10 @@ struct Save: SessionCommand {
             do { try download.finish() } catch let error as WireError {
                 if case .objectMismatch = error, download.received < download.storedSize {
                     // The answer ended early (a relay cut off or restarting): resume from what arrived.
-                    failures = download.received > before ? 1 : failures + 1
-                    guard failures < Transfer.attempts else { throw CLIFailure("the download kept breaking off: \(error.description)") }
-                    try await Task.sleep(for: .seconds(Transfer.pause(failures)))
+                    switch pace.failed(progressed: download.received > before, now: nowMilliseconds()) {
+                    case .giveUp(let reason): throw CLIFailure("the download kept breaking off: \(error.description) (\(reason))")
+                    case .wait(let seconds): try await Task.sleep(for: .seconds(seconds))
+                    }
                     continue
                 }
                 throw CLIFailure("the file was refused and nothing was saved: \(error.description)")
@@ -153,13 +165,6 @@ struct Save: SessionCommand {
 
 /// Sending a file: the upload loop of `coords send NAME --file PATH`.
 enum Transfer {
-    /// Tries without progress before a transfer gives up (with pauses of 1, 2, 4 … 30 s: about
-    /// five minutes, long enough for a relay to restart).
-    static let attempts = 14
-
-    /// Seconds to wait after the `failures`-th failure in a row.
-    static func pause(_ failures: Int) -> Int { min(30, 1 << min(max(failures - 1, 0), 5)) }
-
     /// The media type for a file name's extension (a hint for the reader; anything unknown is
     /// `application/octet-stream`).
     static func mediaType(forName name: String) -> String {
@@ -177,7 +182,9 @@ enum Transfer {
     /// lost connection from where the relay's bytes end; returns the finished upload.
     static func upload(fd: Int32, size: UInt64, path: String, session: Session, progress: Progress) async throws -> ObjectUpload {
         var upload = try session.app.messages.prepareFileUpload(size: size)
-        var failures = 0
+        // The core's one rule for transfers: how long to wait after a failure, when to stop.
+        var pace = TransferPace(bytes: upload.storedSize, now: nowMilliseconds())
+        progress.plan("gives up after \(TransferPace.limitSeconds(bytes: upload.storedSize) / 60) min at most, or \(TransferPace.attempts) tries in a row without progress")
         var probe = false
         while true {
             let request: PreparedRequest
@@ -191,12 +198,14 @@ enum Transfer {
             }
             let result: HTTPResult
             do {
-                result = try await RelayHTTP.send(request, timeout: 120)
+                result = try await RelayHTTP.send(request, timeout: Int64(clamping: min(120, pace.secondsLeft(now: nowMilliseconds()))))
             } catch let failure as NetworkFailure {
-                failures += 1
-                guard failures < attempts else { throw CLIFailure("the upload failed: \(failure.description)") }
-                progress.note("connection lost (\(failure.description)); resuming in \(pause(failures)) s")
-                try await Task.sleep(for: .seconds(pause(failures)))
+                switch pace.failed(progressed: false, now: nowMilliseconds()) {
+                case .giveUp(let reason): throw CLIFailure("the upload failed: \(failure.description) (\(reason))")
+                case .wait(let seconds):
+                    progress.note("connection lost (\(failure.description)); resuming in \(seconds) s")
+                    try await Task.sleep(for: .seconds(seconds))
+                }
                 probe = true  // the part may or may not have been stored: ask the relay where its bytes end
                 continue
             }
@@ -210,14 +219,15 @@ enum Transfer {
             }
             switch outcome {
             case .stored(let stored):
-                failures = 0
+                pace.progressed()
                 progress.update(stored.multipliedSaturating(by: size) / max(upload.storedSize, 1))
-            case .retry(let seconds):
-                failures += 1
-                guard failures < attempts else { throw CLIFailure("your relay kept refusing the upload for now; try again later") }
-                let wait = min(max(seconds, 1), 60)
-                progress.note("the relay asked to wait; resuming in \(wait) s")
-                try await Task.sleep(for: .seconds(wait))
+            case .retry(let asked):
+                switch pace.failed(progressed: false, retryAfter: asked, now: nowMilliseconds()) {
+                case .giveUp(let reason): throw CLIFailure("your relay kept refusing the upload for now (\(reason)); try again later")
+                case .wait(let seconds):
+                    progress.note("the relay asked to wait; resuming in \(seconds) s")
+                    try await Task.sleep(for: .seconds(seconds))
+                }
             }
         }
     }
@@ -249,6 +259,12 @@ final class Progress: @unchecked Sendable {
 
     func note(_ text: String) {
         guard !quiet else { return }
+        printError("coords: \(text)")
+    }
+
+    /// A line about the whole transfer (its time bound), for transfers that show progress.
+    func plan(_ text: String) {
+        guard !quiet, total >= 1_048_576 else { return }
         printError("coords: \(text)")
     }
 

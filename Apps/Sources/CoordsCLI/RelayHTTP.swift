@@ -106,7 +106,7 @@ enum RelayHTTP {
     ///   for more than `limit` bytes, or what `onBody` throws.
     static func stream(
         _ request: PreparedRequest, limit: UInt64, timeout: Int64 = 3_600, onHead: (_ status: Int, _ contentLength: String?) throws -> Void,
-        onBody: (UnsafeRawBufferPointer) throws -> Void
+        onArrival: (Int) throws -> Void = { _ in }, onBody: (UnsafeRawBufferPointer) throws -> Void
     ) async throws -> HTTPResult {
         var http = HTTPClientRequest(url: request.url)
         http.method = HTTPMethod(rawValue: request.method)
@@ -137,6 +137,7 @@ enum RelayHTTP {
         do {
             for try await buffer in response.body {
                 taken = taken.addingSaturating(UInt64(buffer.readableBytes))
+                try onArrival(buffer.readableBytes)  // the host's pace check, per network read
                 // Longer than asked for is refused at once (PROTOCOL.md §12.5), never tried again.
                 guard taken <= limit else {
                     try flush()  // wrong bytes before the excess are named as such

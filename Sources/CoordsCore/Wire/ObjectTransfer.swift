@@ -202,7 +202,7 @@ public struct ObjectUpload: Sendable {
             confirmed = stored == storedSize ? chunkCount : Int(stored / Self.sealedChunkBytes)
             return .stored(stored)
         case 429 where code == "rate_limited", 500...599:
-            let seconds = retryAfter.flatMap { UInt64($0) }.map { min($0, 3_600) } ?? 5
+            let seconds = retryAfter.flatMap { UInt64($0) }.map { min($0, TransferPace.maximumWaitSeconds) } ?? 5
             return .retry(after: seconds)
         default:
             throw RelayAPI.error(status: status, body: body)
@@ -250,7 +250,7 @@ public struct ObjectDownload: Sendable {
     public enum Answer: Sendable, Equatable {
         /// Read the body through ``ObjectDownload/take(_:appendingTo:)``.
         case body
-        /// Do not read the body: wait this many seconds (1…3,600), then send ``ObjectDownload/request()``
+        /// Do not read the body: wait this many seconds (1…60), then send ``ObjectDownload/request()``
         /// again. The relay is rate limiting (429) or in trouble (5xx); the host decides how many
         /// such answers in a row it accepts.
         case retry(after: UInt64)
@@ -259,7 +259,7 @@ public struct ObjectDownload: Sendable {
     /// Checks the answer's status before its body: 200 when nothing was received yet, else 206
     /// (a relay that answers 200 to a range would send the object from its start again); 429 and
     /// 5xx ask for a retry after the relay's `Retry-After` seconds (5 when it gives none or
-    /// something else than a number of seconds; at most 3,600).
+    /// something else than a number of seconds; at most ``TransferPace/maximumWaitSeconds``).
     /// - Parameters:
     ///   - status: the answer's HTTP status.
     ///   - retryAfter: its `Retry-After` header, if any.
@@ -292,11 +292,12 @@ public struct ObjectDownload: Sendable {
         }
     }
 
-    /// Seconds to wait for a `Retry-After` header: its delta-seconds clamped to 1…3,600, else 5.
+    /// Seconds to wait for a `Retry-After` header: its delta-seconds clamped to 1 …
+    /// ``TransferPace/maximumWaitSeconds``, else 5.
     static func retryDelay(_ header: String?) -> UInt64 {
         let words = header?.split(separator: " ") ?? []
         guard words.count == 1, let seconds = UInt64(words[0]) else { return 5 }
-        return min(max(seconds, 1), 3_600)
+        return min(max(seconds, 1), TransferPace.maximumWaitSeconds)
     }
 
     /// The next bytes of the answer's body; returns the plaintext they complete (append it to the
