@@ -92,7 +92,9 @@ struct Save: SessionCommand {
     static func download(_ download: inout ObjectDownload, into fd: Int32, path: String, progress: Progress) async throws {
         // The core's one rule for transfers: how slow an answer may be, how long to wait, when to stop.
         var pace = TransferPace(bytes: download.storedSize, now: nowMilliseconds())
-        progress.plan("gives up after \(TransferPace.limitSeconds(bytes: download.storedSize) / 60) min at most, or \(TransferPace.attempts) tries in a row without progress")
+        progress.plan(
+            "gives up after \(TransferPace.limitSeconds(bytes: download.storedSize) / 60) min at most, or \(TransferPace.attempts) tries in a row without progress"
+        )
         var plaintext: [UInt8] = []
         plaintext.reserveCapacity(RelayHTTP.batchBytes + Objects.chunkByteCount)
         while true {
@@ -112,7 +114,8 @@ struct Save: SessionCommand {
                     onArrival: { count in
                         guard pace.took(count, now: nowMilliseconds()) else {
                             throw NetworkFailure(
-                                description: "the relay sends too slowly (under \(TransferPace.minimumBytesPerWindow / 1024) KiB in \(TransferPace.windowSeconds) s)")
+                                description:
+                                    "the relay sends too slowly (under \(TransferPace.minimumBytesPerWindow / 1024) KiB in \(TransferPace.windowSeconds) s)")
                         }
                     },
                     onBody: { piece in
@@ -184,7 +187,9 @@ enum Transfer {
         var upload = try session.app.messages.prepareFileUpload(size: size)
         // The core's one rule for transfers: how long to wait after a failure, when to stop.
         var pace = TransferPace(bytes: upload.storedSize, now: nowMilliseconds())
-        progress.plan("gives up after \(TransferPace.limitSeconds(bytes: upload.storedSize) / 60) min at most, or \(TransferPace.attempts) tries in a row without progress")
+        progress.plan(
+            "gives up after \(TransferPace.limitSeconds(bytes: upload.storedSize) / 60) min at most, or \(TransferPace.attempts) tries in a row without progress"
+        )
         var probe = false
         while true {
             let request: PreparedRequest

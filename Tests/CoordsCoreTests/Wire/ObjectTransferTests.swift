@@ -74,7 +74,9 @@ import Testing
         }
         // Transient refusals ask for the same part again, after the relay's Retry-After (capped).
         #expect(try upload.handle(status: 503, body: [], retryAfter: "7") == .retry(after: 7))
-        #expect(try upload.handle(status: 429, body: Array(#"{"error":"rate_limited","message":"x"}"#.utf8), retryAfter: "999999") == .retry(after: TransferPace.maximumWaitSeconds))
+        #expect(
+            try upload.handle(status: 429, body: Array(#"{"error":"rate_limited","message":"x"}"#.utf8), retryAfter: "999999")
+                == .retry(after: TransferPace.maximumWaitSeconds))
         #expect(upload.need == before)
     }
 
