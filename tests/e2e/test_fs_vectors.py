@@ -1,4 +1,4 @@
-"""The §10, §11 and §12 known answers are what the independent implementations compute
+"""The §7, §10, §11 and §12 known answers are what the independent implementations compute
 (scripts/make-fs-vectors.py, scripts/make-group-vectors.py, scripts/make-object-vectors.py).
 
 Here, not in tests/python: that suite also runs against the wheel in an environment without the
@@ -18,6 +18,7 @@ PAIRS = [
     ("make-fs-vectors.py", "forward-secrecy-v1.json"),
     ("make-group-vectors.py", "groups-v1.json"),
     ("make-object-vectors.py", "objects-v1.json"),
+    ("make-envelope-vectors.py", "envelope-v2-payloads.json"),
 ]
 
 
