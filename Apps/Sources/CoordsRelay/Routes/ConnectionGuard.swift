@@ -481,7 +481,7 @@ struct UpgradeNoiseFilter: LogHandler {
 /// A WebSocket upgrade NIO's upgrader would refuse by closing the connection unanswered (no
 /// `Sec-WebSocket-Key`, two of them, one that is not 16 bytes of base64, a
 /// `Sec-WebSocket-Version` other than `13`) is turned into a plain request the same way, marked
-/// with ``refusedUpgradeHeader``: the live route answers it 400 or 426 (RFC 6455 §4.2.1, §4.4).
+/// with ``refusedUpgradeHeader``: the live route answers it 400 or 426 (RFC 6455 §4.2.1; RFC 6455 §4.4).
 final class IgnoreUnknownUpgrade: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
