@@ -619,3 +619,65 @@ def test_a_slow_or_busy_relay_cannot_keep_save_waiting_for_hours(relay, homes, t
     assert "the relay is busy (503); trying again in 60 s" in seen[-1], seen
     relay.calm()
     assert not (tmp_path / "saved.jpg").exists()  # the killed saves leave at most their temporary files
+
+
+def test_one_friend_cannot_silence_the_mailbox(relay, homes, tmp_path):
+    """Issue 59, defect 1, with the attack's numbers: Mallory, Bob's friend, puts Bob in a group
+    (a valid statement), withholds her sender key and posts 100 group messages; then Alice writes.
+    The relay hands out the oldest 100 unacknowledged envelopes, as a relay does. One `coords
+    inbox` shows Alice's text: the 100 are held on Bob's device (16 kept, the rest dropped and
+    reported), acknowledged, and no longer stand at the head of the mailbox."""
+    alice, bob = homes
+    mallory = tmp_path / "mallory"
+    ok(mallory, "init", "--server", relay.url, "--name", "Mallory")
+    befriend(passphrase_env(), bob, mallory)
+    relay.calm()
+    bob_peer = peer_id(json.loads(ok(bob, "whoami", "--json").stdout)["id"])
+
+    def posted_for_bob(since):
+        posted = [json.loads(r.body) for r in relay.received("POST", "/v1/relay/messages") if r.path == "/v1/relay/messages"]
+        return [p for p in posted if p["recipientID"] == bob_peer][since:]
+
+    ok(mallory, "group", "create", "Spam", "Bob")
+    setup = posted_for_bob(0)
+    assert len(setup) == 2, setup  # the membership statement and Mallory's sender key
+    # Hand Bob the statement alone: he is a member, without Mallory's chain.
+    for statement in setup:
+        relay.attack("GET", "/v1/relay/messages", answer(200, {"packets": [statement]}))
+        ok(bob, "inbox")
+        relay.attacks.pop(("GET", "/v1/relay/messages"), None)
+        if json.loads(ok(bob, "groups", "--json").stdout)["groups"]:
+            break
+    assert json.loads(ok(bob, "groups", "--json").stdout)["groups"], "no envelope made Bob a member"
+    before = len(posted_for_bob(0))
+    for i in range(100):
+        ok(mallory, "send", "--group", "Spam", f"spam {i}")
+    ok(alice, "send", "Bob", "hello")
+    mailbox = posted_for_bob(before)
+    assert len(mailbox) == 101 and mailbox[-1]["senderID"] != mailbox[0]["senderID"]
+    acked = set()
+
+    def list_messages(sock, request, relay_):
+        waiting = [p for p in mailbox if p["id"] not in acked][:100]
+        send_all(sock, response(200, {"packets": waiting}))
+
+    def ack(sock, request, relay_):
+        packet_id = request.path.split("/")[4]
+        acked.add(packet_id)
+        send_all(sock, response(200, {"deleted": True, "packetID": packet_id}))
+
+    relay.attack("GET", "/v1/relay/messages", list_messages)
+    relay.attack("POST", "/v1/relay/messages/*", ack)
+    result, seconds = coords(bob, "inbox", "--json")
+    assert result.returncode == 0, result.stderr
+    inbox = json.loads(result.stdout)
+    assert [m["text"] for m in inbox["received"]] == ["hello"], inbox["received"]
+    # An ack lost on the way (the scripted relay closes every attacked connection) only means the
+    # envelope comes again: it is held once, and one dropped stays dropped.
+    assert set(inbox["waiting"]) == {p["id"] for p in mailbox[:100]}
+    dropped = {r["id"] for r in inbox["rejected"] if r["code"] == 672}
+    assert len(dropped) == 100 - 16, inbox["rejected"][:3]
+    assert mailbox[-1]["id"] in acked and seconds < 60
+    # Nothing is left to block the next fetch.
+    ok(bob, "inbox")
+    assert acked == {p["id"] for p in mailbox}

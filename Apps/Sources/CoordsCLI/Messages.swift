@@ -117,6 +117,7 @@ struct Inbox: SessionCommand {
                     "rejected": .array(
                         outcome.rejected.map { .object(["id": .string($0.id), "code": .integer(UInt64(clamping: $0.code)), "message": .string($0.reason)]) }
                     ),
+                    "waiting": .array(outcome.waiting.map { .string($0) }),
                     "conversations": .array(
                         conversations.map { c in
                             .object([
@@ -138,6 +139,10 @@ struct Inbox: SessionCommand {
         }
         for rejection in outcome.rejected { printLine("Refused a message (\(Terminal.safe(rejection.id.prefix(8)))…): \(Terminal.safe(rejection.reason))") }
         for line in rotationLines(outcome, session: session) { printLine(line) }
+        if !outcome.waiting.isEmpty {
+            printLine(
+                "\(outcome.waiting.count) group message(s) wait for their sender's key: kept on this device for up to a day, opened when the key comes.")
+        }
         if outcome.received.isEmpty { printLine("No new messages.") }
         if !conversations.isEmpty {
             var table = TextTable("FRIEND", "MESSAGES", "LAST", "AGE")

@@ -661,14 +661,20 @@ public actor MessagesManager {
                 outcome.rejected.append(rejection)
                 messages.append(.messageRejected(id: rejection.id, code: rejection.code, message: rejection.reason))
             }
+            // A held message let go for good (dropped, or refused when tried again): its envelope is
+            // recorded as seen, so a copy delivered again is a duplicate, not held anew.
+            func release(_ rejection: MessageRejection) throws {
+                try ids.put(rejection.id, [])
+                refuse(rejection)
+            }
             // Messages held from earlier answers (§11.6): opened when their key came, dropped when held too long.
             if groupChanged {
                 let retried = try GroupsManager.retryWaiting(tx, identity: identity, now: now, policy: policy, cache: &groupCache)
                 outcome.received += retried.opened
-                retried.refused.forEach(refuse)
+                for rejection in retried.refused { try release(rejection) }
             }
             for dropped in try GroupsManager.expireWaiting(tx, now: now) {
-                refuse(dropped.rejection)
+                try release(dropped.rejection)
             }
             for (envelope, sender) in laterMessages {
                 let id = envelope.id.lowercased()
@@ -679,7 +685,7 @@ public actor MessagesManager {
                     // Its sender key may still be on its way: held here (bounded), acknowledged on the relay.
                     try groupCache.flush(tx)
                     for dropped in try GroupsManager.holdWaiting(tx, envelope, sender: sender, now: now) {
-                        refuse(dropped.rejection)
+                        try release(dropped.rejection)
                     }
                     outcome.waiting.append(id)
                 } catch {
