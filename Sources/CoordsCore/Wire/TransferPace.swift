@@ -57,7 +57,7 @@ public struct TransferPace: Sendable, Equatable {
 
     /// Seconds to wait after the `failures`-th failed try in a row: 1, 2, 4, 8, 16, then 30.
     public static func pause(afterFailures failures: Int) -> UInt64 {
-        min(30, UInt64(1) << UInt64(min(max(failures - 1, 0), 5)))
+        failures <= 1 ? 1 : min(30, UInt64(1) << UInt64(min(failures - 1, 5)))
     }
 
     /// Whether the deadline passed at `now`.

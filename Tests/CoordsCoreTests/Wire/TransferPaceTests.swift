@@ -39,8 +39,18 @@ import Testing
             now += seconds * 1000
             tries += 1
         }
-        #expect(tries == TransferPace.attempts - 1)
-        #expect(waited <= UInt64(TransferPace.attempts) * TransferPace.maximumWaitSeconds)
+        // 14 answers of Retry-After: 3600 in the attack; here at most a minute each, within the deadline.
+        #expect(tries > 0 && tries <= TransferPace.attempts - 1)
+        #expect(waited <= TransferPace.limitSeconds(bytes: 150_000))
+        // Without Retry-After the pauses (1, 2, 4 … 30 s) run out the attempts first.
+        var quiet = TransferPace(bytes: 150_000, now: 0)
+        var count = 0
+        var clock: UInt64 = 0
+        while case .wait(let seconds) = quiet.failed(progressed: false, now: clock) {
+            clock += seconds * 1000
+            count += 1
+        }
+        #expect(count == TransferPace.attempts - 1 && clock == 271_000)
         // Progress starts the count again; the deadline still ends everything.
         var long = TransferPace(bytes: 0, now: 0)
         for _ in 0..<(TransferPace.attempts - 2) { _ = long.failed(progressed: false, now: 0) }
