@@ -731,6 +731,17 @@ public actor GroupsManager {
         } else {
             guard try tx.open(Tables.groups).count() < Groups.maximumGroups else { throw GroupsManagerError.tooManyGroups(maximum: Groups.maximumGroups) }
         }
+        // One friend may not take every place: groups the user is in with the inviter as an admin are counted.
+        let inviter = sender.base64URL
+        var administered = 0
+        try tx.open(Tables.groups).forEach { key, record in
+            if key != group.bytes, record.status == .member, record.members.contains(where: { $0.key == inviter && $0.admin }) { administered += 1 }
+            return true
+        }
+        guard administered < Groups.maximumGroupsPerInviter else {
+            throw GroupsManagerError.notInvited(
+                "\(inviter.prefix(8))… already made you a member of \(Groups.maximumGroupsPerInviter) groups they run, the most one friend may; leave one first")
+        }
         try forgetStatements(tx, group)
         try tx.open(Tables.groupStatements).put(group.bytes + statement.hash, statement.bytes)
     }

@@ -4,6 +4,9 @@ public enum Groups {
     public static let maximumMembers = 256
     /// Groups one client keeps, left and removed ones included until deleted (`GROUP_MAX_GROUPS`).
     public static let maximumGroups = 64
+    /// Groups one friend may put the user in while they are an admin of each
+    /// (`GROUP_MAX_PER_INVITER`): one friend cannot take every place of ``maximumGroups``.
+    public static let maximumGroupsPerInviter = 16
     /// Bytes of UTF-8 in a group name (`GROUP_NAME_MAX`).
     public static let maximumNameBytes = 64
     /// Bytes of UTF-8 text in one group message (`GROUP_TEXT_MAX`).

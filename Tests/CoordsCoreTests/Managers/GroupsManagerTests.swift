@@ -330,6 +330,29 @@ import Testing
         #expect(try mesh.app("alice").friends.shareRecipients().isEmpty)
     }
 
+    /// Issue 59, defect 8: one friend cannot fill the user's group table. Past
+    /// ``Groups/maximumGroupsPerInviter`` groups they run, their invitation is refused and reported;
+    /// another friend's is still accepted, and the user still creates groups.
+    @Test func oneFriendCannotTakeEveryGroupPlace() async throws {
+        let mesh = try await Mesh(["alice", "bob", "mallory"])
+        for index in 0..<Groups.maximumGroupsPerInviter {
+            _ = try await mesh.app("mallory").groups.create(name: "m\(index)", members: [mesh.id("bob")])
+        }
+        try await mesh.flush("mallory")
+        #expect(try await mesh.fetch("bob").rejected.isEmpty)
+        #expect(try mesh.app("bob").groups.groups().count == Groups.maximumGroupsPerInviter)
+        _ = try await mesh.app("mallory").groups.create(name: "one too many", members: [mesh.id("bob")])
+        try await mesh.flush("mallory")
+        let refused = try await mesh.fetch("bob")
+        #expect(refused.rejected.map(\.code).contains(GroupsManagerError.notInvited("").code), "\(refused.rejected)")
+        #expect(refused.rejected.contains { $0.reason.contains("the most one friend may") })
+        #expect(try mesh.app("bob").groups.groups().count == Groups.maximumGroupsPerInviter)
+        _ = try await mesh.app("alice").groups.create(name: "Alice's", members: [mesh.id("bob")])
+        try await mesh.settle()
+        #expect(try mesh.app("bob").groups.groups().contains { $0.name == "Alice's" })
+        _ = try await mesh.app("bob").groups.create(name: "Bob's own", members: [mesh.id("alice")])
+    }
+
     @Test func limitsAreStatedAndRefused() async throws {
         let mesh = try await Mesh(["alice", "bob"])
         await #expect(throws: GroupsManagerError.self) { try await mesh.app("alice").groups.create(name: "x", members: [mesh.id("alice")]) }
