@@ -740,7 +740,8 @@ public actor GroupsManager {
         }
         guard administered < Groups.maximumGroupsPerInviter else {
             throw GroupsManagerError.notInvited(
-                "\(inviter.prefix(8))… already made you a member of \(Groups.maximumGroupsPerInviter) groups they run, the most one friend may; leave one first")
+                "\(inviter.prefix(8))… already made you a member of \(Groups.maximumGroupsPerInviter) groups they run, the most one friend may; leave one first"
+            )
         }
         try forgetStatements(tx, group)
         try tx.open(Tables.groupStatements).put(group.bytes + statement.hash, statement.bytes)
