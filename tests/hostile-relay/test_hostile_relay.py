@@ -681,3 +681,37 @@ def test_one_friend_cannot_silence_the_mailbox(relay, homes, tmp_path):
     # Nothing is left to block the next fetch.
     ok(bob, "inbox")
     assert acked == {p["id"] for p in mailbox}
+
+
+def test_a_friends_small_order_prekey_is_refused_and_sharing_goes_on(relay, homes, tmp_path):
+    """Issue 59, defect 2: Mallory (a friend whose key this test holds, so it can sign as her)
+    publishes a validly signed all-zero signed prekey. Alice refuses the bundle with one line and
+    keeps Mallory `legacy`; `coords share` still seals for everyone, and Bob opens Alice's position."""
+    from test_relay_attacks import Key, b64u as b64u_nopad
+
+    alice, bob = homes
+    mallory = Key()
+    mallory_id = b64u_nopad(mallory.public)
+    host = relay.url.split("://", 1)[1]
+    ok(alice, "add", f"coord://{host}/add/{mallory_id}#Mallory")
+    created = int(time.time() * 1000)
+    expires = created + 9 * 86_400_000
+    spk_id, zero = 7, bytes(32)
+    signed = b"coords-prekey-v1" + spk_id.to_bytes(4, "big") + zero + created.to_bytes(8, "big") + expires.to_bytes(8, "big")
+    bundle = {"key": mallory_id, "oneTimePrekey": None,
+              "signedPrekey": {"id": spk_id, "key": b64u_nopad(zero), "created": created, "expires": expires,
+                               "signature": b64u_nopad(mallory.sign(signed))}}
+    relay.attack("GET", f"/v1/relay/prekeys/{mallory_id}", answer(200, bundle))
+    result, seconds = coords(alice, "share", "--lat", "46.948", "--lon", "7.447")
+    assert result.returncode == 0, result.stderr
+    assert "small-order" in result.stderr and not CONTROLS.search(result.stderr), result.stderr
+    protection = {f["name"]: f["protection"] for f in friends_of(alice)}
+    assert protection["Mallory"] == "legacy", protection
+    uploads = [json.loads(r.body) for r in relay.received("PUT", "/api/location")]
+    assert uploads, "the share was not uploaded"
+    upload = uploads[-1]
+    entry = {upload["pubkey"]: {"blob": upload["blob"], "updated": upload["timestamp"], "signature": upload["signature"],
+                                "timestamp": upload["timestamp"]}}
+    relay.attack("POST", "/api/location", answer(200, entry))
+    seen = json.loads(ok(bob, "fetch", "--json").stdout)["friends"]
+    assert [round(f["location"]["latitude"], 3) for f in seen] == [46.948], seen
