@@ -176,8 +176,8 @@ def test_a_file_from_a_hostile_relay_is_refused_and_a_busy_one_is_waited_out(rel
         relay.attack("GET", f"/v1/relay/objects/{oid}", busy_first)
         monkeypatch.setattr(transport.time, "sleep", waits.append)
         transport.save_file(bob, sent.message.id, str(target))
-        # The core's decision: the relay's Retry-After, at most an hour, 5 s when it gives none.
-        assert not busy and waits == [2, 3600, 5] and target.read_bytes() == source.read_bytes()
+        # The core's decision: the relay's Retry-After, at most a minute (TransferPace), 5 s when it gives none.
+        assert not busy and waits == [2, 60, 5] and target.read_bytes() == source.read_bytes()
 
         waits.clear()
         relay.attack("GET", f"/v1/relay/objects/{oid}", answer(503, {"error": "unavailable"}, [("Retry-After", "1")]))
