@@ -204,8 +204,20 @@ public actor LocationManager {
         wire: WireLocation, fixTimestamp: UInt64, for friends: [(id: String, key: X25519PublicKey)], identity: Identity, server: String, now: UInt64,
         refusingStale: Bool = false
     ) throws -> PreparedUpload {
-        let recipients = try blobRecipients(identity: identity, friends: friends, now: now)
-        let blob = try LocationBlob.seal(wire, for: recipients, using: context.random)
+        var recipients = try blobRecipients(identity: identity, friends: friends, now: now)
+        var blob: [UInt8]?
+        // A friend's stored prekey of small order (accepted by a version that did not refuse such
+        // keys) fails the seal: that friend gets an identity entry instead and the seal is made
+        // again, so one friend's broken key never fails the upload for the others. Checked only
+        // when it happens: the usual seal pays nothing for it.
+        for _ in 0...friends.count where blob == nil {
+            do {
+                blob = try LocationBlob.seal(wire, for: recipients, using: context.random)
+            } catch WireError.invalidRecipientKey(let index) where index > 0 && index <= friends.count && recipients[index] != friends[index - 1].key {
+                recipients[index] = friends[index - 1].key
+            }
+        }
+        guard let blob else { throw WireError.invalidRecipientKey(index: 0) }
         let uploadTimestamp = try reconciler.write(context.database) { tx, messages -> UInt64 in
             let table = try tx.open(Tables.uploadState)
             var state = try table.get(UploadState.key) ?? UploadState()
@@ -230,10 +242,7 @@ public actor LocationManager {
     }
 
     /// The keys a blob is sealed to (PROTOCOL.md §10.9): our own current signed prekey (or our
-    /// identity), then each friend's accepted, unexpired signed prekey (or their identity). A
-    /// stored prekey of small order (accepted by a version that did not refuse it) is never sealed
-    /// to: that friend gets an identity entry, so one friend's broken key cannot fail the upload
-    /// for the others.
+    /// identity), then each friend's accepted, unexpired signed prekey (or their identity).
     private func blobRecipients(identity: Identity, friends: [(id: String, key: X25519PublicKey)], now: UInt64) throws -> [X25519PublicKey] {
         try context.database.read { tx in
             let own = try SessionsManager.ownSignedPrekeys(tx).first { !$0.replaced && now < $0.expires }
@@ -244,8 +253,7 @@ public actor LocationManager {
             guard try prekeys.count() > 0 else { return keys + friends.map(\.key) }
             for friend in friends {
                 let key = try Ed25519PublicKey(base64URL: friend.id)
-                let prekey = try prekeys.get(key)?.usableSignedPrekey(at: now)?.key
-                keys.append(prekey.flatMap { $0.isSmallOrder ? nil : $0 } ?? friend.key)
+                keys.append(try prekeys.get(key)?.usableSignedPrekey(at: now)?.key ?? friend.key)
             }
             return keys
         }
