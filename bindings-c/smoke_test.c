@@ -966,6 +966,25 @@ static void test_files(void) {
     char answer[256];
     EXPECT(COORDS_OK, coords_upload_process(upload, 503, NULL, 0, "7", &wait, &e_));
     CHECK(wait == 7);
+    /* The core's transfer rule: the relay's wait (at most 60 s), then pauses of 1, 2, 4 … 30 s;
+     * the 14th failed try gives up and says why. */
+    CoordsBuffer why = {0};
+    uint64_t pause = 0, left = 0;
+    EXPECT(COORDS_OK, coords_upload_failed(upload, 7, &pause, &why, &e_));
+    CHECK(pause == 7 && why.len == 0);
+    EXPECT(COORDS_OK, coords_upload_failed(upload, 3600, &pause, &why, &e_));
+    CHECK(pause == 60);
+    for (int i = 0; i < 11; i++) EXPECT(COORDS_OK, coords_upload_failed(upload, 0, &pause, &why, &e_));
+    CHECK(pause == 30);
+    EXPECT(COORDS_OK, coords_upload_failed(upload, 0, &pause, &why, &e_));
+    char why_text[256];
+    snprintf(why_text, sizeof why_text, "%.*s", (int)why.len, (const char *)why.data);
+    CHECK(pause == 0 && strstr(why_text, "14 tries") != NULL);
+    coords_buffer_free(&why);
+    EXPECT(COORDS_OK, coords_transfer_seconds_left(upload, NULL, &left, &e_));
+    CHECK(left >= 590 && left <= 600 + 104883200 / 8192); /* 10 min plus the size at 8 KiB/s */
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_upload_failed(upload, 0, NULL, &why, &e_));
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_transfer_seconds_left(NULL, NULL, &left, &e_));
     while (parts < 10) {
         EXPECT(COORDS_OK, coords_upload_next(upload, &more, &request, &e_));
         if (!more) break;
@@ -1026,6 +1045,16 @@ static void test_files(void) {
         CHECK(wait == 60); /* a Retry-After beyond the transfer rule's 60 s is cut */
         EXPECT(COORDS_OK, coords_download_check(download, 200, NULL, &wait, &e_));
         CHECK(wait == 0);
+        int32_t keep = 0;
+        EXPECT(COORDS_OK, coords_download_pace(download, 65536, &keep, &e_));
+        CHECK(keep == 1);
+        EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_download_pace(download, 1, NULL, &e_));
+        CoordsBuffer giving_up = {0};
+        uint64_t pause = 0, left = 0;
+        EXPECT(COORDS_OK, coords_download_failed(download, 9, &pause, &giving_up, &e_));
+        CHECK(pause == 9 && giving_up.len == 0);
+        EXPECT(COORDS_OK, coords_transfer_seconds_left(NULL, download, &left, &e_));
+        CHECK(left > 0);
         /* The Content-Length must be what was asked for: shorter, longer or not a number is refused. */
         char length[32];
         snprintf(length, sizeof length, "%lu", (unsigned long)STORED);

@@ -841,15 +841,22 @@ int32_t coords_messages_sweep_expired(CoordsApp *app, CoordsBuffer *ids_json_out
  *
  *   coords_upload_begin(app, fd, &up)
  *   while (coords_upload_next(up, &more, &req) == 0 && more) {
- *       send req; on no answer: coords_upload_probe(up, &req) and send that instead;
- *       coords_upload_process(up, status, body, len, retry_after_header, &wait); if (wait) sleep(wait);
+ *       send req (timeout: coords_transfer_seconds_left); on no answer: coords_upload_failed(up, 0,
+ *       &wait, &why) — wait == 0: give up, say `why` — sleep(wait), then coords_upload_probe(up, &req)
+ *       and send that instead;
+ *       coords_upload_process(up, status, body, len, retry_after_header, &ra);
+ *       if (ra) { coords_upload_failed(up, ra, &wait, &why); ...as above }
  *   }
  *   coords_upload_send(up, friend_id, "image/jpeg", "harbour.jpg", "caption", &sent); coords_upload_free(up);
  *
  *   coords_download_begin(app, message_id, tmp_fd, &down)
- *   do { coords_download_request(down, &req, &max); send req;
- *        coords_download_check(down, status, retry_after_header, &wait); if (wait) { sleep(wait); continue; }
- *        for each piece of the body (at most max bytes): coords_download_take(down, piece, n);
+ *   do { coords_download_request(down, &req, &max); send req (timeout: coords_transfer_seconds_left);
+ *        coords_download_check(down, status, retry_after_header, &ra);
+ *        if (ra) { coords_download_failed(down, ra, &wait, &why); wait == 0: give up; sleep(wait); continue; }
+ *        coords_download_check_length(down, content_length_header);
+ *        for each piece read: coords_download_pace(down, n, &keep) — keep == 0: cut the answer off —
+ *        then coords_download_take(down, piece, n) (at most max bytes in all);
+ *        on a cut or lost answer: coords_download_failed(down, 0, &wait, &why) as above;
  *        coords_download_finish(down, &complete); } while (!complete);   then rename tmp into place
  *   on any error: remove the temporary file; coords_download_free(down). */
 
@@ -877,6 +884,15 @@ int32_t coords_upload_probe(CoordsUpload *upload, CoordsBuffer *request_json_out
  * honest relay gives), TOO_LARGE, INVALID_HANDLE, NULL_ARGUMENT. */
 int32_t coords_upload_process(CoordsUpload *upload, int32_t status, const uint8_t *body, size_t body_len,
                               const char *retry_after, uint64_t *retry_after_seconds_out, CoordsError *out_error);
+
+/* After a failed try of an upload — no answer (retry_after_seconds 0), or an answer asking to wait
+ * (retry_after_seconds: what coords_upload_process wrote) — the transfer rule of the core
+ * (PROTOCOL.md §12.5): *wait_seconds_out is the seconds to wait before the next try (1..60), or 0
+ * when the upload gives up (14 failed tries in a row, or its deadline: 10 min plus the size at 8
+ * KiB/s); then *reason_out says why (UTF-8, owned by the caller, freed with coords_buffer_free;
+ * empty otherwise). Reads the system clock. Errors: INVALID_HANDLE, NULL_ARGUMENT. */
+int32_t coords_upload_failed(CoordsUpload *upload, uint64_t retry_after_seconds, uint64_t *wait_seconds_out, CoordsBuffer *reason_out,
+                             CoordsError *out_error);
 
 /* Progress: bytes of the file the relay holds (*sent_out) of *size_out. Errors: INVALID_HANDLE, NULL_ARGUMENT. */
 int32_t coords_upload_progress(CoordsUpload *upload, uint64_t *sent_out, uint64_t *size_out, CoordsError *out_error);
@@ -926,6 +942,25 @@ int32_t coords_download_check(CoordsDownload *download, int32_t status, const ch
  * at once: do not read the body and do not resume. Errors: OBJECT_MISMATCH, NULL_ARGUMENT (download),
  * INVALID_HANDLE. */
 int32_t coords_download_check_length(CoordsDownload *download, const char *content_length, CoordsError *out_error);
+
+/* `arrived` more bytes of the current answer's body came (call it per read, before handing them to
+ * coords_download_take): *keep_out 1 to read on, 0 to cut the answer off — under 16 KiB in 30 s
+ * (a dripping relay) or past the transfer's deadline — and call coords_download_failed. Reads the
+ * system clock. Errors: INVALID_HANDLE, NULL_ARGUMENT. */
+int32_t coords_download_pace(CoordsDownload *download, uint64_t arrived, int32_t *keep_out, CoordsError *out_error);
+
+/* After a failed try of a download — an answer lost, cut off or too slow (retry_after_seconds 0), or
+ * a busy one (retry_after_seconds: what coords_download_check wrote) — the core's transfer rule:
+ * *wait_seconds_out the seconds to wait before the next request (1..60), or 0 when the download
+ * gives up (14 failed tries in a row without a byte of progress, or its deadline); then
+ * *reason_out says why (owned by the caller, freed with coords_buffer_free; empty otherwise).
+ * Reads the system clock. Errors: INVALID_HANDLE, NULL_ARGUMENT. */
+int32_t coords_download_failed(CoordsDownload *download, uint64_t retry_after_seconds, uint64_t *wait_seconds_out,
+                               CoordsBuffer *reason_out, CoordsError *out_error);
+
+/* Seconds left until the deadline of the transfer (at least 1): a host's timeout for its next
+ * request. Pass the upload or the download, the other NULL. Errors: INVALID_HANDLE, NULL_ARGUMENT. */
+int32_t coords_transfer_seconds_left(CoordsUpload *upload, CoordsDownload *download, uint64_t *seconds_out, CoordsError *out_error);
 
 /* The next bytes of the answer's body (any length): the chunks they complete are opened and
  * written to fd. Pieces of 256 KiB or more are hashed on a second thread while their chunks open:

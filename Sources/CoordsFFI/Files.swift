@@ -11,25 +11,41 @@ import Glibc
 import Musl
 #endif
 
-/// An upload under way: the app, the host's file descriptor (borrowed) and the core's state.
+/// An upload under way: the app, the host's file descriptor (borrowed), the core's state and the
+/// transfer's pace (``TransferPace``, on the system clock).
 final class UploadHandle: Sendable {
     let app: CoordsCore.CoordsApp
     let fd: Int32
     let upload: Mutex<ObjectUpload>
+    let pace: Mutex<TransferPace>
     init(app: CoordsCore.CoordsApp, fd: Int32, upload: ObjectUpload) {
         self.app = app
         self.fd = fd
         self.upload = Mutex(upload)
+        pace = Mutex(TransferPace(bytes: upload.storedSize, now: TimeSource.system.now()))
     }
 }
 
-/// A download under way: the host's file descriptor (borrowed) for the plaintext and the core's state.
+/// A download under way: the host's file descriptor (borrowed) for the plaintext, the core's
+/// state, and the transfer's pace with the bytes received when the current answer was asked for.
 final class DownloadHandle: Sendable {
     let fd: Int32
     let download: Mutex<ObjectDownload>
+    let pace: Mutex<(pace: TransferPace, receivedAtRequest: UInt64)>
     init(fd: Int32, download: ObjectDownload) {
         self.fd = fd
         self.download = Mutex(download)
+        pace = Mutex((TransferPace(bytes: download.storedSize, now: TimeSource.system.now()), 0))
+    }
+}
+
+/// Writes what `next` says to the host's out-pointers: the seconds to wait, or 0 and why it gave up.
+private func report(_ next: TransferPace.Next, wait: UnsafeMutablePointer<UInt64>, reason: UnsafeMutablePointer<CoordsBuffer>) throws {
+    switch next {
+    case .wait(let seconds): wait.pointee = max(seconds, 1)
+    case .giveUp(let why):
+        wait.pointee = 0
+        try why.write(to: reason)
     }
 }
 
@@ -115,7 +131,24 @@ public func ffiUploadProcess(
         let bytes = try Argument.bytes(body, length, "body", maximum: ClientLimits.smallAnswerBytes)
         let header = try Argument.optionalString(retryAfter, "retry_after")
         let progress = try state.upload.withLock { try $0.handle(status: Int(status), body: bytes, retryAfter: header) }
-        if case .retry(let seconds) = progress { wait.pointee = max(seconds, 1) }
+        switch progress {
+        case .retry(let seconds): wait.pointee = max(seconds, 1)
+        case .stored: state.pace.withLock { $0.progressed() }
+        }
+    }
+}
+
+@_cdecl("coords_upload_failed")
+public func ffiUploadFailed(
+    _ handle: Handle, _ retryAfter: UInt64, _ waitOut: UnsafeMutablePointer<UInt64>?, _ reasonOut: BufferOut, _ error: ErrorOut
+) -> Int32 {
+    exported(error) {
+        let wait = try Argument.output(waitOut, "wait_seconds_out")
+        let reason = try Argument.buffer(reasonOut, "reason_out")
+        wait.pointee = 0
+        let state = try uploads.get(handle, "upload")
+        let now = TimeSource.system.now()
+        try report(state.pace.withLock { $0.failed(progressed: false, retryAfter: retryAfter == 0 ? nil : retryAfter, now: now) }, wait: wait, reason: reason)
     }
 }
 
@@ -198,9 +231,57 @@ public func ffiDownloadRequest(_ handle: Handle, _ requestOut: BufferOut, _ maxi
     exported(error) {
         let out = try Argument.buffer(requestOut, "request_json_out")
         let maximum = try Argument.output(maximumOut, "max_bytes_out")
-        let download = try downloads.get(handle, "download").download.withLock { $0 }
+        let state = try downloads.get(handle, "download")
+        let download = state.download.withLock { $0 }
         try download.request().json.write(to: out)
         maximum.pointee = download.storedSize.subtractingSaturating(download.received)
+        let now = TimeSource.system.now()
+        state.pace.withLock {
+            $0.pace.beginAnswer(now: now)
+            $0.receivedAtRequest = download.received
+        }
+    }
+}
+
+@_cdecl("coords_download_pace")
+public func ffiDownloadPace(_ handle: Handle, _ arrived: UInt64, _ keepOut: UnsafeMutablePointer<Int32>?, _ error: ErrorOut) -> Int32 {
+    exported(error) {
+        let keep = try Argument.output(keepOut, "keep_out")
+        keep.pointee = 0
+        let state = try downloads.get(handle, "download")
+        let now = TimeSource.system.now()
+        keep.pointee = state.pace.withLock { $0.pace.took(Int(clamping: arrived), now: now) } ? 1 : 0
+    }
+}
+
+@_cdecl("coords_download_failed")
+public func ffiDownloadFailed(
+    _ handle: Handle, _ retryAfter: UInt64, _ waitOut: UnsafeMutablePointer<UInt64>?, _ reasonOut: BufferOut, _ error: ErrorOut
+) -> Int32 {
+    exported(error) {
+        let wait = try Argument.output(waitOut, "wait_seconds_out")
+        let reason = try Argument.buffer(reasonOut, "reason_out")
+        wait.pointee = 0
+        let state = try downloads.get(handle, "download")
+        let received = state.download.withLock { $0.received }
+        let now = TimeSource.system.now()
+        let next = state.pace.withLock {
+            $0.pace.failed(progressed: received > $0.receivedAtRequest, retryAfter: retryAfter == 0 ? nil : retryAfter, now: now)
+        }
+        try report(next, wait: wait, reason: reason)
+    }
+}
+
+@_cdecl("coords_transfer_seconds_left")
+public func ffiTransferSecondsLeft(_ upload: Handle, _ download: Handle, _ secondsOut: UnsafeMutablePointer<UInt64>?, _ error: ErrorOut) -> Int32 {
+    exported(error) {
+        let seconds = try Argument.output(secondsOut, "seconds_out")
+        let now = TimeSource.system.now()
+        if download != nil {
+            seconds.pointee = try downloads.get(download, "download").pace.withLock { $0.pace.secondsLeft(now: now) }
+        } else {
+            seconds.pointee = try uploads.get(upload, "upload").pace.withLock { $0.secondsLeft(now: now) }
+        }
     }
 }
 

@@ -393,6 +393,7 @@ _SIGNATURES = [
     ("coords_upload_probe", c_int32, [c_void_p, _BUF, _ERR]),
     ("coords_upload_process", c_int32, [c_void_p, c_int32, _U8, c_size_t, c_char_p, POINTER(c_uint64), _ERR]),
     ("coords_upload_progress", c_int32, [c_void_p, POINTER(c_uint64), POINTER(c_uint64), _ERR]),
+    ("coords_upload_failed", c_int32, [c_void_p, c_uint64, POINTER(c_uint64), _BUF, _ERR]),
     ("coords_upload_send", c_int32, [c_void_p, c_char_p, c_char_p, c_char_p, c_char_p, _BUF, _ERR]),
     ("coords_upload_send_group", c_int32, [c_void_p, c_char_p, c_char_p, c_char_p, c_char_p, _BUF, _ERR]),
     ("coords_upload_free", None, [c_void_p]),
@@ -400,6 +401,9 @@ _SIGNATURES = [
     ("coords_download_request", c_int32, [c_void_p, _BUF, POINTER(c_uint64), _ERR]),
     ("coords_download_check", c_int32, [c_void_p, c_int32, c_char_p, POINTER(c_uint64), _ERR]),
     ("coords_download_check_length", c_int32, [c_void_p, c_char_p, _ERR]),
+    ("coords_download_pace", c_int32, [c_void_p, c_uint64, POINTER(c_int32), _ERR]),
+    ("coords_download_failed", c_int32, [c_void_p, c_uint64, POINTER(c_uint64), _BUF, _ERR]),
+    ("coords_transfer_seconds_left", c_int32, [c_void_p, c_void_p, POINTER(c_uint64), _ERR]),
     ("coords_download_take", c_int32, [c_void_p, _U8, c_size_t, _ERR]),
     ("coords_download_progress", c_int32, [c_void_p, POINTER(c_uint64), POINTER(c_uint64), _ERR]),
     ("coords_download_finish", c_int32, [c_void_p, POINTER(c_int32), _ERR]),
@@ -1377,6 +1381,22 @@ class FileUpload(_NativeHandle):
         _call(lib.coords_upload_progress, self.handle, byref(sent), byref(size))
         return sent.value, size.value
 
+    def failed(self, retry_after: int = 0) -> tuple[int, str]:
+        """A try failed: no answer (retry_after 0), or process() asked to wait retry_after
+        seconds. The core's transfer rule (PROTOCOL.md §12.5) answers (seconds to wait, "") — at
+        most 60 — or (0, why) when the upload gives up: 14 failed tries in a row, or its deadline."""
+        if retry_after < 0 or retry_after >= 2**64:
+            raise ValueError("retry_after must be 0 … 2**64-1")
+        wait = c_uint64(0)
+        reason = _buffer_call(lib.coords_upload_failed, self.handle, retry_after, byref(wait))
+        return wait.value, reason.decode("utf-8", "replace")
+
+    def seconds_left(self) -> int:
+        """Seconds until the upload's deadline (at least 1): the timeout for the next request."""
+        seconds = c_uint64(0)
+        _call(lib.coords_transfer_seconds_left, self.handle, None, byref(seconds))
+        return seconds.value
+
     def send(self, friend_id: str, type: str, name: str = "", caption: str = "") -> "Sent":
         """Announces the finished upload to a friend (a file message, queued like send_message).
         Raises WireError (ERR_OBJECT_MISMATCH: not finished; ERR_MALFORMED_FILE: type or name),
@@ -1430,6 +1450,33 @@ class FileDownload(_NativeHandle):
         if wait.value == 0 and content_length is not None:
             _call(lib.coords_download_check_length, self.handle, _utf8(content_length, "content_length"))
         return wait.value
+
+    def pace(self, arrived: int) -> bool:
+        """`arrived` more bytes of the answer's body came (call it per read, before take()): False
+        when the answer is too slow (under 16 KiB in 30 s) or past the deadline — cut it off and
+        call failed()."""
+        if arrived < 0 or arrived >= 2**64:
+            raise ValueError("arrived must be 0 … 2**64-1")
+        keep = c_int32(0)
+        _call(lib.coords_download_pace, self.handle, arrived, byref(keep))
+        return keep.value == 1
+
+    def failed(self, retry_after: int = 0) -> tuple[int, str]:
+        """A try failed: lost, cut off or too slow (retry_after 0), or busy (what check()
+        returned). The core's transfer rule (PROTOCOL.md §12.5) answers (seconds to wait, "") — at
+        most 60 — or (0, why) when the download gives up: 14 failed tries in a row without a byte
+        of progress, or its deadline."""
+        if retry_after < 0 or retry_after >= 2**64:
+            raise ValueError("retry_after must be 0 … 2**64-1")
+        wait = c_uint64(0)
+        reason = _buffer_call(lib.coords_download_failed, self.handle, retry_after, byref(wait))
+        return wait.value, reason.decode("utf-8", "replace")
+
+    def seconds_left(self) -> int:
+        """Seconds until the download's deadline (at least 1): the timeout for the next request."""
+        seconds = c_uint64(0)
+        _call(lib.coords_transfer_seconds_left, None, self.handle, byref(seconds))
+        return seconds.value
 
     def take(self, data: bytes) -> None:
         """The next bytes of the answer's body. Raises WireError (ERR_BAD_CHUNK,

@@ -163,13 +163,12 @@ def _exchange(request: Request, cap: int, on_head: Callable[[int, http.client.HT
         connection.close()
 
 
-ATTEMPTS = 14
-"""Tries without progress before send_file or save_file gives up (pauses of 1, 2, 4 … 30 s: about
-five minutes, long enough for a relay to restart)."""
-
-
 _BATCH = 1 << 20
 """Body bytes save_file hands to FileDownload.take at once."""
+
+
+class _TooSlow(TransportError):
+    """An answer the core's transfer rule cut off: it brought too little for too long."""
 
 
 class _Busy(TransportError):
@@ -181,10 +180,6 @@ class _Busy(TransportError):
         self.wait = wait
 
 
-def _pause(failures: int) -> float:
-    return float(min(30, 1 << min(max(failures - 1, 0), 5)))
-
-
 def send_file(app: "App", friend_id: str, path: str, type: str = "application/octet-stream", name: Optional[str] = None,
               caption: str = "") -> "Sent":
     """Uploads the file at `path` sealed to our relay, part by part (at most 4 MiB in memory),
@@ -192,33 +187,34 @@ def send_file(app: "App", friend_id: str, path: str, type: str = "application/oc
     queues the file message for `friend_id` and returns it (deliver it with deliver_outbox, or
     send `.request`). `name` defaults to the file's base name.
 
-    Raises TransportError after ATTEMPTS failures in a row without progress, WireError when the
+    Raises RelayUnreachable when the core's transfer rule gives up (14 failed tries in a row, or
+    the upload's deadline; PROTOCOL.md §12.5), WireError when the
     relay refuses the file (ERR_RELAY_ERROR, e.g. the quota) or answers what no honest relay would,
     ArgumentError (ERR_FILE_IO), ManagerError (unknown or blocked friend)."""
     with open(path, "rb") as file, app.begin_upload(file.fileno()) as upload:
-        failures, probe = 0, False
+        probe = False
+
+        def pause(retry_after: int, failure: Exception) -> None:
+            """The core's transfer rule decides how long to wait, or that the upload gives up."""
+            wait, why = upload.failed(retry_after)
+            if not wait:
+                raise RelayUnreachable(f"the upload failed ({why}): {failure}") from failure
+            time.sleep(wait)
+
         while True:
             request = upload.probe() if probe else upload.next()
             if request is None:
                 break
             try:
-                answer = send(request, total_timeout=120.0)
-            except TransportError:
-                failures += 1
-                if failures >= ATTEMPTS:
-                    raise
-                time.sleep(_pause(failures))
+                answer = send(request, total_timeout=float(min(120, upload.seconds_left())))
+            except TransportError as lost:
+                pause(0, lost)
                 probe = True  # the part may or may not be stored: ask the relay where its bytes end
                 continue
             probe = False
             wait = upload.process(answer.status, answer.body, answer.retry_after)
             if wait:
-                failures += 1
-                if failures >= ATTEMPTS:
-                    raise RelayUnreachable(f"the relay kept asking to wait ({answer.status})")
-                time.sleep(min(wait, 60))
-            else:
-                failures = 0
+                pause(wait, RelayUnreachable(f"the relay kept asking to wait ({answer.status})"))
         return upload.send(friend_id, type, os.path.basename(path) if name is None else name, caption)
 
 
@@ -231,8 +227,9 @@ def save_file(app: "App", message_id: str, path: str, *, overwrite: bool = False
 
     Raises FileExistsError (without `overwrite`), WireError (a relay serving other, cut,
     reordered or extra bytes: ERR_BAD_CHUNK, ERR_OBJECT_MISMATCH, or 404 gone), AnswerTooLarge
-    (more bytes than the object), TransportError after ATTEMPTS failures in a row (unreachable,
-    cut off, 429 or 5xx), ManagerError (ERR_UNKNOWN_MESSAGE, ERR_NO_ATTACHMENT)."""
+    (more bytes than the object), RelayUnreachable when the core's transfer rule gives up (14
+    failed tries in a row without progress — unreachable, cut off, too slow, 429 or 5xx — or the
+    download's deadline), ManagerError (ERR_UNKNOWN_MESSAGE, ERR_NO_ATTACHMENT)."""
     if not overwrite and os.path.lexists(path):
         raise FileExistsError(f"{path} exists")
     temporary = os.path.join(os.path.dirname(path), f".coords-{os.urandom(8).hex()}.part")
@@ -240,10 +237,17 @@ def save_file(app: "App", message_id: str, path: str, *, overwrite: bool = False
     done = False
     try:
         with app.begin_download(message_id, fd) as download:
-            failures = 0
+
+            def pause(retry_after: int, failure: Exception) -> None:
+                """The core's transfer rule decides how long to wait, or that the download gives up."""
+                wait, why = download.failed(retry_after)
+                if not wait:
+                    raise RelayUnreachable(f"the download failed ({why}): {failure}") from failure
+                time.sleep(wait)
+
             while True:
                 request, maximum = download.request()
-                before = download.progress()[0]
+
                 def head(status: int, headers: http.client.HTTPMessage) -> None:
                     wait = download.check(status, headers.get("Retry-After"), headers.get("Content-Length"))
                     if wait:
@@ -260,29 +264,27 @@ def save_file(app: "App", message_id: str, path: str, *, overwrite: bool = False
                         download.take(piece)
 
                 def take(piece: bytes) -> None:
+                    if not download.pace(len(piece)):
+                        raise _TooSlow("the relay sends too slowly (under 16 KiB in 30 s)")
                     pending.extend(piece)
                     if len(pending) >= _BATCH:
                         flush()
 
                 try:
-                    _exchange(request, maximum, head, take, CONNECT_TIMEOUT, IDLE_TIMEOUT, 3600.0)
+                    _exchange(request, maximum, head, take, CONNECT_TIMEOUT, IDLE_TIMEOUT, float(download.seconds_left()))
                     flush()
                 except AnswerTooLarge:
                     raise
                 except _Busy as busy:
-                    failures += 1
-                    if failures >= ATTEMPTS:
-                        raise RelayUnreachable(f"the relay kept answering {busy.status}") from busy
-                    time.sleep(busy.wait)
+                    pause(busy.wait, RelayUnreachable(f"the relay kept answering {busy.status}"))
                     continue
-                except TransportError:
+                except TransportError as lost:
                     flush()  # chunks opened before the break stay; the next request resumes after them
+                    pause(0, lost)
+                    continue
                 if download.finish():
                     break
-                failures = 1 if download.progress()[0] > before else failures + 1
-                if failures >= ATTEMPTS:
-                    raise RelayUnreachable("the download kept breaking off")
-                time.sleep(_pause(failures))
+                pause(0, RelayUnreachable("the download kept breaking off"))
         os.replace(temporary, path)
         done = True
         return path
@@ -313,4 +315,4 @@ def deliver_outbox(app: "App", *, ignore_backoff: bool = False) -> list[OutboxRe
 
 
 __all__ = ["Answer", "AnswerTooLarge", "CertificateRefused", "RelayUnreachable", "TransportError", "deliver_outbox", "save_file", "send", "send_file",
-           "ATTEMPTS", "CONNECT_TIMEOUT", "IDLE_TIMEOUT", "TOTAL_TIMEOUT", "DEFAULT_MAX_RESPONSE_BYTES"]
+           "CONNECT_TIMEOUT", "IDLE_TIMEOUT", "TOTAL_TIMEOUT", "DEFAULT_MAX_RESPONSE_BYTES"]
