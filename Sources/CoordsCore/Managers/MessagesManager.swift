@@ -62,8 +62,10 @@ public struct MessagesOutcome: Sendable, Equatable {
     /// device (bounded per sender and in time), acknowledged on the relay so they never block the
     /// mailbox, and opened when the key comes. One dropped from the held set is in ``rejected``.
     public var waiting: [String] = []
-    /// The answer held as many envelopes as a fetch asks for (``MessagesManager/fetchLimit``): more
-    /// may be waiting on the relay. Send the acks, then fetch again at once.
+    /// The answer held as many envelopes as a fetch asks for (``MessagesManager/fetchLimit``), all
+    /// of them distinct and new: more may be waiting on the relay. Send the acks, then fetch again
+    /// at once. (An answer that repeats an id or brings one already kept is a relay that does not
+    /// forget: fetching again would bring the same.)
     public var more = false
     /// Envelopes the group rules queued (sender keys for members who joined or after a removal,
     /// §11.4) and the reseal of a shared group whose members changed (§11.7): send them now or let
@@ -453,7 +455,6 @@ public actor MessagesManager {
         if packets.count >= 4 { Parallel.wakeHelpers() }
         let now = context.clock.now()
         var outcome = MessagesOutcome()
-        outcome.more = packets.count >= Self.fetchLimit
         var ackIDs: [String] = []
         var acked = Set<String>()
         var receiptsFor: [(friendID: String, messageID: String)] = []
@@ -703,6 +704,9 @@ public actor MessagesManager {
         }
         // Our state for these sessions is lost: end them and tell each friend in a new session (§10.8).
         try await resetSessions(with: Set(brokenFriends))
+        // A full answer of envelopes all distinct and new may leave more on the relay. One that repeats
+        // an id, or brings one already kept, is a relay that does not forget: asking again would bring the same.
+        outcome.more = packets.count >= Self.fetchLimit && acked.count == packets.count && outcome.duplicates.isEmpty
         // Committed: now it is safe to tell the relay to forget them.
         if !ackIDs.isEmpty {
             outcome.acks = try signedRequests(method: "POST", paths: ackIDs.map { "/v1/relay/messages/\($0)/ack" }, identity: identity)
