@@ -598,8 +598,10 @@ public actor MessagesManager {
                     let before = groupUpdates.count
                     let effects = try GroupsManager.processStatements(
                         tx, payload, sender: sender.key, identity: identity, now: now, random: random, messages: &groupUpdates)
-                    // A refused statement is the user's to see (inbox `rejected`), not only the groups manager's update.
-                    for case .statementRefused(let group, let code, let message) in groupUpdates[before...] {
+                    // A refused statement is the user's to see (inbox `rejected`), not only the groups manager's
+                    // update — but a stale one (history already passed, a replay) is ordinary catching up, not news.
+                    for case .statementRefused(let group, let code, let message) in groupUpdates[before...]
+                    where code != GroupsManagerError.staleStatement(epoch: 0).code {
                         reject(code, group.isEmpty ? message : "group \(group.prefix(8))…: \(message)")
                     }
                     groupQueued += effects.queued
