@@ -142,13 +142,22 @@ public func ffiUploadProcess(
 public func ffiUploadFailed(
     _ handle: Handle, _ retryAfter: UInt64, _ waitOut: UnsafeMutablePointer<UInt64>?, _ reasonOut: BufferOut, _ error: ErrorOut
 ) -> Int32 {
+    transferFailed(waitOut, reasonOut, error) { now in
+        let state = try uploads.get(handle, "upload")
+        return state.pace.withLock { $0.failed(progressed: false, retryAfter: retryAfter == 0 ? nil : retryAfter, now: now) }
+    }
+}
+
+/// The shared path of `coords_upload_failed` and `coords_download_failed`: checks the
+/// out-pointers, asks `decide` (given the system clock) and writes its answer.
+private func transferFailed(
+    _ waitOut: UnsafeMutablePointer<UInt64>?, _ reasonOut: BufferOut, _ error: ErrorOut, _ decide: (UInt64) throws -> TransferPace.Next
+) -> Int32 {
     exported(error) {
         let wait = try Argument.output(waitOut, "wait_seconds_out")
         let reason = try Argument.buffer(reasonOut, "reason_out")
         wait.pointee = 0
-        let state = try uploads.get(handle, "upload")
-        let now = TimeSource.system.now()
-        try report(state.pace.withLock { $0.failed(progressed: false, retryAfter: retryAfter == 0 ? nil : retryAfter, now: now) }, wait: wait, reason: reason)
+        try report(try decide(TimeSource.system.now()), wait: wait, reason: reason)
     }
 }
 
@@ -258,17 +267,12 @@ public func ffiDownloadPace(_ handle: Handle, _ arrived: UInt64, _ keepOut: Unsa
 public func ffiDownloadFailed(
     _ handle: Handle, _ retryAfter: UInt64, _ waitOut: UnsafeMutablePointer<UInt64>?, _ reasonOut: BufferOut, _ error: ErrorOut
 ) -> Int32 {
-    exported(error) {
-        let wait = try Argument.output(waitOut, "wait_seconds_out")
-        let reason = try Argument.buffer(reasonOut, "reason_out")
-        wait.pointee = 0
+    transferFailed(waitOut, reasonOut, error) { now in
         let state = try downloads.get(handle, "download")
         let received = state.download.withLock { $0.received }
-        let now = TimeSource.system.now()
-        let next = state.pace.withLock {
+        return state.pace.withLock {
             $0.pace.failed(progressed: received > $0.receivedAtRequest, retryAfter: retryAfter == 0 ? nil : retryAfter, now: now)
         }
-        try report(next, wait: wait, reason: reason)
     }
 }
 

@@ -488,6 +488,18 @@ def test_group_copies_replayed_reordered_withheld_forged_or_someone_elses(relay,
 CHUNK, SEALED_CHUNK = 65_536, 65_552
 
 
+def file_for_bob(relay, alice, bob, path, **more):
+    """Alice sends Bob the file at `path` through the relay (honest upload; `more` other paths
+    too) and Bob's inbox takes the announcement. Returns Alice's `send --json` answers (the first
+    for `path`) and the object's stored bytes."""
+    sent = [json.loads(ok(alice, "send", "Bob", "--file", str(p), "--json").stdout) for p in [path, *more.values()]]
+    packets = [json.loads(r.body) for r in relay.received("POST", "/v1/relay/messages") if r.path == "/v1/relay/messages"]
+    relay.attack("GET", "/v1/relay/messages", answer(200, {"packets": packets}))
+    ok(bob, "inbox")
+    relay.calm()
+    return sent, relay.objects[sent[0]["file"]["object"]]
+
+
 def test_a_wrong_cut_reordered_altered_oversized_or_endless_file_is_refused_and_nothing_is_saved(relay, homes, tmp_path):
     """Alice sends Bob a 3-chunk file through the relay (honest upload). The relay then serves Bob
     another object, a cut one, one with two chunks swapped, one with a flipped byte, the object
@@ -497,14 +509,8 @@ def test_a_wrong_cut_reordered_altered_oversized_or_endless_file_is_refused_and_
     photo, other = tmp_path / "photo.jpg", tmp_path / "other.jpg"
     photo.write_bytes(bytes(range(256)) * 600)  # 153,600 bytes: 3 chunks
     other.write_bytes(bytes(reversed(range(256))) * 600)
-    sent = json.loads(ok(alice, "send", "Bob", "--file", str(photo), "--json").stdout)
-    sent_other = json.loads(ok(alice, "send", "Bob", "--file", str(other), "--json").stdout)
-    packets = [json.loads(r.body) for r in relay.received("POST", "/v1/relay/messages") if r.path == "/v1/relay/messages"]
-    relay.attack("GET", "/v1/relay/messages", answer(200, {"packets": packets}))
-    ok(bob, "inbox")
-    relay.calm()
+    (sent, sent_other), good = file_for_bob(relay, alice, bob, photo, other=other)
     path = f"/v1/relay/objects/{sent['file']['object']}"
-    good = relay.objects[sent["file"]["object"]]
     assert len(good) == 153_600 + 3 * 16
     target = tmp_path / "saved.jpg"
 
@@ -577,13 +583,8 @@ def test_a_slow_or_busy_relay_cannot_keep_save_waiting_for_hours(relay, homes, t
     alice, bob = homes
     photo = tmp_path / "photo.jpg"
     photo.write_bytes(bytes(range(256)) * 600)
-    sent = json.loads(ok(alice, "send", "Bob", "--file", str(photo), "--json").stdout)
-    packets = [json.loads(r.body) for r in relay.received("POST", "/v1/relay/messages") if r.path == "/v1/relay/messages"]
-    relay.attack("GET", "/v1/relay/messages", answer(200, {"packets": packets}))
-    ok(bob, "inbox")
-    relay.calm()
+    (sent,), good = file_for_bob(relay, alice, bob, photo)
     path = f"/v1/relay/objects/{sent['file']['object']}"
-    good = relay.objects[sent["file"]["object"]]
 
     def drip(sock, request, relay_):
         head = f"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {len(good)}\r\n\r\n".encode()
