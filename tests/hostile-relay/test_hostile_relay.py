@@ -658,14 +658,15 @@ def test_one_friend_cannot_silence_the_mailbox(relay, homes, tmp_path):
     assert len(mailbox) == 101 and mailbox[-1]["senderID"] != mailbox[0]["senderID"]
     acked = set()
 
+    # The scripted relay closes every attacked connection: it says so, so the client opens a new one.
     def list_messages(sock, request, relay_):
         waiting = [p for p in mailbox if p["id"] not in acked][:100]
-        send_all(sock, response(200, {"packets": waiting}))
+        send_all(sock, response(200, {"packets": waiting}, [("Connection", "close")]))
 
     def ack(sock, request, relay_):
         packet_id = request.path.split("/")[4]
         acked.add(packet_id)
-        send_all(sock, response(200, {"deleted": True, "packetID": packet_id}))
+        send_all(sock, response(200, {"deleted": True, "packetID": packet_id}, [("Connection", "close")]))
 
     relay.attack("GET", "/v1/relay/messages", list_messages)
     relay.attack("POST", "/v1/relay/messages/*", ack)

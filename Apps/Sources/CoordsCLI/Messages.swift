@@ -287,7 +287,13 @@ enum MessageDelivery {
         var outcome = try await syncOnce(session, fetch: fetch)
         var round = 1
         while outcome.more, round < rounds {
-            outcome.merge(try await syncOnce(session))
+            do {
+                outcome.merge(try await syncOnce(session))
+            } catch {
+                // What the first answers brought is kept and shown; the next sync reads on.
+                printError("coords: the mailbox has more, but fetching it failed: \(describe(error))")
+                break
+            }
             round += 1
         }
         return outcome
