@@ -8,9 +8,9 @@ internal import CSodium
 public enum Base64 {
     /// The two alphabets Coords uses.
     public enum Variant: Sendable {
-        /// RFC 4648 §5 base64url without padding: keys, blobs and signatures in Coords v3.
+        /// RFC 4648 section 5 base64url without padding: keys, blobs and signatures in Coords v3.
         case urlSafeNoPadding
-        /// RFC 4648 §4 base64 with padding: envelope payloads and signatures (PROTOCOL.md §7).
+        /// RFC 4648 section 4 base64 with padding: envelope payloads and signatures (PROTOCOL.md §7).
         case standard
 
         var sodiumValue: Int32 {

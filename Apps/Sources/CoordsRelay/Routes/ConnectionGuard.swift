@@ -469,7 +469,7 @@ struct UpgradeNoiseFilter: LogHandler {
 }
 
 /// Removes an `Upgrade` request header that does not ask for `websocket` (and the `upgrade`
-/// token of `Connection`), so the request is answered as plain HTTP/1.1 — RFC 9110 §7.8 lets a
+/// token of `Connection`), so the request is answered as plain HTTP/1.1 — RFC 9110 section 7.8 lets a
 /// server ignore an upgrade it does not offer. NIO's upgrade stage would otherwise take the head
 /// of such a request (`curl --http2` sends `Upgrade: h2c`) and the connection ended unanswered.
 /// Only the connection's first request reaches the upgrade stage. When that request is a
@@ -481,7 +481,7 @@ struct UpgradeNoiseFilter: LogHandler {
 /// A WebSocket upgrade NIO's upgrader would refuse by closing the connection unanswered (no
 /// `Sec-WebSocket-Key`, two of them, one that is not 16 bytes of base64, a
 /// `Sec-WebSocket-Version` other than `13`) is turned into a plain request the same way, marked
-/// with ``refusedUpgradeHeader``: the live route answers it 400 or 426 (RFC 6455 §4.2.1; RFC 6455 §4.4).
+/// with ``refusedUpgradeHeader``: the live route answers it 400 or 426 (RFC 6455 section 4.2.1; RFC 6455 section 4.4).
 final class IgnoreUnknownUpgrade: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart

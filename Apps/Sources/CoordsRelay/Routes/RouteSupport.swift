@@ -192,7 +192,7 @@ struct RelayMiddleware: RouterMiddleware {
     }
 }
 
-/// Answers HEAD like GET without the body (RFC 9110 §9.3.2): the same status and headers, the
+/// Answers HEAD like GET without the body (RFC 9110 section 9.3.2): the same status and headers, the
 /// length the body would have. The router matches routes by method, so HEAD is turned into GET
 /// before routing.
 struct HeadAsGet<Inner: HTTPResponder>: HTTPResponder where Inner.Context == RelayRequestContext {
