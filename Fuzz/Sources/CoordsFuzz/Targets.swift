@@ -722,8 +722,13 @@ extension Fixture {
     case .body: check(status == 200, "a fresh download reads the body of a 200 alone")
     case .retry(let seconds):
         check(status == 429 || (500...599).contains(status), "only 429 and 5xx are retried")
-        check((1...3_600).contains(seconds), "a retry waits 1…3,600 s")
+        check((1...TransferPace.maximumWaitSeconds).contains(seconds), "a retry waits 1…60 s")
     case nil: break
+    }
+    // A Content-Length is accepted only when it is exactly what was asked for (the stored length).
+    let length = String(decoding: body.prefix(24), as: UTF8.self)
+    if (try? opening.check(contentLength: length)) != nil {
+        check(UInt64(length.filter { $0 != " " && $0 != "\t" }) == opening.storedSize, "only the length asked for is read")
     }
     var out: [UInt8] = []
     if (try? body.withUnsafeBytes { try opening.take($0, appendingTo: &out) }) != nil, (try? opening.finish()) != nil {
@@ -975,6 +980,9 @@ enum AttachmentFixture {
     if mode & 1 == 1 {
         guard let value = try? JSONValue.parse(rest), let file = try? FileAttachment(json: value) else { return }
         check((try? FileAttachment(json: file.json)) == file, "a file member round-trips")
+        let local = file.localName
+        check(!local.isEmpty && !local.hasPrefix(".") && local.utf8.count <= max(file.name.utf8.count, 11), "a local name is short and visible")
+        check(!local.unicodeScalars.contains(where: FileAttachment.disguises), "a local name has nothing that disguises it")
         return
     }
     let chunks = max(1, (rest.count + Objects.chunkByteCount + 15) / (Objects.chunkByteCount + 16))

@@ -591,8 +591,8 @@ public struct FileAttachment: Sendable, Equatable {
     }
 
     /// Whether `scalar` can make a file name read as another (controls, direction overrides,
-    /// invisible characters).
-    static func disguises(_ scalar: Unicode.Scalar) -> Bool {
+    /// invisible characters): what ``localName`` replaces.
+    public static func disguises(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x00...0x1F, 0x7F...0x9F, 0x061C, 0x200B...0x200F, 0x2028...0x202E, 0x2060...0x2069, 0xFEFF: true
         default: false
