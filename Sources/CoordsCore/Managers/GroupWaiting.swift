@@ -41,7 +41,7 @@ extension GroupsManager {
         var unreadable: [[UInt8]] = []
         for (key, value) in try tx.open(Tables.groupWaiting).entries() {
             // A key that is no Ed25519 key was never written here: reported as unreadable below.
-            guard key.count > 32, value.count > 16, let sender = try? Ed25519PublicKey(rawRepresentation: Array(key[0..<32])) else {
+            guard key.count > 32, value.count > 16, let sender = try? Ed25519PublicKey(rawRepresentation: Array(key[0..<32])) else {  // see above
                 unreadable.append(key)
                 continue
             }

@@ -528,9 +528,8 @@ final class IgnoreUnknownUpgrade: ChannelInboundHandler, RemovableChannelHandler
     static func refusal(_ headers: HTTPHeaders) -> String? {
         guard headers[canonicalForm: "sec-websocket-version"].map({ String($0.trimmingSpaces) }) == ["13"] else { return "version" }
         let keys = headers[canonicalForm: "sec-websocket-key"]
-        // A key that is not base64 is the same refusal as a missing one.
         guard keys.count == 1, let key = keys.first,
-            (try? Base64.decode(String(key.trimmingSpaces), variant: .standard, field: "key"))?.count == 16
+            (try? Base64.decode(String(key.trimmingSpaces), variant: .standard, field: "key"))?.count == 16  // not base64: refused as missing
         else {
             return "key"  // not base64 of 16 bytes: the same refusal as a missing key
         }
