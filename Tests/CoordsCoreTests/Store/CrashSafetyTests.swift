@@ -237,32 +237,3 @@ import Testing
         committed = next
     }
 }
-
-/// A value set once from another thread.
-final class LockedBox<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: T
-    private var wasSet = false
-    init(_ value: T) { stored = value }
-    func set(_ value: T) {
-        lock.lock()
-        stored = value
-        wasSet = true
-        lock.unlock()
-    }
-    func update(_ body: (inout T) -> Void) {
-        lock.lock()
-        body(&stored)
-        lock.unlock()
-    }
-    var value: T {
-        lock.lock()
-        defer { lock.unlock() }
-        return stored
-    }
-    var isSet: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return wasSet
-    }
-}

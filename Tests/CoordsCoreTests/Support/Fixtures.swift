@@ -94,13 +94,3 @@ enum TestTables {
     static let blobs = TableDefinition<Bytes32, [UInt8]>("blobs")
     static let schema = Schema(version: 1, tables: [numbers.erased, names.erased, blobs.erased])
 }
-
-/// The time limit of the channel and live suites, so a deadlock fails the test that hangs, by
-/// name, instead of hanging the run: 2 minutes (a loaded 2-core CI machine runs them in under 20 s),
-/// or `COORDS_TEST_TIME_LIMIT_MINUTES` (`make test-tsan` raises it: ThreadSanitizer is many times slower).
-enum TestTimeLimit {
-    static var minutes: TimeLimitTrait.Duration {
-        let configured = ProcessInfo.processInfo.environment["COORDS_TEST_TIME_LIMIT_MINUTES"].flatMap { Int($0) }
-        return .minutes(max(1, configured ?? 2))
-    }
-}
