@@ -2,23 +2,19 @@
 # The DocC site of CoordsCore (Sources/CoordsCore/CoordsCore.docc + every public symbol's doc
 # comment) as static HTML in .build-docs/site, with docc from the Swift toolchain (no plugin, so
 # the package keeps its single dependency). Any DocC warning fails the build.
+#
+# The symbol graphs are read from the debug build's module (.build/debug, what `make build`,
+# `make lib` and the tests build) with swift symbolgraph-extract: no second build of the core.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-graphs=.build-docs/symbol-graphs
+build=.build/debug
+swift build --target CoordsCore 2>&1 | tail -1
+[ -f "$build/Modules/CoordsCore.swiftmodule" ] || { echo "docs: error: the debug build has no CoordsCore module" >&2; exit 1; }
 rm -rf .build-docs/coords-graphs .build-docs/site
-build() {
-    swift build --scratch-path .build-docs --target CoordsCore \
-        -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$PWD/$graphs" 2>&1 | tail -1
-}
-# The compiler writes the graphs when it compiles CoordsCore, so they are kept between runs (an
-# up-to-date build writes none); when they are missing, CoordsCore is built again from scratch.
-build
-if ! compgen -G "$graphs/CoordsCore*.symbols.json" >/dev/null; then
-    find .build-docs -mindepth 1 -maxdepth 1 ! -name checkouts ! -name repositories ! -name workspace-state.json -exec rm -rf {} +
-    build
-fi
 mkdir -p .build-docs/coords-graphs
-cp "$graphs"/CoordsCore*.symbols.json .build-docs/coords-graphs/
+swift symbolgraph-extract -module-name CoordsCore -target "$(uname -m)-unknown-linux-gnu" -minimum-access-level public \
+    -I "$build/Modules" -I Sources/CSodium -I Sources/CLMDB -Xcc "-fmodule-map-file=$build/CGeoData.build/module.modulemap" \
+    -output-dir .build-docs/coords-graphs
 log=.build-docs/docc.log
 docc convert Sources/CoordsCore/CoordsCore.docc \
     --fallback-display-name CoordsCore --fallback-bundle-identifier org.coords.CoordsCore \
