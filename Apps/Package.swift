@@ -2,7 +2,13 @@
 // The hosts built on CoordsCore that need a server stack: the relay (Hummingbird) and the CLI
 // (AsyncHTTPClient). Kept out of the root package so an app depending on CoordsCore resolves
 // only the core's dependencies.
+import Foundation
 import PackageDescription
+
+// `COORDS_PACKAGE=fuzz` (scripts/fuzz.sh): our modules for libFuzzer with AddressSanitizer, the
+// dependencies exactly as in the debug build (see the core's Package.swift).
+let fuzzed: [SwiftSetting] =
+    ProcessInfo.processInfo.environment["COORDS_PACKAGE"] == "fuzz" ? [.unsafeFlags(["-sanitize=fuzzer,address"])] : []
 
 /// The products this package's targets use, named once.
 let core = Target.Dependency.product(name: "CoordsCore", package: "CoordsCore")
@@ -45,15 +51,15 @@ let package = Package(
     targets: [
         // The git commit the tools are built from (generated before each build).
         .plugin(name: "BuildInfoPlugin", capability: .buildTool()),
-        .target(name: "CoordsBuildInfo", dependencies: [core], plugins: ["BuildInfoPlugin"]),
+        .target(name: "CoordsBuildInfo", dependencies: [core], swiftSettings: fuzzed, plugins: ["BuildInfoPlugin"]),
         // The trust store our TLS clients use (SSL_CERT_FILE) and what a refused certificate means.
         .target(
             name: "CoordsTLS",
             dependencies: [
                 nio, .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl")
-            ]),
-        .target(name: "CoordsRelay", dependencies: [core, log, "CoordsBuildInfo", "CoordsTLS"] + relayStack),
+            ], swiftSettings: fuzzed),
+        .target(name: "CoordsRelay", dependencies: [core, log, "CoordsBuildInfo", "CoordsTLS"] + relayStack, swiftSettings: fuzzed),
         .executableTarget(name: "coords-relay", dependencies: ["CoordsRelay", "CoordsBuildInfo", core, argumentParser, hummingbird, log]),
         .target(
             name: "CoordsCLI",

@@ -1,6 +1,8 @@
 // swift-tools-version:6.0
 // libFuzzer targets for every parser and route (issue 17). Built by scripts/fuzz.sh with
-// `-sanitize=fuzzer,address`; one binary, the target chosen by COORDS_FUZZ_TARGET.
+// `-sanitize=fuzzer,address` on our modules only (COORDS_PACKAGE=fuzz in the core's and the
+// apps' manifests), in Apps/.build: the dependencies are the debug build's, not compiled again.
+// One binary, the target chosen by COORDS_FUZZ_TARGET.
 import PackageDescription
 
 let package = Package(
@@ -20,8 +22,9 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "HTTPTypes", package: "swift-http-types")
             ],
-            // libFuzzer supplies main(); the module must not.
-            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+            // libFuzzer supplies main(); the module must not. Linked with libFuzzer and ASan.
+            swiftSettings: [.unsafeFlags(["-parse-as-library", "-sanitize=fuzzer,address"])],
+            linkerSettings: [.unsafeFlags(["-sanitize=fuzzer,address"])]
         )
     ],
     swiftLanguageModes: [.v6]
