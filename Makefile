@@ -27,9 +27,11 @@ GENERATED := .build/generated
 SWIFT_FORMAT_PATHS := Package.swift Sources Tests Apps/Package.swift Apps/Sources Apps/Tests Apps/Plugins \
 	Fuzz/Package.swift Fuzz/Sources Benchmarks/Package.swift Benchmarks/Sources Benchmarks/Benchmarks
 FUZZ_TIME ?= 600
-FUZZ_TEST_TIME ?= 10
+# make test: each committed corpus replayed whole, then this many seconds of random runs, two targets at a time.
+FUZZ_TEST_TIME ?= 5
+FUZZ_TEST_JOBS ?= 2
 
-.PHONY: bench-check format test-format man docs wheel test-wheel test-docs install install-lib install-tools uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
+.PHONY: test-steps bench-check format test-format man docs wheel test-wheel test-docs install install-lib install-tools uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
 
 all: build
 
@@ -70,20 +72,41 @@ lib: deps
 
 # A libcoordscore.so that runs on machines without the Swift toolchain (needs only libsodium,
 # liblmdb and the C/C++ runtimes): the Swift runtime and FoundationEssentials are linked in.
-lib-portable: deps
-	$(SWIFT) build -c release --product coordscore --scratch-path .build-static \
-		-Xswiftc -static-stdlib -Xlinker -L$(SWIFT_STATIC_LIBS) -Xlinker -soname=libcoordscore.so.$(ABI_MAJOR) $(EXPORTS)
+# The instruction gate (bench-check) is built with the same flags in the same folder, so it reuses
+# this release build of CoordsCore instead of compiling it a second time.
+PORTABLE_BUILD := -c release --scratch-path $(CURDIR)/.build-static -Xswiftc -static-stdlib -Xlinker -L$(SWIFT_STATIC_LIBS)
 
-test: deps test-format test-swift test-tsan test-release bench-check test-abi test-c test-python test-portable test-install test-wheel test-docs test-e2e test-hostile test-deploy test-fuzz
+lib-portable: deps
+	$(SWIFT) build $(PORTABLE_BUILD) --product coordscore -Xlinker -soname=libcoordscore.so.$(ABI_MAJOR) $(EXPORTS)
+
+# `make test`: the steps below, run and timed by scripts/ci.py, which prints each step's wall time
+# at the end (also after a failure), writes them to .build/ci-times.json, and warns about a step or
+# a total over its budget in ci/budget (25 minutes in all on a 2-core machine). A+B runs A and B
+# side by side: steps that are independent and mostly wait on sockets or use one core each
+# (callgrind, ThreadSanitizer's small build, the release build's one-module optimiser).
+# Order matters: each step builds what the next ones use (test-swift the debug builds, lib-portable
+# the release build), and test-fuzz comes last (it recompiles our modules in Apps/.build).
+TEST_STEPS := test-format test-swift test-tsan+test-release lib-portable bench-check+test-python+test-abi+test-c \
+	test-portable test-install test-wheel test-docs test-e2e+test-hostile+test-deploy test-fuzz
+
+test:
+	@command -v python3 >/dev/null 2>&1 || scripts/deps.sh
+	@python3 scripts/ci.py deps $(TEST_STEPS)
+
+# The steps alone, for a quick look: make test-steps prints the last run's table.
+test-steps:
+	@python3 scripts/ci.py --table
 
 # Formats the tree in place; `make test` checks it (test-format) and fails on any difference.
 format:
 	$(SWIFT) format format --configuration .swift-format -i -r $(SWIFT_FORMAT_PATHS)
 
+# With the other checks that build nothing: make test's own runner (scripts/ci.py) under test.
 test-format:
 	$(SWIFT) format lint --strict --configuration .swift-format -r $(SWIFT_FORMAT_PATHS)
 	python3 scripts/check-sources.py
 	python3 scripts/check-citations.py
+	python3 -m pytest -q -p no:cacheprovider tests/ci
 
 # Coverage-guided fuzzing (Fuzz/, libFuzzer + ASan): every parser and route, $(FUZZ_TIME) s each.
 fuzz: deps
@@ -91,7 +114,7 @@ fuzz: deps
 
 # The same targets for a short bounded time in `make test`, so a trap fails CI.
 test-fuzz: deps
-	scripts/fuzz.sh --time $(FUZZ_TEST_TIME)
+	scripts/fuzz.sh --time $(FUZZ_TEST_TIME) --jobs $(FUZZ_TEST_JOBS)
 
 # The relay suites record every response they receive; each must match docs/openapi.yaml, and
 # every operation of the spec must have been exercised (scripts/openapi-check.py).
@@ -102,23 +125,24 @@ test-swift:
 	python3 scripts/openapi-check.py .build/openapi/responses.jsonl $(if $(SWIFT_TEST_FLAGS),--partial,)
 
 # The concurrency-heavy suites again under ThreadSanitizer, in their own build folder so the
-# normal build stays cached.
+# normal build stays cached. COORDS_PACKAGE=channel: the package is the channel layer and its
+# suites alone (Package.swift), so this builds a few hundred lines, not the whole core.
 test-tsan:
-	COORDS_TEST_TIME_LIMIT_MINUTES=20 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'ChannelStressTests|ChannelConformanceTests'
+	COORDS_PACKAGE=channel COORDS_TEST_TIME_LIMIT_MINUTES=20 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'ChannelStressTests|ChannelConformanceTests'
 
 # The channel suites once more in an optimised build (their own build folder): the optimiser may
 # end a value's lifetime early or reorder what a debug build keeps in order.
 test-release:
-	$(SWIFT) test -c release -Xswiftc -enable-testing --scratch-path .build-release --filter 'ChannelStressTests|ChannelConformanceTests'
+	COORDS_PACKAGE=channel $(SWIFT) test -c release -Xswiftc -enable-testing --scratch-path .build-release --filter 'ChannelStressTests|ChannelConformanceTests'
 
 # The main job: a relay, Alice and Bob share positions both ways (scripts/demo.sh).
 demo: tools
 	@scripts/demo.sh
 
-# The executables: the relay and the CLI.
+# The executables: the relay and the CLI, in one build (the Apps package has no other products;
+# its tests are built by test-swift only).
 tools: deps
-	$(SWIFT) build $(APPS) --product coords-relay
-	$(SWIFT) build $(APPS) --product coords
+	$(SWIFT) build $(APPS)
 
 # The operator's kit: the systemd unit verifies (systemd-analyze) against the relay built here.
 test-deploy: tools
@@ -154,12 +178,13 @@ test-python: lib
 	@mkdir -p .build/mypy && python3 scripts/doc-snippets.py extract README.md python 0 > .build/mypy/readme_snippet.py
 	MYPYPATH=$(CURDIR)/python python3 -m mypy --strict --cache-dir .build/mypy/cache python/coordscore tests/python/typed_usage.py .build/mypy/readme_snippet.py
 
-# The portable library: no Swift runtime dependency, and the Python suite passes against it.
+# The portable library: no Swift runtime dependency, and the same ABI. The Python suite runs
+# against it inside the wheel (test-wheel: the wheel carries this library), and a C program links
+# it as installed (test-install): a third Python run here proved nothing those two do not.
 test-portable: lib-portable
 	@if ldd $(PORTABLE_DIR)/libcoordscore.so | grep -q swift; then \
 		echo "test-portable: $(PORTABLE_DIR)/libcoordscore.so still needs the Swift runtime" >&2; exit 1; fi
 	scripts/check-abi.sh $(PORTABLE_DIR)/libcoordscore.so
-	COORDSCORE_LIB=$(CURDIR)/$(PORTABLE_DIR)/libcoordscore.so python3 -m pytest -q tests/python
 
 # The Python package as a manylinux wheel carrying the portable library, libsodium and liblmdb
 # (auditwheel): dist/coordscore-<version>-py3-none-manylinux_<glibc>_<arch>.whl.
@@ -281,9 +306,9 @@ geodata-large: .build/geodata/places1000.cgeo
 
 # The instruction-count gate (in make test): CoordsCore's hot paths against the same libsodium/LMDB
 # calls in C, counted by callgrind, so no busy neighbour can move the result (scripts/bench-check.py).
-bench-check: deps
-	cd Benchmarks && $(SWIFT) build -c release --product InstructionGate
-	python3 scripts/bench-check.py
+bench-check: lib-portable
+	cd Benchmarks && $(SWIFT) build $(PORTABLE_BUILD) --product InstructionGate
+	COORDS_GATE_BIN=$(CURDIR)/.build-static/release/InstructionGate python3 scripts/bench-check.py
 
 bench: bench-deps
 	@# The previous full run stays next to this one: the report says whether the two agree.

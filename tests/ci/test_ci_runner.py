@@ -1,0 +1,118 @@
+"""scripts/ci.py, the runner of `make test`: times, the table, the JSON, the budget's warnings, the
+stop limit, failures and steps side by side — against a throwaway Makefile whose steps sleep,
+fail or hang."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+RUNNER = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scripts", "ci.py")
+
+MAKEFILE = """
+quick:
+\t@echo quick-output
+slow:
+\t@sleep 1.5; echo slow-output
+fail:
+\t@echo about-to-fail; exit 3
+hang:
+\t@sleep 30; touch hung-to-the-end
+side-a:
+\t@sleep 1; echo side-a-output
+side-b:
+\t@sleep 1; echo side-b-output
+never:
+\t@touch never-ran
+"""
+
+
+@pytest.fixture()
+def work(tmp_path):
+    (tmp_path / "Makefile").write_text(MAKEFILE)
+    return tmp_path
+
+
+def run(work, budget, *steps):
+    (work / "budget").write_text(budget)
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, RUNNER, "--budget", str(work / "budget"), "--times", str(work / "out" / "times.json"),
+                             "-C", str(work), *steps], capture_output=True, text=True, timeout=60)
+    return result, time.monotonic() - started
+
+
+def times(work):
+    return json.loads((work / "out" / "times.json").read_text())
+
+
+def test_every_step_is_timed_printed_and_written(work):
+    result, _ = run(work, "quick 10\nslow 10\nside-a 10\nside-b 10\ntotal 60\nstop 120\n", "quick", "slow", "side-a+side-b")
+    assert result.returncode == 0, result.stderr
+    record = times(work)
+    assert [step["name"] for step in record["steps"]] == ["quick", "slow", "side-a", "side-b"]
+    assert all(step["result"] == "ok" for step in record["steps"])
+    slow = record["steps"][1]
+    assert 1.4 <= slow["seconds"] < 10 and slow["budget"] == 10
+    assert record["steps"][2]["with"] == ["side-b"] and record["steps"][3]["with"] == ["side-a"]
+    assert record["result"] == "ok" and record["budget"] == 60 and record["cpus"] >= 1
+    # side by side: the two one-second steps together take about one second, not two
+    assert record["seconds"] < 1.5 + 1.9 + 2.5
+    # the steps' own output, the side-by-side logs in full, then the table with the total
+    assert "quick-output" in result.stdout and "side-a-output" in result.stdout and "side-b-output" in result.stdout
+    assert (work / "out" / "ci-logs" / "side-a.log").read_text().strip() == "side-a-output"
+    table = result.stdout[result.stdout.index("wall time of each step"):]
+    for name in ("quick", "slow", "side-a", "side-b", "total"):
+        assert f"\n{name} " in table
+    assert "side by side with side-b" in table
+    assert "warning" not in result.stderr
+
+
+def test_a_step_over_its_budget_warns_by_name_and_the_run_still_passes(work):
+    result, _ = run(work, "quick 10\nslow 1\ntotal 1\nstop 120\n", "quick", "slow")
+    assert result.returncode == 0
+    assert "ci: warning: step slow took 0:02, over its budget of 0:01" in result.stderr
+    assert "over its total budget of 0:01" in result.stderr
+    assert "ci: warning: step quick" not in result.stderr
+    assert times(work)["steps"][1]["result"] == "ok, over budget"
+    # the table is kept: --table prints it again with the same warnings
+    shown = subprocess.run([sys.executable, RUNNER, "--table", "--times", str(work / "out" / "times.json")],
+                           capture_output=True, text=True, timeout=30)
+    assert shown.returncode == 0 and "step slow took" in shown.stdout and "\nslow " in shown.stdout
+
+
+def test_a_step_without_a_budget_is_named(work):
+    result, _ = run(work, "total 60\nstop 120\n", "quick")
+    assert result.returncode == 0 and "step quick has no budget" in result.stderr
+
+
+def test_a_failure_ends_the_run_with_the_table_after_its_group(work):
+    result, _ = run(work, "quick 10\nfail 10\nside-a 10\nnever 10\ntotal 60\nstop 120\n", "quick", "fail+side-a", "never")
+    assert result.returncode == 1
+    record = times(work)
+    results = {step["name"]: step["result"] for step in record["steps"]}
+    assert results == {"quick": "ok", "fail": "FAILED (exit 2)", "side-a": "ok", "never": "not run"}
+    assert record["result"] == "FAILED"
+    assert not (work / "never-ran").exists()
+    assert "about-to-fail" in result.stdout and "\nnever " in result.stdout
+
+
+def test_a_run_past_the_stop_limit_is_ended_early_with_the_table(work):
+    result, elapsed = run(work, "quick 10\nhang 60\nnever 10\ntotal 1\nstop 2\n", "quick", "hang", "never")
+    assert result.returncode == 1
+    assert elapsed < 15, "the hanging step was not stopped"
+    record = times(work)
+    assert record["result"] == "stopped"
+    assert record["steps"][1]["result"].startswith("STOPPED")
+    assert record["steps"][2]["result"] == "not run"
+    assert "stop limit" in result.stderr and "\nhang " in result.stdout
+    time.sleep(0.5)
+    assert not (work / "hung-to-the-end").exists()
+
+
+def test_a_malformed_budget_is_refused(work):
+    result, _ = run(work, "quick ten\n", "quick")
+    assert result.returncode != 0 and "expected 'STEP SECONDS'" in result.stderr
+    result, _ = run(work, "quick 10\n", "quick")
+    assert result.returncode != 0 and "no 'total' line" in result.stderr
