@@ -31,7 +31,7 @@ FUZZ_TIME ?= 600
 FUZZ_TEST_TIME ?= 5
 FUZZ_TEST_JOBS ?= 2
 
-.PHONY: test-steps bench-check format test-format man docs wheel test-wheel test-docs install install-lib install-tools uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
+.PHONY: test-steps test-core test-apps bench-check format test-format man docs wheel test-wheel test-docs install install-lib install-tools uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
 
 all: build
 
@@ -42,8 +42,10 @@ help:
 	@echo "make lib-portable  libcoordscore.so with the Swift runtime linked in, into $(PORTABLE_DIR)"
 	@echo "make demo    build the relay and the CLI, then watch Alice and Bob share positions through it"
 	@echo "make test    everything CI checks: Swift tests (also ThreadSanitizer and release for the channels), ABI check, C, Python, CLI, relay and install suites"
+	@echo "             each step timed (.build/ci-times.json), warned about when over its budget (ci/budget; docs/TESTING.md)"
+	@echo "make test-steps  the table of the last make test: each step's wall time and budget"
 	@echo "make format  format every Swift file with swift format (.swift-format); make test checks it"
-	@echo "make fuzz    libFuzzer on every parser and route (FUZZ_TIME=600 s each); make test runs them briefly"
+	@echo "make fuzz    libFuzzer on every parser and route (FUZZ_TIME=600 s each); make test replays each corpus, then 5 s each, two at a time"
 	@echo "make bench   the benchmark suite (ratios against raw libsodium/LMDB, relay load): docs/PERFORMANCE.md"
 	@echo "make bench-quick  the same with short samples (under two minutes after the build)"
 	@echo "make bench-check  instruction counts of the hot paths vs the same C calls, under callgrind (in make test)"
@@ -82,12 +84,13 @@ lib-portable: deps
 # `make test`: the steps below, run and timed by scripts/ci.py, which prints each step's wall time
 # at the end (also after a failure), writes them to .build/ci-times.json, and warns about a step or
 # a total over its budget in ci/budget (25 minutes in all on a 2-core machine). A+B runs A and B
-# side by side: steps that are independent and mostly wait on sockets or use one core each
-# (callgrind, ThreadSanitizer's small build, the release build's one-module optimiser).
-# Order matters: each step builds what the next ones use (test-swift the debug builds, lib-portable
-# the release build), and test-fuzz comes last (it recompiles our modules in Apps/.build).
-TEST_STEPS := test-format test-swift test-tsan+test-release lib-portable bench-check+test-python+test-abi+test-c \
-	test-portable test-install test-wheel test-docs test-e2e+test-hostile+test-deploy test-fuzz
+# side by side: steps in different build folders, or that mostly wait on sockets or use one core
+# (callgrind, the release build's one-module optimiser, ThreadSanitizer's small build) — a 2-core
+# machine is then busy instead of half idle. Order matters: each group builds what the next ones
+# use (test-core .build, lib-portable .build-static, test-apps Apps/.build), and test-fuzz comes
+# last (it recompiles our modules in Apps/.build). docs/TESTING.md says what each step proves.
+TEST_STEPS := test-format test-core+lib-portable test-apps+bench-check test-tsan+test-release+test-python+test-abi+test-c \
+	test-portable test-install+test-wheel+test-docs+test-e2e+test-hostile+test-deploy test-fuzz
 
 test:
 	@command -v python3 >/dev/null 2>&1 || scripts/deps.sh
@@ -116,10 +119,15 @@ fuzz: deps
 test-fuzz: deps
 	scripts/fuzz.sh --time $(FUZZ_TEST_TIME) --jobs $(FUZZ_TEST_JOBS)
 
+# The Swift suites: the core's, then the relay's and the CLI's.
+test-swift: test-core test-apps
+
+test-core:
+	$(SWIFT) test $(SWIFT_TEST_FLAGS)
+
 # The relay suites record every response they receive; each must match docs/openapi.yaml, and
 # every operation of the spec must have been exercised (scripts/openapi-check.py).
-test-swift:
-	$(SWIFT) test $(SWIFT_TEST_FLAGS)
+test-apps:
 	@mkdir -p .build/openapi && rm -f .build/openapi/responses.jsonl
 	COORDS_OPENAPI_RECORD=$(CURDIR)/.build/openapi/responses.jsonl $(SWIFT) test $(APPS) $(SWIFT_TEST_FLAGS)
 	python3 scripts/openapi-check.py .build/openapi/responses.jsonl $(if $(SWIFT_TEST_FLAGS),--partial,)
