@@ -31,12 +31,12 @@ FUZZ_TIME ?= 600
 FUZZ_TEST_TIME ?= 5
 FUZZ_TEST_JOBS ?= 2
 
-.PHONY: test-steps test-core test-apps bench-check format test-format man docs wheel test-wheel test-docs install install-lib install-tools uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
+.PHONY: deps-build test-steps test-core test-apps bench-check format test-format man docs wheel test-wheel test-docs install install-lib install-tools uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
 
 all: build
 
 help:
-	@echo "make deps    install missing system packages (libsodium-dev, liblmdb-dev, pkg-config) with apt-get"
+	@echo "make deps    install missing system packages and PyPI test tools with apt-get and pip (make deps-build: only what building needs)"
 	@echo "make build   build the library and tools (debug)"
 	@echo "make lib     build libcoordscore.so (the C ABI) into $(LIB_DIR)"
 	@echo "make lib-portable  libcoordscore.so with the Swift runtime linked in, into $(PORTABLE_DIR)"
@@ -60,7 +60,11 @@ help:
 deps:
 	@scripts/deps.sh
 
-build: deps
+# Only what building and the demo need (no PostgreSQL, nginx, valgrind or PyPI test tools).
+deps-build:
+	@scripts/deps.sh --build
+
+build: deps-build
 	$(SWIFT) build
 	$(SWIFT) build $(APPS)
 
@@ -69,7 +73,7 @@ build: deps
 # library in the host process). Only the link step sees the script: nothing is recompiled.
 EXPORTS := -Xlinker --version-script=$(CURDIR)/include/coordscore.map
 
-lib: deps
+lib: deps-build
 	$(SWIFT) build --product coordscore $(EXPORTS)
 
 # A libcoordscore.so that runs on machines without the Swift toolchain (needs only libsodium,
@@ -78,7 +82,7 @@ lib: deps
 # this release build of CoordsCore instead of compiling it a second time.
 PORTABLE_BUILD := -c release --scratch-path $(CURDIR)/.build-static -Xswiftc -static-stdlib -Xlinker -L$(SWIFT_STATIC_LIBS)
 
-lib-portable: deps
+lib-portable: deps-build
 	$(SWIFT) build $(PORTABLE_BUILD) --product coordscore -Xlinker -soname=libcoordscore.so.$(ABI_MAJOR) $(EXPORTS)
 
 # `make test`: the steps below, run and timed by scripts/ci.py, which prints each step's wall time
@@ -122,12 +126,12 @@ test-fuzz: deps
 # The Swift suites: the core's, then the relay's and the CLI's.
 test-swift: test-core test-apps
 
-test-core:
+test-core: deps
 	$(SWIFT) test $(SWIFT_TEST_FLAGS)
 
 # The relay suites record every response they receive; each must match docs/openapi.yaml, and
 # every operation of the spec must have been exercised (scripts/openapi-check.py).
-test-apps:
+test-apps: deps
 	@mkdir -p .build/openapi && rm -f .build/openapi/responses.jsonl
 	COORDS_OPENAPI_RECORD=$(CURDIR)/.build/openapi/responses.jsonl $(SWIFT) test $(APPS) $(SWIFT_TEST_FLAGS)
 	python3 scripts/openapi-check.py .build/openapi/responses.jsonl $(if $(SWIFT_TEST_FLAGS),--partial,)
@@ -135,12 +139,12 @@ test-apps:
 # The concurrency-heavy suites again under ThreadSanitizer, in their own build folder so the
 # normal build stays cached. COORDS_PACKAGE=channel: the package is the channel layer and its
 # suites alone (Package.swift), so this builds a few hundred lines, not the whole core.
-test-tsan:
+test-tsan: deps
 	COORDS_PACKAGE=channel COORDS_TEST_TIME_LIMIT_MINUTES=20 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'ChannelStressTests|ChannelConformanceTests'
 
 # The channel suites once more in an optimised build (their own build folder): the optimiser may
 # end a value's lifetime early or reorder what a debug build keeps in order.
-test-release:
+test-release: deps
 	COORDS_PACKAGE=channel $(SWIFT) test -c release -Xswiftc -enable-testing --scratch-path .build-release --filter 'ChannelStressTests|ChannelConformanceTests'
 
 # The main job: a relay, Alice and Bob share positions both ways (scripts/demo.sh).
@@ -149,28 +153,28 @@ demo: tools
 
 # The executables: the relay and the CLI, in one build (the Apps package has no other products;
 # its tests are built by test-swift only).
-tools: deps
+tools: deps-build
 	$(SWIFT) build $(APPS)
 
 # The operator's kit: the systemd unit verifies (systemd-analyze) against the relay built here.
-test-deploy: tools
+test-deploy: deps tools
 	scripts/check-systemd.sh $(CURDIR)/Apps/.build/debug/coords-relay
 
 # The CLI and the Python host against a live relay on loopback (two homes, share, fetch, outage,
 # backups, errors; the Python host's outbox through coords_outbox_due/report alone).
-test-e2e: tools lib
+test-e2e: deps tools lib
 	COORDSCORE_LIB=$(CURDIR)/$(LIB_DIR)/libcoordscore.so python3 -m pytest -q tests/e2e
 
 # The CLI and the Python host (an App with coordscore.transport) against a scripted hostile relay
 # (tests/hostile-relay): huge, endless, slow, malformed, repeated, redirected and someone else's
 # answers, the CLI under a memory limit (prlimit).
-test-hostile: tools lib
+test-hostile: deps tools lib
 	COORDSCORE_LIB=$(CURDIR)/$(LIB_DIR)/libcoordscore.so python3 -m pytest -q tests/hostile-relay
 
-test-abi: lib
+test-abi: deps lib
 	scripts/check-abi.sh $(LIB_DIR)/libcoordscore.so
 
-test-c: lib
+test-c: deps lib
 	@mkdir -p .build/c
 	$(CC) $(CFLAGS_STRICT) bindings-c/smoke_test.c -L$(LIB_DIR) -lcoordscore -lpthread -Wl,-rpath,$(CURDIR)/$(LIB_DIR) -o .build/c/smoke_test
 	COORDS_PLACES_FILE=$(CURDIR)/Sources/CGeoData/places15000.cgeo .build/c/smoke_test
@@ -181,7 +185,7 @@ example-c: lib
 	$(CC) $(CFLAGS_STRICT) bindings-c/example.c -L$(LIB_DIR) -lcoordscore -Wl,-rpath,$(CURDIR)/$(LIB_DIR) -o .build/c/example
 	.build/c/example
 
-test-python: lib
+test-python: deps lib
 	COORDSCORE_LIB=$(CURDIR)/$(LIB_DIR)/libcoordscore.so python3 -m pytest -q tests/python
 	@mkdir -p .build/mypy && python3 scripts/doc-snippets.py extract README.md python 0 > .build/mypy/readme_snippet.py
 	MYPYPATH=$(CURDIR)/python python3 -m mypy --strict --cache-dir .build/mypy/cache python/coordscore tests/python/typed_usage.py .build/mypy/readme_snippet.py
@@ -189,7 +193,7 @@ test-python: lib
 # The portable library: no Swift runtime dependency, and the same ABI. The Python suite runs
 # against it inside the wheel (test-wheel: the wheel carries this library), and a C program links
 # it as installed (test-install): a third Python run here proved nothing those two do not.
-test-portable: lib-portable
+test-portable: deps lib-portable
 	@if ldd $(PORTABLE_DIR)/libcoordscore.so | grep -q swift; then \
 		echo "test-portable: $(PORTABLE_DIR)/libcoordscore.so still needs the Swift runtime" >&2; exit 1; fi
 	scripts/check-abi.sh $(PORTABLE_DIR)/libcoordscore.so
@@ -201,7 +205,7 @@ wheel: lib-portable
 
 # The wheel installed in a fresh venv with the system's libsodium and liblmdb hidden: the README
 # snippet under env -i, then the Python suite.
-test-wheel: wheel
+test-wheel: deps wheel
 	scripts/test-wheel.sh
 
 # Every swift/c/python block of README.md and docs/*.md compiled (whole programs run), the
@@ -241,7 +245,7 @@ install-lib: lib-portable
 # the Swift runtime they load is copied to $(LIBDIR)/coords and found through RUNPATH
 # $$ORIGIN/../lib/coords, so they run where no Swift toolchain is (scripts/install-tools.sh).
 # Their man pages and shell completions go where man, bash-completion, zsh and fish look.
-install-tools: deps
+install-tools: deps-build
 	$(SWIFT) build $(APPS) -c $(APPS_CONFIG) --product coords
 	$(SWIFT) build $(APPS) -c $(APPS_CONFIG) --product coords-relay
 	scripts/gen-cli-files.sh Apps/.build/$(APPS_CONFIG) $(GENERATED)/$(APPS_CONFIG)
@@ -281,7 +285,7 @@ uninstall:
 
 # `make install` into a staging directory, then the README's C program built with pkg-config
 # alone, run, and the versions compared everywhere (scripts/check-install.sh).
-test-install: lib-portable
+test-install: deps lib-portable
 	scripts/check-install.sh
 	scripts/check-consumer.sh
 
@@ -314,7 +318,7 @@ geodata-large: .build/geodata/places1000.cgeo
 
 # The instruction-count gate (in make test): CoordsCore's hot paths against the same libsodium/LMDB
 # calls in C, counted by callgrind, so no busy neighbour can move the result (scripts/bench-check.py).
-bench-check: lib-portable
+bench-check: deps lib-portable
 	cd Benchmarks && $(SWIFT) build $(PORTABLE_BUILD) --product InstructionGate
 	COORDS_GATE_BIN=$(CURDIR)/.build-static/release/InstructionGate python3 scripts/bench-check.py
 

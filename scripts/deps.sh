@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Installs the system packages CoordsCore needs, only when they are missing, and says what it did.
-# Usage: scripts/deps.sh            (called by `make deps`, which `make build` and `make test` run)
+# Usage: scripts/deps.sh            everything the tests need too (`make deps`: make test and every test-* target)
+#        scripts/deps.sh --build    only what building and `make demo` need (`make build`, lib, tools, demo):
+#                                   no PostgreSQL, nginx, valgrind, shells or PyPI test tools on a
+#                                   machine that only builds or watches the demo
 set -euo pipefail
+mode=all
+[ "${1:-}" = "--build" ] && mode=build
 
 packages_for_missing() {
     local missing=()
@@ -12,9 +17,13 @@ packages_for_missing() {
     else
         missing+=(libsodium-dev liblmdb-dev)
     fi
-    command -v python3 >/dev/null 2>&1 || missing+=(python3)
     command -v cc >/dev/null 2>&1 || missing+=(gcc)
-    command -v curl >/dev/null 2>&1 || missing+=(curl)
+    command -v curl >/dev/null 2>&1 || missing+=(curl)  # the demo reads the relay's metrics with it
+    if [ "$mode" = build ]; then
+        echo "${missing[@]:-}"
+        return
+    fi
+    command -v python3 >/dev/null 2>&1 || missing+=(python3)
     # The relay's multi-node tests start a real PostgreSQL (and nginx as the load balancer).
     ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
     command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
@@ -62,7 +71,7 @@ ensure_pytest() {
 
 missing=$(packages_for_missing)
 if [ -z "$missing" ]; then
-    ensure_pytest
+    [ "$mode" = build ] || ensure_pytest
     echo "deps: ok (libsodium $(pkg-config --modversion libsodium), lmdb $(pkg-config --modversion lmdb))"
     exit 0
 fi
@@ -89,5 +98,5 @@ if [ -n "$still" ]; then
     echo "deps: error: still missing after apt-get install: $still" >&2
     exit 1
 fi
-ensure_pytest
+[ "$mode" = build ] || ensure_pytest
 echo "deps: installed $missing (libsodium $(pkg-config --modversion libsodium), lmdb $(pkg-config --modversion lmdb))"
