@@ -31,7 +31,7 @@ FUZZ_TIME ?= 600
 FUZZ_TEST_TIME ?= 5
 FUZZ_TEST_JOBS ?= 2
 
-.PHONY: deps-build test-steps test-core test-apps bench-check format test-format man docs wheel test-wheel test-docs install install-lib install-tools uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
+.PHONY: test-e2e-1 test-e2e-2 test-hostile-1 test-hostile-2 deps-build test-steps test-core test-apps bench-check format test-format man docs wheel test-wheel test-docs install install-lib install-tools uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
 
 all: build
 
@@ -93,8 +93,8 @@ lib-portable: deps-build
 # machine is then busy instead of half idle. Order matters: each group builds what the next ones
 # use (test-core .build, lib-portable .build-static, test-apps Apps/.build), and test-fuzz comes
 # last (it recompiles our modules in Apps/.build). docs/TESTING.md says what each step proves.
-TEST_STEPS := test-format test-core+lib-portable test-apps+bench-check test-tsan+test-release+test-python+test-abi+test-c \
-	test-portable test-install+test-wheel+test-docs+test-e2e+test-hostile+test-deploy test-fuzz
+TEST_STEPS := test-format test-core+lib-portable test-apps+bench-check tools+lib+test-tsan+test-release+test-python+test-abi+test-c \
+	test-portable test-install+test-wheel+test-docs+test-e2e-1+test-e2e-2+test-hostile-1+test-hostile-2+test-deploy test-fuzz
 
 test:
 	@command -v python3 >/dev/null 2>&1 || scripts/deps.sh
@@ -170,6 +170,14 @@ test-e2e: deps tools lib
 # answers, the CLI under a memory limit (prlimit).
 test-hostile: deps tools lib
 	COORDSCORE_LIB=$(CURDIR)/$(LIB_DIR)/libcoordscore.so python3 -m pytest -q tests/hostile-relay
+
+# The two suites above mostly wait (timeouts, slow answers, relays starting): make test runs each as
+# two interleaved halves side by side (every second test, scripts/pytest_shard.py), the same tests.
+SHARD = PYTHONPATH=$(CURDIR)/scripts COORDS_PYTEST_SHARD=$(if $(filter %-1,$@),1,2)/2 COORDSCORE_LIB=$(CURDIR)/$(LIB_DIR)/libcoordscore.so
+test-e2e-1 test-e2e-2: deps tools lib
+	$(SHARD) python3 -m pytest -q -p pytest_shard tests/e2e
+test-hostile-1 test-hostile-2: deps tools lib
+	$(SHARD) python3 -m pytest -q -p pytest_shard tests/hostile-relay
 
 test-abi: deps lib
 	scripts/check-abi.sh $(LIB_DIR)/libcoordscore.so

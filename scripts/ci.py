@@ -8,7 +8,9 @@
     --times FILE    where the JSON goes (default .build/ci-times.json); logs go beside it, in ci-logs/
     -C DIR          run make in DIR (default the repository)
 
-A step is `make --no-print-directory STEP`. Steps run in the order given; the targets of one
+A step is `make --no-print-directory STEP`, told with `-o` that every step already passed is up to
+date (so `test-e2e` after a `tools` step does not run `swift build` again as a prerequisite, nor
+wait on SwiftPM's lock of the build folder for it). Steps run in the order given; the targets of one
 `A+B` group run at the same time (use it only for steps that are independent and mostly wait on
 sockets or use one core), each into .build/ci-logs/STEP.log, printed whole when it ends so the CI
 output stays readable. The first failure ends the run (the rest of its group is waited for).
@@ -89,6 +91,7 @@ class Run:
         self.directory = directory
         self.times = times
         self.logs = os.path.join(os.path.dirname(times), "ci-logs")
+        self.made = []
         self.started = time.monotonic()
         self.record = {
             "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -121,7 +124,8 @@ class Run:
                   flush=True)
         for name in group:
             log = None if alone else open(os.path.join(self.logs, f"{name}.log"), "w", encoding="utf-8")
-            process = subprocess.Popen(["make", "--no-print-directory", name], cwd=self.directory, stdout=log or None,
+            made = [flag for done in self.made if done != name for flag in ("-o", done)]
+            process = subprocess.Popen(["make", "--no-print-directory", *made, name], cwd=self.directory, stdout=log or None,
                                        stderr=subprocess.STDOUT if log else None, start_new_session=True)
             running[name] = (process, time.monotonic(), log)
             self.step(name)["result"] = "running"
@@ -143,6 +147,8 @@ class Run:
                 result = "ok" if process.returncode == 0 else f"FAILED (exit {process.returncode})"
                 self.finish(name, began, log, result)
                 ok = ok and process.returncode == 0
+                if process.returncode == 0:
+                    self.made.append(name)
             time.sleep(0.2)
         return ok
 

@@ -26,6 +26,10 @@ side-b:
 \t@sleep 1; echo side-b-output
 never:
 \t@touch never-ran
+build:
+\t@echo built >> build-count
+uses-build: build
+\t@echo used
 """
 
 
@@ -116,3 +120,50 @@ def test_a_malformed_budget_is_refused(work):
     assert result.returncode != 0 and "expected 'STEP SECONDS'" in result.stderr
     result, _ = run(work, "quick 10\n", "quick")
     assert result.returncode != 0 and "no 'total' line" in result.stderr
+
+
+def test_a_step_already_passed_is_not_made_again_as_a_prerequisite(work):
+    result, _ = run(work, "build 10\nuses-build 10\nquick 10\ntotal 60\nstop 120\n", "build", "uses-build+quick")
+    assert result.returncode == 0, result.stderr
+    assert (work / "build-count").read_text() == "built\n"
+    # alone, the prerequisite is made as usual
+    result, _ = run(work, "build 10\nuses-build 10\ntotal 60\nstop 120\n", "uses-build")
+    assert result.returncode == 0 and (work / "build-count").read_text() == "built\nbuilt\n"
+
+
+SHARD_SUITE = """
+import pytest
+
+@pytest.mark.parametrize("number", range(7))
+def test_number(number):
+    print(f"ran {number}")
+"""
+
+
+def shard_run(tmp_path, spec):
+    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(RUNNER)))
+    if spec is not None:
+        env["COORDS_PYTEST_SHARD"] = spec
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "pytest_shard", "-p", "no:cacheprovider", "-v",
+                           str(tmp_path / "test_numbers.py")], capture_output=True, text=True, timeout=60, env=env)
+
+
+def test_the_shards_of_a_suite_run_every_test_exactly_once(tmp_path):
+    (tmp_path / "test_numbers.py").write_text(SHARD_SUITE)
+    seen = []
+    for spec, count in (("1/2", 4), ("2/2", 3)):
+        result = shard_run(tmp_path, spec)
+        assert result.returncode == 0, result.stdout + result.stderr
+        passed = [line for line in result.stdout.splitlines() if "PASSED" in line]
+        assert len(passed) == count and f"part {spec[0]} of 2" in result.stdout
+        seen += passed
+    assert len(set(seen)) == 7
+    whole = shard_run(tmp_path, None)
+    assert whole.returncode == 0 and whole.stdout.count("PASSED") == 7
+
+
+@pytest.mark.parametrize("spec", ["0/2", "3/2", "a/b", "1/2/3"])
+def test_a_malformed_shard_is_refused(tmp_path, spec):
+    (tmp_path / "test_numbers.py").write_text(SHARD_SUITE)
+    result = shard_run(tmp_path, spec)
+    assert result.returncode != 0 and "COORDS_PYTEST_SHARD" in (result.stdout + result.stderr)
