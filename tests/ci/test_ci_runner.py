@@ -141,7 +141,7 @@ def test_number(number):
 
 
 def shard_run(tmp_path, spec):
-    env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(RUNNER)))
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(RUNNER), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     if spec is not None:
         env["COORDS_PYTEST_SHARD"] = spec
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "pytest_shard", "-p", "no:cacheprovider", "-v",
