@@ -62,14 +62,14 @@ def clock(seconds):
 
 def table(record):
     """The per-step table as text lines (also what `--table` prints)."""
-    lines = [f"{'step':<28} {'wall':>7} {'budget':>7}  result", "-" * 60]
+    lines = [f"{'step':<24} {'wall':>7} {'budget':>7}  {'group':>5}  result", "-" * 64]
     for step in record["steps"]:
         wall = clock(step["seconds"]) if step["seconds"] is not None else "-"
         budget = clock(step["budget"]) if step["budget"] is not None else "-"
-        together = f"  (side by side with {', '.join(step['with'])})" if step["with"] else ""
-        lines.append(f"{step['name']:<28} {wall:>7} {budget:>7}  {step['result']}{together}")
-    lines.append("-" * 60)
-    lines.append(f"{'total':<28} {clock(record['seconds']):>7} {clock(record['budget']):>7}  {record['result']}")
+        lines.append(f"{step['name']:<24} {wall:>7} {budget:>7}  {step.get('group', '-'):>5}  {step['result']}")
+    lines.append("-" * 64)
+    lines.append(f"{'total':<24} {clock(record['seconds']):>7} {clock(record['budget']):>7}  {'':>5}  {record['result']}")
+    lines.append("(the steps of one group ran side by side)")
     return lines
 
 
@@ -98,11 +98,11 @@ class Run:
             "cpus": os.cpu_count(), "seconds": 0.0, "budget": budget["total"], "stop": budget["stop"],
             "result": "running", "steps": [],
         }
-        for group in groups:
+        for number, group in enumerate(groups, 1):
             for name in group:
                 self.record["steps"].append({
                     "name": name, "seconds": None, "budget": budget.get(name), "result": "not run",
-                    "with": [other for other in group if other != name],
+                    "group": number, "with": [other for other in group if other != name],
                 })
         for name in {name for group in groups for name in group}:
             if name not in budget:

@@ -2,6 +2,7 @@
 stop limit, failures and steps side by side — against a throwaway Makefile whose steps sleep,
 fail or hang."""
 import json
+import re
 import os
 import subprocess
 import sys
@@ -69,7 +70,8 @@ def test_every_step_is_timed_printed_and_written(work):
     table = result.stdout[result.stdout.index("wall time of each step"):]
     for name in ("quick", "slow", "side-a", "side-b", "total"):
         assert f"\n{name} " in table
-    assert "side by side with side-b" in table
+    assert [step["group"] for step in record["steps"]] == [1, 2, 3, 3]
+    assert re.search(r"\nside-a +0:01 +0:10 +3  ok\n", table), table
     assert "warning" not in result.stderr
 
 
