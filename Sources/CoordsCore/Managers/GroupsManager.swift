@@ -1065,8 +1065,6 @@ public actor GroupsManager {
     /// Seals the payload `make` builds (from the message id and the time) with our sender chain
     /// and queues one envelope per member who is a friend, in one transaction with the stored message.
     private func send(to groupID: String, _ make: (String, UInt64) -> MessagePayload) async throws -> SentGroupMessage {
-        // The signatures below go to the helper threads: wake them now, while this thread seals.
-        Parallel.wakeHelpers()
         let identity = try context.identity.get()
         let group = try resolve(groupID)
         let now = context.clock.now()
@@ -1092,66 +1090,43 @@ public actor GroupsManager {
             let chainSigner = try signer(for: Self.chainKey(group, identity.publicKey, chainID), seed: chain.signing)
             chain.chainKey = next
             chain.next += 1
-            // The chain signature (and the part of the copies' envelopes they share) is made on a
-            // helper thread while this one stores the chain and the message (they do not depend
-            // on it); the copies wrap the signed message.
-            var sealed: Result<GroupEnvelopeBatch, any Error>?
             var copies: [(envelopeID: String, mailbox: Mailbox)] = []
-            var message: MessageRecord?
-            try Parallel.pipeline(
-                1, minimumShare: 1,
-                meanwhile: {
-                    let mailboxes = try mailboxView(tx)
-                    // Each copy has its own envelope id (mailbox ids are unique across recipients); the message id is the payload's.
-                    var ids = try Envelope.newUUIDs(record.members.count, using: random).makeIterator()
-                    copies.reserveCapacity(record.members.count)
-                    for member in record.members where member.key != identity.id {
-                        // A non-friend or a blocked friend gets no copy (reported as unreachable).
-                        guard let mailbox = mailboxes[member.key], let envelopeID = ids.next() else {
-                            unreachable.append(member.key)
-                            continue
-                        }
-                        copies.append((envelopeID, mailbox))
-                    }
-                    let stored = MessageRecord(
-                        id: id, peer: identity.id, outgoing: true, kind: payload.kind, text: payload.text, sentAt: now, storedAt: now,
-                        status: copies.isEmpty ? .sent : .queued, disappearsAt: nil, group: group.base64URL,
-                        file: try? FileAttachment(payload: payload))  // nil for a text
-                    try tx.open(Tables.groupChains).put(Self.chainKey(group, identity.publicKey, chainID), chain)
-                    try Self.store(stored, group: group, tx)
-                    message = stored
-                },
-                produce: { _ in
-                    Result {
-                        try GroupEnvelopeBatch(
-                            unsigned.signed(by: chainSigner).bytes, from: identity.signing, createdAt: now / 1000,
-                            expiresAt: now / 1000 + MessagesManager.envelopeLifetimeSeconds)
-                    }
-                }, consume: { _, batch in sealed = batch })
-            guard let sealed, let message else { throw GroupsManagerError.invalidMembers("the message was not sealed") }
-            let batch = try sealed.get()
+            let mailboxes = try mailboxView(tx)
+            // Each copy has its own envelope id (mailbox ids are unique across recipients); the message id is the payload's.
+            var ids = try Envelope.newUUIDs(record.members.count, using: random).makeIterator()
+            copies.reserveCapacity(record.members.count)
+            for member in record.members where member.key != identity.id {
+                // A non-friend or a blocked friend gets no copy (reported as unreachable).
+                guard let mailbox = mailboxes[member.key], let envelopeID = ids.next() else {
+                    unreachable.append(member.key)
+                    continue
+                }
+                copies.append((envelopeID, mailbox))
+            }
+            let message = MessageRecord(
+                id: id, peer: identity.id, outgoing: true, kind: payload.kind, text: payload.text, sentAt: now, storedAt: now,
+                status: copies.isEmpty ? .sent : .queued, disappearsAt: nil, group: group.base64URL,
+                file: try? FileAttachment(payload: payload))  // nil for a text
+            try tx.open(Tables.groupChains).put(Self.chainKey(group, identity.publicKey, chainID), chain)
+            try Self.store(message, group: group, tx)
+            // The copies wrap the one chain-signed message; each copy's envelope is signed on
+            // this thread, in turn (the core starts no thread of its own).
+            let batch = try GroupEnvelopeBatch(
+                unsigned.signed(by: chainSigner).bytes, from: identity.signing, createdAt: now / 1000,
+                expiresAt: now / 1000 + MessagesManager.envelopeLifetimeSeconds)
             let headers = [PreparedRequest.Header(name: "Content-Type", value: "application/json")]
-            // Each copy's signature is independent of the others': they are made on all cores,
-            // and this thread queues each copy once signed.
-            let signing = copies
             queued = try OutboxManager.enqueue(tx, count: copies.count) { add in
-                try Parallel.pipeline(
-                    signing.count, minimumShare: Self.copiesPerThread, meanwhile: {},
-                    produce: { index in batch.body(id: signing[index].envelopeID, recipientID: signing[index].mailbox.recipientID) },
-                    consume: { index, body in
-                        let request = PreparedRequest(url: signing[index].mailbox.url, method: "POST", headers: headers, body: body)
-                        try add(OutboxItem(kind: .groupMessage, request: request, nextAttemptAt: now, createdAt: now, reference: id))
-                    })
+                for copy in copies {
+                    let body = batch.body(id: copy.envelopeID, recipientID: copy.mailbox.recipientID)
+                    let request = PreparedRequest(url: copy.mailbox.url, method: "POST", headers: headers, body: body)
+                    try add(OutboxItem(kind: .groupMessage, request: request, nextAttemptAt: now, createdAt: now, reference: id))
+                }
             }
             return message
         }
         for entry in queued { outbox.reconciler.send(.queued(id: entry.id, kind: .groupMessage)) }
         return SentGroupMessage(message: stored, queued: queued, unreachable: unreachable)
     }
-
-    /// The fewest copies of a group message worth a thread of their own when they are signed
-    /// (a signature takes about 50 µs, starting a thread about 20 µs).
-    static let copiesPerThread = 3
 
     /// `group`'s record as of `tx`, decoded again only when the groups table's change stamp moved
     /// (a send to a big group decodes its member list once, not per message).

@@ -425,10 +425,9 @@ public actor MessagesManager {
             throw WalletManagerError.noServer
         }
         let timestamps = try nextSignedTimestamps(paths.count)
-        // The signatures are independent of each other: a fetch's acks are signed on all cores.
         let signer = identity.signing
-        let signed = Parallel.map(min(paths.count, timestamps.count), minimumShare: 3) { index in
-            MailboxAuth.headers(signer: signer, method: method, path: paths[index], timestamp: timestamps[index])
+        let signed = zip(paths, timestamps).map { path, timestamp in
+            MailboxAuth.headers(signer: signer, method: method, path: path, timestamp: timestamp)
         }
         return try zip(paths, signed).map { path, headers in
             PreparedRequest(
@@ -451,8 +450,6 @@ public actor MessagesManager {
         guard packets.count <= Self.fetchLimit else {
             throw MessagesManagerError.invalidMailboxResponse("\(packets.count) packets, more than the \(Self.fetchLimit) asked for")
         }
-        // Several messages may mean group signatures to check on all cores: the helpers wake while the answer is parsed.
-        if packets.count >= 4 { Parallel.wakeHelpers() }
         let now = context.clock.now()
         var outcome = MessagesOutcome()
         var ackIDs: [String] = []
