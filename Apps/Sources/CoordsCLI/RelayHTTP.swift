@@ -125,8 +125,7 @@ enum RelayHTTP {
         }
         try onHead(status, response.headers.first(name: "Content-Length"))
         var taken: UInt64 = 0
-        // The body goes on in pieces of `batchBytes`: the core hashes a piece that large on a
-        // second thread while it opens the chunks (Objects.parallelDigestBytes).
+        // The body goes to the core in pieces of `batchBytes`: fewer, larger calls.
         var batch = ByteBuffer()
         batch.reserveCapacity(Self.batchBytes)
         func flush() throws {

@@ -8,7 +8,8 @@ import Darwin
 
 /// An OS thread for blocking work that must stay off Swift's cooperative pool: a loop on a
 /// blocking ``Receiver`` (the relay's LMDB committer, the C ABI's update callback). Start it, then
-/// either ``join()`` it or ``detach()`` it, once.
+/// either ``join()`` it or ``detach()`` it, once. The core itself never starts one: only a host
+/// that asks (the C ABI's update callback) or the relay does.
 public struct OSThread: @unchecked Sendable {  // a pthread_t: an integer or pointer handle
     /// `pthread_create` refused (its status: `EAGAIN` at the thread limit, …).
     public struct StartError: Error, CustomStringConvertible, Sendable {

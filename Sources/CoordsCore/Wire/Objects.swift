@@ -23,10 +23,6 @@ public enum Objects {
     public static let defaultQuotaBytes: UInt64 = 268_435_456
     /// Objects per owner key on one relay, by default (`OBJECT_COUNT_MAX`).
     public static let defaultMaximumObjects = 64
-    /// Pieces of an object at least this long (256 KiB) given to ``ObjectOpener/update(_:appendingTo:)``
-    /// at once are hashed on a second thread while their chunks open: a host that reads the
-    /// network in small pieces downloads faster when it hands them over in pieces of 1 MiB.
-    public static let parallelDigestBytes = 262_144
     /// The domain label at the start of every chunk's associated data.
     static let label = Array("CoordsCore/object/v1".utf8)
 
@@ -187,8 +183,6 @@ public struct ObjectSealer: Sendable {
     private var next = 0
     private var consumed: UInt64 = 0
     private var digest = SHA256Stream()
-    /// The hash of the last part sealed, going on on its own thread (``digest`` is behind it).
-    private var hashing: DigestJob?
     private var done = false
 
     /// A sealer for a file of `size` bytes under `key` (32 random bytes, fresh for this file).
@@ -213,7 +207,6 @@ public struct ObjectSealer: Sendable {
             throw WireError.objectMismatch("the file is longer than the \(size) bytes it was announced with")
         }
         consumed += UInt64(plaintext.count)
-        joinDigest()
         let start = out.count
         var rest = plaintext
         defer { hash(out, from: start) }  // what was sealed, also when a later chunk failed
@@ -222,26 +215,9 @@ public struct ObjectSealer: Sendable {
         }
     }
 
-    /// Adds `out[start...]` (sealed just now) to the digest: inline, or for 256 KiB … 8 MiB on a
-    /// thread of its own that goes on while the caller sends them (joined at the next call).
+    /// Adds `out[start...]` (sealed just now) to the digest, on the caller's thread.
     private mutating func hash(_ out: [UInt8], from start: Int) {
-        out.withUnsafeBytes { all in
-            let sealed = UnsafeRawBufferPointer(rebasing: all[min(start, all.count)...])
-            if sealed.count >= Objects.parallelDigestBytes, sealed.count <= ObjectOpener.copiedPieceBytes,
-                let job = DigestJob.start(digest, sealed, copy: true)
-            {
-                hashing = job
-            } else {
-                digest.update(sealed)
-            }
-        }
-    }
-
-    /// Waits for the hash of the last part, if one is under way on its own thread.
-    private mutating func joinDigest() {
-        guard let job = hashing else { return }
-        digest = job.join()
-        hashing = nil
+        out.withUnsafeBytes { all in digest.update(UnsafeRawBufferPointer(rebasing: all[min(start, all.count)...])) }
     }
 
     /// ``update(_:appendingTo:)`` for an array; returns the sealed bytes (the caller owns them).
@@ -257,7 +233,6 @@ public struct ObjectSealer: Sendable {
     ///   sealer was finished already.
     public mutating func finish(appendingTo out: inout [UInt8]) throws -> [UInt8] {
         guard !done else { throw WireError.objectMismatch("the sealer was finished") }
-        joinDigest()
         if next == chunkCount - 1, Objects.plaintextCount(ofChunk: next, size: size) == 0 {
             let start = out.count
             try seal(UnsafeRawBufferPointer(start: nil, count: 0), into: &out)
@@ -295,8 +270,6 @@ public struct ObjectOpener: Sendable {
     private var pending = ChunkAssembler()
     private var next = 0
     private var digest = SHA256Stream()
-    /// The hash of the last large piece, going on on its own thread (``digest`` is behind it).
-    private var hashing: DigestJob?
     private var failure: WireError?
     private var done = false
 
@@ -340,17 +313,8 @@ public struct ObjectOpener: Sendable {
             received += UInt64(sealed.count)
             // The digest covers the object's bytes in order, whatever the chunks; a failed chunk
             // fails the opener for good, so hashing bytes before their chunk opened changes nothing.
-            // A large piece is hashed on a second thread while this one opens its chunks and the
-            // host goes on to fetch the next piece: the hash of a piece up to 8 MiB (copied) goes
-            // on after this call returns and is joined at the next one; a longer piece is joined
-            // before this call returns (no copy).
-            joinDigest()
-            if sealed.count >= Objects.parallelDigestBytes, let job = DigestJob.start(digest, sealed, copy: sealed.count <= Self.copiedPieceBytes) {
-                hashing = job
-            } else {
-                digest.update(sealed)
-            }
-            defer { if sealed.count > Self.copiedPieceBytes { joinDigest() } }
+            // Everything runs on the caller's thread (the core starts no threads).
+            digest.update(sealed)
             var rest = sealed
             while let chunk = pending.take(from: &rest, length: Objects.plaintextCount(ofChunk: next, size: size) + Objects.tagByteCount) {
                 try chunk.withBytes { try open($0, into: &out) }
@@ -359,17 +323,6 @@ public struct ObjectOpener: Sendable {
             failure = error
             throw error
         }
-    }
-
-    /// The longest piece whose hash goes on after ``update(_:appendingTo:)`` returns (a copy of it
-    /// is kept until then): a part of an upload (4 MiB and its tags) fits.
-    static let copiedPieceBytes = 8_388_608
-
-    /// Waits for the hash of the last piece, if one is under way on its own thread.
-    private mutating func joinDigest() {
-        guard let job = hashing else { return }
-        digest = job.join()
-        hashing = nil
     }
 
     /// ``update(_:appendingTo:)`` for an array; returns the plaintext (the caller owns it).
@@ -387,7 +340,6 @@ public struct ObjectOpener: Sendable {
     public mutating func replay(opened plaintext: UnsafeRawBufferPointer) throws {
         if let failure { throw failure }
         guard pending.bytes.isEmpty, !done else { throw WireError.objectMismatch("replay the opened chunks before taking new object bytes") }
-        joinDigest()
         var rest = plaintext
         var sealed: [UInt8] = []
         while !rest.isEmpty {
@@ -412,7 +364,6 @@ public struct ObjectOpener: Sendable {
     public mutating func finish() throws {
         if let failure { throw failure }
         guard !done else { return }
-        joinDigest()
         guard next == chunkCount, pending.bytes.isEmpty else {
             failure = .objectMismatch("the object ended after \(received) of its \(storedSize) bytes")
             throw failure ?? .objectMismatch("")
@@ -438,47 +389,6 @@ public struct ObjectOpener: Sendable {
     }
 }
 
-/// SHA-256 of one piece of an object on a thread of its own while the caller opens the piece's
-/// chunks and fetches the next piece: libsodium's SHA-256 runs at about a fifth of the speed of
-/// XChaCha20-Poly1305, so on a download it is the slowest step by far; with two cores it no longer
-/// adds to the others. A job that is dropped without ``join()`` lets its thread end on its own.
-private final class DigestJob: @unchecked Sendable {  // the stream is the thread's until join(), then the caller's again
-    private var stream: SHA256Stream
-    private let borrowed: UnsafeRawBufferPointer?
-    private let owned: [UInt8]
-    private var thread: OSThread?
-
-    private init(_ stream: SHA256Stream, _ bytes: UnsafeRawBufferPointer, copy: Bool) {
-        self.stream = stream
-        borrowed = copy ? nil : bytes
-        var owned: [UInt8] = []
-        if copy { owned.appendBytes(bytes) }  // one memcpy, in a debug build too
-        self.owned = owned
-    }
-
-    deinit { thread?.detach() }
-
-    /// Starts hashing `bytes` into a copy of `stream`: a copy of them when `copy`, else the
-    /// caller's memory, which must then stay valid until ``join()``. Nil when no thread can be
-    /// started (the caller hashes them itself then).
-    static func start(_ stream: SHA256Stream, _ bytes: UnsafeRawBufferPointer, copy: Bool) -> DigestJob? {
-        let job = DigestJob(stream, bytes, copy: copy)
-        guard let thread = try? OSThread.start({ job.run() }) else { return nil }  // no thread: the caller hashes inline
-        job.thread = thread
-        return job
-    }
-
-    private func run() {
-        if let borrowed { stream.update(borrowed) } else { stream.update(owned) }
-    }
-
-    /// Waits for the thread; returns the stream with the piece added.
-    func join() -> SHA256Stream {
-        thread?.join()
-        thread = nil
-        return stream
-    }
-}
 
 /// The `file` member of a file message (PROTOCOL.md §12.3): where the object is, how long the
 /// file is, what it is, and the key that opens it. The key is a secret: it lives in a

@@ -295,10 +295,9 @@ func openObject(_ object: [UInt8], file: FileAttachment, pieces: [Int] = [Object
         }
     }
 
-    /// Pieces of at least Objects.parallelDigestBytes are hashed on a second thread: the same
-    /// plaintext and digest as small pieces, starting mid-chunk or not, and a changed byte or a
-    /// wrong digest is still refused.
-    @Test func largePiecesHashedOnASecondThreadOpenTheSame() throws {
+    /// Large pieces (hundreds of KiB at once) give the same plaintext and digest as small
+    /// pieces, starting mid-chunk or not, and a changed byte or a wrong digest is still refused.
+    @Test func largePiecesOpenTheSame() throws {
         var generator = SystemRandomNumberGenerator()
         let size = 20 * Objects.chunkByteCount + 1_234
         let plaintext = (0..<size).map { _ in UInt8.random(in: 0...255, using: &generator) }
@@ -306,8 +305,8 @@ func openObject(_ object: [UInt8], file: FileAttachment, pieces: [Int] = [Object
         let object = try ObjectID.random()
         let (sealed, digest) = try sealObject(plaintext, key: key, object: object)
         let file = try FileAttachment(object: object, size: UInt64(size), type: "video/mp4", name: "", digest: digest, key: key, expiresAt: 1)
-        let big = Objects.parallelDigestBytes
-        for pieces in [[size], [big * 2 + 3], [1, big, 9]] {  // the sealer hashes large pieces on a second thread too
+        let big = 262_144
+        for pieces in [[size], [big * 2 + 3], [1, big, 9]] {
             let again = try sealObject(plaintext, key: key, object: object, pieces: pieces)
             #expect(again.object == sealed && again.digest == digest, "\(pieces)")
         }
@@ -321,23 +320,16 @@ func openObject(_ object: [UInt8], file: FileAttachment, pieces: [Int] = [Object
         wrong.digest[0] ^= 1
         #expect(throws: WireError.self) { _ = try openObject(sealed, file: wrong, pieces: [big * 3]) }
         #expect(throws: WireError.self) { _ = try openObject(sealed, file: wrong, pieces: [500]) }
-        // An opener dropped while a piece is still being hashed: its thread ends on its own.
-        for _ in 0..<20 {
-            var opener = try ObjectOpener(file: file)
-            var out: [UInt8] = []
-            try sealed.withUnsafeBytes { try opener.update(UnsafeRawBufferPointer(rebasing: $0[..<big]), appendingTo: &out) }
-        }
     }
 
-    /// A piece longer than ObjectOpener.copiedPieceBytes is hashed from the caller's memory and
-    /// joined before update returns.
-    @Test func aPieceOverEightMebibytesIsHashedInPlace() throws {
+    /// A piece over 8 MiB (a whole object at once) opens in one call.
+    @Test func aPieceOverEightMebibytesOpens() throws {
         let size = 130 * Objects.chunkByteCount - 3
         let plaintext = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ ($0 >> 16)) }
         let key = try SecretBytes(randomCount: 32)
         let object = try ObjectID.random()
         let (sealed, digest) = try sealObject(plaintext, key: key, object: object)
-        #expect(sealed.count > ObjectOpener.copiedPieceBytes)
+        #expect(sealed.count > 8_388_608)
         let file = try FileAttachment(object: object, size: UInt64(size), type: "video/mp4", name: "", digest: digest, key: key, expiresAt: 1)
         #expect(try openObject(sealed, file: file, pieces: [sealed.count]) == plaintext)
         #expect(try openObject(sealed, file: file, pieces: [300_000, sealed.count]) == plaintext)
