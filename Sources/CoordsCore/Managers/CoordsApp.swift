@@ -96,6 +96,8 @@ public final class CoordsApp: Sendable {
     /// frames mean. The host owns the sockets.
     public let live: LiveSession
     let context: AppContext
+    /// The host loop's tickets and periodic requests (``due(now:)``).
+    let loop = HostLoop()
     /// Every manager's update channel, in one list.
     private let spine: UpdateSpine
 
@@ -159,7 +161,6 @@ public final class CoordsApp: Sendable {
         friends = FriendsManager(context: context, spine: spine)
         location = LocationManager(context: context, spine: spine)
         outbox = OutboxManager(context: context, spine: spine, location: location)
-        friends.outbox.set(outbox)
         messages = MessagesManager(context: context, outbox: outbox, spine: spine)
         outbox.messages.set(messages)
         groups = GroupsManager(context: context, outbox: outbox, location: location, spine: spine)

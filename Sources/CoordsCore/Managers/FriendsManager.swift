@@ -137,21 +137,14 @@ public actor FriendsManager {
     }
 
     /// Adds (or refreshes) a friend from fields. Adding shares at once (the Coords design): when
-    /// the user shares with the friend and a fix was sealed before, that fix is sealed again for
-    /// them too and queued in the outbox (``OutboxManager/queueShareWithNewFriends()``, kind
-    /// `reseal`); the host's delivery loop sends it. Without a fix yet, the next one reaches them.
+    /// the user shares with the friend and a fix was sealed before, a reseal is queued in the
+    /// outbox in the same transaction (kind `reseal`, sealed for everyone shared with when the
+    /// host takes it: ``ShareChange``); the host's loop sends it. Without a fix yet, the next one
+    /// reaches them.
     /// - Throws: ``WireError/invalidPublicKeyID(_:)``, ``WireError/invalidServerURL(_:)``,
-    ///   ``FriendsManagerError/cannotAddSelf``, store errors. A share that cannot be queued
-    ///   does not fail the add (it is logged; the next fix reaches the friend).
+    ///   ``FriendsManagerError/cannotAddSelf``, store errors.
     public func add(id: String, server: String, name: String, shareWith: Bool = true, fetchFrom: Bool = true) async throws -> Friend {
-        let friend = try insert(id: id, server: server, name: name, shareWith: shareWith, fetchFrom: fetchFrom)
-        guard friend.sharing == .on || friend.sharing == .until, let outbox = outbox.object else { return friend }
-        do {
-            _ = try await outbox.queueShareWithNewFriends()
-        } catch {
-            context.logger.warning("adding a friend: the last fix could not be queued for them (\(error)); the next one reaches them")
-        }
-        return friend
+        try insert(id: id, server: server, name: name, shareWith: shareWith, fetchFrom: fetchFrom)
     }
 
     private func insert(id: String, server: String, name: String, shareWith: Bool, fetchFrom: Bool) throws -> Friend {
@@ -161,6 +154,7 @@ public actor FriendsManager {
         if let own = try? context.identity.get(), own.publicKey == key { throw FriendsManagerError.cannotAddSelf }
         guard let x25519 = try? X25519PublicKey(ed25519: key) else { throw WireError.invalidPublicKeyID(id) }
         let now = context.clock.now()
+        let me = try? context.identity.get().id  // no identity: nothing was sealed, no reseal is owed
         return try reconciler.write(context.database) { tx, messages in
             let friends = try tx.open(Tables.friends)
             if var existing = try friends.get(key) {
@@ -179,6 +173,7 @@ public actor FriendsManager {
                 x25519PublicKey: Base64.encode(x25519.rawRepresentation), shareUntil: limit?.until)
             try limits.delete(key)
             try friends.put(key, record)
+            if record.isSharing(at: now) { _ = try ShareChange.queueReseal(tx, .began(friend: id), now: now, me: me) }
             let friend = Friend(key: key, record: record, now: now)
             messages.append(.friendAdded(friend))
             return friend
@@ -197,10 +192,10 @@ public actor FriendsManager {
 
     /// Shares with a friend until `until` (ms since the epoch; nil: with no end), resuming a
     /// paused share (PROTOCOL.md §9.3). A time not after now ends the share at once. When a share
-    /// ends — at its time, on ``pause(id:)`` or ``remove(id:)`` — call
-    /// ``LocationManager/prepareReseal(force:)`` and send what it returns, so the last blob the friend
-    /// can open is the last one they were meant to see; ``LocationManager/nextShareExpiry()`` says
-    /// when the next share ends.
+    /// ends — at its time, on ``pause(id:)``, ``remove(id:)``, blocking or a conflict — the core
+    /// queues the reseal itself (``ShareChange``; at its time, ``CoordsApp/due(now:)`` does), so the
+    /// last blob the friend can open is the last one they were meant to see. A host only runs its
+    /// loop (``CoordsApp/nextWake()``, ``CoordsApp/due(now:)``, ``CoordsApp/report(id:status:body:)``).
     /// - Throws: ``FriendsManagerError/notFound(id:)``, ``WireError/invalidPublicKeyID(_:)``, store errors.
     public func share(id: String, until: UInt64?) throws -> Friend {
         try modify(id: id) { record in
@@ -210,7 +205,7 @@ public actor FriendsManager {
     }
 
     /// Pauses sharing with a friend (fetching from them goes on); ``share(id:until:)`` resumes
-    /// it. Follow it with ``LocationManager/prepareReseal(force:)``.
+    /// it. The reseal that keeps the friend from the newest blob is queued in the same transaction.
     /// - Throws: ``FriendsManagerError/notFound(id:)``, ``WireError/invalidPublicKeyID(_:)``, store errors.
     public func pause(id: String) throws -> Friend {
         try modify(id: id) { $0.shareWith = false }
@@ -229,7 +224,7 @@ public actor FriendsManager {
     /// Ends a key conflict (PROTOCOL.md §9.2) after the user compared safety numbers again:
     /// `keep` (one of ``Friend/conflictKeys``) becomes the friend's key, verified, and sharing
     /// resumes as it was; the other candidates are retired as revoked, so nothing they sign is
-    /// accepted. Follow it with ``LocationManager/prepareReseal(force:)``'s upload when sharing.
+    /// accepted. When sharing resumes, the reseal that reaches the kept key is queued in the same transaction.
     /// - Throws: ``FriendsManagerError/notInConflict(id:)``, ``FriendsManagerError/notFound(id:)``,
     ///   ``WireError/invalidPublicKeyID(_:)``, store errors (a candidate whose stored key is
     ///   damaged is ``StoreError/decodingFailed(table:type:reason:)`` and nothing changes).
@@ -237,6 +232,7 @@ public actor FriendsManager {
         let key = try Ed25519PublicKey(base64URL: id)
         let kept = try Ed25519PublicKey(base64URL: keep)
         let now = context.clock.now()
+        let me = try? context.identity.get().id  // no identity: nothing was sealed, no reseal is owed
         return try reconciler.write(context.database) { tx, messages in
             let friends = try tx.open(Tables.friends)
             guard var record = try friends.get(key) else { throw FriendsManagerError.notFound(id: id) }
@@ -261,6 +257,7 @@ public actor FriendsManager {
                 try retired.put(other, RetiredKey(successor: keep, revoked: true))
             }
             guard let moved = try friends.get(kept) else { throw FriendsManagerError.notFound(id: keep) }
+            if moved.isSharing(at: now) { _ = try ShareChange.queueReseal(tx, .began(friend: keep), now: now, me: me) }
             let friend = Friend(key: kept, record: moved, now: now)
             if kept != key { messages.append(.friendRemoved(id: id)) }
             messages.append(.friendUpdated(friend))
@@ -268,26 +265,37 @@ public actor FriendsManager {
         }
     }
 
+    /// Changes a friend's record; when that starts or ends sharing with them, the reseal it owes
+    /// is queued in the same transaction (``ShareChange``).
     private func modify(id: String, _ change: (inout FriendRecord) -> Void) throws -> Friend {
         let key = try Ed25519PublicKey(base64URL: id)
         let now = context.clock.now()
+        let me = try? context.identity.get().id  // no identity: nothing was sealed, no reseal is owed
         return try reconciler.write(context.database) { tx, messages in
             let friends = try tx.open(Tables.friends)
             guard var record = try friends.get(key) else { throw FriendsManagerError.notFound(id: id) }
+            let wasSharing = record.isSharing(at: now)
             change(&record)
             try friends.put(key, record)
+            switch (wasSharing, record.isSharing(at: now)) {
+            case (true, false): _ = try ShareChange.queueReseal(tx, .ended(friend: id), now: now, me: me)
+            case (false, true): _ = try ShareChange.queueReseal(tx, .began(friend: id), now: now, me: me)
+            default: break
+            }
             let friend = Friend(key: key, record: record, now: now)
             messages.append(.friendUpdated(friend))
             return friend
         }
     }
 
-    /// Removes a friend and their cached location. Later uploads are no longer sealed for them
-    /// (follow it with ``LocationManager/prepareReseal(force:)``). A paused or limited share is
+    /// Removes a friend and their cached location. Later uploads are no longer sealed for them,
+    /// and the reseal that keeps them from the newest blob is queued in the same transaction. A paused or limited share is
     /// remembered, so adding them again does not widen it.
     /// - Throws: ``FriendsManagerError/notFound(id:)``, store errors.
     public func remove(id: String) throws {
         let key = try Ed25519PublicKey(base64URL: id)
+        let now = context.clock.now()
+        let me = try? context.identity.get().id  // no identity: nothing was sealed, no reseal is owed
         try reconciler.write(context.database) { tx, messages in
             let friends = try tx.open(Tables.friends)
             guard let record = try friends.get(key) else { throw FriendsManagerError.notFound(id: id) }
@@ -297,6 +305,8 @@ public actor FriendsManager {
             try friends.delete(key)
             try tx.open(Tables.locations).delete(key)  // unread: a damaged cache entry must not block the removal
             try SessionsManager.forget(tx, friend: key)
+            // A member of a group shared with still is: the reseal, when taken, seals for whoever is shared with then.
+            _ = try ShareChange.queueReseal(tx, .ended(friend: id), now: now, me: me)
             messages.append(.friendRemoved(id: id))
         }
     }
@@ -439,7 +449,6 @@ public actor FriendsManager {
     let context: AppContext
     let reconciler: Reconciler<FriendsManagerReconcileMessage>
     /// Where an add queues the share it starts (set by ``CoordsApp`` after both exist).
-    let outbox = WeakLink<OutboxManager>()
 
     init(context: AppContext, spine: UpdateSpine) {
         self.context = context

@@ -288,6 +288,14 @@ public actor LocationManager {
         try reseal { sealedFor, current in current.contains(where: { !sealedFor.contains($0) }) }
     }
 
+    /// The reseal a change of sharing owes (``ShareChange``): the last sealed fix sealed again for
+    /// the friends shared with now, with a fresh upload timestamp — or nil when the last blob's
+    /// recipients are exactly those friends already, or nothing was sealed yet.
+    /// - Throws: ``WalletManagerError/noIdentity``, ``WalletManagerError/noServer``, store errors.
+    func prepareOwedReseal() throws -> PreparedUpload? {
+        try reseal { sealedFor, current in Set(sealedFor) != current }
+    }
+
     /// The last sealed fix sealed again for the friends shared with now, when `needed(sealedFor,
     /// current)` says so.
     private func reseal(when needed: ([String], Set<String>) -> Bool) throws -> PreparedUpload? {

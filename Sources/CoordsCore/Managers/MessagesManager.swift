@@ -509,7 +509,7 @@ public actor MessagesManager {
                         continue
                     }
                     try groupCache.flush(tx)  // a rotation may change group records and chains
-                    if let refusal = try Self.processRotation(payload, sender: retired, tx, &messages, &byPeerID, conflicts: &outcome.conflicts) {
+                    if let refusal = try Self.processRotation(payload, sender: retired, tx, &messages, &byPeerID, conflicts: &outcome.conflicts, now: now) {
                         reject(refusal.code, refusal.description)
                     } else {
                         outcome.rotated.append(retired.base64URL)
@@ -579,7 +579,7 @@ public actor MessagesManager {
                 if payload.kind == "rotation" {
                     try ids.put(id, [])
                     try groupCache.flush(tx)  // a rotation may change group records and chains
-                    if let refusal = try Self.processRotation(payload, sender: sender.key, tx, &messages, &byPeerID, conflicts: &outcome.conflicts) {
+                    if let refusal = try Self.processRotation(payload, sender: sender.key, tx, &messages, &byPeerID, conflicts: &outcome.conflicts, now: now) {
                         reject(refusal.code, refusal.description)
                     } else {
                         outcome.rotated.append(friendID)
@@ -748,7 +748,7 @@ public actor MessagesManager {
     /// the friend in conflict.
     static func processRotation(
         _ payload: MessagePayload, sender: Ed25519PublicKey, _ tx: borrowing WriteTransaction, _ messages: inout [MessagesManagerReconcileMessage],
-        _ byPeerID: inout [String: (key: Ed25519PublicKey, record: FriendRecord)], conflicts: inout [String]
+        _ byPeerID: inout [String: (key: Ed25519PublicKey, record: FriendRecord)], conflicts: inout [String], now: UInt64
     ) throws -> WireError? {
         let statement: RotationStatement
         do {
@@ -780,6 +780,8 @@ public actor MessagesManager {
             }
             messages.append(.friendConflict(id: known.successor, name: record.name))
             conflicts.append(known.successor)
+            // A conflict pauses sharing at once: the reseal that keeps both keys from the newest blob.
+            _ = try ShareChange.queueReseal(tx, .ended(friend: known.successor), now: now, me: nil)
             return nil
         }
         guard let record = try friends.get(statement.old) else { return WireError.invalidRotation("the statement is for someone who is not a friend") }

@@ -55,13 +55,17 @@ extension OutboxManager {
                 continue
             }
             do {
-                guard let fresh = try await signAgain(entry.item) else {
-                    try drop(entry.id, kind: entry.item.kind, reason: "a newer upload replaced it")
+                guard let (fresh, reference) = try await signAgain(entry.item) else {
+                    let owed = entry.item.reference == ShareChange.reference
+                    try drop(
+                        entry.id, kind: entry.item.kind,
+                        reason: owed ? "the last upload already reaches exactly the friends shared with now" : "a newer upload replaced it")
                     continue
                 }
                 entry.item.request = fresh
                 entry.item.needsSignature = nil
-                try replaceRequest(id: entry.id, with: fresh)
+                if let reference { entry.item.reference = reference }
+                try replaceRequest(id: entry.id, with: fresh, reference: reference)
                 due.append(entry)
             } catch let error as StoreError {
                 throw error
@@ -200,20 +204,25 @@ extension OutboxManager {
         return now / 1000 > signed.addingSaturating(Self.signAgainAfterSeconds)
     }
 
-    /// A freshly signed request for a time-signed entry, or nil when it is no longer needed.
-    private func signAgain(_ item: OutboxItem) async throws -> PreparedRequest? {
+    /// A freshly signed request for a time-signed entry (and, for a reseal, the fix it now
+    /// carries), or nil when it is no longer needed. A reseal a change of sharing owed
+    /// (``ShareChange``) is sealed here for the first time, for the friends shared with now.
+    private func signAgain(_ item: OutboxItem) async throws -> (PreparedRequest, reference: String?)? {
         switch item.kind {
         case .upload:
             // An upload queued through the C ABI has no fix to seal again; its old signature is all there is.
             guard let fix = item.location else { throw OutboxUnsignable() }
             do {
-                return try await location.prepareUpload(fix).request
+                return (try await location.prepareUpload(fix).request, nil)
             } catch WireError.staleLocation {
                 return nil
             }
-        case .reseal: return try await location.prepareReseal(force: true)?.request
-        case .delete: return try await location.prepareDelete()
-        case .message, .receipt, .rotation, .groupMessage, .request: return item.request
+        case .reseal:
+            let owed = item.reference == ShareChange.reference
+            guard let upload = try await (owed ? location.prepareOwedReseal() : location.prepareReseal(force: true)) else { return nil }
+            return (upload.request, String(upload.fixTimestamp))
+        case .delete: return (try await location.prepareDelete(), nil)
+        case .message, .receipt, .rotation, .groupMessage, .request: return (item.request, nil)
         }
     }
 

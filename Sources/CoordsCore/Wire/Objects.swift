@@ -389,7 +389,6 @@ public struct ObjectOpener: Sendable {
     }
 }
 
-
 /// The `file` member of a file message (PROTOCOL.md §12.3): where the object is, how long the
 /// file is, what it is, and the key that opens it. The key is a secret: it lives in a
 /// ``SecretBytes`` and is written only into sealed payloads and sealed store rows.

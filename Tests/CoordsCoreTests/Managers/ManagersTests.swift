@@ -547,11 +547,14 @@ enum TestReconcileMessage: ReconcileMessage, Equatable {
         try await t.alice.share(try fix(47.37, 8.54, at: taken), via: t.relay)
         #expect(try await t.carol.fetch(via: t.relay).updated.isEmpty)  // not sealed for her
 
-        // Carol is added after the fix: it is sealed again for Bob and her, and queued.
+        // Carol is added after the fix: a reseal is queued in the same transaction, and sealed
+        // for Bob and her when the host takes it.
         _ = try await t.alice.app.friends.add(link: try t.carol.app.wallet.friendLink())
         let queued = try t.alice.app.outbox.pending()
-        let entry = try #require(queued.first)
-        #expect(queued.count == 1 && entry.item.kind == .reseal && entry.item.reference == String(taken))
+        #expect(queued.count == 1 && queued.first?.item.kind == .reseal && queued.first?.item.reference == ShareChange.reference)
+        let taking = try await t.alice.app.outbox.due()
+        let entry = try #require(taking.first)
+        #expect(taking.count == 1 && entry.item.kind == .reseal && entry.item.reference == String(taken))
         let (status, body) = t.relay.handle(entry.item.request)
         #expect((200..<300).contains(status))
         _ = try await t.alice.app.outbox.report(id: entry.id, status: status, body: body)

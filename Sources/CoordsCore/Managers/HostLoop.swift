@@ -1,0 +1,356 @@
+import Synchronization
+
+/// What a request from ``CoordsApp/due(now:)`` is for; ``CoordsApp/report(id:status:body:)``
+/// routes its answer by it. A host needs none of this to carry the request: it is for logs.
+public enum HostRequestPurpose: String, Sendable, Equatable, CaseIterable {
+    /// An outbox entry: an upload, a reseal, a delete, a message, a receipt, a statement, …
+    case outbox
+    /// A fetch of friends' positions from one relay (a batch of up to 50).
+    case fetch
+    /// A fetch of our mailbox (§7).
+    case mailbox
+    /// An acknowledgement of envelopes read from our mailbox (its answer changes nothing).
+    case ack
+    /// The publication of our prekeys (§10.2).
+    case prekeys
+    /// The fetch of a friend's prekey bundle (§10.4).
+    case bundle
+}
+
+/// One HTTP request the host should perform now (``CoordsApp/due(now:)``), signed at the moment
+/// it was handed out.
+public struct HostRequest: Sendable, Equatable {
+    /// The ticket to hand back with the answer (``CoordsApp/report(id:status:body:)``); unique
+    /// while the app is open.
+    public var id: UInt64
+    /// What the request is for.
+    public var purpose: HostRequestPurpose
+    /// The request to perform.
+    public var request: PreparedRequest
+    /// For ``HostRequestPurpose/outbox``: the outbox entry's id and kind.
+    public var outboxID: UInt64?
+    /// For ``HostRequestPurpose/outbox``: the entry's kind.
+    public var outboxKind: OutboxKind?
+}
+
+/// What the core made of one answer (``CoordsApp/report(id:status:body:)``). Everything it
+/// implies is already recorded and queued; a host only shows it.
+public enum HostAnswer: Sendable, Equatable {
+    /// An outbox entry's fate.
+    case outbox(OutboxReport)
+    /// Friends' positions were fetched and processed.
+    case locations(FetchOutcome)
+    /// Our mailbox was read and processed; acks, receipts and resets it owes are queued and come
+    /// out of the next ``CoordsApp/due(now:)``.
+    case messages(MessagesOutcome)
+    /// Our prekeys were published; the relay's one-time prekey stock (nil: not published).
+    case prekeys(stock: Int?)
+    /// A friend's prekey bundle was processed.
+    case bundle(friend: String, BundleOutcome)
+    /// An acknowledgement went (or not: the next read acknowledges again).
+    case acknowledged
+    /// The request failed (no answer, or the relay refused it): tried again at `retryAt`.
+    case failed(retryAt: UInt64, reason: String)
+    /// No request has this ticket (already reported, or handed out before the app reopened).
+    case unknown
+}
+
+/// The host loop's memory of one open app: tickets in flight and when each periodic request
+/// is due. Not stored: after a restart everything periodic is due at once.
+final class HostLoop: Sendable {
+    /// How long a handed-out request may go unreported before it is handed out again (ms): a
+    /// host that was killed mid-request, or lost the answer, does not stall the app.
+    static let inFlightLimit: UInt64 = 120_000
+    /// How often the prekey upkeep and friends' bundles are looked at (ms).
+    static let prekeyCheckInterval: UInt64 = 600_000
+    /// How often the sessions are swept (ms).
+    static let sessionSweepInterval: UInt64 = 3_600_000
+    /// The default fetch interval (ms).
+    static let defaultFetchInterval: UInt64 = 60_000
+
+    enum Ticket: Sendable, Equatable {
+        case outbox(UInt64)
+        case fetch(server: String)
+        case mailbox
+        case ack
+        case prekeys
+        case bundle(friend: String)
+    }
+
+    /// A periodic request: when it is due next and how many times in a row it failed.
+    struct Periodic: Sendable {
+        var dueAt: UInt64 = 0
+        var failures: UInt32 = 0
+
+        mutating func succeeded(now: UInt64, every interval: UInt64?) {
+            failures = 0
+            dueAt = interval.map { now.addingSaturating($0) } ?? .max
+        }
+
+        mutating func failed(now: UInt64) -> UInt64 {
+            failures = failures.addingSaturating(1)
+            dueAt = now.addingSaturating(Backoff.delay(attempts: failures))
+            return dueAt
+        }
+    }
+
+    struct State: Sendable {
+        var nextTicket: UInt64 = 1
+        var inFlight: [UInt64: (ticket: Ticket, at: UInt64)] = [:]
+        var fetchInterval: UInt64? = HostLoop.defaultFetchInterval
+        var fetch = Periodic()
+        var mailbox = Periodic()
+        var prekeys = Periodic()
+        var bundles = Periodic()
+        var sessionSweepAt: UInt64 = 0
+        var acks: [PreparedRequest] = []
+
+        /// Whether a request for `ticket` is out and not yet given up on.
+        func isInFlight(_ ticket: Ticket, now: UInt64) -> Bool {
+            inFlight.values.contains { $0.ticket == ticket && Self.isLive($0.at, now: now) }
+        }
+
+        /// Whether a fetch of positions (any relay) is out and not yet given up on.
+        func isFetching(now: UInt64) -> Bool {
+            inFlight.values.contains { flight in
+                guard case .fetch = flight.ticket else { return false }
+                return Self.isLive(flight.at, now: now)
+            }
+        }
+
+        /// The outbox entries out and not yet given up on.
+        func busyOutboxEntries(now: UInt64) -> Set<UInt64> {
+            Set(
+                inFlight.values.compactMap { flight in
+                    guard case .outbox(let entry) = flight.ticket, Self.isLive(flight.at, now: now) else { return nil }
+                    return entry
+                })
+        }
+
+        private static func isLive(_ handedAt: UInt64, now: UInt64) -> Bool {
+            now < handedAt.addingSaturating(HostLoop.inFlightLimit)
+        }
+
+        mutating func take(_ ticket: Ticket, now: UInt64) -> UInt64 {
+            inFlight = inFlight.filter { $0.value.ticket != ticket }  // one handed out again replaces the lost one
+            let id = nextTicket
+            nextTicket = nextTicket.addingSaturating(1)
+            inFlight[id] = (ticket, now)
+            return id
+        }
+    }
+
+    let state = Mutex(State())
+}
+
+extension UInt32 {
+    fileprivate func addingSaturating(_ other: UInt32) -> UInt32 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? .max : sum
+    }
+}
+
+// MARK: The one wake
+
+extension CoordsApp {
+    /// How often friends' positions and the mailbox are fetched when nothing else asks (ms;
+    /// default 60 000), or nil to fetch only when ``fetchNow()`` is called (a host woken by push
+    /// or a live notice). Takes effect from the next fetch on.
+    public var fetchInterval: UInt64? {
+        get { loop.state.withLock { $0.fetchInterval } }
+        set { loop.state.withLock { $0.fetchInterval = newValue.map { max($0, 1000) } } }
+    }
+
+    /// Makes the position and mailbox fetches due now: call it when a push arrives, a live
+    /// connection says something changed (§8), or the app comes to the foreground.
+    public func fetchNow() {
+        loop.state.withLock { state in
+            state.fetch.dueAt = 0
+            state.mailbox.dueAt = 0
+        }
+    }
+
+    /// When to call ``due(now:)`` next (ms since the epoch; at or before now when something is
+    /// due already), or nil when nothing will ever be due without a call from the host (no
+    /// identity yet, or nothing queued and no fetch interval). The earliest of: the outbox's next
+    /// attempt and the push registration's renewal, the next share's end (its reseal), the next
+    /// disappearing message, the next fetch and mailbox read, the prekey upkeep, the session
+    /// sweep, and a request handed out but never reported (handed out again after 2 minutes).
+    /// - Parameter now: the time to judge by (ms since the epoch); nil: the app's clock.
+    /// - Throws: store errors.
+    public func nextWake(now: UInt64? = nil) throws -> UInt64? {
+        guard context.identity.isLoaded else { return nil }
+        let now = now ?? context.clock.now()
+        let state = loop.state.withLock { $0 }
+        let busy = state.busyOutboxEntries(now: now)
+        var times: [UInt64?] = [
+            try outbox.pending().filter { !busy.contains($0.id) }.map(\.item.nextAttemptAt).min(),
+            try messages.pushRenewalAt(), try location.nextShareExpiry(), try messages.nextExpiry(),
+            state.sessionSweepAt, state.prekeys.dueAt, state.bundles.dueAt,
+            state.acks.isEmpty ? nil : now,
+            state.inFlight.values.map { $0.at.addingSaturating(HostLoop.inFlightLimit) }.min()
+        ]
+        times.append(state.isInFlight(.mailbox, now: now) ? nil : state.mailbox.dueAt)
+        times.append(state.isFetching(now: now) ? nil : state.fetch.dueAt)
+        return times.compactMap { $0 }.filter { $0 != .max }.min()
+    }
+
+    /// Everything to send now, each request signed now: the local work that is due is done
+    /// first (disappearing messages deleted, sessions swept, the reseal a share's end owes
+    /// queued), then the outbox's due entries, the prekey publication and friends' bundles when
+    /// due, the fetch of friends' positions (one request per relay and 50 friends) and of the
+    /// mailbox when due, and the acknowledgements a mailbox read owes. A request handed out is
+    /// not handed out again until it is reported, or for 2 minutes. Perform each (in any order,
+    /// side by side if you like) and hand every answer to ``report(id:status:body:)``.
+    ///
+    /// One party's bad state never stops the rest: a friend whose bundle cannot be asked for is
+    /// skipped, and a part that cannot be prepared (no server yet) waits for its next turn.
+    /// - Parameter now: the time to judge by (ms since the epoch); nil: the app's clock.
+    /// - Returns: the requests (empty when nothing is due, or there is no identity yet).
+    /// - Throws: store errors.
+    public func due(now: UInt64? = nil) async throws -> [HostRequest] {
+        guard let identity = try? context.identity.get() else { return [] }  // no identity: nothing to send
+        let now = now ?? context.clock.now()
+        try await doLocalWork(now: now, me: identity.id)
+        var requests: [HostRequest] = []
+        func hand(_ ticket: HostLoop.Ticket, _ purpose: HostRequestPurpose, _ request: PreparedRequest, entry: OutboxEntry? = nil) {
+            let id = loop.state.withLock { $0.take(ticket, now: now) }
+            requests.append(HostRequest(id: id, purpose: purpose, request: request, outboxID: entry?.id, outboxKind: entry?.item.kind))
+        }
+        let busy = loop.state.withLock { $0.busyOutboxEntries(now: now) }
+        for entry in try await outbox.due(now: now) where !busy.contains(entry.id) {
+            hand(.outbox(entry.id), .outbox, entry.item.request, entry: entry)
+        }
+        let state = loop.state.withLock { $0 }
+        if state.prekeys.dueAt <= now, !state.isInFlight(.prekeys, now: now) {
+            do {
+                if let upload = try sessions.preparePrekeyUpload() {
+                    hand(.prekeys, .prekeys, upload)
+                } else {
+                    loop.state.withLock { $0.prekeys.succeeded(now: now, every: HostLoop.prekeyCheckInterval) }
+                }
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                // No server yet: the upkeep waits for its next turn.
+                loop.state.withLock { $0.prekeys.succeeded(now: now, every: HostLoop.prekeyCheckInterval) }
+            }
+        }
+        if state.bundles.dueAt <= now {
+            loop.state.withLock { $0.bundles.succeeded(now: now, every: HostLoop.prekeyCheckInterval) }
+            for friend in try sessions.bundlesDue() where !state.isInFlight(.bundle(friend: friend), now: now) {
+                do {
+                    hand(.bundle(friend: friend), .bundle, try sessions.prepareBundleRequest(for: friend))
+                } catch let error as StoreError {
+                    throw error
+                } catch {
+                    context.logger.notice("a friend's prekey bundle cannot be asked for", metadata: ["friend": "\(friend.prefix(8))", "error": "\(error)"])
+                }
+            }
+        }
+        let fetching = state.isFetching(now: now)
+        if state.fetch.dueAt <= now, !fetching {
+            do {
+                let fetches = try await location.prepareFetches()
+                loop.state.withLock { $0.fetch.succeeded(now: now, every: $0.fetchInterval) }
+                for fetch in fetches { hand(.fetch(server: fetch.server), .fetch, fetch.request) }
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                loop.state.withLock { _ = $0.fetch.failed(now: now) }
+                context.logger.notice("friends' positions cannot be fetched now", metadata: ["error": "\(error)"])
+            }
+        }
+        if state.mailbox.dueAt <= now, !state.isInFlight(.mailbox, now: now) {
+            do {
+                hand(.mailbox, .mailbox, try messages.prepareFetch())
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                loop.state.withLock { _ = $0.mailbox.failed(now: now) }  // no server yet
+            }
+        }
+        let acks = loop.state.withLock { state -> [PreparedRequest] in
+            defer { state.acks = [] }
+            return state.acks
+        }
+        for ack in acks { hand(.ack, .ack, ack) }
+        return requests
+    }
+
+    /// Takes the answer to request `id` from ``due(now:)`` and does everything it implies: an
+    /// outbox entry delivered, retried or dropped (``OutboxManager/report(id:status:body:)``);
+    /// positions or mailbox envelopes processed (acks, receipts, resets and reseals queued for
+    /// the next ``due(now:)``; another read due at once while the mailbox has more); prekeys and
+    /// bundles recorded. A failed fetch, read or publication is tried again after the backoff
+    /// (1 s → 60 s).
+    /// - Parameters:
+    ///   - id: the request's ticket.
+    ///   - status: the HTTP status, or 0 when no answer came.
+    ///   - body: the answer's body, or for status 0 a UTF-8 description of the failure.
+    /// - Returns: what the core made of it.
+    /// - Throws: store and keychain errors (then report again).
+    @discardableResult
+    public func report(id: UInt64, status: Int, body: [UInt8] = []) async throws -> HostAnswer {
+        let now = context.clock.now()
+        guard let ticket = loop.state.withLock({ $0.inFlight.removeValue(forKey: id)?.ticket }) else { return .unknown }
+        func failed(_ periodic: WritableKeyPath<HostLoop.State, HostLoop.Periodic>, _ reason: String) -> HostAnswer {
+            let at = loop.state.withLock { $0[keyPath: periodic].failed(now: now) }
+            return .failed(retryAt: at, reason: reason)
+        }
+        switch ticket {
+        case .outbox(let entry):
+            return .outbox(try await outbox.report(id: entry, status: status, body: body))
+        case .ack:
+            return .acknowledged
+        case .fetch:
+            guard status == 200 else { return failed(\.fetch, OutboxManager.reason(status: status, body: body)) }
+            do {
+                return .locations(try await location.processFetchResponse(body))
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                return failed(\.fetch, "\(error)")
+            }
+        case .mailbox:
+            guard status == 200 else { return failed(\.mailbox, OutboxManager.reason(status: status, body: body)) }
+            let outcome: MessagesOutcome
+            do {
+                outcome = try await messages.processFetchResponse(body)
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                return failed(\.mailbox, "\(error)")
+            }
+            loop.state.withLock { state in
+                state.acks += outcome.acks
+                if outcome.more { state.mailbox.dueAt = now } else { state.mailbox.failures = 0 }
+            }
+            _ = try await messages.sweepExpired()
+            return .messages(outcome)
+        case .prekeys:
+            let stock = try sessions.processPrekeyUpload(status: status, body: body)
+            if stock == nil, status == 0 || OutboxManager.isTransient(status) {
+                return failed(\.prekeys, OutboxManager.reason(status: status, body: body))
+            }
+            loop.state.withLock { $0.prekeys.succeeded(now: now, every: HostLoop.prekeyCheckInterval) }
+            return .prekeys(stock: stock)
+        case .bundle(let friend):
+            return .bundle(friend: friend, try sessions.processBundle(for: friend, status: status, body: body))
+        }
+    }
+
+    /// The work ``due(now:)`` does on the device before handing out requests.
+    private func doLocalWork(now: UInt64, me: String) async throws {
+        if let at = try messages.nextExpiry(), at <= now { _ = try await messages.sweepExpired() }
+        if loop.state.withLock({ $0.sessionSweepAt <= now }) {
+            try sessions.sweep()
+            loop.state.withLock { $0.sessionSweepAt = now.addingSaturating(HostLoop.sessionSweepInterval) }
+        }
+        // A share whose end passed (or any change of who is shared with that nothing queued for):
+        // read first, so a wake with nothing owed writes nothing.
+        if try context.database.read({ tx in try ShareChange.isOwed(tx, nil, now: now, me: me) }) {
+            _ = try context.database.write { tx in try ShareChange.queueReseal(tx, nil, now: now, me: me) }
+        }
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+import Testing
+
+@testable import CoordsCore
+
+/// The one wake (``CoordsApp/nextWake(now:)``, ``CoordsApp/due(now:)``,
+/// ``CoordsApp/report(id:status:body:)``): a host that only runs the loop gets every
+/// consequence the core owes — above all the reseal when a share ends, however it ends.
+@Suite struct HostLoopTests {
+    /// One host: performs what is due through `relay` and reports every answer, until nothing
+    /// is due now. Returns the answers.
+    @discardableResult
+    static func runLoop(_ app: TestApp, via relay: FakeRelay) async throws -> [(HostRequest, HostAnswer)] {
+        var answers: [(HostRequest, HostAnswer)] = []
+        for _ in 0..<10 {
+            let requests = try await app.app.due()
+            if requests.isEmpty { return answers }
+            for request in requests {
+                let (status, body) = relay.handle(request.request)
+                answers.append((request, try await app.app.report(id: request.id, status: status, body: body)))
+            }
+        }
+        Issue.record("the loop never ran out of requests")
+        return answers
+    }
+
+    /// Pause, remove, block and a share's end: after each, a host that only runs its loop sends
+    /// the reseal, and the friend whose share ended can no longer open the newest blob, while
+    /// a friend still shared with can.
+    @Test(arguments: ["pause", "remove", "block", "expire"])
+    func everyEndOfAShareIsResealedByTheLoopAlone(_ how: String) async throws {
+        let t = try await Trio()
+        try await t.befriend(t.alice, t.bob)
+        try await t.befriend(t.alice, t.carol)
+        let bobID = try t.bob.app.wallet.id()
+        let now = t.alice.clock.milliseconds
+        if how == "expire" { _ = try await t.alice.app.friends.share(id: bobID, until: now + 5_000) }
+        _ = try await t.alice.app.outbox.queueUpload(try fix(47.3769, 8.5417, at: now))
+        try await Self.runLoop(t.alice, via: t.relay)
+        #expect(try t.alice.app.outbox.pending().isEmpty)
+        #expect(try await t.bob.fetch(via: t.relay).updated.first?.location?.latitude == 47.3769)
+
+        switch how {
+        case "pause": _ = try await t.alice.app.friends.pause(id: bobID)
+        case "remove": try await t.alice.app.friends.remove(id: bobID)
+        case "block": _ = try await t.alice.app.friends.setTrust(id: bobID, .blocked)
+        default:
+            #expect(try t.alice.app.nextWake().map { $0 <= now + 5_000 } == true)  // the loop wakes for the end
+            t.alice.clock.advance(byMilliseconds: 5_000)
+        }
+        let answers = try await Self.runLoop(t.alice, via: t.relay)
+        let reseals = answers.filter { $0.0.outboxKind == .reseal }
+        #expect(reseals.count == 1, "\(how)")
+        #expect(reseals.first?.1 == .outbox(OutboxReport(id: reseals.first?.0.outboxID ?? 0, kind: .reseal, decision: .delivered)))
+        let bobSees = try await t.bob.fetch(via: t.relay)
+        #expect(bobSees.updated.isEmpty && bobSees.rejected.map(\.error) == [.notARecipient], "\(how)")
+        let carolSees = try await t.carol.fetch(via: t.relay)
+        #expect(carolSees.rejected.isEmpty, "\(how)")  // Carol still opens the newest blob
+        #expect(try await Self.runLoop(t.alice, via: t.relay).allSatisfy { $0.0.outboxKind == nil })  // owed once
+    }
+
+    /// Adding a friend after a fix was shared: the loop reseals the last fix for them at once.
+    @Test func anAddedFriendGetsTheLastFixThroughTheLoop() async throws {
+        let t = try await Trio()
+        try await t.befriend(t.alice, t.bob)
+        let now = t.alice.clock.milliseconds
+        _ = try await t.alice.app.outbox.queueUpload(try fix(1, 2, at: now))
+        try await Self.runLoop(t.alice, via: t.relay)
+        try await t.befriend(t.alice, t.carol)
+        let answers = try await Self.runLoop(t.alice, via: t.relay)
+        #expect(answers.filter { $0.0.outboxKind == .reseal }.count == 1)
+        #expect(try await t.carol.fetch(via: t.relay).updated.first?.location?.latitude == 1)
+    }
+
+    /// A reseal owed and a newer upload queued before the host ran: the upload alone goes (it
+    /// already leaves the friend out), and the owed reseal leaves the outbox unsent.
+    @Test func aNewerUploadMakesAnOwedResealUnnecessary() async throws {
+        let t = try await Trio()
+        try await t.befriend(t.alice, t.bob)
+        let bobID = try t.bob.app.wallet.id()
+        let now = t.alice.clock.milliseconds
+        _ = try await t.alice.app.outbox.queueUpload(try fix(1, 2, at: now))
+        try await Self.runLoop(t.alice, via: t.relay)
+        _ = try await t.alice.app.friends.pause(id: bobID)
+        _ = try await t.alice.app.outbox.queueUpload(try fix(3, 4, at: now + 1))
+        let answers = try await Self.runLoop(t.alice, via: t.relay)
+        #expect(answers.compactMap(\.0.outboxKind) == [.upload])
+        #expect(try t.alice.app.outbox.pending().isEmpty)
+        #expect(try await t.bob.fetch(via: t.relay).rejected.map(\.error) == [.notARecipient])
+    }
+
+    /// The loop's schedule: a fetch and a mailbox read at once after opening, then not again
+    /// before the interval; a failed read backs off; nothing is handed out twice while in
+    /// flight; an unknown ticket changes nothing; no identity, no requests.
+    @Test func theLoopHandsOutEachRequestOnceAndWakesOnTime() async throws {
+        let t = try await Trio()
+        try await t.befriend(t.alice, t.bob)
+        let alice = t.alice.app
+        let now = t.alice.clock.milliseconds
+        let first = try await alice.due()
+        #expect(Set(first.map(\.purpose)).isSuperset(of: [.fetch, .mailbox, .prekeys]))
+        #expect(try await alice.due().isEmpty)  // all in flight
+        for request in first {
+            let (status, body) = t.relay.handle(request.request)
+            let answer = try await alice.report(id: request.id, status: status, body: body)
+            switch request.purpose {
+            case .fetch:
+                var nothingNew = FetchOutcome()
+                nothingNew.unchanged = [try t.bob.app.wallet.id()]
+                #expect(answer == .locations(nothingNew))
+            case .prekeys: #expect(answer == .prekeys(stock: nil))  // refused for good: looked at again in 10 minutes
+            case .mailbox:
+                guard case .failed(let at, _) = answer else {
+                    Issue.record("the fake relay refuses \(request.purpose): \(answer)")
+                    continue
+                }
+                #expect(at == now + 1_000)  // the backoff's first step
+            default: break
+            }
+        }
+        #expect(try await alice.report(id: first[0].id, status: 200) == .unknown)  // reported already
+        #expect(try alice.nextWake() == now + 1_000)
+        t.alice.clock.advance(byMilliseconds: 1_000)
+        #expect(try await alice.due().map(\.purpose) == [.mailbox])  // the fetch waits for its interval
+        t.alice.clock.advance(byMilliseconds: 59_000)
+        #expect(try await alice.due().map(\.purpose).contains(.fetch))
+
+        // A request never reported is handed out again after two minutes.
+        t.alice.clock.advance(byMilliseconds: HostLoop.inFlightLimit)
+        #expect(try await alice.due().map(\.purpose).contains(.fetch))
+
+        let stranger = try TestApp(name: "stranger")
+        #expect(try await stranger.app.due().isEmpty)
+        #expect(try stranger.app.nextWake() == nil)
+    }
+
+    /// Without a fetch interval nothing is fetched until the host says so (a push, a live notice).
+    @Test func withoutAnIntervalFetchNowDecides() async throws {
+        let t = try await Trio()
+        try await t.befriend(t.alice, t.bob)
+        let alice = t.alice.app
+        alice.fetchInterval = nil
+        for request in try await alice.due() {
+            let (status, body) = t.relay.handle(request.request)
+            try await alice.report(id: request.id, status: status, body: body)
+        }
+        t.alice.clock.advance(byMilliseconds: 3_600_000)
+        #expect(try await !alice.due().contains { $0.purpose == .fetch })
+        alice.fetchNow()
+        #expect(try await alice.due().contains { $0.purpose == .fetch })
+    }
+}
