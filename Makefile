@@ -31,7 +31,7 @@ FUZZ_TIME ?= 600
 FUZZ_TEST_TIME ?= 5
 FUZZ_TEST_JOBS ?= 2
 
-.PHONY: test-e2e-1 test-e2e-2 test-hostile-1 test-hostile-2 deps-build test-steps test-core test-apps bench-check format test-format man docs wheel test-wheel test-docs install install-lib install-tools uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
+.PHONY: host-loop test-e2e-1 test-e2e-2 test-hostile-1 test-hostile-2 deps-build test-steps test-core test-apps bench-check format test-format man docs wheel test-wheel test-docs install install-lib install-tools uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
 
 all: build
 
@@ -162,7 +162,7 @@ test-deploy: deps tools
 
 # The CLI and the Python host against a live relay on loopback (two homes, share, fetch, outage,
 # backups, errors; the Python host's outbox through coords_outbox_due/report alone).
-test-e2e: deps tools lib
+test-e2e: deps tools lib host-loop
 	COORDSCORE_LIB=$(CURDIR)/$(LIB_DIR)/libcoordscore.so python3 -m pytest -q tests/e2e
 
 # The CLI and the Python host (an App with coordscore.transport) against a scripted hostile relay
@@ -174,7 +174,7 @@ test-hostile: deps tools lib
 # The two suites above mostly wait (timeouts, slow answers, relays starting): make test runs each as
 # two interleaved halves side by side (every second test, scripts/pytest_shard.py), the same tests.
 SHARD = PYTHONPATH=$(CURDIR)/scripts COORDS_PYTEST_SHARD=$(if $(filter %-1,$@),1,2)/2 COORDSCORE_LIB=$(CURDIR)/$(LIB_DIR)/libcoordscore.so
-test-e2e-1 test-e2e-2: deps tools lib
+test-e2e-1 test-e2e-2: deps tools lib host-loop
 	$(SHARD) python3 -m pytest -q -p pytest_shard tests/e2e
 test-hostile-1 test-hostile-2: deps tools lib
 	$(SHARD) python3 -m pytest -q -p pytest_shard tests/hostile-relay
@@ -187,6 +187,13 @@ test-c: deps lib
 	$(CC) $(CFLAGS_STRICT) bindings-c/smoke_test.c -L$(LIB_DIR) -lcoordscore -lpthread -Wl,-rpath,$(CURDIR)/$(LIB_DIR) -o .build/c/smoke_test
 	COORDS_PLACES_FILE=$(CURDIR)/Sources/CGeoData/places15000.cgeo .build/c/smoke_test
 	$(MAKE) --no-print-directory example-c
+
+# The one-wake host in C (examples/host-loop.c, libcurl); tests/e2e/test_host_loop.py runs it
+# against a live relay.
+host-loop: lib
+	@mkdir -p .build/c
+	$(CC) -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -pedantic -Iinclude examples/host-loop.c \
+		-L$(LIB_DIR) -lcoordscore $$(pkg-config --cflags --libs libcurl) -Wl,-rpath,$(CURDIR)/$(LIB_DIR) -o .build/c/host-loop
 
 example-c: lib
 	@mkdir -p .build/c

@@ -668,6 +668,78 @@ int32_t coords_outbox_mark_failed(CoordsApp *app, uint64_t id, const char *reaso
 /* Drops an entry without delivering it. */
 int32_t coords_outbox_remove(CoordsApp *app, uint64_t id, CoordsError *out_error);
 
+/* ---- The one wake: a host is a loop of a page (docs/HOSTS.md, examples/host-loop.c) ------- */
+
+/* A host only carries bytes; the core decides everything else (retries, reseals when a share
+ * ends, prekey upkeep, fetch interval, sweeps, acks):
+ *   open -> loop { coords_app_due -> perform each request -> coords_app_report(answer)
+ *                  -> sleep until coords_app_next_wake, a push or a live notice } -> close.
+ * The functions run on the calling thread; the library starts no thread for them. */
+
+/* When to call coords_app_due next (ms since the epoch; at or before now when something is due
+ * already; 0 when nothing will be due without a call from the host: no identity yet, or nothing
+ * queued and no fetch interval). Errors: NULL_ARGUMENT, INVALID_HANDLE, STORE_*. */
+int32_t coords_app_next_wake(CoordsApp *app, uint64_t *at_ms_out, CoordsError *out_error);
+
+/* Everything to perform now, each request signed now, as a JSON array of
+ * {"id","purpose","request","outbox_id"?,"outbox_kind"?}: "id" is the ticket for
+ * coords_app_report; "purpose" is one of "outbox", "fetch", "mailbox", "ack", "prekeys",
+ * "bundle" (for logs; the host treats them all alike); "request" is a prepared request
+ * ({"url","method","headers","body_base64","max_response_bytes"}, as every prepare function returns). Local work that is due
+ * is done first (disappearing messages deleted, sessions swept, the reseal a share's end owes
+ * queued). A request handed out is not handed out again until it is reported, or for 2 minutes.
+ * `now_ms` is the time to judge by (ms since the epoch), 0 for the app's clock.
+ * Ownership: *json_out is the caller's (coords_buffer_free).
+ * Errors: NULL_ARGUMENT, INVALID_HANDLE, STORE_*. */
+int32_t coords_app_due(CoordsApp *app, uint64_t now_ms, CoordsBuffer *json_out, CoordsError *out_error);
+
+/* Hands the answer to request `id` to the core, which does everything it implies; writes
+ * {"result", …}: "outbox" with "outbox" (the coords_outbox_report record), "locations" with
+ * "locations" (the coords_location_process_fetch_response record), "messages" with "messages"
+ * (the coords_messages_process_fetch_response record; the acks, receipts and resets it owes come
+ * out of the next coords_app_due), "prekeys" with "stock" (the relay's one-time prekey stock, or
+ * null), "bundle" with "friend_id" and "bundle" (the coords_prekeys_process_bundle record),
+ * "acknowledged", "failed" with "retry_at" (ms since the epoch) and "reason", or "unknown" (no
+ * request has this ticket: reported twice, or handed out before the app was reopened).
+ * `status` is the HTTP status, or 0 when no answer came; `body` (may be NULL when body_len is 0;
+ * borrowed for the call, ≤ COORDS_MAX_BODY_BYTES) is the answer's body, or for status 0 a UTF-8
+ * description of the failure.
+ * Ownership: *json_out is the caller's (coords_buffer_free).
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (status not 0 or 100…999), TOO_LARGE, INVALID_HANDLE, STORE_*. */
+int32_t coords_app_report(CoordsApp *app, uint64_t id, int32_t status, const uint8_t *body, size_t body_len,
+                          CoordsBuffer *json_out, CoordsError *out_error);
+
+/* One request of the loop for a C host that parses no JSON (coords_app_due_next). The strings
+ * are NUL-terminated; "headers" is "Name: value\n" lines. Free with coords_host_request_free. */
+typedef struct CoordsHostRequest {
+    uint64_t id;                 /* the ticket for coords_app_report; 0: nothing is due */
+    CoordsBuffer purpose;        /* "outbox", "fetch", "mailbox", "ack", "prekeys" or "bundle" (for logs) */
+    CoordsBuffer method;
+    CoordsBuffer url;
+    CoordsBuffer headers;
+    CoordsBuffer body;
+    uint64_t max_response_bytes; /* read no more of the answer than this */
+} CoordsHostRequest;
+
+/* Takes the next request to perform now: the requests of coords_app_due, one at a time (a new
+ * coords_app_due runs when the last one was taken). Writes *request_out (id 0 when nothing is
+ * due now). `now_ms` as for coords_app_due. Report each with coords_app_report.
+ * Ownership: the buffers in *request_out are the caller's (coords_host_request_free).
+ * Errors: NULL_ARGUMENT, INVALID_HANDLE, STORE_*. */
+int32_t coords_app_due_next(CoordsApp *app, uint64_t now_ms, CoordsHostRequest *request_out, CoordsError *out_error);
+
+/* Frees the buffers of a request from coords_app_due_next and zeroes it (NULL is fine). */
+void coords_host_request_free(CoordsHostRequest *request);
+
+/* Makes the fetch of friends' positions and of the mailbox due now: call it when a push
+ * arrives, a live connection says something changed, or the app comes to the foreground.
+ * Errors: INVALID_HANDLE. */
+int32_t coords_app_fetch_now(CoordsApp *app, CoordsError *out_error);
+
+/* How often positions and the mailbox are fetched when nothing else asks (ms; at least 1000;
+ * default 60000), or 0 to fetch only after coords_app_fetch_now. Errors: INVALID_HANDLE. */
+int32_t coords_app_set_fetch_interval(CoordsApp *app, uint64_t interval_ms, CoordsError *out_error);
+
 /* ---- Sealed messages (PROTOCOL.md §7, docs/MESSAGING.md) ------------------------------ */
 
 /* Seals `payload` (the §7.2 plaintext JSON, at most 131,012 bytes) from `seed`'s identity to

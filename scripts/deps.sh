@@ -42,6 +42,8 @@ packages_for_missing() {
     command -v zsh >/dev/null 2>&1 || missing+=(zsh)
     command -v fish >/dev/null 2>&1 || missing+=(fish)
     command -v zbarimg >/dev/null 2>&1 || missing+=(zbar-tools)  # an independent QR decoder reads our QR codes back
+    # examples/host-loop.c (the one-wake host in C) performs its requests with libcurl.
+    { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists libcurl; } || missing+=(libcurl4-openssl-dev)
     echo "${missing[@]:-}"
 }
 

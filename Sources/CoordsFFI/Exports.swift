@@ -3,6 +3,7 @@
 import CCoordsABI
 import CoordsCore
 import Dispatch
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -235,21 +236,54 @@ enum Output {
 
 // MARK: Calling the actors from C threads
 
-/// A result handed from a task to the blocked C thread (the semaphore orders the accesses).
+/// A result handed from a task to the C thread that waits for it (set on that same thread).
 private final class ResultBox<T>: @unchecked Sendable {
     var result: Result<T, any Error>?
 }
 
-/// Runs `body` on the Swift concurrency pool and blocks the calling C thread until it finishes.
-/// C threads are never pool threads, so this cannot starve the pool.
+/// Runs the jobs of one C call on the thread that made it: the task of ``blocking(_:)`` prefers
+/// this executor (SE-0417), so its code — and the managers' (default actors run on the task's
+/// preferred executor) — runs here, and the library starts no threads of its own: no Swift
+/// concurrency pool threads appear in a host that only calls the C ABI.
+final class CallerThreadExecutor: TaskExecutor, @unchecked Sendable {  // the queue is behind its Mutex
+    private let jobs = Mutex<[UnownedJob]>([])
+    private let wake = DispatchSemaphore(value: 0)
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        jobs.withLock { $0.append(job) }
+        wake.signal()
+    }
+
+    /// Runs queued jobs on this thread until `finished()` holds with nothing queued.
+    func run(until finished: () -> Bool) {
+        while true {
+            let next = jobs.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+            if let next {
+                next.runSynchronously(on: asUnownedTaskExecutor())
+                continue
+            }
+            if finished() { return }
+            wake.wait()  // a job resumed from elsewhere (none in the core today) wakes it
+        }
+    }
+
+    /// Lets ``run(until:)`` look at `finished` again.
+    func poke() { wake.signal() }
+}
+
+/// Runs `body` on the calling C thread (``CallerThreadExecutor``) and returns when it finishes.
+/// No other thread takes part: a host that calls the C ABI runs no thread but its own.
 func blocking<T>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
     let box = ResultBox<T>()
-    let done = DispatchSemaphore(value: 0)
-    Task.detached {
+    let executor = CallerThreadExecutor()
+    let done = Atomic<Bool>(false)
+    Task(executorPreference: executor) {
         do { box.result = .success(try await body()) } catch { box.result = .failure(error) }
-        done.signal()
+        done.store(true, ordering: .releasing)
+        executor.poke()
     }
-    done.wait()
+    executor.run { done.load(ordering: .acquiring) }
     guard let result = box.result else { throw FFIError(code: COORDS_ERR_INTERNAL, message: "a library task ended without a result") }
     return try result.get()
 }

@@ -252,6 +252,12 @@ class CoordsLocation(Structure):
                 ("timestamp_ms", c_uint64)]
 
 
+class CoordsHostRequest(Structure):
+    """The C `CoordsHostRequest` of coords_app_due_next (C hosts that parse no JSON; Python uses App.due)."""
+    _fields_ = [("id", c_uint64), ("purpose", CoordsBuffer), ("method", CoordsBuffer), ("url", CoordsBuffer),
+                ("headers", CoordsBuffer), ("body", CoordsBuffer), ("max_response_bytes", c_uint64)]
+
+
 KEYCHAIN_SAVE = CFUNCTYPE(c_int32, c_void_p, c_char_p, POINTER(c_uint8), c_size_t)
 KEYCHAIN_LOAD = CFUNCTYPE(c_int32, c_void_p, c_char_p, POINTER(c_uint8), c_size_t, POINTER(c_size_t))
 KEYCHAIN_REMOVE = CFUNCTYPE(c_int32, c_void_p, c_char_p)
@@ -337,6 +343,13 @@ _SIGNATURES = [
     ("coords_outbox_due", c_int32, [_APP, c_bool, _BUF, _ERR]),
     ("coords_outbox_report", c_int32, [_APP, c_uint64, c_int32, _U8, c_size_t, _BUF, _ERR]),
     ("coords_outbox_next_wake", c_int32, [_APP, POINTER(c_uint64), _ERR]),
+    ("coords_app_next_wake", c_int32, [_APP, POINTER(c_uint64), _ERR]),
+    ("coords_app_due", c_int32, [_APP, c_uint64, _BUF, _ERR]),
+    ("coords_app_report", c_int32, [_APP, c_uint64, c_int32, _U8, c_size_t, _BUF, _ERR]),
+    ("coords_app_fetch_now", c_int32, [_APP, _ERR]),
+    ("coords_app_due_next", c_int32, [_APP, c_uint64, POINTER(CoordsHostRequest), _ERR]),
+    ("coords_host_request_free", None, [POINTER(CoordsHostRequest)]),
+    ("coords_app_set_fetch_interval", c_int32, [_APP, c_uint64, _ERR]),
     ("coords_outbox_mark_delivered", c_int32, [_APP, c_uint64, _ERR]),
     ("coords_outbox_mark_failed", c_int32, [_APP, c_uint64, c_char_p, _ERR]),
     ("coords_outbox_remove", c_int32, [_APP, c_uint64, _ERR]),
@@ -783,6 +796,48 @@ class OutboxReport(_Record):
     def from_json(cls, obj: dict[str, Any]) -> "OutboxReport":
         """An OutboxReport from the library's JSON."""
         return cls(obj["id"], obj.get("kind"), obj["decision"], obj.get("at"), obj.get("reason"))
+
+
+@dataclass(frozen=True)
+class HostRequest(_Record):
+    """One request to perform now (App.due): carry `request`, hand the answer to App.report(id, …)."""
+    id: int
+    """The ticket for App.report."""
+    purpose: str
+    """"outbox", "fetch", "mailbox", "ack", "prekeys" or "bundle" (for logs)."""
+    request: Request
+    outbox_id: Optional[int] = None
+    """For "outbox": the entry's id."""
+    outbox_kind: Optional[str] = None
+    """For "outbox": the entry's kind ("upload", "reseal", "message", …)."""
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "HostRequest":
+        """A HostRequest from the library's JSON."""
+        return cls(obj["id"], obj["purpose"], Request.from_json(obj["request"]), obj.get("outbox_id"), obj.get("outbox_kind"))
+
+
+@dataclass(frozen=True)
+class HostAnswer(_Record):
+    """What the core made of one answer (App.report); everything it implies is recorded and queued."""
+    result: str
+    """"outbox", "locations", "messages", "prekeys", "bundle", "acknowledged", "failed" or
+    "unknown" (no request has this ticket)."""
+    detail: dict[str, Any]
+    """The result's record, as coords_app_report documents it: for "outbox" {"outbox": …},
+    "locations" {"locations": …}, "messages" {"messages": …}, "prekeys" {"stock": …}, "bundle"
+    {"friend_id", "bundle"}, "failed" {"retry_at", "reason"}; empty otherwise."""
+
+    @property
+    def outbox(self) -> Optional[OutboxReport]:
+        """For "outbox": the entry's fate."""
+        record = self.detail.get("outbox")
+        return None if record is None else OutboxReport.from_json(record)
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "HostAnswer":
+        """A HostAnswer from the library's JSON."""
+        return cls(obj["result"], {k: v for k, v in obj.items() if k != "result"})
 
 
 @dataclass(frozen=True)
@@ -1713,7 +1768,8 @@ class App(_NativeHandle):
 
     def share_with(self, id: str, until_ms: Optional[int] = None) -> Friend:
         """Shares with a friend until `until_ms` (ms since the epoch; None: no end), resuming a
-        paused share (PROTOCOL.md §9.3). When a share ends, send what prepare_reseal() returns.
+        paused share (PROTOCOL.md §9.3). When a share ends (its time, pause, remove, block, a
+        conflict) the core queues the reseal itself; the host only runs its loop (due/report).
 
         Raises ManagerError (ERR_FRIEND_NOT_FOUND), ArgumentError for a bad id."""
         until = 0 if until_ms is None else until_ms
@@ -1749,7 +1805,8 @@ class App(_NativeHandle):
         return [OutboxEntry.from_json(x) for x in _json_call(lib.coords_messages_queue_rotation_statements, self.handle)]
 
     def pause(self, id: str) -> Friend:
-        """Pauses sharing with a friend (fetching goes on); then send prepare_reseal().
+        """Pauses sharing with a friend (fetching goes on); the reseal that keeps them from the
+        newest blob is queued by the core in the same transaction (the loop, due/report, sends it).
 
         Raises ManagerError (ERR_FRIEND_NOT_FOUND)."""
         return Friend.from_json(_json_call(lib.coords_friends_pause, self.handle, _utf8(id, "id")))
@@ -1765,16 +1822,16 @@ class App(_NativeHandle):
         return Upload.from_json(_json_call(lib.coords_location_prepare_upload, self.handle, byref(c_fix)))
 
     def prepare_reseal(self, force: bool = False) -> Optional[Upload]:
-        """After a share ended: the last fix sealed again without that friend (send it at once
-        and mark it like any upload), or None when nobody lost their share. `force` reseals
-        anyway (a retry of a reseal that could not be sent).
+        """The last fix sealed again for the friends shared with now, or None when nobody lost
+        their share; `force` reseals anyway. A host that runs the loop (due/report) never needs
+        it: the core queues every reseal a share's end owes itself.
 
         Raises ManagerError (ERR_NO_IDENTITY, ERR_NO_SERVER)."""
         value = _json_call(lib.coords_location_prepare_reseal, self.handle, bool(force))
         return None if value is None else Upload.from_json(value)
 
     def next_share_expiry(self) -> Optional[int]:
-        """When the next share ends (ms since the epoch), or None: then call prepare_reseal()."""
+        """When the next share ends (ms since the epoch), or None (next_wake() includes it)."""
         out = c_uint64()
         _call(lib.coords_location_next_share_expiry, self.handle, byref(out))
         return out.value or None
@@ -1849,6 +1906,54 @@ class App(_NativeHandle):
 
         Raises ArgumentError (status not 0 or 100…999), StoreError."""
         return OutboxReport.from_json(_json_call(lib.coords_outbox_report, self.handle, id, status, _bytes(body, "body"), len(body)))
+
+    # The one wake: a host is `while True: for r in due(): report(r.id, *perform(r.request)); sleep until next_wake()`
+
+    def next_wake(self) -> Optional[int]:
+        """When to call due() next (ms since the epoch; at or before now when something is due
+        already), or None when nothing will be due without a call from the host (no identity yet,
+        or nothing queued and no fetch interval). The earliest of every timer the core keeps:
+        outbox retries, the end of a share (its reseal), disappearing messages, the next fetch and
+        mailbox read, prekey upkeep, push renewal.
+
+        Raises StoreError."""
+        out = c_uint64()
+        _call(lib.coords_app_next_wake, self.handle, byref(out))
+        return out.value or None
+
+    def due(self, now_ms: Optional[int] = None) -> list[HostRequest]:
+        """Everything to perform now, each request signed now (outbox entries, fetches, the
+        mailbox, acks, prekeys, bundles); the local work that is due (sweeps, the reseal a
+        share's end owes) is done first. Perform each `request` and hand the answer to
+        report(). A request is not handed out again until reported (or for 2 minutes).
+        transport.run_once(app) does the whole round with the reference transport.
+
+        Raises StoreError."""
+        return [HostRequest.from_json(x) for x in _json_call(lib.coords_app_due, self.handle, now_ms or 0)]
+
+    def report(self, id: int, status: int, body: bytes = b"") -> HostAnswer:
+        """Hands the answer to request `id` (from due()) to the core, which does everything it
+        implies: an outbox entry delivered, retried or dropped; positions or messages processed
+        (their acks, receipts and resets come out of the next due()); prekeys and bundles
+        recorded; a failed fetch retried after the backoff. `status` is the HTTP status, or 0 when
+        no answer came (then `body` may describe the failure, UTF-8).
+
+        Raises ArgumentError (status not 0 or 100…999, body too large), StoreError."""
+        return HostAnswer.from_json(_json_call(lib.coords_app_report, self.handle, id, status, _bytes(body, "body"), len(body)))
+
+    def fetch_now(self) -> None:
+        """Makes the fetch of positions and of the mailbox due now (a push arrived, a live
+        connection said something changed, the app came to the foreground)."""
+        _call(lib.coords_app_fetch_now, self.handle)
+
+    def set_fetch_interval(self, interval_ms: Optional[int]) -> None:
+        """How often positions and the mailbox are fetched when nothing else asks (ms, at least
+        1000; default 60000), or None to fetch only after fetch_now().
+
+        Raises ArgumentError (not an integer ≥ 0)."""
+        if interval_ms is not None and (not isinstance(interval_ms, int) or interval_ms < 0):
+            raise ArgumentError(ERR_INVALID_ARGUMENT, "interval_ms must be a non-negative integer or None")
+        _call(lib.coords_app_set_fetch_interval, self.handle, interval_ms or 0)
 
     def outbox_next_wake(self) -> Optional[int]:
         """When to call outbox_due() next (ms since the epoch; at or before now when something

@@ -31,7 +31,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
-from . import App, OutboxReport, Request, Sent
+from . import App, HostAnswer, HostRequest, OutboxReport, Request, Sent
 
 CONNECT_TIMEOUT = 5.0
 """Seconds to establish the TCP (and TLS) connection (ClientLimits.connectTimeout)."""
@@ -314,5 +314,43 @@ def deliver_outbox(app: "App", *, ignore_backoff: bool = False) -> list[OutboxRe
     return reports
 
 
-__all__ = ["Answer", "AnswerTooLarge", "CertificateRefused", "RelayUnreachable", "TransportError", "deliver_outbox", "save_file", "send", "send_file",
+def run_once(app: "App", now_ms: Optional[int] = None) -> list[tuple[HostRequest, HostAnswer]]:
+    """One turn of the host loop: performs every request App.due() hands out, on this thread,
+    one after the other, and hands each answer to App.report(); returns what the core made of
+    each. A transport failure is reported as status 0 with its description. The whole host is:
+
+        while running:
+            run_once(app)
+            wake = app.next_wake()   # sleep until then, or until a push / live notice
+                                     # (then app.fetch_now()); None: until the user acts
+
+    Raises StoreError from the core; never a TransportError (those are answers too)."""
+    answers = []
+    for item in app.due(now_ms):
+        try:
+            answer = send(item.request)
+            status, body = answer.status, answer.body
+        except TransportError as error:
+            status, body = 0, str(error).encode()
+        answers.append((item, app.report(item.id, status, body)))
+    return answers
+
+
+def run(app: "App", *, until: Callable[[], bool], longest_sleep: float = 60.0) -> None:
+    """Runs the host loop on this thread until `until()` is true: run_once, then sleep until
+    App.next_wake() (at most `longest_sleep` seconds, so `until` is looked at; a host woken by
+    push or a live notice calls App.fetch_now() and runs a turn at once instead).
+
+    Raises StoreError from the core."""
+    while not until():
+        run_once(app)
+        wake = app.next_wake()
+        now = time.time() * 1000
+        delay = longest_sleep if wake is None else max(0.0, min(longest_sleep, (wake - now) / 1000))
+        if delay > 0:
+            time.sleep(delay)
+
+
+__all__ = ["Answer", "AnswerTooLarge", "CertificateRefused", "RelayUnreachable", "TransportError", "deliver_outbox", "run", "run_once",
+           "save_file", "send", "send_file",
            "CONNECT_TIMEOUT", "IDLE_TIMEOUT", "TOTAL_TIMEOUT", "DEFAULT_MAX_RESPONSE_BYTES"]

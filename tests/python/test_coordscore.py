@@ -1086,3 +1086,29 @@ def test_the_store_is_sealed_under_a_key_the_host_keychain_keeps(tmp_path):
     assert caught.value.code == cc.ERR_STORE_KEY_MISSING
     assert "store.dek" not in keychain.entries
     assert open(os.path.join(directory, "store", "data.mdb"), "rb").read() == data
+
+
+def test_the_c_pull_api_hands_out_the_loops_requests_one_at_a_time(tmp_path):
+    # coords_app_due_next: the loop for C hosts that parse no JSON (examples/host-loop.c).
+    with cc.App(str(tmp_path / "a"), passphrase="a", **FAST) as app:
+        app.create_identity("Alice", "http://127.0.0.1:9")
+        seen = []
+        while True:
+            request = cc.CoordsHostRequest()
+            error = cc.CoordsErrorStruct()
+            assert lib.coords_app_due_next(app.handle, 0, byref(request), byref(error)) == 0
+            if request.id == 0:
+                assert not request.url.data
+                break
+            purpose = bytes(request.purpose.data[:request.purpose.len]).decode()
+            url = bytes(request.url.data[:request.url.len]).decode()
+            assert url.startswith("http://127.0.0.1:9/") and request.max_response_bytes > 0
+            seen.append(purpose)
+            lib.coords_host_request_free(byref(request))
+            assert request.id == 0 and not request.url.data and request.url.len == 0
+        assert set(seen) >= {"mailbox", "prekeys"}
+        assert len(seen) == len(set(seen))  # each once: handed out until reported
+        lib.coords_host_request_free(None)
+        error = cc.CoordsErrorStruct()
+        assert lib.coords_app_due_next(app.handle, 0, None, byref(error)) == cc.ERR_NULL_ARGUMENT
+        lib.coords_error_free(byref(error))

@@ -4,6 +4,7 @@ Every error code of the header has its constant; an App dropped without close() 
 directory with a ResourceWarning; an exception in an update callback is reported, not lost;
 wrong types raise TypeError; a Location needs its timestamp.
 """
+import base64
 import gc
 import logging
 import os
@@ -130,3 +131,50 @@ def test_a_location_needs_its_timestamp_and_numbers():
     with pytest.raises(TypeError, match="latitude"):
         cc.Location("47.37", 8.54, timestamp_ms=1)
     assert cc.Location(47.37, 8.54, 1, 2, 3).timestamp_ms == 3  # positional still works
+
+
+def _os_threads():
+    """The process's OS threads (Linux: one entry per thread in /proc/self/task)."""
+    return sorted(os.listdir("/proc/self/task"))
+
+
+def test_a_host_sending_to_a_64_member_group_runs_no_thread_but_its_own(tmp_path):
+    # Issue 61: the library runs on its caller's thread. Every call — including the ones that run
+    # the managers' async code — and a whole turn of the host loop leave the process with the
+    # threads it had (the old C ABI ran each call on Swift's pool: 4 threads after a group send).
+    fast = dict(keychain_cost="minimum", backup_cost="minimum", durability="no_sync")
+    before = _os_threads()
+    with cc.App(str(tmp_path / "a"), passphrase="a", **fast) as app:
+        app.create_identity("Alice", "http://127.0.0.1:9")
+        members = []
+        for i in range(63):
+            public = cc.generate_identity()[1]
+            member = base64.urlsafe_b64encode(public).rstrip(b"=").decode()
+            app.add_friend(member, "http://127.0.0.1:9", f"member {i}")
+            members.append(member)
+        group = app.create_group("Sixty-four", members)
+        sent = app.send_group_message(group.group.id, "hello, all of you")
+        assert len(sent.queued) == 63
+        requests = app.due()
+        assert sum(1 for r in requests if r.purpose == "outbox") >= 63
+        for request in requests:  # no relay answers: every one is told so, and backs off
+            answer = app.report(request.id, 0, b"connection refused")
+            assert answer.result in ("outbox", "failed", "prekeys", "bundle"), answer
+        assert app.next_wake() is not None
+        assert _os_threads() == before
+
+
+def test_the_loop_refuses_hostile_arguments_and_unknown_tickets(tmp_path):
+    fast = dict(keychain_cost="minimum", backup_cost="minimum", durability="no_sync")
+    with cc.App(str(tmp_path / "a"), passphrase="a", **fast) as app:
+        assert app.due() == [] and app.next_wake() is None  # no identity: nothing to do, ever
+        app.create_identity("Alice", "http://127.0.0.1:9")
+        assert app.report(12345, 200, b"{}").result == "unknown"
+        for status in (-1, 1, 99, 1000):
+            with pytest.raises(cc.ArgumentError):
+                app.report(1, status)
+        with pytest.raises(cc.ArgumentError):
+            app.set_fetch_interval(-5)
+        app.set_fetch_interval(None)
+        app.fetch_now()
+        assert {r.purpose for r in app.due()} >= {"mailbox", "prekeys"}

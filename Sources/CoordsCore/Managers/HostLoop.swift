@@ -132,7 +132,9 @@ final class HostLoop: Sendable {
         }
 
         mutating func take(_ ticket: Ticket, now: UInt64) -> UInt64 {
-            inFlight = inFlight.filter { $0.value.ticket != ticket }  // one handed out again replaces the lost one
+            // A request handed out again replaces the one given up on (several live ones may share
+            // a ticket: two batches of one relay's fetch, many acks).
+            inFlight = inFlight.filter { $0.value.ticket != ticket || Self.isLive($0.value.at, now: now) }
             let id = nextTicket
             nextTicket = nextTicket.addingSaturating(1)
             inFlight[id] = (ticket, now)
@@ -324,7 +326,8 @@ extension CoordsApp {
             }
             loop.state.withLock { state in
                 state.acks += outcome.acks
-                if outcome.more { state.mailbox.dueAt = now } else { state.mailbox.failures = 0 }
+                // While the mailbox has more, the next read is due at once; else after the interval.
+                state.mailbox.succeeded(now: now, every: outcome.more ? 0 : state.fetchInterval)
             }
             _ = try await messages.sweepExpired()
             return .messages(outcome)
