@@ -11,7 +11,6 @@ struct Add: SessionCommand {
     @Flag(name: .customLong("no-qr"), help: "Do not draw the QR code of your own link.") var noQR = false
 
     func run(in session: Session) async throws {
-        let before = Set(try session.app.outbox.pending().map(\.id))
         var friend: Friend
         if let server {
             let parsed = try FriendLink.parse(link)
@@ -21,8 +20,8 @@ struct Add: SessionCommand {
         }
         if let name { friend = try await session.app.friends.update(id: friend.id, name: name) }
         let number = try session.app.wallet.safetyNumber(with: friend.publicKey)
-        // Adding shares at once: the core queued the last fix sealed again for them; send it now.
-        let share = try await Self.sendShare(queuedAfter: before, session: session)
+        // Adding shares at once: the core queued the last fix, sealed again for them as it is sent.
+        let share = try await Self.sendShare(session: session)
         let now = nowMilliseconds()
         if options.json {
             printJSON(
@@ -52,16 +51,14 @@ struct Add: SessionCommand {
         }
     }
 
-    /// Sends the share the add queued (the new outbox entries of kind `reseal`): "sent",
-    /// "queued" (the relay did not take it yet; the outbox retries) or "next-fix" (nothing was
-    /// sealed before: the next share reaches them), with the fix's time.
-    static func sendShare(queuedAfter before: Set<UInt64>, session: Session) async throws -> (state: String, fix: UInt64?) {
-        let added = try session.app.outbox.pending().filter { !before.contains($0.id) && $0.item.kind == .reseal }
-        guard let entry = added.last else { return ("next-fix", nil) }
-        let fix = entry.item.reference.flatMap { UInt64($0) }
-        let report = try await OutboxDelivery.deliver(id: entry.id, entry.item.request, session: session)
-        if case .delivered = report.decision { return ("sent", fix) }
-        return ("queued", fix)
+    /// Delivers the share the add queued (the core queued a reseal in the add's transaction and
+    /// seals it for the new friend as it is taken): "sent", "queued" (the relay did not take it
+    /// yet; the outbox retries) or "next-fix" (nothing was sealed before: the next share reaches
+    /// them), with the fix's time.
+    static func sendShare(session: Session) async throws -> (state: String, fix: UInt64?) {
+        let reseal = try await deliverQueued(session: session)
+        guard reseal.resealed else { return ("next-fix", nil) }
+        return (reseal.queued ? "queued" : "sent", try session.app.location.uploadState().lastSealedFix)
     }
 }
 
@@ -164,7 +161,7 @@ struct Verify: SessionCommand {
         let found = try findFriend(friend, in: session)
         if let key {
             let kept = try await session.app.friends.resolveConflict(id: found.id, keep: key)
-            _ = try await sendReseal(session: session)
+            _ = try await deliverQueued(session: session)  // the reseal the kept key is owed
             if options.json {
                 return printJSON(.object(["id": .string(kept.id), "name": .string(kept.name), "trust": .string("verified"), "verified": .bool(true)]))
             }
@@ -172,6 +169,7 @@ struct Verify: SessionCommand {
         }
         let trust: TrustState = block ? .blocked : (reset ? .unverified : .verified)
         _ = try await session.app.friends.setTrust(id: found.id, trust)
+        if block { _ = try await deliverQueued(session: session) }  // the reseal blocking owes
         if options.json {
             return printJSON(
                 .object([
@@ -191,7 +189,7 @@ struct Remove: SessionCommand {
     func run(in session: Session) async throws {
         let found = try findFriend(friend, in: session)
         try await session.app.friends.remove(id: found.id)
-        let reseal = try await sendReseal(session: session)
+        let reseal = try await deliverQueued(session: session)
         if options.json {
             printJSON(
                 .object(["id": .string(found.id), "name": .string(found.name), "removed": .bool(true), "resealed": .bool(reseal.resealed)]))

@@ -308,14 +308,9 @@ enum MessageDelivery {
         let outcome = try await session.app.messages.processFetchResponse(result.body)
         // An ack that does not arrive leaves the envelope on the relay: the next sync sees a duplicate and acks again.
         for ack in outcome.acks { _ = try? await RelayHTTP.send(ack) }
-        if !outcome.conflicts.isEmpty { _ = try? await sendReseal(session: session) }  // a conflict pauses sharing at once
-        // A lost session: the core queued a reset to the friend in a new session; send it now (PROTOCOL.md §10.8).
-        if !outcome.broken.isEmpty { OutboxDelivery.print(await OutboxDelivery.flush(session), json: true) }
-        for receipt in outcome.receipts + outcome.groupQueued {
-            // The core records the answer: delivered, or left in the outbox for a retry.
-            _ = try await OutboxDelivery.deliver(id: receipt.id, receipt.item.request, session: session)
-        }
-        try await session.app.messages.sweepExpired()
+        // What the answer made the core queue — receipts, group keys, a session reset (§10.8), the
+        // reseal a key conflict owes (§9.2) — goes out in one outbox turn; the core swept too.
+        OutboxDelivery.print(await OutboxDelivery.flush(session, ignoringBackoff: false), json: true)
         return outcome
     }
 }

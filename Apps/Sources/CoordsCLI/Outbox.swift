@@ -28,37 +28,20 @@ enum OutboxDelivery {
         return try await session.app.outbox.report(id: id, status: status, body: body)
     }
 
-    /// Tries every due entry once, oldest first. A command is a person (or a script) asking
-    /// now, so by default entries still backing off from an earlier failure are tried too;
-    /// `coords watch` waking for the outbox's next retry passes `ignoringBackoff: false`.
-    /// Entries a delivery queued (the next rotation statement of a chain) are tried in the next round.
+    /// Tries every due entry once, through the one wake (``HostTurn``, outbox requests only). A
+    /// command is a person (or a script) asking now, so by default entries still backing off from
+    /// an earlier failure are tried too; `coords watch` passes `ignoringBackoff: false`. Entries
+    /// a delivery queued (the next rotation statement of a chain, a reseal it owes) go in the
+    /// next turn of the same call.
     static func flush(_ session: Session, ignoringBackoff: Bool = true) async -> Report {
-        var report = Report()
-        var tried = Set<UInt64>()
         do {
-            for _ in 0..<8 {
-                let entries = try await session.app.outbox.due(ignoringBackoff: ignoringBackoff).filter { !tried.contains($0.id) }
-                guard !entries.isEmpty else { break }
-                tried.formUnion(entries.map(\.id))
-                for entry in entries {
-                    let outcome = try await deliver(id: entry.id, entry.item.request, session: session)
-                    let name = "\(entry.item.kind.rawValue) #\(entry.id)"
-                    switch outcome.decision {
-                    case .delivered: report.delivered.append(name)
-                    case .dropped(let reason): report.dropped.append("\(name): \(Terminal.safe(reason))")
-                    case .retry, .signAgain, .unknown: break
-                    }
-                }
-            }
+            return HostTurn.outboxReport(try await HostTurn.run(session, only: [.outbox], ignoringBackoff: ignoringBackoff), session: session)
         } catch {
+            var report = Report()
             report.problems.append("could not send the queued requests: \(describe(error))")
+            report.stillQueued = (try? session.app.outbox.pending().count) ?? 0  // unreadable: the problem above says so
+            return report
         }
-        do {
-            report.stillQueued = try session.app.outbox.pending().count
-        } catch {
-            report.problems.append("could not read the outbox: \(describe(error))")
-        }
-        return report
     }
 
     /// Queues `request` and sends it at once; the core's decision says whether it went.

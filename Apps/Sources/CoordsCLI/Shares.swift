@@ -27,7 +27,7 @@ struct ShareWith: SessionCommand {
         if let duration, let length = Self.milliseconds(duration) { end = nowMilliseconds().addingSaturating(length) }
         if let until { end = try RFC3339.parse(until).multipliedSaturating(by: 1000) }
         let updated = try await session.app.friends.share(id: found.id, until: end)
-        let reseal = try await sendReseal(session: session)
+        let reseal = try await deliverQueued(session: session)
         printShare(updated, reseal: reseal, json: options.json)
         if reseal.queued { throw ExitCode(ExitStatus.queued) }
     }
@@ -69,7 +69,7 @@ struct Pause: SessionCommand {
     func run(in session: Session) async throws {
         let found = try findFriend(friend, in: session)
         let updated = try await session.app.friends.pause(id: found.id)
-        let reseal = try await sendReseal(session: session)
+        let reseal = try await deliverQueued(session: session)
         printShare(updated, reseal: reseal, json: options.json)
         if reseal.queued { throw ExitCode(ExitStatus.queued) }
     }
@@ -84,16 +84,29 @@ struct ResealReport {
     var message: String?
 }
 
-/// After a share ended: sends the last fix sealed again without that friend (PROTOCOL.md §9.3),
-/// through the outbox (kind `reseal`), where it waits when the relay cannot take it now.
-func sendReseal(session: Session) async throws -> ResealReport {
-    guard let upload = try await session.app.location.prepareReseal() else { return ResealReport(resealed: false, queued: false) }
-    let friends = upload.recipientCount - 1
-    let report = try await OutboxDelivery.send(.reseal, upload.request, reference: String(upload.fixTimestamp), session: session)
+/// Delivers what a change of sharing queued, through the one wake (``HostTurn``, outbox only):
+/// the core queued the reseal the change owes in the change's own transaction (PROTOCOL.md §9.3),
+/// and signs it as it is taken. Says what became of it: nothing was owed, delivered, or queued
+/// for the outbox's retry.
+/// - Throws: ``CLIFailure`` when the relay refused the reseal for good; store errors.
+func deliverQueued(session: Session) async throws -> ResealReport {
+    let answered = try await HostTurn.run(session, only: [.outbox], ignoringBackoff: true)
+    return try resealReport(answered, session: session)
+}
+
+/// What became of the reseal in `answered` (the last one, if several went).
+/// - Throws: ``CLIFailure`` when the relay refused it for good.
+func resealReport(_ answered: [(request: HostRequest, answer: HostAnswer)], session: Session) throws -> ResealReport {
+    let reseals = answered.compactMap { request, answer -> OutboxReport? in
+        guard request.outboxKind == .reseal, case .outbox(let report) = answer else { return nil }
+        return report
+    }
+    guard let report = reseals.last else { return ResealReport(resealed: false, queued: false) }
     if report.isDelivered {
+        let friends = (try? session.app.friends.shareRecipients().count) ?? 0  // unreadable: the line says 0, the reseal went
         return ResealReport(
             resealed: true, queued: false,
-            message: "Your last position is sealed again for \(friends) friend\(friends == 1 ? "" : "s") only.")
+            message: "Your last position is sealed again for the \(friends) friend\(friends == 1 ? "" : "s") you share with now.")
     }
     let reason = report.reason ?? "unknown error"
     guard report.isQueued else { throw CLIFailure("the relay refused to store the resealed position: \(reason)") }

@@ -8,7 +8,8 @@ struct Watch: AsyncParsableCommand {
         discussion: """
             Holds a live connection (PROTOCOL.md §8) to every friend's relay, so a friend's new position \
             and a new message show within a second; relays without one are polled every round. \
-            --poll only polls. Failures back off from 1 s to 60 s; Ctrl-C stops.
+            --poll only polls. The core decides every retry (1 s to 60 s) and wakes it for whatever \
+            is due: a share's end, a disappearing message, the outbox; Ctrl-C stops.
             """)
     @OptionGroup var global: GlobalOptions
     @Option(parsing: .unconditional, help: "Latitude to share (omit both to only fetch; south is negative).") var lat: Double?
@@ -45,81 +46,89 @@ struct Watch: AsyncParsableCommand {
         }
     }
 
-    /// Shares (with --lat/--lon) and fetches every friend, every `interval` seconds.
+    /// The one wake (``HostTurn``): shares (with --lat/--lon) every `interval` seconds, and runs
+    /// every request the core hands out — the outbox, fetches and mailbox reads (every
+    /// `interval`), prekeys, bundles, the reseal a share's end owes — sleeping until the core's
+    /// next wake. A round is `interval` seconds (and one shared fix with --lat/--lon); the
+    /// command ends after `count` of them.
     private static func rounds(_ session: Session, lat: Double?, lon: Double?, interval: Int, count: Int) async throws {
-        var failures = 0
+        let every = UInt64(max(interval, 1)).multipliedSaturating(by: 1000)
+        session.app.fetchInterval = every
         var round = 0
-        while count == 0 || round < count {
-            round += 1
-            var failed = false
-            // Prekeys due, friends' bundles due (the core limits both), then the outbox (PROTOCOL.md §10).
-            if round > 1 { await PrekeyRefresh.refresh(session) }
-            OutboxDelivery.print(await OutboxDelivery.flush(session), json: false)
-            await resealAfterShareEnded(session)
-            if let lat, let lon {
-                do {
-                    let fix = try Location(latitude: lat, longitude: lon, timestamp: nowMilliseconds())
-                    let (message, queued, _) = try await share(fix, session: session)
-                    printLine(message)
-                    failed = failed || queued
-                } catch {
-                    printLine("Share failed: \(describe(error))")
-                    failed = true
+        var nextRound: UInt64 = 0
+        while true {
+            if nowMilliseconds() >= nextRound {
+                nextRound = nowMilliseconds().addingSaturating(every)
+                round += 1
+                if let lat, let lon {
+                    do {
+                        let fix = try Location(latitude: lat, longitude: lon, timestamp: nowMilliseconds())
+                        _ = try await session.app.outbox.queueUpload(fix)  // the turn below sends it
+                    } catch {
+                        printLine("Share failed: \(describe(error))")
+                    }
                 }
             }
-            do {
-                let (outcome, fetchFailures, _) = try await fetchAll(session: session)
-                try report(outcome, failures: fetchFailures, session: session, json: false)
-                failed = failed || !fetchFailures.isEmpty
-            } catch {
-                printLine("Fetch failed: \(describe(error))")
-                failed = true
-            }
+            try show(try await HostTurn.run(session), session: session)
             if count != 0 && round >= count { break }
-            failures = failed ? failures + 1 : 0
-            // The core's backoff (1 s → 60 s), counted in whole seconds.
-            let delay = failures == 0 ? interval : Int(Backoff.delay(attempts: UInt32(clamping: failures)) / 1000)
-            if failures > 0 { printLine("Retrying in \(delay) s.") }
-            try await sleepHandlingTimers(seconds: delay, session: session)
+            try await sleepUntilNextWake(session, notAfter: nextRound)
         }
     }
 
-    /// Seals the last position again when a share ended (nothing when none did); a failure is
-    /// printed and the next round tries again.
-    private static func resealAfterShareEnded(_ session: Session) async {
-        do {
-            if let message = try await sendReseal(session: session).message { printLine("A share ended. " + message) }
-        } catch {
-            printLine("A share ended, but your last position could not be sealed again: \(describe(error))")
-        }
-    }
-
-    /// Sleeps `seconds`, waking when a share ends (PROTOCOL.md §9.3) to seal the last position
-    /// again without that friend at once, when disappearing messages are due, to delete them and
-    /// destroy their keys on time (docs/STORE.md), and when the outbox's next retry is due.
-    private static func sleepHandlingTimers(seconds: Int, session: Session) async throws {
-        let deadline = nowMilliseconds().addingSaturating(UInt64(max(seconds, 0)).multipliedSaturating(by: 1000))
-        while case let now = nowMilliseconds(), now < deadline {
-            // A store error here only costs this early wake-up: the next round reseals and sweeps anyway.
-            let expiry = (try? session.app.location.nextShareExpiry()) ?? nil
-            let sweep = (try? session.app.messages.nextExpiry()) ?? nil
-            // Likewise the outbox: a store error costs its early retry, the next round flushes it.
-            let retry = (try? session.app.outbox.nextWake()) ?? nil
-            let wake = min(deadline, expiry ?? deadline, sweep ?? deadline, retry.map { max($0, now) } ?? deadline)
-            try await Task.sleep(for: .milliseconds(Int64(clamping: wake.subtractingSaturating(now))))
-            if let retry, nowMilliseconds() >= retry {
-                OutboxDelivery.print(await OutboxDelivery.flush(session, ignoringBackoff: false), json: false)
-            }
-            if let expiry, nowMilliseconds() >= expiry { await resealAfterShareEnded(session) }
-            if let sweep, nowMilliseconds() >= sweep {
-                do {
-                    let gone = try await session.app.messages.sweepExpired()
-                    if !gone.isEmpty { printLine(gone.count == 1 ? "1 message disappeared." : "\(gone.count) messages disappeared.") }
-                } catch {
-                    printLine("Could not delete disappearing messages: \(describe(error))")
+    /// Prints what a turn did: the friends table after a fetch, messages that arrived, what the
+    /// outbox delivered or dropped, a reseal, and what the core reported meanwhile (disappeared
+    /// messages); failures say when the core tries again.
+    private static func show(_ answered: [(request: HostRequest, answer: HostAnswer)], session: Session) throws {
+        var locations: FetchOutcome?
+        var failures: [FetchFailure] = []
+        var messages = MessagesOutcome()
+        for (request, answer) in answered {
+            switch answer {
+            case .locations(let outcome):
+                var total = locations ?? FetchOutcome()
+                total.merge(outcome)
+                locations = total
+            case .messages(let outcome): messages.merge(outcome)
+            case .outbox(let report):
+                let name = "\(request.outboxKind?.rawValue ?? "request") #\(request.outboxID ?? 0)"
+                switch report.decision {
+                case .delivered where request.outboxKind == .upload: printLine("Shared your position (\(name)).")
+                case .delivered where request.outboxKind == .reseal:
+                    if let line = try resealReport([(request, answer)], session: session).message { printLine(line) }
+                case .dropped(let reason): printLine("Outbox: dropped \(name): \(Terminal.safe(reason))")
+                case .retry(let at, let reason), .signAgain(let at, let reason):
+                    printLine("Outbox: \(name) not sent (\(Terminal.safe(reason))); retrying in \(secondsUntil(at)) s.")
+                case .delivered, .unknown: break
                 }
+            case .failed(let at, let reason):
+                if request.purpose == .fetch { failures.append(FetchFailure(server: request.request.url, message: reason)) }
+                if request.purpose == .mailbox { printLine("Reading your mailbox failed: \(Terminal.safe(reason))") }
+                printLine("Retrying in \(secondsUntil(at)) s.")
+            case .prekeys, .bundle, .acknowledged, .unknown: break
             }
         }
+        for problem in HostTurn.prekeyProblems(answered) { printError("coords: forward secrecy: \(problem)") }
+        if locations != nil || !failures.isEmpty { try report(locations ?? FetchOutcome(), failures: failures, session: session, json: false) }
+        if !messages.received.isEmpty || !messages.rotated.isEmpty { printLive(messages, session: session) }
+        while case .update(let update) = session.app.nextUpdate(timeout: .zero) {
+            guard case .messages(.messagesExpired(let ids)) = update, !ids.isEmpty else { continue }
+            printLine(ids.count == 1 ? "1 message disappeared." : "\(ids.count) messages disappeared.")
+        }
+    }
+
+    /// Whole seconds from now until `at` (ms since the epoch), at least 1.
+    private static func secondsUntil(_ at: UInt64) -> UInt64 {
+        max(1, at.subtractingSaturating(nowMilliseconds()).addingSaturating(999) / 1000)
+    }
+
+    /// Sleeps until the core's next wake (``CoordsApp/nextWake(now:)``: a retry, a share's end,
+    /// a disappearing message, the next fetch, …), or `notAfter` (the next round), at
+    /// most a minute at a time.
+    private static func sleepUntilNextWake(_ session: Session, notAfter: UInt64?) async throws {
+        let now = nowMilliseconds()
+        let wake = [try session.app.nextWake(), notAfter].compactMap { $0 }.min() ?? now.addingSaturating(60_000)
+        let delay = min(wake.subtractingSaturating(now), 60_000)
+        try await Task.sleep(for: .milliseconds(Int64(clamping: max(delay, 10))))
     }
 }
 

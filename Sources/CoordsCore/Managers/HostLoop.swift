@@ -103,6 +103,8 @@ final class HostLoop: Sendable {
         var prekeys = Periodic()
         var bundles = Periodic()
         var sessionSweepAt: UInt64 = 0
+        /// When disappearing messages are due to be deleted (ms; 0: at once, after open).
+        var messageSweepAt: UInt64 = 0
         var acks: [PreparedRequest] = []
 
         /// Whether a request for `ticket` is out and not yet given up on.
@@ -187,7 +189,7 @@ extension CoordsApp {
         let busy = state.busyOutboxEntries(now: now)
         var times: [UInt64?] = [
             try outbox.pending().filter { !busy.contains($0.id) }.map(\.item.nextAttemptAt).min(),
-            try messages.pushRenewalAt(), try location.nextShareExpiry(), try messages.nextExpiry(),
+            try messages.pushRenewalAt(), try location.nextShareExpiry(), try messages.nextExpiry(), state.messageSweepAt,
             state.sessionSweepAt, state.prekeys.dueAt, state.bundles.dueAt,
             state.acks.isEmpty ? nil : now,
             state.inFlight.values.map { $0.at.addingSaturating(HostLoop.inFlightLimit) }.min()
@@ -207,24 +209,34 @@ extension CoordsApp {
     ///
     /// One party's bad state never stops the rest: a friend whose bundle cannot be asked for is
     /// skipped, and a part that cannot be prepared (no server yet) waits for its next turn.
-    /// - Parameter now: the time to judge by (ms since the epoch); nil: the app's clock.
+    /// - Parameters:
+    ///   - now: the time to judge by (ms since the epoch); nil: the app's clock.
+    ///   - purposes: only requests for these (nil: all). A one-shot command that only delivers
+    ///     what waits asks for `[.outbox]`; the rest stays due for the next call.
+    ///   - ignoringBackoff: hand out outbox entries still backing off from a failure too (a
+    ///     person asked now); a long-running host leaves it false.
     /// - Returns: the requests (empty when nothing is due, or there is no identity yet).
     /// - Throws: store errors.
-    public func due(now: UInt64? = nil) async throws -> [HostRequest] {
+    public func due(now: UInt64? = nil, only purposes: Set<HostRequestPurpose>? = nil, ignoringBackoff: Bool = false) async throws
+        -> [HostRequest]
+    {
         guard let identity = try? context.identity.get() else { return [] }  // no identity: nothing to send
         let now = now ?? context.clock.now()
+        let wanted = purposes ?? Set(HostRequestPurpose.allCases)
         try await doLocalWork(now: now, me: identity.id)
         var requests: [HostRequest] = []
         func hand(_ ticket: HostLoop.Ticket, _ purpose: HostRequestPurpose, _ request: PreparedRequest, entry: OutboxEntry? = nil) {
             let id = loop.state.withLock { $0.take(ticket, now: now) }
             requests.append(HostRequest(id: id, purpose: purpose, request: request, outboxID: entry?.id, outboxKind: entry?.item.kind))
         }
-        let busy = loop.state.withLock { $0.busyOutboxEntries(now: now) }
-        for entry in try await outbox.due(now: now) where !busy.contains(entry.id) {
-            hand(.outbox(entry.id), .outbox, entry.item.request, entry: entry)
+        if wanted.contains(.outbox) {
+            let busy = loop.state.withLock { $0.busyOutboxEntries(now: now) }
+            for entry in try await outbox.due(now: now, ignoringBackoff: ignoringBackoff) where !busy.contains(entry.id) {
+                hand(.outbox(entry.id), .outbox, entry.item.request, entry: entry)
+            }
         }
         let state = loop.state.withLock { $0 }
-        if state.prekeys.dueAt <= now, !state.isInFlight(.prekeys, now: now) {
+        if wanted.contains(.prekeys), state.prekeys.dueAt <= now, !state.isInFlight(.prekeys, now: now) {
             do {
                 if let upload = try sessions.preparePrekeyUpload() {
                     hand(.prekeys, .prekeys, upload)
@@ -238,7 +250,7 @@ extension CoordsApp {
                 loop.state.withLock { $0.prekeys.succeeded(now: now, every: HostLoop.prekeyCheckInterval) }
             }
         }
-        if state.bundles.dueAt <= now {
+        if wanted.contains(.bundle), state.bundles.dueAt <= now {
             loop.state.withLock { $0.bundles.succeeded(now: now, every: HostLoop.prekeyCheckInterval) }
             for friend in try sessions.bundlesDue() where !state.isInFlight(.bundle(friend: friend), now: now) {
                 do {
@@ -251,7 +263,7 @@ extension CoordsApp {
             }
         }
         let fetching = state.isFetching(now: now)
-        if state.fetch.dueAt <= now, !fetching {
+        if wanted.contains(.fetch), state.fetch.dueAt <= now, !fetching {
             do {
                 let fetches = try await location.prepareFetches()
                 loop.state.withLock { $0.fetch.succeeded(now: now, every: $0.fetchInterval) }
@@ -263,7 +275,7 @@ extension CoordsApp {
                 context.logger.notice("friends' positions cannot be fetched now", metadata: ["error": "\(error)"])
             }
         }
-        if state.mailbox.dueAt <= now, !state.isInFlight(.mailbox, now: now) {
+        if wanted.contains(.mailbox), state.mailbox.dueAt <= now, !state.isInFlight(.mailbox, now: now) {
             do {
                 hand(.mailbox, .mailbox, try messages.prepareFetch())
             } catch let error as StoreError {
@@ -272,10 +284,13 @@ extension CoordsApp {
                 loop.state.withLock { _ = $0.mailbox.failed(now: now) }  // no server yet
             }
         }
-        let acks = loop.state.withLock { state -> [PreparedRequest] in
-            defer { state.acks = [] }
-            return state.acks
-        }
+        let acks =
+            !wanted.contains(.ack)
+            ? []
+            : loop.state.withLock { state -> [PreparedRequest] in
+                defer { state.acks = [] }
+                return state.acks
+            }
         for ack in acks { hand(.ack, .ack, ack) }
         return requests
     }
@@ -345,7 +360,12 @@ extension CoordsApp {
 
     /// The work ``due(now:)`` does on the device before handing out requests.
     private func doLocalWork(now: UInt64, me: String) async throws {
-        if let at = try messages.nextExpiry(), at <= now { _ = try await messages.sweepExpired() }
+        // The store names a message's expiry only until it passes (then the end of its minute), so
+        // the time read at the last wake is kept: the first wake after open sweeps at once.
+        let sweepAt = min(loop.state.withLock { $0.messageSweepAt }, try messages.nextExpiry() ?? .max)
+        if sweepAt <= now { _ = try await messages.sweepExpired() }
+        let nextSweep = try messages.nextExpiry() ?? .max
+        loop.state.withLock { $0.messageSweepAt = nextSweep }
         if loop.state.withLock({ $0.sessionSweepAt <= now }) {
             try sessions.sweep()
             loop.state.withLock { $0.sessionSweepAt = now.addingSaturating(HostLoop.sessionSweepInterval) }
