@@ -476,6 +476,43 @@ static void test_apps(void) {
     coords_buffer_free(&json);
     EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_location_next_share_expiry(alice, NULL, &e_));
 
+    /* The core queued the reseal the pause owed, in the pause's transaction; it is sealed when a
+     * host takes it (the one wake, one request at a time: no JSON needed). */
+    EXPECT(COORDS_OK, coords_outbox_pending(alice, false, &json, &e_));
+    CHECK(contains(&json, "\"kind\":\"reseal\"") && contains(&json, "\"reference\":\"share-changed\""));
+    coords_buffer_free(&json);
+    int reseals = 0;
+    for (int taken = 0; taken < 32; taken++) {
+        CoordsHostRequest request = {0};
+        EXPECT(COORDS_OK, coords_app_due_next(alice, 0, &request, &e_));
+        if (request.id == 0) break;
+        int is_reseal = strcmp((const char *)request.purpose.data, "outbox") == 0 && strcmp((const char *)request.method.data, "PUT") == 0 &&
+                        strstr((const char *)request.url.data, "/api/location") != NULL && request.body.len > 0 &&
+                        strstr((const char *)request.headers.data, "Content-Type: application/json\n") != NULL;
+        reseals += is_reseal;
+        /* No relay here: the reseal "goes" (204); the rest (fetches, prekeys, bundles the tests
+         * below use) stays unanswered, handed out to nobody else until it is reported. */
+        if (is_reseal) {
+            EXPECT(COORDS_OK, coords_app_report(alice, request.id, 204, NULL, 0, &json, &e_));
+            CHECK(contains(&json, "\"decision\":\"delivered\""));
+            coords_buffer_free(&json);
+        }
+        coords_host_request_free(&request);
+        CHECK(request.id == 0 && request.url.data == NULL);
+    }
+    CHECK(reseals == 1);
+    coords_host_request_free(NULL);
+    EXPECT(COORDS_ERR_NULL_ARGUMENT, coords_app_due_next(alice, 0, NULL, &e_));
+    EXPECT(COORDS_OK, coords_app_report(alice, 999999, 200, NULL, 0, &json, &e_));
+    CHECK(contains(&json, "\"result\":\"unknown\""));
+    coords_buffer_free(&json);
+    EXPECT(COORDS_ERR_INVALID_ARGUMENT, coords_app_report(alice, 1, 1000, NULL, 0, &json, &e_));
+    uint64_t next_wake = 0;
+    EXPECT(COORDS_OK, coords_app_next_wake(alice, &next_wake, &e_));
+    CHECK(next_wake > 0); /* the next fetch, or the unanswered requests' two minutes */
+    EXPECT(COORDS_OK, coords_app_set_fetch_interval(alice, 0, &e_));
+    EXPECT(COORDS_OK, coords_app_fetch_now(alice, &e_));
+
     /* The store sealed at rest (docs/STORE.md): no message disappears yet; a rekey keeps everything. */
     uint64_t due = 1;
     EXPECT(COORDS_OK, coords_messages_next_expiry(alice, &due, &e_));

@@ -1,4 +1,4 @@
-/* A whole CoordsCore host in C: the one wake (docs/HOSTS.md). It carries bytes with libcurl and
+/* A whole CoordsCore host in C: the one wake (docs/ABI.md). It carries bytes with libcurl and
  * decides nothing: the core says what to send, when to wake, and what every answer means.
  *
  *   cc examples/host-loop.c -lcoordscore -lcurl -o host-loop

@@ -668,7 +668,7 @@ int32_t coords_outbox_mark_failed(CoordsApp *app, uint64_t id, const char *reaso
 /* Drops an entry without delivering it. */
 int32_t coords_outbox_remove(CoordsApp *app, uint64_t id, CoordsError *out_error);
 
-/* ---- The one wake: a host is a loop of a page (docs/HOSTS.md, examples/host-loop.c) ------- */
+/* ---- The one wake: a host is a loop of a page (docs/ABI.md, examples/host-loop.c) --------- */
 
 /* A host only carries bytes; the core decides everything else (retries, reseals when a share
  * ends, prekey upkeep, fetch interval, sweeps, acks):

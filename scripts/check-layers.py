@@ -8,7 +8,11 @@ when a file uses a type of a layer its own layer may not depend on, or imports a
 Sources/CoordsCore that no row names, fails too: the table and the code cannot drift apart.
 
 It also reads the "## Managers" table: each manager's row must list every case of its
-`…ReconcileMessage` enum, and nothing else.
+`…ReconcileMessage` enum, and nothing else; and the "## Manager order" line: the managers from
+the lowest to the top, each using only those before it. Every top-level type of
+Sources/CoordsCore/Managers (a manager with its extensions, or a helper or record type) is a node
+of one graph whose edges are the types it uses: a manager using one later in the order fails,
+and so does any cycle (also one through helpers), with its members named.
 
 Usage: scripts/check-layers.py [ROOT]   (exit 1 with one line per finding)
 """
@@ -75,6 +79,102 @@ def reconcile_findings(root):
     return findings
 
 
+def manager_order(root):
+    """The managers of the "## Manager order" section, lowest first."""
+    text = open(os.path.join(root, "docs", "ARCHITECTURE.md"), encoding="utf-8").read()
+    if "## Manager order" not in text:
+        return None
+    section = text.split("## Manager order", 1)[1].split("\n## ", 1)[0]
+    line = next((l for l in section.splitlines() if l.startswith("`")), "")
+    return re.findall(r"`(\w+)`", line)
+
+
+TOP_LEVEL = re.compile(
+    r"^(?:@[\w()]+\s+)*(?:(?:public|internal|package|private|fileprivate|final|nonisolated|indirect)\s+)*"
+    r"(?:struct|enum|class|actor|protocol|extension)\s+(\w+)[^\n]*\{[^\n]*$", re.M)
+
+
+def blocks(source):
+    """(type name, body) for each top-level declaration or extension at column 0: one line when
+    its braces close on it, else up to the next `}` at column 0."""
+    found = []
+    for match in TOP_LEVEL.finditer(source):
+        line = match.group(0)
+        if line.count("{") == line.count("}"):
+            found.append((match.group(1), line))
+            continue
+        end = source.find("\n}", match.end())
+        found.append((match.group(1), source[match.start():len(source) if end < 0 else end]))
+    return found
+
+
+def manager_findings(root):
+    """Managers used out of the stated order, and cycles among the Managers folder's types."""
+    order = manager_order(root)
+    if order is None:
+        return ["docs/ARCHITECTURE.md: no \"## Manager order\" section (the managers, lowest first, joined by →)"]
+    folder = os.path.join(root, "Sources", "CoordsCore", "Managers")
+    bodies = {}  # type -> [(file, body)]
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".swift"):
+            source = strip(open(os.path.join(folder, name), encoding="utf-8").read())
+            for declared, body in blocks(source):
+                bodies.setdefault(declared, []).append((name, body))
+    missing = [m for m in order if m not in bodies]
+    findings = [f"docs/ARCHITECTURE.md: the manager order names {m}, which Sources/CoordsCore/Managers does not declare" for m in missing]
+    for declared in sorted(bodies):
+        if (declared.endswith("Manager") or declared in ("LiveSession", "CoordsApp")) and declared not in order:
+            findings.append(f"docs/ARCHITECTURE.md: the manager order does not place {declared}")
+    edges = {}
+    where = {}
+    for declared, parts in bodies.items():
+        for file, body in parts:
+            for match in IDENTIFIER.finditer(body):
+                used = match.group(0)
+                if used != declared and used in bodies:
+                    edges.setdefault(declared, set()).add(used)
+                    where.setdefault((declared, used), f"Sources/CoordsCore/Managers/{file}")
+    rank = {m: i for i, m in enumerate(order)}
+    for source_type, targets in sorted(edges.items()):
+        for target in sorted(targets):
+            if source_type in rank and target in rank and rank[target] > rank[source_type]:
+                findings.append(
+                    f"{where[(source_type, target)]}: {source_type} uses {target}, which comes after it in the manager order "
+                    f"(docs/ARCHITECTURE.md, Manager order: {' → '.join(order)})")
+    # Cycles: Tarjan's strongly connected components.
+    index, low, stack, on_stack, components, counter = {}, {}, [], set(), [], [0]
+
+    def visit(node):
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(edges.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    sys.setrecursionlimit(10000)
+    for node in sorted(bodies):
+        if node not in index:
+            visit(node)
+    for component in components:
+        findings.append(f"Sources/CoordsCore/Managers: a dependency cycle among {', '.join(component)} (no type there may reach itself)")
+    return findings
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     core = os.path.join(root, "Sources", "CoordsCore")
@@ -127,6 +227,7 @@ def main():
                     f"{relative}:{line}: uses {used} from the {other_layer} layer, which the {layer} layer may not depend on "
                     f"(docs/ARCHITECTURE.md, Layers: {layer} depends on {', '.join(sorted(allowed | modules)) or 'nothing'})")
     findings += reconcile_findings(root)
+    findings += manager_findings(root)
     for finding in findings:
         print(finding)
     if findings:

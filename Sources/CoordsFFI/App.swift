@@ -500,7 +500,7 @@ public func ffiOutboxQueueUpload(_ handle: Handle, _ fix: UnsafePointer<CoordsLo
 @_cdecl("coords_outbox_due")
 public func ffiOutboxDue(_ handle: Handle, _ ignoringBackoff: Bool, _ jsonOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(jsonOut, "json_out", app: handle, error) { app in
-        JSONValue.array(try blocking { try await app.outbox.due(ignoringBackoff: ignoringBackoff) }.map(Record.outboxEntry))
+        JSONValue.array(try blocking { try await app.outboxDue(ignoringBackoff: ignoringBackoff) }.map(Record.outboxEntry))
     }
 }
 
@@ -511,7 +511,7 @@ public func ffiOutboxReport(
     returning(jsonOut, "json_out", app: handle, error) { app in
         guard (0...999).contains(status) else { throw FFIError.invalid("status must be an HTTP status (100…999) or 0 for no answer") }
         let bytes = try Argument.bytes(body, length, "body", maximum: Int(COORDS_MAX_BODY_BYTES))
-        return Record.outboxReport(try blocking { try await app.outbox.report(id: id, status: Int(status), body: bytes) })
+        return Record.outboxReport(try blocking { try await app.outboxReport(id: id, status: Int(status), body: bytes) })
     }
 }
 
@@ -519,7 +519,7 @@ public func ffiOutboxReport(
 public func ffiOutboxNextWake(_ handle: Handle, _ atOut: UnsafeMutablePointer<UInt64>?, _ error: ErrorOut) -> Int32 {
     exported(error) {
         let out = try Argument.output(atOut, "at_ms_out")
-        out.pointee = try apps.get(handle).app.outbox.nextWake() ?? 0
+        out.pointee = try apps.get(handle).app.outboxNextWake() ?? 0
     }
 }
 

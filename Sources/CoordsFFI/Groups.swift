@@ -4,19 +4,7 @@ import CoordsCore
 // MARK: Records
 
 extension Record {
-    static func group(_ g: GroupInfo) -> JSONValue {
-        .object([
-            "id": .string(g.id), "name": .string(g.name), "status": .string(g.status.rawValue), "is_admin": .bool(g.isAdmin),
-            "in_conflict": .bool(g.inConflict), "epoch": .integer(UInt64(g.epoch)), "sharing": .bool(g.sharing),
-            "members": .array(
-                g.members.map { m in
-                    .object([
-                        "id": .string(m.id), "name": optional(m.name) { .string($0) }, "is_admin": .bool(m.isAdmin), "is_self": .bool(m.isSelf),
-                        "is_friend": .bool(m.isFriend)
-                    ])
-                })
-        ])
-    }
+    static func group(_ g: GroupInfo) -> JSONValue { g.hostJSON }
 
     static func groupChange(_ r: GroupChangeResult) -> JSONValue {
         .object([

@@ -2,15 +2,7 @@ import CCoordsABI
 import CoordsCore
 
 extension Record {
-    static func message(_ m: MessageRecord) -> JSONValue {
-        .object([
-            "id": .string(m.id), "friend_id": .string(m.peer), "outgoing": .bool(m.outgoing), "kind": .string(m.kind),
-            "text": .string(m.text), "sent_at": .integer(m.sentAt), "stored_at": .integer(m.storedAt),
-            "status": .string(m.status.rawValue), "disappears_at": optional(m.disappearsAt) { .integer($0) },
-            "group": optional(m.group) { .string($0) }, "notify": optional(m.notify) { .bool($0) },
-            "file": optional(m.file) { $0.hostJSON }
-        ])
-    }
+    static func message(_ m: MessageRecord) -> JSONValue { m.hostJSON }
 
     static func notificationPolicy(_ p: NotificationPolicy) -> JSONValue {
         .object([

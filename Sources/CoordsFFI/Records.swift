@@ -3,12 +3,7 @@ import CCoordsABI
 import CoordsCore
 
 enum Record {
-    static func location(_ l: Location) -> JSONValue {
-        .object([
-            "latitude": .double(l.latitude), "longitude": .double(l.longitude), "altitude": .double(l.altitude),
-            "accuracy": .double(Double(l.accuracy)), "timestamp_ms": .integer(l.timestamp)
-        ])
-    }
+    static func location(_ l: Location) -> JSONValue { l.hostJSON }
 
     static func cLocation(_ l: Location) -> CoordsLocation {
         CoordsLocation(latitude: l.latitude, longitude: l.longitude, altitude: l.altitude, accuracy: l.accuracy, timestamp_ms: l.timestamp)

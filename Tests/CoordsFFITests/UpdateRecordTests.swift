@@ -30,7 +30,7 @@ import Testing
         status: .received, disappearsAt: nil)
     static let messageJSON = """
         {"id":"6f1e0b52-3c1a-4d55-9a43-0e8d0c1d2f3a","friend_id":"\(key)","outgoing":false,"kind":"text","text":"hi",\
-        "sent_at":5,"stored_at":6,"status":"received","disappears_at":null,"group":null,"notify":null,"file":null}
+        "sent_at_ms":5,"stored_at_ms":6,"status":"received","disappears_at_ms":null,"group":null,"notify":null,"file":null}
         """
 
     /// Every case of every manager's message, with its record.
@@ -39,7 +39,7 @@ import Testing
             id: key, name: "Bob", location: location, updated: 1_700_000_000, fetchedAt: 1_700_000_000_500, authenticity: .verified,
             markerColor: "#1F77B4")
         let friendLocationJSON = """
-            {"id":"\(key)","name":"Bob","location":{"latitude":47.5,"longitude":8.25,"altitude":400,"accuracy":5,\
+            {"id":"\(key)","name":"Bob","location":{"latitude":47.5,"longitude":8.25,"altitude_m":400,"accuracy_m":5,\
             "timestamp_ms":1700000000000},"updated":1700000000,"fetched_at":1700000000500,"authenticity":"verified",\
             "marker_color":"#1F77B4","place":null}
             """

@@ -551,7 +551,7 @@ class Location:
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "Location":
         """A Location from the library's JSON record."""
-        return cls(obj["latitude"], obj["longitude"], obj["altitude"], obj["accuracy"], obj["timestamp_ms"])
+        return cls(obj["latitude"], obj["longitude"], obj["altitude_m"], obj["accuracy_m"], obj["timestamp_ms"])
 
 
 
@@ -579,8 +579,8 @@ class _Record:
             if isinstance(value, _Record):
                 return value.to_json()
             if isinstance(value, Location):
-                return {"latitude": value.latitude, "longitude": value.longitude, "altitude": value.altitude,
-                        "accuracy": value.accuracy, "timestamp_ms": value.timestamp_ms}
+                return {"latitude": value.latitude, "longitude": value.longitude, "altitude_m": value.altitude,
+                        "accuracy_m": value.accuracy, "timestamp_ms": value.timestamp_ms}
             if isinstance(value, list):
                 return [convert(item) for item in value]
             return value
@@ -890,8 +890,8 @@ class Message(_Record):
     def from_json(cls, obj: dict[str, Any]) -> "Message":
         """A Message from the library's JSON."""
         file = obj.get("file")
-        return cls(obj["id"], obj["friend_id"], obj["outgoing"], obj["kind"], obj["text"], obj["sent_at"], obj["stored_at"],
-                   obj["status"], obj["disappears_at"], obj.get("group"), obj.get("notify"),
+        return cls(obj["id"], obj["friend_id"], obj["outgoing"], obj["kind"], obj["text"], obj["sent_at_ms"], obj["stored_at_ms"],
+                   obj["status"], obj["disappears_at_ms"], obj.get("group"), obj.get("notify"),
                    Attachment.from_json(file) if file else None)
 
 

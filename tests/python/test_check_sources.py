@@ -53,6 +53,10 @@ TABLE = """# Architecture
 | Store | `Sources/CoordsCore/Store` | CLMDB, Support, Wire |
 | Managers | `Sources/CoordsCore/Managers` | all of the above |
 
+## Manager order
+
+`LowManager` → `App`
+
 ## Next
 """
 
@@ -71,7 +75,9 @@ BASE = {
     "Support/Hex.swift": "enum Hex {}\n",
     "Wire/Blob.swift": "public struct Blob { let h = Hex.self }\n",
     "Store/Table.swift": "import CLMDB\nstruct Row { var b: Blob }\n",
-    "Managers/App.swift": "actor App { var r: Row?; var b: Blob? }\n",
+    "Managers/App.swift": "actor App { var r: Row?; var b: Blob?; let low: LowManager }\n",
+    "Managers/Low.swift": "actor LowManager {\n    var queue: Queue?\n}\n",
+    "Managers/Queue.swift": "enum Queue {\n    static let rows: [Row] = []\n}\n",
 }
 
 
@@ -95,6 +101,28 @@ def test_a_c_module_the_row_does_not_list_fails(tmp_path):
 def test_a_folder_without_a_row_fails(tmp_path):
     result = layers(tmp_path, dict(BASE, **{"Extra/X.swift": "enum X {}\n"}))
     assert result.returncode == 1 and "Sources/CoordsCore/Extra: no row" in result.stdout
+
+
+def test_a_manager_using_one_later_in_the_order_fails(tmp_path):
+    files = dict(BASE, **{"Managers/Low.swift": "actor LowManager {\n    weak var app: App?\n}\n"})
+    result = layers(tmp_path, files)
+    assert result.returncode == 1
+    assert "LowManager uses App, which comes after it in the manager order" in result.stdout
+    assert "a dependency cycle among App, LowManager" in result.stdout
+
+
+def test_a_cycle_through_a_helper_fails_and_names_its_members(tmp_path):
+    # The helper below LowManager reaches back up to it: a knot the order alone would not see.
+    files = dict(BASE, **{"Managers/Queue.swift": "enum Queue {\n    static func owner(_ m: LowManager) {}\n}\n"})
+    result = layers(tmp_path, files)
+    assert result.returncode == 1
+    assert "a dependency cycle among LowManager, Queue" in result.stdout
+
+
+def test_a_manager_the_order_does_not_place_fails(tmp_path):
+    files = dict(BASE, **{"Managers/Other.swift": "actor OtherManager {}\n"})
+    result = layers(tmp_path, files)
+    assert result.returncode == 1 and "the manager order does not place OtherManager" in result.stdout
 
 
 CITATIONS = os.path.join(ROOT, "scripts", "check-citations.py")

@@ -97,7 +97,7 @@ struct Friends: SessionCommand {
                                 "fetching": .bool(friend.fetchFrom), "trust": .string(friend.trust.rawValue),
                                 "verified": .bool(friend.trust == .verified),
                                 "protection": .string(friend.protection.rawValue), "reciprocal": .bool(friend.reciprocal),
-                                "location": seen?.location.map(locationJSON) ?? .null,
+                                "location": seen?.location.map(\.hostJSON) ?? .null,
                                 "signature": seen?.authenticity.map { .string(signatureWord($0)) } ?? .null
                             ])
                         })
@@ -127,14 +127,6 @@ struct Friends: SessionCommand {
             printLine("Give them your link from `coords whoami`.")
         }
     }
-}
-
-/// A position in JSON: degrees, metres (`_m`) and Unix milliseconds (`_ms`).
-func locationJSON(_ l: Location) -> JSONValue {
-    .object([
-        "latitude": .double(l.latitude), "longitude": .double(l.longitude), "altitude_m": .double(l.altitude),
-        "accuracy_m": .double(Double(l.accuracy)), "timestamp_ms": .integer(l.timestamp)
-    ])
 }
 
 /// One word, one meaning: "verified" is only ever about a friend's identity the user compared

@@ -123,7 +123,7 @@ struct GroupsList: SessionCommand {
 
     func run(in session: Session) async throws {
         let groups = try session.app.groups.groups()
-        if options.json { return printJSON(.object(["groups": .array(groups.map(groupJSON))])) }
+        if options.json { return printJSON(.object(["groups": .array(groups.map(\.hostJSON))])) }
         guard !groups.isEmpty else { return printLine("No groups yet. Create one with `coords group create NAME FRIEND…`.") }
         var table = TextTable("GROUP", "MEMBERS", "YOU", "SHARING", "STATE")
         for group in groups {
@@ -144,20 +144,6 @@ func findGroup(_ query: String, in session: Session) throws -> GroupInfo {
     }
 }
 
-func groupJSON(_ g: GroupInfo) -> JSONValue {
-    .object([
-        "id": .string(g.id), "name": .string(g.name), "status": .string(g.status.rawValue), "is_admin": .bool(g.isAdmin),
-        "in_conflict": .bool(g.inConflict), "epoch": .integer(UInt64(g.epoch)), "sharing": .bool(g.sharing),
-        "members": .array(
-            g.members.map { m in
-                .object([
-                    "id": .string(m.id), "name": m.name.map { .string($0) } ?? .null, "is_admin": .bool(m.isAdmin), "is_self": .bool(m.isSelf),
-                    "is_friend": .bool(m.isFriend)
-                ])
-            })
-    ])
-}
-
 /// Sends what a group change queued, then says what happened.
 private func report(_ result: GroupChangeResult, _ line: String, _ session: Session, _ options: CommandOptions) async throws {
     var queued = 0
@@ -168,7 +154,7 @@ private func report(_ result: GroupChangeResult, _ line: String, _ session: Sess
     if options.json {
         return printJSON(
             .object([
-                "group": groupJSON(result.group), "unreachable": .array(result.unreachable.map { .string($0) }),
+                "group": result.group.hostJSON, "unreachable": .array(result.unreachable.map { .string($0) }),
                 "queued": .integer(UInt64(queued))
             ]))
     }

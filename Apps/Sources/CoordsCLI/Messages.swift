@@ -112,7 +112,7 @@ struct Inbox: SessionCommand {
         if options.json {
             printJSON(
                 .object([
-                    "received": .array(outcome.received.map(messageJSON)),
+                    "received": .array(outcome.received.map(\.hostJSON)),
                     "delivered": .array(outcome.delivered.map { .string($0) }),
                     "rejected": .array(
                         outcome.rejected.map { .object(["id": .string($0.id), "code": .integer(UInt64(clamping: $0.code)), "message": .string($0.reason)]) }
@@ -122,7 +122,7 @@ struct Inbox: SessionCommand {
                         conversations.map { c in
                             .object([
                                 "friend_id": .string(c.friendID), "name": .string(c.name), "messages": .integer(UInt64(c.messageCount)),
-                                "last": c.lastMessage.map(messageJSON) ?? .null
+                                "last": c.lastMessage.map(\.hostJSON) ?? .null
                             ])
                         })
                 ]))
@@ -196,7 +196,7 @@ struct Chat: SessionCommand {
             if let unreachable { printError("coords: could not fetch new messages: \(unreachable); showing what is stored here") }
         }
         if options.json {
-            printJSON(.object(["friend_id": .string(target.id), "name": .string(target.name), "messages": .array(history.map(messageJSON))]))
+            printJSON(.object(["friend_id": .string(target.id), "name": .string(target.name), "messages": .array(history.map(\.hostJSON))]))
             if unreachable != nil { throw ExitCode(ExitStatus.unavailable) }
             return
         }
@@ -226,7 +226,7 @@ struct Chat: SessionCommand {
         }
         let history = try session.app.groups.history(groupID: found.id, limit: max(1, limit))
         if options.json {
-            printJSON(.object(["group": groupJSON(try session.app.groups.group(found.id)), "messages": .array(history.map(messageJSON))]))
+            printJSON(.object(["group": try session.app.groups.group(found.id).hostJSON, "messages": .array(history.map(\.hostJSON))]))
             if unreachable != nil { throw ExitCode(ExitStatus.unavailable) }
             return
         }
@@ -261,15 +261,6 @@ struct Chat: SessionCommand {
             try await group.next()
         }
     }
-}
-
-func messageJSON(_ m: MessageRecord) -> JSONValue {
-    .object([
-        "id": .string(m.id), "friend_id": .string(m.peer), "outgoing": .bool(m.outgoing), "kind": .string(m.kind),
-        "text": .string(m.text), "sent_at_ms": .integer(m.sentAt), "status": .string(m.status.rawValue),
-        "group": m.group.map { .string($0) } ?? .null, "notify": m.notify.map { .bool($0) } ?? .null,
-        "file": m.file?.hostJSON ?? .null
-    ])
 }
 
 /// Group names by id, to label group messages (an unreadable list labels them by id).

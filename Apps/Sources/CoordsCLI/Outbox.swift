@@ -25,7 +25,7 @@ enum OutboxDelivery {
         } catch {
             (status, body) = (0, Array(describe(error).utf8))
         }
-        return try await session.app.outbox.report(id: id, status: status, body: body)
+        return try await session.app.outboxReport(id: id, status: status, body: body)
     }
 
     /// Tries every due entry once, through the one wake (``HostTurn``, outbox requests only). A

@@ -80,6 +80,9 @@ struct Reconciler<Message: ReconcileMessage>: Sendable {
     /// Messages dropped because the host did not drain `updates` (logged at 1, 10, 100, …, so a
     /// host that never reads them is told without a line per message).
     private let dropped = DropCount()
+    /// The app's spine (nil for a reconciler on a bare channel, in tests): effect lists reach
+    /// every manager's channel through it.
+    private(set) var spine: UpdateSpine?
 
     /// The manager's side of `channel`.
     init(channel: ReconcileChannel<Message>, logger: Logger) {
@@ -87,9 +90,40 @@ struct Reconciler<Message: ReconcileMessage>: Sendable {
     }
 
     /// A manager's reconciler on a new channel of `spine`, whose messages hosts receive as `wrap`
-    /// makes them (``CoordsApp/nextUpdate(timeout:)``).
-    init(_ spine: UpdateSpine, as wrap: @escaping @Sendable (Message) -> AppUpdate, logger: Logger) {
+    /// makes them (``CoordsApp/nextUpdate(timeout:)``); the spine routes the updates `unwrap`
+    /// recognises, from any effect list, here.
+    init(
+        _ spine: UpdateSpine, as wrap: @escaping @Sendable (Message) -> AppUpdate, from unwrap: @escaping @Sendable (AppUpdate) -> Message?,
+        logger: Logger
+    ) {
         self.init(channel: spine.channel(as: wrap), logger: logger)
+        let reconciler = self  // without the spine: the spine's routes must not hold the spine
+        self.spine = spine
+        spine.route { update in
+            guard let message = unwrap(update) else { return false }
+            reconciler.send(message)
+            return true
+        }
+    }
+
+    /// Runs `body` in a write transaction with an effect list (``Effects``): its updates (for any
+    /// manager) and keys to wipe are applied after the commit, dropped when it throws, and start
+    /// empty again when the body runs twice (the store grew).
+    /// - Throws: what `body` throws, store errors; keychain errors from wiping (the commit stands).
+    func write<R>(_ database: Database, keychain: any Keychain, effects body: (borrowing WriteTransaction, inout Effects) throws -> R) throws -> R {
+        let (result, effects) = try database.write { tx -> (R, Effects) in
+            var effects = Effects()
+            let result = try body(tx, &effects)
+            return (result, effects)
+        }
+        apply(effects)
+        for name in effects.wipe { try keychain.delete(name: name) }
+        return result
+    }
+
+    /// Sends an effect list's updates through the spine (each to its manager's channel).
+    func apply(_ effects: Effects) {
+        spine?.send(effects.updates)  // no spine (a bare channel, in tests): nobody to tell
     }
 
     /// Runs a dispatched action; a failure becomes an `errorOccurred` message instead of a throw.

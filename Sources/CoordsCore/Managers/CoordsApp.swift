@@ -22,6 +22,21 @@ public enum AppUpdate: Sendable, Equatable {
     case groups(GroupsManagerReconcileMessage)
 }
 
+extension AppUpdate {
+    /// The message when it is a ``WalletManager``'s (the spine routes effect lists by these).
+    var wallet: WalletManagerReconcileMessage? { if case .wallet(let m) = self { m } else { nil } }
+    /// The message when it is a ``FriendsManager``'s.
+    var friends: FriendsManagerReconcileMessage? { if case .friends(let m) = self { m } else { nil } }
+    /// The message when it is a ``LocationManager``'s.
+    var location: LocationManagerReconcileMessage? { if case .location(let m) = self { m } else { nil } }
+    /// The message when it is an ``OutboxManager``'s.
+    var outbox: OutboxManagerReconcileMessage? { if case .outbox(let m) = self { m } else { nil } }
+    /// The message when it is a ``MessagesManager``'s.
+    var messages: MessagesManagerReconcileMessage? { if case .messages(let m) = self { m } else { nil } }
+    /// The message when it is a ``GroupsManager``'s.
+    var groups: GroupsManagerReconcileMessage? { if case .groups(let m) = self { m } else { nil } }
+}
+
 /// The result of waiting for an update.
 public enum NextUpdate: Sendable, Equatable {
     /// A manager sent this update.
@@ -157,16 +172,17 @@ public final class CoordsApp: Sendable {
         // this order.
         let spine = UpdateSpine(capacity: capacity)
         self.spine = spine
+        // Each manager is given only managers below it in the stated order (docs/ARCHITECTURE.md,
+        // Manager order), so no two of them can hold each other. The spine walks the channels in
+        // the order made here.
         wallet = WalletManager(context: context, spine: spine)
+        sessions = SessionsManager(context: context)
         friends = FriendsManager(context: context, spine: spine)
         location = LocationManager(context: context, spine: spine)
         outbox = OutboxManager(context: context, spine: spine, location: location)
-        messages = MessagesManager(context: context, outbox: outbox, spine: spine)
-        outbox.messages.set(messages)
         groups = GroupsManager(context: context, outbox: outbox, location: location, spine: spine)
-        messages.groups.set(groups)
+        messages = MessagesManager(context: context, outbox: outbox, groups: groups, spine: spine)
         live = LiveSession(context: context, location: location, messages: messages)
-        sessions = SessionsManager(context: context)
     }
 
     /// Closes the store and ends the update channels (listeners finish after draining).

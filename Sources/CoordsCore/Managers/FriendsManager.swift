@@ -396,9 +396,9 @@ public actor FriendsManager {
     }
 
     /// Friends shared with one by one (``shareCandidates(in:)``) and members of groups shared with
-    /// (``GroupsManager``, §11.7).
+    /// (``groupShareCandidates(in:me:)``, §11.7).
     static func shareCandidates(in tx: borrowing ReadTransaction, me: String) throws -> [ShareCandidate] {
-        try shareCandidates(in: tx) + GroupsManager.shareCandidates(in: tx, me: me)
+        try shareCandidates(in: tx) + groupShareCandidates(in: tx, me: me)
     }
 
     /// A friend uploads may be sealed for, with what decides it over time: the friends table
@@ -432,6 +432,27 @@ public actor FriendsManager {
         return candidates
     }
 
+    // MARK: Sharing through groups (§11.7)
+
+    /// Friends shared with through groups (the groups table, §11.7): members (friends, not blocked, not in conflict) of
+    /// every group the user is a member of and shares with.
+    static func groupShareCandidates(in tx: borrowing ReadTransaction, me: String) throws -> [ShareCandidate] {
+        let friends = try tx.open(Tables.friends)
+        var seen = Set<String>()
+        var candidates: [ShareCandidate] = []
+        for (_, record) in try tx.open(Tables.groups).entries() where record.status == .member && record.sharing {
+            for member in record.members where member.key != me && seen.insert(member.key).inserted {
+                // A stored key that does not parse is nobody to share with.
+                guard let key = try? Ed25519PublicKey(base64URL: member.key), let friend = try friends.get(key),
+                    friend.trust != .blocked, friend.trust != .conflict,
+                    let bytes = try? Base64.decode(friend.x25519PublicKey), let x = try? X25519PublicKey(rawRepresentation: bytes)
+                else { continue }
+                candidates.append(ShareCandidate(id: member.key, key: x, until: nil, viaGroup: true))
+            }
+        }
+        return candidates
+    }
+
     /// Everyone we fetch from (not blocked), as (id, server) pairs.
     /// - Throws: store errors.
     public nonisolated func fetchTargets() throws -> [RelayAPI.FetchTarget] {
@@ -452,6 +473,6 @@ public actor FriendsManager {
 
     init(context: AppContext, spine: UpdateSpine) {
         self.context = context
-        reconciler = Reconciler(spine, as: AppUpdate.friends, logger: context.logger)
+        reconciler = Reconciler(spine, as: AppUpdate.friends, from: \.friends, logger: context.logger)
     }
 }

@@ -448,7 +448,7 @@ public actor GroupsManager {
     /// readers (kind `reseal`, §11.7) when `reseal`.
     /// - Returns: the entries queued, the reseal last.
     func finish(queued ids: [UInt64], reseal: Bool) async throws -> [OutboxEntry] {
-        for id in ids { outbox.reconciler.send(.queued(id: id, kind: .message)) }
+        reconciler.spine?.send(ids.map { .outbox(.queued(id: $0, kind: .message)) })
         var ids = ids
         if reseal, let upload = try await location.prepareReseal(force: true) {
             ids.append(try await outbox.enqueue(kind: .reseal, request: upload.request, reference: String(upload.fixTimestamp)))
@@ -484,11 +484,11 @@ public actor GroupsManager {
         guard let friend = try tx.open(Tables.friends).get(key), friend.trust != .blocked else { return nil }
         let request: PreparedRequest
         do {
-            request = try MessagesManager.seal(tx, payload: payload, to: key, identity: identity, now: now, random: random)
+            request = try SessionsManager.sealEnvelope(tx, payload: payload, to: key, identity: identity, now: now, random: random)
         } catch WireError.prekeysUnavailable {
             return nil
         }
-        return try OutboxManager.enqueue(tx, kind: .message, request: request, reference: payload.id, now: now)
+        return try OutboxQueue.enqueue(tx, kind: .message, request: request, reference: payload.id, now: now)
     }
 
     // MARK: Statements (§11.4)
@@ -1113,9 +1113,9 @@ public actor GroupsManager {
             // this thread, in turn (the core starts no thread of its own).
             let batch = try GroupEnvelopeBatch(
                 unsigned.signed(by: chainSigner).bytes, from: identity.signing, createdAt: now / 1000,
-                expiresAt: now / 1000 + MessagesManager.envelopeLifetimeSeconds)
+                expiresAt: now / 1000 + SessionsManager.envelopeLifetimeSeconds)
             let headers = [PreparedRequest.Header(name: "Content-Type", value: "application/json")]
-            queued = try OutboxManager.enqueue(tx, count: copies.count) { add in
+            queued = try OutboxQueue.enqueue(tx, count: copies.count) { add in
                 for copy in copies {
                     let body = batch.body(id: copy.envelopeID, recipientID: copy.mailbox.recipientID)
                     let request = PreparedRequest(url: copy.mailbox.url, method: "POST", headers: headers, body: body)
@@ -1124,7 +1124,7 @@ public actor GroupsManager {
             }
             return message
         }
-        for entry in queued { outbox.reconciler.send(.queued(id: entry.id, kind: .groupMessage)) }
+        reconciler.spine?.send(queued.map { .outbox(.queued(id: $0.id, kind: .groupMessage)) })
         return SentGroupMessage(message: stored, queued: queued, unreachable: unreachable)
     }
 
@@ -1174,27 +1174,6 @@ public actor GroupsManager {
         return boxes
     }
 
-    // MARK: Sharing (§11.7)
-
-    /// Friends shared with through groups: members (friends, not blocked, not in conflict) of
-    /// every group the user is a member of and shares with.
-    static func shareCandidates(in tx: borrowing ReadTransaction, me: String) throws -> [FriendsManager.ShareCandidate] {
-        let friends = try tx.open(Tables.friends)
-        var seen = Set<String>()
-        var candidates: [FriendsManager.ShareCandidate] = []
-        for (_, record) in try tx.open(Tables.groups).entries() where record.status == .member && record.sharing {
-            for member in record.members where member.key != me && seen.insert(member.key).inserted {
-                // A stored key that does not parse is nobody to share with.
-                guard let key = try? Ed25519PublicKey(base64URL: member.key), let friend = try friends.get(key),
-                    friend.trust != .blocked, friend.trust != .conflict,
-                    let bytes = try? Base64.decode(friend.x25519PublicKey), let x = try? X25519PublicKey(rawRepresentation: bytes)
-                else { continue }
-                candidates.append(FriendsManager.ShareCandidate(id: member.key, key: x, until: nil, viaGroup: true))
-            }
-        }
-        return candidates
-    }
-
     // MARK: Wiring
 
     let context: AppContext
@@ -1212,6 +1191,6 @@ public actor GroupsManager {
         self.context = context
         self.outbox = outbox
         self.location = location
-        reconciler = Reconciler(spine, as: AppUpdate.groups, logger: context.logger)
+        reconciler = Reconciler(spine, as: AppUpdate.groups, from: \.groups, logger: context.logger)
     }
 }

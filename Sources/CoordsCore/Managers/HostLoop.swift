@@ -174,8 +174,8 @@ extension CoordsApp {
         }
     }
 
-    /// When to call ``due(now:)`` next (ms since the epoch; at or before now when something is
-    /// due already), or nil when nothing will ever be due without a call from the host (no
+    /// When to call ``due(now:)`` next (ms since the epoch; `now` when something is due
+    /// already), or nil when nothing will ever be due without a call from the host (no
     /// identity yet, or nothing queued and no fetch interval). The earliest of: the outbox's next
     /// attempt and the push registration's renewal, the next share's end (its reseal), the next
     /// disappearing message, the next fetch and mailbox read, the prekey upkeep, the session
@@ -190,13 +190,14 @@ extension CoordsApp {
         var times: [UInt64?] = [
             try outbox.pending().filter { !busy.contains($0.id) }.map(\.item.nextAttemptAt).min(),
             try messages.pushRenewalAt(), try location.nextShareExpiry(), try messages.nextExpiry(), state.messageSweepAt,
-            state.sessionSweepAt, state.prekeys.dueAt, state.bundles.dueAt,
+            state.sessionSweepAt, state.isInFlight(.prekeys, now: now) ? nil : state.prekeys.dueAt, state.bundles.dueAt,
             state.acks.isEmpty ? nil : now,
             state.inFlight.values.map { $0.at.addingSaturating(HostLoop.inFlightLimit) }.min()
         ]
         times.append(state.isInFlight(.mailbox, now: now) ? nil : state.mailbox.dueAt)
         times.append(state.isFetching(now: now) ? nil : state.fetch.dueAt)
-        return times.compactMap { $0 }.filter { $0 != .max }.min()
+        // Something due already reads as now (never 0, which the C ABI uses for "nothing").
+        return times.compactMap { $0 }.filter { $0 != .max }.min().map { max($0, now) }
     }
 
     /// Everything to send now, each request signed now: the local work that is due is done
@@ -231,7 +232,7 @@ extension CoordsApp {
         }
         if wanted.contains(.outbox) {
             let busy = loop.state.withLock { $0.busyOutboxEntries(now: now) }
-            for entry in try await outbox.due(now: now, ignoringBackoff: ignoringBackoff) where !busy.contains(entry.id) {
+            for entry in try await outboxDue(now: now, ignoringBackoff: ignoringBackoff) where !busy.contains(entry.id) {
                 hand(.outbox(entry.id), .outbox, entry.item.request, entry: entry)
             }
         }
@@ -317,7 +318,7 @@ extension CoordsApp {
         }
         switch ticket {
         case .outbox(let entry):
-            return .outbox(try await outbox.report(id: entry, status: status, body: body))
+            return .outbox(try await outboxReport(id: entry, status: status, body: body))
         case .ack:
             return .acknowledged
         case .fetch:
@@ -372,8 +373,51 @@ extension CoordsApp {
         }
         // A share whose end passed (or any change of who is shared with that nothing queued for):
         // read first, so a wake with nothing owed writes nothing.
-        if try context.database.read({ tx in try ShareChange.isOwed(tx, nil, now: now, me: me) }) {
-            _ = try context.database.write { tx in try ShareChange.queueReseal(tx, nil, now: now, me: me) }
+        if try context.database.read({ tx in try FriendsManager.ShareChange.isOwed(tx, nil, now: now, me: me) }) {
+            _ = try context.database.write { tx in try FriendsManager.ShareChange.queueReseal(tx, nil, now: now, me: me) }
         }
+    }
+}
+
+// MARK: The outbox with its follow-ups (for hosts that drive the outbox alone)
+
+extension CoordsApp {
+    /// The outbox's due entries (``OutboxManager/due(now:ignoringBackoff:)``), with the push
+    /// registration's silent renewal (PROTOCOL.md §8.7) queued first when it is due. ``due(now:only:ignoringBackoff:)``
+    /// hands these out too; this is for a host that drives only the outbox (`coords_outbox_due`).
+    /// - Throws: store errors.
+    public func outboxDue(now: UInt64? = nil, ignoringBackoff: Bool = false) async throws -> [OutboxEntry] {
+        let now = now ?? context.clock.now()
+        if let renewal = try messages.duePushRenewal(now: now) {
+            _ = try await outbox.enqueue(kind: .request, request: renewal, reference: OutboxManager.pushRenewalReference)
+        }
+        return try await outbox.due(now: now, ignoringBackoff: ignoringBackoff)
+    }
+
+    /// ``OutboxManager/report(id:status:body:)`` and what its decision implies beyond the outbox:
+    /// after a delivered rotation statement, the next statement of that friend's chain is queued
+    /// (§9.1); a push renewal the relay refuses (400, 404) forgets the registration, since
+    /// renewing is pointless.
+    /// - Throws: store and keychain errors (the decision is then not recorded; report again).
+    @discardableResult
+    public func outboxReport(id: UInt64, status: Int, body: [UInt8] = []) async throws -> OutboxReport {
+        let reference = try outbox.entries(ids: [id]).first?.item.reference
+        let report = try await outbox.report(id: id, status: status, body: body)
+        switch report.decision {
+        case .delivered where report.kind == .rotation:
+            if let friend = reference { _ = try await messages.queueRotationStatements(onlyFor: friend) }
+        case .dropped where reference == OutboxManager.pushRenewalReference && (status == 400 || status == 404):
+            try messages.forgetPushRegistration()
+        default:
+            break
+        }
+        return report
+    }
+
+    /// When to call ``outboxDue(now:ignoringBackoff:)`` next (ms since the epoch): the outbox's
+    /// next attempt or the push registration's renewal, whichever is first; nil when neither.
+    /// - Throws: store errors.
+    public func outboxNextWake() throws -> UInt64? {
+        [try outbox.nextWake(), try messages.pushRenewalAt()].compactMap { $0 }.min()
     }
 }

@@ -502,6 +502,6 @@ public actor LocationManager {
 
     init(context: AppContext, spine: UpdateSpine) {
         self.context = context
-        reconciler = Reconciler(spine, as: AppUpdate.location, logger: context.logger)
+        reconciler = Reconciler(spine, as: AppUpdate.location, from: \.location, logger: context.logger)
     }
 }

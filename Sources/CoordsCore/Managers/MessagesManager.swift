@@ -182,7 +182,7 @@ public enum MessagesManagerError: CoordsCoreError, Equatable {
 ///   timer (``setDisappearing(friendID:after:)``, applied by ``sweepExpired()``).
 public actor MessagesManager {
     /// How long envelopes live on the relay (the relay's default maximum, 24 h).
-    public static let envelopeLifetimeSeconds: UInt64 = 86_400
+    public static let envelopeLifetimeSeconds: UInt64 = SessionsManager.envelopeLifetimeSeconds
     /// Largest text (UTF-8 bytes) a message carries.
     public static let maximumTextBytes = 64 * 1024
     /// Envelopes asked for per fetch. An answer with more packets is refused whole
@@ -232,7 +232,7 @@ public actor MessagesManager {
         _ tx: borrowing WriteTransaction, _ payload: MessagePayload, to friendID: String
     ) throws -> (MessageRecord, PreparedRequest) {
         let now = payload.sentAt
-        let request = try Self.seal(
+        let request = try SessionsManager.sealEnvelope(
             tx, payload: payload, to: try Ed25519PublicKey(base64URL: friendID), identity: try context.identity.get(), now: now,
             random: context.random)
         let record = MessageRecord(
@@ -241,35 +241,13 @@ public actor MessagesManager {
         return (record, request)
     }
 
-    /// Seals `payload` for friend `key` in `tx` (a session message to a friend who announced
-    /// forward secrecy, §10.7; else version 2) and returns the POST to their relay.
-    /// - Throws: ``FriendsManagerError/notFound(id:)``, ``MessagesManagerError/friendBlocked(id:)``,
-    ///   ``WireError/prekeysUnavailable``, ``WireError/invalidServerURL(_:)``, store and crypto errors.
-    static func seal(
-        _ tx: borrowing WriteTransaction, payload: MessagePayload, to key: Ed25519PublicKey, identity: Identity, now: UInt64,
-        random: any RandomSource
-    ) throws -> PreparedRequest {
-        guard let friend = try tx.open(Tables.friends).get(key) else { throw FriendsManagerError.notFound(id: key.base64URL) }
-        guard friend.trust != .blocked else { throw MessagesManagerError.friendBlocked(id: key.base64URL) }
-        let createdAt = now / 1000
-        let expiresAt = now / 1000 + Self.envelopeLifetimeSeconds
-        let envelope =
-            try SessionsManager.sealMessage(
-                tx, identity: identity, friend: key, payload: payload.json, id: payload.id, createdAt: createdAt, expiresAt: expiresAt,
-                now: now, random: random)
-            ?? Envelope.seal(payload.json, id: payload.id, from: identity.signing, to: key, createdAt: createdAt, expiresAt: expiresAt, random: random)
-        return PreparedRequest(
-            url: try RelayAPI.endpoint(server: friend.server, path: "/v1/relay/messages"), method: "POST",
-            headers: [.init(name: "Content-Type", value: "application/json")], body: envelope.json.serialized())
-    }
-
     /// Records that the relay took a message (202, or 409 because it already had it) and removes
     /// its outbox entry.
     /// - Throws: store errors (an unknown id is not an error).
     public func markSent(id: String) async throws {
         let id = id.lowercased()
         try reconciler.write(context.database) { tx, messages in
-            guard try Self.update(id, tx, { if $0.status == .queued { $0.status = .sent } }) else { return }
+            guard try MessageStore.update(id, tx, { if $0.status == .queued { $0.status = .sent } }) else { return }
             messages.append(.messageSent(id: id))
         }
         for entry in try outbox.pending() where entry.item.reference == id && (entry.item.kind == .message || entry.item.kind == .receipt) {
@@ -618,7 +596,7 @@ public actor MessagesManager {
                 if payload.kind == "receipt" {
                     try ids.put(id, [])
                     if let acked = payload.ack?.lowercased(),
-                        try Self.update(acked, tx, { if $0.outgoing && $0.peer == friendID { $0.status = .delivered } })
+                        try MessageStore.update(acked, tx, { if $0.outgoing && $0.peer == friendID { $0.status = .delivered } })
                     {
                         outcome.delivered.append(acked)
                         messages.append(.messageDelivered(id: acked))
@@ -697,10 +675,8 @@ public actor MessagesManager {
             try groupCache.flush(tx)
             if !outcome.received.isEmpty { messages.append(.messagesReceived(outcome.received)) }
         }
-        if let manager = groups.object {
-            for update in groupUpdates { manager.reconciler.send(update) }
-            outcome.groupQueued = try await manager.finish(queued: groupQueued, reseal: groupReseal)
-        }
+        reconciler.spine?.send(groupUpdates.map(AppUpdate.groups))
+        outcome.groupQueued = try await groups.finish(queued: groupQueued, reseal: groupReseal)
         // Our state for these sessions is lost: end them and tell each friend in a new session (§10.8).
         try await resetSessions(with: Set(brokenFriends))
         // A full answer of envelopes all distinct and new may leave more on the relay. One that repeats
@@ -781,7 +757,7 @@ public actor MessagesManager {
             messages.append(.friendConflict(id: known.successor, name: record.name))
             conflicts.append(known.successor)
             // A conflict pauses sharing at once: the reseal that keeps both keys from the newest blob.
-            _ = try ShareChange.queueReseal(tx, .ended(friend: known.successor), now: now, me: nil)
+            _ = try FriendsManager.ShareChange.queueReseal(tx, .ended(friend: known.successor), now: now, me: nil)
             return nil
         }
         guard let record = try friends.get(statement.old) else { return WireError.invalidRotation("the statement is for someone who is not a friend") }
@@ -1036,18 +1012,6 @@ public actor MessagesManager {
         try tx.open(Tables.messageIDs).put(record.id, key)
     }
 
-    /// Applies `change` to the stored message `id`; false when there is no such message.
-    static func update(_ id: String, _ tx: borrowing WriteTransaction, _ change: (inout MessageRecord) -> Void) throws -> Bool {
-        guard let key = try tx.open(Tables.messageIDs).get(id), !key.isEmpty else { return false }
-        let table = try tx.open(Tables.messages)
-        guard var record = try table.get(key) else { return false }
-        let before = record
-        change(&record)
-        guard record != before else { return false }
-        try table.put(key, record, expiringAt: record.disappearsAt)
-        return true
-    }
-
     /// When a message stored now in `peer`'s conversation disappears (nil: never).
     static func disappearance(_ tx: borrowing WriteTransaction, peer: String, storedAt: UInt64) throws -> UInt64? {
         let key = try Ed25519PublicKey(base64URL: peer)
@@ -1059,12 +1023,14 @@ public actor MessagesManager {
     let context: AppContext
     let reconciler: Reconciler<MessagesManagerReconcileMessage>
     let outbox: OutboxManager
-    /// The groups manager, for the group payloads and envelopes a fetch carries (§11).
-    let groups = WeakLink<GroupsManager>()
+    /// The groups manager: group statements, sender keys and messages a fetch carries (§11) are
+    /// handed to it.
+    let groups: GroupsManager
 
-    init(context: AppContext, outbox: OutboxManager, spine: UpdateSpine) {
+    init(context: AppContext, outbox: OutboxManager, groups: GroupsManager, spine: UpdateSpine) {
         self.context = context
         self.outbox = outbox
-        reconciler = Reconciler(spine, as: AppUpdate.messages, logger: context.logger)
+        self.groups = groups
+        reconciler = Reconciler(spine, as: AppUpdate.messages, from: \.messages, logger: context.logger)
     }
 }

@@ -44,10 +44,6 @@ extension OutboxManager {
     /// - Throws: store errors.
     public func due(now: UInt64? = nil, ignoringBackoff: Bool = false) async throws -> [OutboxEntry] {
         let now = now ?? context.clock.now()
-        // The push registration's silent renewal (PROTOCOL.md §8.7) goes out like any request.
-        if let renewal = try messages.object?.duePushRenewal(now: now) {
-            _ = try enqueue(kind: .request, request: renewal, reference: Self.pushRenewalReference)
-        }
         var due: [OutboxEntry] = []
         for var entry in try pending() where ignoringBackoff || entry.item.nextAttemptAt <= now {
             guard entry.item.kind.isTimeSigned, needsSignature(entry.item, now: now) else {
@@ -56,7 +52,7 @@ extension OutboxManager {
             }
             do {
                 guard let (fresh, reference) = try await signAgain(entry.item) else {
-                    let owed = entry.item.reference == ShareChange.reference
+                    let owed = entry.item.reference == FriendsManager.ShareChange.reference
                     try drop(
                         entry.id, kind: entry.item.kind,
                         reason: owed ? "the last upload already reaches exactly the friends shared with now" : "a newer upload replaced it")
@@ -104,9 +100,6 @@ extension OutboxManager {
         let kind = item.kind
         if (200..<300).contains(status) || (kind.isEnvelope && status == 409) {
             try deliver(id: id)
-            if kind == .rotation, let friend = item.reference, let messages = messages.object {
-                _ = try await messages.queueRotationStatements(onlyFor: friend)
-            }
             return OutboxReport(id: id, kind: kind, decision: .delivered)
         }
         let reason = Self.reason(status: status, body: body)
@@ -124,9 +117,6 @@ extension OutboxManager {
             return OutboxReport(id: id, kind: kind, decision: .signAgain(at: at, reason: reason))
         }
         try drop(id, kind: kind, reason: reason)
-        if item.reference == Self.pushRenewalReference, status == 400 || status == 404 {
-            try messages.object?.forgetPushRegistration()  // the relay refuses the endpoint, or has no push: renewing is pointless
-        }
         return OutboxReport(id: id, kind: kind, decision: .dropped(reason: reason))
     }
 
@@ -155,13 +145,11 @@ extension OutboxManager {
     }
 
     /// When to call ``due(now:ignoringBackoff:)`` next (ms since the epoch; at or before now
-    /// when something is due already), or nil when the outbox is empty and no push registration
-    /// waits for its renewal (``MessagesManager/pushRenewalAt()``).
+    /// when something is due already), or nil when the outbox is empty. (The push
+    /// registration's renewal is the app's: ``CoordsApp/outboxNextWake()``.)
     /// - Throws: store errors.
     public nonisolated func nextWake() throws -> UInt64? {
-        let entries = try context.database.read { tx in try tx.open(Tables.outbox).entries().map(\.value.nextAttemptAt).min() }
-        let renewal = try messages.object?.pushRenewalAt()
-        return [entries, renewal].compactMap { $0 }.min()
+        try context.database.read { tx in try tx.open(Tables.outbox).entries().map(\.value.nextAttemptAt).min() }
     }
 
     /// The reference of the outbox entry that renews the push registration.
@@ -218,7 +206,7 @@ extension OutboxManager {
                 return nil
             }
         case .reseal:
-            let owed = item.reference == ShareChange.reference
+            let owed = item.reference == FriendsManager.ShareChange.reference
             guard let upload = try await (owed ? location.prepareOwedReseal() : location.prepareReseal(force: true)) else { return nil }
             return (upload.request, String(upload.fixTimestamp))
         case .delete: return (try await location.prepareDelete(), nil)
@@ -229,35 +217,26 @@ extension OutboxManager {
     /// Removes entry `id` as delivered and records its follow-up in the same transaction.
     func deliver(id: UInt64) throws {
         let now = context.clock.now()
-        var locationMessages: [LocationManagerReconcileMessage] = []
-        var messagesMessages: [MessagesManagerReconcileMessage] = []
-        let wipe = try reconciler.write(context.database) { tx, messages -> [String] in
-            locationMessages = []
-            messagesMessages = []
-            guard let item = try tx.open(Tables.outbox).remove(id) else { return [] }
-            messages.append(.delivered(id: id, kind: item.kind))
+        try reconciler.write(context.database, keychain: context.keychain) { tx, effects in
+            guard let item = try tx.open(Tables.outbox).remove(id) else { return }
+            effects.updates.append(.outbox(.delivered(id: id, kind: item.kind)))
             switch item.kind {
             case .upload, .reseal:
                 // A fix the store no longer lists as pending (an older upload acknowledged after a
                 // newer one) has nothing to record.
                 if let fix = item.reference.flatMap(UInt64.init), try LocationManager.recordUploadSucceeded(fixTimestamp: fix, now: now, tx) {
-                    locationMessages.append(.uploadSucceeded(fixTimestamp: fix))
+                    effects.updates.append(.location(.uploadSucceeded(fixTimestamp: fix)))
                 }
-                return []
             case .message, .groupMessage:
-                if let message = item.reference, try MessagesManager.update(message, tx, { if $0.status == .queued { $0.status = .sent } }) {
-                    messagesMessages.append(.messageSent(id: message))
+                if let message = item.reference, try MessageStore.markSent(message, tx) {
+                    effects.updates.append(.messages(.messageSent(id: message)))
                 }
-                return []
             case .rotation:
-                return try Self.recordRotationDelivered(item, tx)
+                effects.wipe += try Self.recordRotationDelivered(item, tx)
             case .delete, .receipt, .request:
-                return []
+                break
             }
         }
-        for message in locationMessages { location.reconciler.send(message) }
-        if let manager = messages.object { for message in messagesMessages { manager.reconciler.send(message) } }
-        for name in wipe { try context.keychain.delete(name: name) }
     }
 
     /// Removes entry `id` undelivered, telling the host why.

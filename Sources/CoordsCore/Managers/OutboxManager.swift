@@ -83,67 +83,10 @@ public actor OutboxManager {
     public func enqueue(kind: OutboxKind, request: PreparedRequest, reference: String? = nil, location: Location? = nil) throws -> UInt64 {
         let now = context.clock.now()
         return try reconciler.write(context.database) { tx, messages in
-            let id = try Self.enqueue(tx, kind: kind, request: request, reference: reference, location: location, now: now)
+            let id = try OutboxQueue.enqueue(tx, kind: kind, request: request, reference: reference, location: location, now: now)
             messages.append(.queued(id: id, kind: kind))
             return id
         }
-    }
-
-    /// ``enqueue(kind:request:reference:location:)`` inside `tx`, for a manager that queues
-    /// requests in the transaction that makes them (group changes, §11); it sends the
-    /// ``OutboxManagerReconcileMessage/queued(id:kind:)`` messages after its commit.
-    /// - Returns: the new entry's id.
-    /// - Throws: store errors.
-    static func enqueue(
-        _ tx: borrowing WriteTransaction, kind: OutboxKind, request: PreparedRequest, reference: String?, location: Location? = nil, now: UInt64
-    ) throws -> UInt64 {
-        let item = OutboxItem(kind: kind, request: request, nextAttemptAt: now, createdAt: now, reference: reference, location: location)
-        return try enqueue(tx, [item])[0].id
-    }
-
-    /// Queues `items` (at least one) in `tx` under successive new ids, in order.
-    /// - Returns: the entries as queued.
-    /// - Throws: store errors.
-    static func enqueue(_ tx: borrowing WriteTransaction, _ items: [OutboxItem]) throws -> [OutboxEntry] {
-        try enqueue(tx, count: items.count) { add in
-            for item in items { try add(item) }
-        }
-    }
-
-    /// Queues the items `fill` hands to its `add` (at most `count` of them), in `tx`, under
-    /// successive new ids in the order added: for a caller that makes its items one at a time
-    /// (a group send queues each copy as soon as it is signed). `fill` is called once, even when
-    /// `count` is 0.
-    /// - Returns: the entries as queued.
-    /// - Throws: store errors; `StoreError.encodingFailed` when `fill` adds more than `count`; what
-    ///   `fill` throws.
-    static func enqueue(
-        _ tx: borrowing WriteTransaction, count: Int, _ fill: (_ add: (OutboxItem) throws -> Void) throws -> Void
-    ) throws -> [OutboxEntry] {
-        let tooMany = StoreError.encodingFailed(type: "outbox id", reason: "more items than the \(max(count, 0)) announced")
-        guard count > 0 else {
-            try fill { _ in throw tooMany }
-            return []
-        }
-        let table = try tx.open(Tables.outbox)
-        // Ids are never reused (a host may still hold an old one): a counter in the settings.
-        let settings = try tx.open(Tables.settings)
-        // A damaged counter is an error (reading it as 1 would hand out ids again).
-        let stored = try settings.get(SettingKey.outboxNextID) ?? 1
-        let first = max(stored, (try table.lastKey() ?? 0).addingSaturating(1))
-        guard first < UInt64.max - UInt64(count) else {
-            throw StoreError.encodingFailed(type: "outbox id", reason: "the outbox ids are used up")
-        }
-        var entries: [OutboxEntry] = []
-        entries.reserveCapacity(count)
-        try fill { item in
-            guard entries.count < count else { throw tooMany }
-            let id = first + UInt64(entries.count)  // below UInt64.max − count: checked above
-            try table.append(id, item)  // above every id in the table: `first` is past the last key
-            entries.append(OutboxEntry(id: id, item: item))
-        }
-        if !entries.isEmpty { try settings.put(SettingKey.outboxNextID, first + UInt64(entries.count)) }
-        return entries
     }
 
     /// Removes a delivered entry and records its follow-up in the same transaction, as
@@ -266,13 +209,10 @@ public actor OutboxManager {
     let reconciler: Reconciler<OutboxManagerReconcileMessage>
     /// Signs queued uploads and deletes again, and records their delivery.
     let location: LocationManager
-    /// Records delivered messages and queues the next rotation statements (set once the
-    /// messages manager, which queues into this outbox, exists; weak to avoid a cycle).
-    let messages = WeakLink<MessagesManager>()
 
     init(context: AppContext, spine: UpdateSpine, location: LocationManager) {
         self.context = context
         self.location = location
-        reconciler = Reconciler(spine, as: AppUpdate.outbox, logger: context.logger)
+        reconciler = Reconciler(spine, as: AppUpdate.outbox, from: \.outbox, logger: context.logger)
     }
 }

@@ -275,6 +275,33 @@ public actor SessionsManager {
 // MARK: Sessions inside other managers' transactions
 
 extension SessionsManager {
+    /// How long envelopes live on the relay (the relay's default maximum, 24 h).
+    static let envelopeLifetimeSeconds: UInt64 = 86_400
+
+    /// Seals `payload` for friend `key` in `tx` (a session message to a friend who announced
+    /// forward secrecy, §10.7; else version 2) and returns the POST to their relay.
+    /// - Throws: ``FriendsManagerError/notFound(id:)``, ``MessagesManagerError/friendBlocked(id:)``,
+    ///   ``WireError/prekeysUnavailable``, ``WireError/invalidServerURL(_:)``, store and crypto errors.
+    static func sealEnvelope(
+        _ tx: borrowing WriteTransaction, payload: MessagePayload, to key: Ed25519PublicKey, identity: Identity, now: UInt64,
+        random: any RandomSource
+    ) throws -> PreparedRequest {
+        guard let friend = try tx.open(Tables.friends).get(key) else { throw FriendsManagerError.notFound(id: key.base64URL) }
+        guard friend.trust != .blocked else { throw MessagesManagerError.friendBlocked(id: key.base64URL) }
+        let createdAt = now / 1000
+        let expiresAt = now / 1000 + envelopeLifetimeSeconds
+        let envelope =
+            try SessionsManager.sealMessage(
+                tx, identity: identity, friend: key, payload: payload.json, id: payload.id, createdAt: createdAt, expiresAt: expiresAt,
+                now: now, random: random)
+            ?? Envelope.seal(payload.json, id: payload.id, from: identity.signing, to: key, createdAt: createdAt, expiresAt: expiresAt, random: random)
+        return PreparedRequest(
+            url: try RelayAPI.endpoint(server: friend.server, path: "/v1/relay/messages"), method: "POST",
+            headers: [.init(name: "Content-Type", value: "application/json")], body: envelope.json.serialized())
+    }
+}
+
+extension SessionsManager {
     /// Seals `payload` for `friend` in their active session (made from their accepted bundle when
     /// there is none, §10.5) and advances it in `tx`: the caller stores or queues the envelope in
     /// the same transaction. Returns nil for a friend who has not announced forward secrecy (the

@@ -9,6 +9,18 @@ protocol ReconcileMessage: Sendable {
     static func errorOccurred(code: Int32, message: String) -> Self
 }
 
+/// What one write transaction leaves to do after its commit — updates for any manager, keys to
+/// wipe from the keychain — collected while it runs and applied only once it committed
+/// (``Reconciler/write(_:keychain:effects:)``); an aborted attempt's effects are dropped, and a
+/// body that runs again starts from an empty list. No manager sends on another's channel: the
+/// spine routes each update to its manager's channel.
+struct Effects: Sendable {
+    /// Updates for any manager's channel, in order.
+    var updates: [AppUpdate] = []
+    /// Keychain entries to delete (keys that must not outlive the commit).
+    var wipe: [String] = []
+}
+
 /// A manager's update channel (the model is cove's reconcile channel): the manager's
 /// ``Reconciler`` sends reconcile messages after its commits; hosts receive them from the
 /// manager's `updates` or through ``CoordsApp/nextUpdate(timeout:)``.
@@ -30,6 +42,7 @@ final class UpdateSpine: Sendable {
     let doorbell = Doorbell()
     private let capacity: Int
     private let entries = Mutex<[Entry]>([])
+    private let routes = Mutex<[@Sendable (AppUpdate) -> Bool]>([])
 
     /// One manager's channel, seen without its message type.
     private struct Entry: Sendable {
@@ -52,6 +65,19 @@ final class UpdateSpine: Sendable {
             close: { channel.sender.close() })
         entries.withLock { $0.append(entry) }
         return channel
+    }
+
+    /// Registers how updates of one manager's kind reach its channel (``Reconciler``'s `send`).
+    func route(_ deliver: @escaping @Sendable (AppUpdate) -> Bool) {
+        routes.withLock { $0.append(deliver) }
+    }
+
+    /// Sends each update to its manager's channel (an effect list's updates, after the commit).
+    func send(_ updates: [AppUpdate]) {
+        let routes = routes.withLock { $0 }
+        for update in updates where !routes.contains(where: { $0(update) }) {
+            continue  // a manager with no channel on this spine (none in an app): nobody to tell
+        }
     }
 
     /// The first waiting message, walking the channels in registration order.

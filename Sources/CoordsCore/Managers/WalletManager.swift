@@ -365,7 +365,7 @@ public actor WalletManager {
 
     init(context: AppContext, spine: UpdateSpine) {
         self.context = context
-        reconciler = Reconciler(spine, as: AppUpdate.wallet, logger: context.logger)
+        reconciler = Reconciler(spine, as: AppUpdate.wallet, from: \.wallet, logger: context.logger)
     }
 }
 

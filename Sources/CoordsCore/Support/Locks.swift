@@ -1,4 +1,5 @@
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -97,17 +98,4 @@ func wallClockMilliseconds() -> UInt64 {
     var ts = timespec()
     clock_gettime(CLOCK_REALTIME, &ts)
     return UInt64(max(ts.tv_sec, 0)) &* 1000 &+ UInt64(ts.tv_nsec / 1_000_000)
-}
-
-/// A weak reference that can be set after both objects exist (a manager that needs one made
-/// after it), readable from any thread.
-final class WeakLink<Object: AnyObject & Sendable>: Sendable {
-    private struct Box: @unchecked Sendable { weak var object: Object? }  // Object is Sendable
-    private let box = Mutex(Box())
-
-    /// The object, or nil when it was never set or has gone away.
-    var object: Object? { box.withLock { $0.object } }
-
-    /// Points the link at `object`.
-    func set(_ object: Object) { box.withLock { $0.object = object } }
 }

@@ -245,7 +245,7 @@ import Testing
             kind: "group-statement", id: try Envelope.newUUID(), text: "", sentAt: mesh.clock.milliseconds,
             extra: JSONObject([("group", .string(group)), ("statements", .array([.string(Base64.encode(forged.bytes))]))]))
         let request = try mesh.app("bob").context.database.write { tx in
-            try MessagesManager.seal(
+            try SessionsManager.sealEnvelope(
                 tx, payload: payload, to: try Ed25519PublicKey(base64URL: mesh.id("carol")), identity: bob, now: mesh.clock.milliseconds,
                 random: SystemRandomSource())
         }

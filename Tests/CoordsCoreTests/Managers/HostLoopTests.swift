@@ -100,6 +100,8 @@ import Testing
         let first = try await alice.due()
         #expect(Set(first.map(\.purpose)).isSuperset(of: [.fetch, .mailbox, .prekeys]))
         #expect(try await alice.due().isEmpty)  // all in flight
+        // Nothing is due while all is in flight: the host is not told to wake at once (no spinning).
+        #expect(try alice.nextWake() == now + HostLoop.inFlightLimit)
         for request in first {
             let (status, body) = t.relay.handle(request.request)
             let answer = try await alice.report(id: request.id, status: status, body: body)
@@ -128,6 +130,11 @@ import Testing
         // A request never reported is handed out again after two minutes.
         t.alice.clock.advance(byMilliseconds: HostLoop.inFlightLimit)
         #expect(try await alice.due().map(\.purpose).contains(.fetch))
+
+        // Right after opening, everything periodic is due: the wake is now, never 0.
+        let reopened = try TestApp(name: "reopened")
+        _ = try await reopened.app.wallet.createIdentity(name: "R", server: "https://relay.test")
+        #expect(try reopened.app.nextWake() == reopened.clock.milliseconds)
 
         let stranger = try TestApp(name: "stranger")
         #expect(try await stranger.app.due().isEmpty)

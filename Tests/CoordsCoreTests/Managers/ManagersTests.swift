@@ -551,7 +551,7 @@ enum TestReconcileMessage: ReconcileMessage, Equatable {
         // for Bob and her when the host takes it.
         _ = try await t.alice.app.friends.add(link: try t.carol.app.wallet.friendLink())
         let queued = try t.alice.app.outbox.pending()
-        #expect(queued.count == 1 && queued.first?.item.kind == .reseal && queued.first?.item.reference == ShareChange.reference)
+        #expect(queued.count == 1 && queued.first?.item.kind == .reseal && queued.first?.item.reference == FriendsManager.ShareChange.reference)
         let taking = try await t.alice.app.outbox.due()
         let entry = try #require(taking.first)
         #expect(taking.count == 1 && entry.item.kind == .reseal && entry.item.reference == String(taken))

@@ -225,38 +225,38 @@ import Testing
 }
 
 /// The push registration's silent renewal (PROTOCOL.md §8.7): the core keeps the endpoint, the
-/// outbox's next wake includes the renewal, and `due` queues the fresh registration on time.
+/// app's outbox wake includes the renewal, and `outboxDue` queues the fresh registration on time.
 @Suite struct PushRenewalTests {
     @Test func theOutboxRenewsThePushRegistrationOnTime() async throws {
         let p = try await MessagesManagerTests.Pair()
         let app = p.alice.app
-        #expect(try app.messages.pushRenewalAt() == nil && app.outbox.nextWake() == nil)
+        #expect(try app.messages.pushRenewalAt() == nil && app.outboxNextWake() == nil)
         let start = p.clock.milliseconds
         _ = try app.messages.preparePushRegistration(endpoint: "https://push.example/up/abc", ttlSeconds: 7_200)
         #expect(try app.messages.pushRenewalAt() == start + 3_600_000)  // half of its 2 h
-        #expect(try app.outbox.nextWake() == start + 3_600_000)
-        #expect(try await app.outbox.due().isEmpty)
+        #expect(try app.outboxNextWake() == start + 3_600_000)
+        #expect(try await app.outboxDue().isEmpty)
 
         p.clock.advance(byMilliseconds: 3_600_000)
-        let due = try await app.outbox.due()
+        let due = try await app.outboxDue()
         let renewal = try #require(due.first)
         #expect(due.count == 1 && renewal.item.request.method == "PUT" && renewal.item.request.url == "https://relay.test/v1/relay/push")
         let body = try #require(try JSONValue.parse(renewal.item.request.body).objectValue)
         #expect(body["endpoint"]?.stringValue == "https://push.example/up/abc" && body["ttl"]?.uint64Value == 7_200)
         #expect(try app.messages.pushRenewalAt() == start + 7_200_000)  // the next one is scheduled
-        #expect(try await app.outbox.report(id: renewal.id, status: 200, body: Array(#"{"endpoint":"x","expiresAt":1}"#.utf8)).decision == .delivered)
-        #expect(try app.outbox.nextWake() == start + 7_200_000)
+        #expect(try await app.outboxReport(id: renewal.id, status: 200, body: Array(#"{"endpoint":"x","expiresAt":1}"#.utf8)).decision == .delivered)
+        #expect(try app.outboxNextWake() == start + 7_200_000)
 
         // A relay without push (404) ends the renewals.
         p.clock.advance(byMilliseconds: 3_600_000)
-        let again = try #require(try await app.outbox.due().first)
-        _ = try await app.outbox.report(id: again.id, status: 404, body: Array(#"{"error":"not_found"}"#.utf8))
-        #expect(try app.messages.pushRenewalAt() == nil && app.outbox.nextWake() == nil)
+        let again = try #require(try await app.outboxDue().first)
+        _ = try await app.outboxReport(id: again.id, status: 404, body: Array(#"{"error":"not_found"}"#.utf8))
+        #expect(try app.messages.pushRenewalAt() == nil && app.outboxNextWake() == nil)
 
         // Without a lifetime: renewed daily. Unregistering forgets it.
         _ = try app.messages.preparePushRegistration(endpoint: "https://push.example/up/def")
         #expect(try app.messages.pushRenewalAt() == p.clock.milliseconds + 86_400_000)
         _ = try app.messages.preparePushUnregistration()
-        #expect(try app.messages.pushRenewalAt() == nil && app.outbox.nextWake() == nil)
+        #expect(try app.messages.pushRenewalAt() == nil && app.outboxNextWake() == nil)
     }
 }

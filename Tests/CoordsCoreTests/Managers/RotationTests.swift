@@ -217,8 +217,8 @@ import Testing
         let carolsFirst = try #require(second.statements.first { $0.item.reference == c.carolID })
         #expect(try await c.bob.app.messages.processFetchResponse(try Circle.packets([bobsSecond.item.request])).rotated == [first.id])
         #expect(try await c.carol.app.messages.processFetchResponse(try Circle.packets([carolsFirst.item.request])).rotated == [c.aliceID])
-        #expect(try await c.alice.app.outbox.report(id: bobsSecond.id, status: 202).decision == .delivered)
-        #expect(try await c.alice.app.outbox.report(id: carolsFirst.id, status: 202).decision == .delivered)
+        #expect(try await c.alice.app.outboxReport(id: bobsSecond.id, status: 202).decision == .delivered)
+        #expect(try await c.alice.app.outboxReport(id: carolsFirst.id, status: 202).decision == .delivered)
         #expect(try keychain.load(name: RotationLink.keychainName(for: c.aliceID)) == nil)  // owed to nobody now
 
         // Then the next link for Carol: the delivery report queued it, due at once.
