@@ -106,13 +106,13 @@ struct Reconciler<Message: ReconcileMessage>: Sendable {
         }
     }
 
-    /// Runs `body` in a write transaction with an effect list (``Effects``): its updates (for any
+    /// Runs `body` in a write transaction with an effect list (``WriteEffects``): its updates (for any
     /// manager) and keys to wipe are applied after the commit, dropped when it throws, and start
     /// empty again when the body runs twice (the store grew).
     /// - Throws: what `body` throws, store errors; keychain errors from wiping (the commit stands).
-    func write<R>(_ database: Database, keychain: any Keychain, effects body: (borrowing WriteTransaction, inout Effects) throws -> R) throws -> R {
-        let (result, effects) = try database.write { tx -> (R, Effects) in
-            var effects = Effects()
+    func write<R>(_ database: Database, keychain: any Keychain, effects body: (borrowing WriteTransaction, inout WriteEffects) throws -> R) throws -> R {
+        let (result, effects) = try database.write { tx -> (R, WriteEffects) in
+            var effects = WriteEffects()
             let result = try body(tx, &effects)
             return (result, effects)
         }
@@ -122,7 +122,7 @@ struct Reconciler<Message: ReconcileMessage>: Sendable {
     }
 
     /// Sends an effect list's updates through the spine (each to its manager's channel).
-    func apply(_ effects: Effects) {
+    func apply(_ effects: WriteEffects) {
         spine?.send(effects.updates)  // no spine (a bare channel, in tests): nobody to tell
     }
 

@@ -154,7 +154,6 @@ public actor FriendsManager {
         if let own = try? context.identity.get(), own.publicKey == key { throw FriendsManagerError.cannotAddSelf }
         guard let x25519 = try? X25519PublicKey(ed25519: key) else { throw WireError.invalidPublicKeyID(id) }
         let now = context.clock.now()
-        let me = try? context.identity.get().id  // no identity: nothing was sealed, no reseal is owed
         return try reconciler.write(context.database) { tx, messages in
             let friends = try tx.open(Tables.friends)
             if var existing = try friends.get(key) {
@@ -173,7 +172,7 @@ public actor FriendsManager {
                 x25519PublicKey: Base64.encode(x25519.rawRepresentation), shareUntil: limit?.until)
             try limits.delete(key)
             try friends.put(key, record)
-            if record.isSharing(at: now) { _ = try ShareChange.queueReseal(tx, .began(friend: id), now: now, me: me) }
+            if record.isSharing(at: now) { _ = try ShareChange.queueReseal(tx, .began(friend: id), now: now) }
             let friend = Friend(key: key, record: record, now: now)
             messages.append(.friendAdded(friend))
             return friend
@@ -232,7 +231,6 @@ public actor FriendsManager {
         let key = try Ed25519PublicKey(base64URL: id)
         let kept = try Ed25519PublicKey(base64URL: keep)
         let now = context.clock.now()
-        let me = try? context.identity.get().id  // no identity: nothing was sealed, no reseal is owed
         return try reconciler.write(context.database) { tx, messages in
             let friends = try tx.open(Tables.friends)
             guard var record = try friends.get(key) else { throw FriendsManagerError.notFound(id: id) }
@@ -257,7 +255,7 @@ public actor FriendsManager {
                 try retired.put(other, RetiredKey(successor: keep, revoked: true))
             }
             guard let moved = try friends.get(kept) else { throw FriendsManagerError.notFound(id: keep) }
-            if moved.isSharing(at: now) { _ = try ShareChange.queueReseal(tx, .began(friend: keep), now: now, me: me) }
+            if moved.isSharing(at: now) { _ = try ShareChange.queueReseal(tx, .began(friend: keep), now: now) }
             let friend = Friend(key: kept, record: moved, now: now)
             if kept != key { messages.append(.friendRemoved(id: id)) }
             messages.append(.friendUpdated(friend))
@@ -270,7 +268,6 @@ public actor FriendsManager {
     private func modify(id: String, _ change: (inout FriendRecord) -> Void) throws -> Friend {
         let key = try Ed25519PublicKey(base64URL: id)
         let now = context.clock.now()
-        let me = try? context.identity.get().id  // no identity: nothing was sealed, no reseal is owed
         return try reconciler.write(context.database) { tx, messages in
             let friends = try tx.open(Tables.friends)
             guard var record = try friends.get(key) else { throw FriendsManagerError.notFound(id: id) }
@@ -278,8 +275,8 @@ public actor FriendsManager {
             change(&record)
             try friends.put(key, record)
             switch (wasSharing, record.isSharing(at: now)) {
-            case (true, false): _ = try ShareChange.queueReseal(tx, .ended(friend: id), now: now, me: me)
-            case (false, true): _ = try ShareChange.queueReseal(tx, .began(friend: id), now: now, me: me)
+            case (true, false): _ = try ShareChange.queueReseal(tx, .ended(friend: id), now: now)
+            case (false, true): _ = try ShareChange.queueReseal(tx, .began(friend: id), now: now)
             default: break
             }
             let friend = Friend(key: key, record: record, now: now)
@@ -295,7 +292,6 @@ public actor FriendsManager {
     public func remove(id: String) throws {
         let key = try Ed25519PublicKey(base64URL: id)
         let now = context.clock.now()
-        let me = try? context.identity.get().id  // no identity: nothing was sealed, no reseal is owed
         try reconciler.write(context.database) { tx, messages in
             let friends = try tx.open(Tables.friends)
             guard let record = try friends.get(key) else { throw FriendsManagerError.notFound(id: id) }
@@ -306,7 +302,7 @@ public actor FriendsManager {
             try tx.open(Tables.locations).delete(key)  // unread: a damaged cache entry must not block the removal
             try SessionsManager.forget(tx, friend: key)
             // A member of a group shared with still is: the reseal, when taken, seals for whoever is shared with then.
-            _ = try ShareChange.queueReseal(tx, .ended(friend: id), now: now, me: me)
+            _ = try ShareChange.queueReseal(tx, .ended(friend: id), now: now)
             messages.append(.friendRemoved(id: id))
         }
     }

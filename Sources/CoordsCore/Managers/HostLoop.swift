@@ -373,8 +373,8 @@ extension CoordsApp {
         }
         // A share whose end passed (or any change of who is shared with that nothing queued for):
         // read first, so a wake with nothing owed writes nothing.
-        if try context.database.read({ tx in try FriendsManager.ShareChange.isOwed(tx, nil, now: now, me: me) }) {
-            _ = try context.database.write { tx in try FriendsManager.ShareChange.queueReseal(tx, nil, now: now, me: me) }
+        if let owed = try context.database.read({ tx in try FriendsManager.ShareChange.owed(tx, now: now, me: me) }) {
+            _ = try context.database.write { tx in try FriendsManager.ShareChange.queueReseal(tx, owed, now: now) }
         }
     }
 }

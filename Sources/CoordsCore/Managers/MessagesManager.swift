@@ -414,9 +414,10 @@ public actor MessagesManager {
         }
     }
 
-    /// Processes the relay's `{"packets": [...]}`: verifies, opens, de-duplicates and stores each
-    /// envelope in one transaction, then prepares one ack per distinct envelope id and queues
-    /// receipts. Refused envelopes are acknowledged too (they can never become valid) and reported.
+    /// Processes the relay's `{"packets": [...]}` through the inbox (Inbox.swift): each envelope
+    /// classified once (text, file, receipt, rotation, session reset, group statement, sender key,
+    /// group message, refused, unknown kind) and handed to its owner, in one transaction; then one
+    /// ack per distinct envelope id is signed and receipts and session resets are queued. Refused envelopes are acknowledged too (they can never become valid) and reported.
     /// - Throws: ``MessagesManagerError/invalidMailboxResponse(_:)`` (not that shape, or more than
     ///   ``fetchLimit`` packets: nothing is stored and nothing signed), ``WalletManagerError/noIdentity``,
     ///   store errors. Individual bad envelopes never throw: they are in ``MessagesOutcome/rejected``.
@@ -429,264 +430,30 @@ public actor MessagesManager {
             throw MessagesManagerError.invalidMailboxResponse("\(packets.count) packets, more than the \(Self.fetchLimit) asked for")
         }
         let now = context.clock.now()
-        var outcome = MessagesOutcome()
-        var ackIDs: [String] = []
-        var acked = Set<String>()
-        var receiptsFor: [(friendID: String, messageID: String)] = []
-        var brokenFriends: [String] = []
-        var groupUpdates: [GroupsManagerReconcileMessage] = []
-        var groupQueued: [UInt64] = []
-        var groupReseal = false
-        let random = context.random
-        // The group messages' signatures are checked on all cores first; the loop below opens them in order.
-        let parsed = packets.map { try? Envelope(json: $0) }  // nil: parsed again below, for the reason it is refused
+        // The group messages' signatures are checked ahead, in one batch; the inbox opens them in order.
+        let parsed = packets.map { try? Envelope(json: $0) }  // nil: parsed again by the inbox, for the reason it is refused
         let memo = try context.database.read { tx in try GroupsManager.signatureMemo(parsed, tx) }
-        try reconciler.write(context.database) { tx, messages in
-            let friends = try tx.open(Tables.friends)
-            var byPeerID: [String: (key: Ed25519PublicKey, record: FriendRecord)] = [:]
-            for (key, record) in try friends.entries() { byPeerID[PeerID(key).hex] = (key, record) }
-            var retiredByPeerID: [String: Ed25519PublicKey] = [:]
-            for (key, _) in try tx.open(Tables.retiredKeys).entries() { retiredByPeerID[PeerID(key).hex] = key }
-            let ids = try tx.open(Tables.messageIDs)
-            let policy = try NotificationPolicy.stored(tx)
-            groupUpdates = []
-            groupQueued = []
-            groupReseal = false
-            // Sender keys for a group not known yet, and group messages whose chain has not come:
-            // tried again after the whole answer, since a statement or key later in it may be what they need.
-            var laterKeys: [(MessagePayload, Ed25519PublicKey)] = []
-            var groupCache = GroupsManager.FetchCache()
-            var laterMessages: [(Envelope, Ed25519PublicKey)] = []
-            // A sender key or statement came: held messages are tried again after this answer.
-            var groupChanged = false
-            for (packet, parsedEnvelope) in zip(packets, parsed) {
-                let rawID = packet.objectValue?["id"]?.stringValue ?? ""
-                func reject(_ code: Int32, _ reason: String) {
-                    outcome.rejected.append(MessageRejection(id: rawID, code: code, reason: reason))
-                    messages.append(.messageRejected(id: rawID, code: code, message: reason))
-                }
-                if Envelope.isUUID(rawID), acked.insert(rawID.lowercased()).inserted { ackIDs.append(rawID.lowercased()) }
-                let envelope: Envelope
-                do { envelope = try parsedEnvelope ?? Envelope(json: packet) } catch {
-                    reject((error as? WireError)?.code ?? 360, "\(error)")
-                    continue
-                }
-                let id = envelope.id.lowercased()
-                if try ids.contains(id) {
-                    outcome.duplicates.append(id)
-                    continue
-                }
-                if byPeerID[envelope.senderID.lowercased()] == nil, let retired = retiredByPeerID[envelope.senderID.lowercased()] {
-                    // A key a friend rotated away from: only a second rotation statement counts (a conflict, §9.2).
-                    try ids.put(id, [])
-                    // Anything from a retired key that does not open as a rotation statement is refused below, with its reason.
-                    guard let payload = try? MessagePayload(json: try envelope.open(as: identity.signing, from: retired, now: now / 1000)),
-                        payload.kind == "rotation"
-                    else {
-                        reject(WireError.retiredKey(id: "").code, WireError.retiredKey(id: retired.base64URL).description)
-                        continue
-                    }
-                    try groupCache.flush(tx)  // a rotation may change group records and chains
-                    if let refusal = try Self.processRotation(payload, sender: retired, tx, &messages, &byPeerID, conflicts: &outcome.conflicts, now: now) {
-                        reject(refusal.code, refusal.description)
-                    } else {
-                        outcome.rotated.append(retired.base64URL)
-                    }
-                    continue
-                }
-                guard let sender = byPeerID[envelope.senderID.lowercased()] else {
-                    reject(FriendsManagerError.notFound(id: "").code, "from \(envelope.senderID.prefix(12))…, who is not a friend")
-                    continue
-                }
-                guard sender.record.trust != .blocked else {
-                    reject(MessagesManagerError.friendBlocked(id: "").code, "from \(sender.record.name), who is blocked")
-                    continue
-                }
-                if envelope.version == Envelope.groupProtocolVersion {
-                    do {
-                        outcome.received.append(
-                            try GroupsManager.openGroupMessage(
-                                tx, envelope, sender: sender.key, identity: identity, now: now, policy: policy, cache: &groupCache, memo: memo))
-                    } catch GroupsManagerError.unknownChain, GroupsManagerError.notAMember {
-                        // No chain yet, or a sender (or we) not a member yet: a statement or key later in this answer may change it.
-                        laterMessages.append((envelope, sender.key))
-                    } catch {
-                        reject((error as? any CoordsCoreError)?.code ?? 364, (error as? any CoordsCoreError)?.description ?? "\(error)")
-                    }
-                    continue
-                }
-                let payload: MessagePayload
-                var reset = false
-                do {
-                    if envelope.version == Envelope.sessionProtocolVersion {
-                        let opened = try SessionsManager.openMessage(
-                            tx, identity: identity, friend: sender.key, envelope: envelope, now: now, random: random)
-                        (payload, reset) = (try MessagePayload(json: opened.payload), opened.reset)
-                    } else {
-                        // Version 2 is accepted from anyone who holds the friend's key: only they can sign it, and a
-                        // friend who restored a backup or rotated knows no bundle of ours yet (§10.4).
-                        payload = try MessagePayload(json: try envelope.open(as: identity.signing, from: sender.key, now: now / 1000))
-                    }
-                } catch let error as WireError where error == .sessionBroken || error.code == WireError.unknownPrekey("").code {
-                    try ids.put(id, [])
-                    reject(error.code, error.description)
-                    outcome.broken.append(sender.key.base64URL)
-                    brokenFriends.append(sender.key.base64URL)
-                    continue
-                } catch {
-                    reject((error as? any CoordsCoreError)?.code ?? 364, (error as? any CoordsCoreError)?.description ?? "\(error)")
-                    continue
-                }
-                let friendID = sender.key.base64URL
-                if sender.record.addedBackAt == nil {  // they sealed this for us: they have added us back
-                    var record = sender.record
-                    record.addedBackAt = now
-                    try friends.put(sender.key, record)
-                    byPeerID[envelope.senderID.lowercased()] = (sender.key, record)
-                }
-                if reset || payload.kind == "session-reset" {
-                    if !outcome.resets.contains(friendID) {
-                        outcome.resets.append(friendID)
-                        messages.append(.sessionReset(friendID: friendID, name: sender.record.name))
-                    }
-                    if payload.kind == "session-reset" {
-                        try ids.put(id, [])
-                        continue
-                    }
-                }
-                if payload.kind == "rotation" {
-                    try ids.put(id, [])
-                    try groupCache.flush(tx)  // a rotation may change group records and chains
-                    if let refusal = try Self.processRotation(payload, sender: sender.key, tx, &messages, &byPeerID, conflicts: &outcome.conflicts, now: now) {
-                        reject(refusal.code, refusal.description)
-                    } else {
-                        outcome.rotated.append(friendID)
-                        // Later envelopes from the old key in this same answer are the retired key's.
-                        if byPeerID[PeerID(sender.key).hex] == nil { retiredByPeerID[PeerID(sender.key).hex] = sender.key }
-                    }
-                    continue
-                }
-                if payload.kind == "group-statement" {
-                    try ids.put(id, [])
-                    try groupCache.flush(tx)
-                    groupChanged = true
-                    let before = groupUpdates.count
-                    let effects = try GroupsManager.processStatements(
-                        tx, payload, sender: sender.key, identity: identity, now: now, random: random, messages: &groupUpdates)
-                    // A refused statement is the user's to see (inbox `rejected`), not only the groups manager's
-                    // update — but a stale one (history already passed, a replay) is ordinary catching up, not news.
-                    for case .statementRefused(let group, let code, let message) in groupUpdates[before...]
-                    where code != GroupsManagerError.staleStatement(epoch: 0).code {
-                        reject(code, group.isEmpty ? message : "group \(group.prefix(8))…: \(message)")
-                    }
-                    groupQueued += effects.queued
-                    groupReseal = groupReseal || effects.reseal
-                    continue
-                }
-                if payload.kind == "group-sender-key" {
-                    try ids.put(id, [])
-                    try groupCache.flush(tx)
-                    switch try GroupsManager.processSenderKey(tx, payload, sender: sender.key, now: now) {
-                    case .stored: groupChanged = true
-                    case .unknownGroup: laterKeys.append((payload, sender.key))
-                    case .refused(let update): groupUpdates.append(update)
-                    }
-                    continue
-                }
-                if payload.kind == "receipt" {
-                    try ids.put(id, [])
-                    if let acked = payload.ack?.lowercased(),
-                        try MessageStore.update(acked, tx, { if $0.outgoing && $0.peer == friendID { $0.status = .delivered } })
-                    {
-                        outcome.delivered.append(acked)
-                        messages.append(.messageDelivered(id: acked))
-                    }
-                    continue
-                }
-                // One message id (§7.2): the payload's `id`, the same the sender keeps and a receipt names; the
-                // envelope id only names the delivery. A payload id that is no UUID falls back to the envelope id.
-                let messageID = Envelope.isUUID(payload.id) ? payload.id.lowercased() : id
-                if messageID != id {
-                    try ids.put(id, [])  // the delivery, seen
-                    if try ids.contains(messageID) {
-                        outcome.duplicates.append(id)
-                        continue
-                    }
-                }
-                let conversation = try tx.open(Tables.conversations).get(sender.key)
-                // A file message breaking a §12.3 rule is kept as a message of an unknown kind: no attachment, no notification.
-                let file = payload.kind == FileAttachment.kind ? try? FileAttachment(payload: payload) : nil  // nil: malformed, kept without it
-                let notifies = payload.kind != FileAttachment.kind || file != nil
-                let record = MessageRecord(
-                    id: messageID, peer: friendID, outgoing: false, kind: payload.kind, text: payload.text,
-                    sentAt: payload.sentAt, storedAt: now, status: .received,
-                    disappearsAt: conversation?.disappearAfterSeconds.map { now.addingSaturating($0.multipliedSaturating(by: 1000)) },
-                    notify: notifies && policy.shouldNotify(kind: payload.kind, mutedUntil: conversation?.mutedUntil, at: now), file: file)
-                try Self.store(record, tx)
-                outcome.received.append(record)
-                if payload.kind == "text" || file != nil, policy.deliveryReceipts { receiptsFor.append((friendID, messageID)) }
-            }
-            try groupCache.flush(tx)
-            for (payload, sender) in laterKeys {
-                // Still for a group we are not in: ignored (§11.5).
-                switch try GroupsManager.processSenderKey(tx, payload, sender: sender, now: now) {
-                case .stored: groupChanged = true
-                case .unknownGroup: break
-                case .refused(let update): groupUpdates.append(update)
-                }
-            }
-            func refuse(_ rejection: MessageRejection) {
-                outcome.rejected.append(rejection)
-                messages.append(.messageRejected(id: rejection.id, code: rejection.code, message: rejection.reason))
-            }
-            // A held message let go for good (dropped, or refused when tried again): its envelope is
-            // recorded as seen, so a copy delivered again is a duplicate, not held anew.
-            func release(_ rejection: MessageRejection) throws {
-                try ids.put(rejection.id, [])
-                refuse(rejection)
-            }
-            // Messages held from earlier answers (§11.6): opened when their key came, dropped when held too long.
-            if groupChanged {
-                let retried = try GroupsManager.retryWaiting(tx, identity: identity, now: now, policy: policy, cache: &groupCache)
-                outcome.received += retried.opened
-                for rejection in retried.refused { try release(rejection) }
-            }
-            for dropped in try GroupsManager.expireWaiting(tx, now: now) {
-                try release(dropped.rejection)
-            }
-            for (envelope, sender) in laterMessages {
-                let id = envelope.id.lowercased()
-                do {
-                    outcome.received.append(
-                        try GroupsManager.openGroupMessage(tx, envelope, sender: sender, identity: identity, now: now, policy: policy, cache: &groupCache))
-                } catch GroupsManagerError.unknownChain {
-                    // Its sender key may still be on its way: held here (bounded), acknowledged on the relay.
-                    try groupCache.flush(tx)
-                    for dropped in try GroupsManager.holdWaiting(tx, envelope, sender: sender, now: now) {
-                        try release(dropped.rejection)
-                    }
-                    outcome.waiting.append(id)
-                } catch {
-                    let failure = error as? any CoordsCoreError
-                    outcome.rejected.append(MessageRejection(id: id, code: failure?.code ?? 364, reason: failure?.description ?? "\(error)"))
-                    messages.append(.messageRejected(id: id, code: failure?.code ?? 364, message: failure?.description ?? "\(error)"))
-                }
-            }
-            try groupCache.flush(tx)
-            if !outcome.received.isEmpty { messages.append(.messagesReceived(outcome.received)) }
+        // One transaction: each packet classified once and handed to its owner (Inbox.swift); the
+        // pass is made inside the body, so a body that runs again starts from nothing.
+        let pass = try reconciler.write(context.database, keychain: context.keychain) { tx, effects in
+            var pass = try InboxPass(tx, identity: identity, now: now, random: context.random, memo: memo)
+            for (packet, envelope) in zip(packets, parsed) { try pass.take(packet, parsed: envelope, tx) }
+            try pass.finish(tx)
+            effects.updates = pass.updates
+            return pass
         }
-        reconciler.spine?.send(groupUpdates.map(AppUpdate.groups))
-        outcome.groupQueued = try await groups.finish(queued: groupQueued, reseal: groupReseal)
+        var outcome = pass.outcome
+        outcome.groupQueued = try await groups.finish(queued: pass.groupQueued, reseal: pass.groupReseal)
         // Our state for these sessions is lost: end them and tell each friend in a new session (§10.8).
-        try await resetSessions(with: Set(brokenFriends))
+        try await resetSessions(with: Set(pass.brokenFriends))
         // A full answer of envelopes all distinct and new may leave more on the relay. One that repeats
         // an id, or brings one already kept, is a relay that does not forget: asking again would bring the same.
-        outcome.more = packets.count >= Self.fetchLimit && acked.count == packets.count && outcome.duplicates.isEmpty
+        outcome.more = packets.count >= Self.fetchLimit && pass.ackIDs.count == packets.count && outcome.duplicates.isEmpty
         // Committed: now it is safe to tell the relay to forget them.
-        if !ackIDs.isEmpty {
-            outcome.acks = try signedRequests(method: "POST", paths: ackIDs.map { "/v1/relay/messages/\($0)/ack" }, identity: identity)
+        if !pass.ackIDs.isEmpty {
+            outcome.acks = try signedRequests(method: "POST", paths: pass.ackIDs.map { "/v1/relay/messages/\($0)/ack" }, identity: identity)
         }
-        for (friendID, messageID) in receiptsFor {
+        for (friendID, messageID) in pass.receiptsFor {
             let receiptID = try Envelope.newUUID(using: context.random)
             guard
                 // A receipt is a courtesy: one that cannot be sealed (the friend was removed or blocked meanwhile) is not sent.
@@ -757,7 +524,7 @@ public actor MessagesManager {
             messages.append(.friendConflict(id: known.successor, name: record.name))
             conflicts.append(known.successor)
             // A conflict pauses sharing at once: the reseal that keeps both keys from the newest blob.
-            _ = try FriendsManager.ShareChange.queueReseal(tx, .ended(friend: known.successor), now: now, me: nil)
+            _ = try FriendsManager.ShareChange.queueReseal(tx, .ended(friend: known.successor), now: now)
             return nil
         }
         guard let record = try friends.get(statement.old) else { return WireError.invalidRotation("the statement is for someone who is not a friend") }

@@ -13,49 +13,52 @@ extension FriendsManager {
         /// The reference of the waiting reseal entry (until it is signed; then it names its fix).
         static let reference = "share-changed"
 
-        /// What changed for one friend, or for anyone (`nil`: compare the last blob's recipients
-        /// with the friends shared with at `now`, e.g. after a share's `until` passed).
+        /// What changed: one friend's share ended or began, or (`recipients`) who is shared with
+        /// now, to compare with the last blob's recipients (after a share's `until` passed).
         enum Change {
             case ended(friend: String)
             case began(friend: String)
+            case recipients(Set<String>)
         }
 
         /// Queues, in `tx`, the reseal owed because of `change` — only when it matters (the friend
         /// whose share ended could open the last sealed blob; the one whose share began could not;
-        /// for `nil`, the last blob's recipients differ from the friends shared with now) and no owed
-        /// reseal waits already. Nothing is queued before a first fix was sealed.
+        /// the last blob's recipients differ from those shared with now) and no owed reseal waits
+        /// already. Nothing is queued before a first fix was sealed.
         /// - Returns: the new entry's id, or nil when nothing is owed.
         /// - Throws: store errors.
-        static func queueReseal(_ tx: borrowing WriteTransaction, _ change: Change?, now: UInt64, me: String?) throws -> UInt64? {
-            guard try tx.reading({ read in try isOwed(read, change, now: now, me: me) }) else { return nil }
+        static func queueReseal(_ tx: borrowing WriteTransaction, _ change: Change, now: UInt64) throws -> UInt64? {
+            guard owes(change, try tx.open(Tables.uploadState).get(UploadState.key) ?? UploadState()) else { return nil }
+            var waiting = false
+            try tx.open(Tables.outbox).forEach { _, item in
+                waiting = item.kind == .reseal && item.reference == reference
+                return !waiting
+            }
+            guard !waiting else { return nil }
             var item = OutboxItem(
                 kind: .reseal, request: PreparedRequest(url: "", method: "PUT"), nextAttemptAt: now, createdAt: now, reference: reference)
             item.needsSignature = true
             return try OutboxQueue.enqueue(tx, [item]).first?.id
         }
 
-        /// Whether `change` owes a reseal that is not waiting already (see ``queueReseal(_:_:now:me:)``):
-        /// a read only, so a host's every wake does not write.
+        /// Whether a share whose `until` passed (or any change nothing queued a reseal for) owes
+        /// one now: who is shared with at `now` differs from the last blob's recipients. A read, so a
+        /// host's every wake writes nothing when nothing is owed; the change to queue, or nil.
         /// - Throws: store errors.
-        static func isOwed(_ tx: borrowing ReadTransaction, _ change: Change?, now: UInt64, me: String?) throws -> Bool {
+        static func owed(_ tx: borrowing ReadTransaction, now: UInt64, me: String) throws -> Change? {
             let state = try tx.open(Tables.uploadState).get(UploadState.key) ?? UploadState()
+            let current = Change.recipients(Set(FriendsManager.sharing(try FriendsManager.shareCandidates(in: tx, me: me), at: now).map(\.id)))
+            return owes(current, state) ? current : nil
+        }
+
+        /// Whether `change` matters for the last sealed blob (nothing does before one was sealed).
+        private static func owes(_ change: Change, _ state: UploadState) -> Bool {
             guard state.lastSealedWire != nil, let sealedFor = state.lastSealedFor else { return false }
             switch change {
-            case .ended(let friend):
-                guard sealedFor.contains(friend) else { return false }
-            case .began(let friend):
-                guard !sealedFor.contains(friend) else { return false }
-            case nil:
-                guard let me else { return false }
-                let current = Set(FriendsManager.sharing(try FriendsManager.shareCandidates(in: tx, me: me), at: now).map(\.id))
-                guard current != Set(sealedFor) else { return false }
+            case .ended(let friend): return sealedFor.contains(friend)
+            case .began(let friend): return !sealedFor.contains(friend)
+            case .recipients(let current): return current != Set(sealedFor)
             }
-            var waiting = false
-            try tx.open(Tables.outbox).forEach { _, item in
-                waiting = item.kind == .reseal && item.reference == reference
-                return !waiting
-            }
-            return !waiting
         }
     }
 }

@@ -14,7 +14,7 @@ protocol ReconcileMessage: Sendable {
 /// (``Reconciler/write(_:keychain:effects:)``); an aborted attempt's effects are dropped, and a
 /// body that runs again starts from an empty list. No manager sends on another's channel: the
 /// spine routes each update to its manager's channel.
-struct Effects: Sendable {
+struct WriteEffects: Sendable {
     /// Updates for any manager's channel, in order.
     var updates: [AppUpdate] = []
     /// Keychain entries to delete (keys that must not outlive the commit).

@@ -271,13 +271,6 @@ public struct WriteTransaction: ~Copyable {
         return try state.changeStamp(of: definition.name)
     }
 
-    /// Runs `body` with a read view of this transaction (it sees this transaction's writes), for
-    /// a helper that only reads and is shared with read transactions.
-    /// - Throws: what `body` throws.
-    public func reading<R>(_ body: (borrowing ReadTransaction) throws -> R) rethrows -> R {
-        try body(ReadTransaction(state: state))
-    }
-
     /// In a migration: records that `definition`'s table now holds these key/value types (call
     /// it after rewriting every value). Outside migrations it throws.
     /// - Throws: ``StoreError/unknownTable(_:)`` outside a migration.
