@@ -31,7 +31,7 @@ FUZZ_TIME ?= 600
 FUZZ_TEST_TIME ?= 5
 FUZZ_TEST_JOBS ?= 2
 
-.PHONY: host-loop test-e2e-1 test-e2e-2 test-hostile-1 test-hostile-2 deps-build test-steps test-core test-apps bench-check format test-format man docs wheel test-wheel test-docs install install-lib install-tools uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
+.PHONY: host-loop bench-one-core test-e2e-1 test-e2e-2 test-hostile-1 test-hostile-2 deps-build test-steps test-core test-apps bench-check format test-format man docs wheel test-wheel test-docs install install-lib install-tools uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
 
 all: build
 
@@ -49,6 +49,8 @@ help:
 	@echo "make bench   the benchmark suite (ratios against raw libsodium/LMDB, relay load): docs/PERFORMANCE.md"
 	@echo "make bench-quick  the same with short samples (under two minutes after the build)"
 	@echo "make bench-check  instruction counts of the hot paths vs the same C calls, under callgrind (in make test)"
+	@echo "make bench-one-core  the manager paths pinned to one core vs their C floors (wall clock)"
+	@echo "make host-loop  examples/host-loop.c, a whole host in C (libcurl)"
 	@echo "make docs    the DocC site of CoordsCore in .build-docs/site (no warnings allowed)"
 	@echo "make wheel   the Python package (dist/coordscore-*.whl, carrying the portable library)"
 	@echo "make man     man pages and bash/zsh/fish completions of coords and coords-relay, into $(GENERATED)"
@@ -336,6 +338,10 @@ geodata-large: .build/geodata/places1000.cgeo
 bench-check: deps lib-portable
 	cd Benchmarks && $(SWIFT) build $(PORTABLE_BUILD) --product InstructionGate
 	COORDS_GATE_BIN=$(CURDIR)/.build-static/release/InstructionGate python3 scripts/bench-check.py
+
+# The manager paths pinned to one core against their C floors (docs/PERFORMANCE.md, "One core").
+bench-one-core: bench-check
+	python3 scripts/bench-one-core.py 5
 
 bench: bench-deps
 	@# The previous full run stays next to this one: the report says whether the two agree.
