@@ -13,7 +13,7 @@ import Musl
 final class AppHandle: Sendable {
     let app: CoordsCore.CoordsApp
     let callback = Mutex<CallbackRunner?>(nil)
-    /// Requests of the last ``CoordsApp/due(now:)`` not yet taken by `coords_app_due_next`.
+    /// Requests of the last ``CoordsApp/due(now:only:ignoringBackoff:)`` not yet taken by `coords_app_due_next`.
     let untaken = Mutex<[HostRequest]>([])
     init(app: CoordsCore.CoordsApp) { self.app = app }
 

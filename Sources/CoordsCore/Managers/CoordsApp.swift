@@ -111,7 +111,7 @@ public final class CoordsApp: Sendable {
     /// frames mean. The host owns the sockets.
     public let live: LiveSession
     let context: AppContext
-    /// The host loop's tickets and periodic requests (``due(now:)``).
+    /// The host loop's tickets and periodic requests (``due(now:only:ignoringBackoff:)``).
     let loop = HostLoop()
     /// Every manager's update channel, in one list.
     private let spine: UpdateSpine

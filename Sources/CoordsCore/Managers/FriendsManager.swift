@@ -139,7 +139,7 @@ public actor FriendsManager {
     /// Adds (or refreshes) a friend from fields. Adding shares at once (the Coords design): when
     /// the user shares with the friend and a fix was sealed before, a reseal is queued in the
     /// outbox in the same transaction (kind `reseal`, sealed for everyone shared with when the
-    /// host takes it: ``ShareChange``); the host's loop sends it. Without a fix yet, the next one
+    /// host takes it: `FriendsManager.ShareChange`); the host's loop sends it. Without a fix yet, the next one
     /// reaches them.
     /// - Throws: ``WireError/invalidPublicKeyID(_:)``, ``WireError/invalidServerURL(_:)``,
     ///   ``FriendsManagerError/cannotAddSelf``, store errors.
@@ -192,9 +192,9 @@ public actor FriendsManager {
     /// Shares with a friend until `until` (ms since the epoch; nil: with no end), resuming a
     /// paused share (PROTOCOL.md §9.3). A time not after now ends the share at once. When a share
     /// ends — at its time, on ``pause(id:)``, ``remove(id:)``, blocking or a conflict — the core
-    /// queues the reseal itself (``ShareChange``; at its time, ``CoordsApp/due(now:)`` does), so the
+    /// queues the reseal itself (`FriendsManager.ShareChange`; at its time, ``CoordsApp/due(now:only:ignoringBackoff:)`` does), so the
     /// last blob the friend can open is the last one they were meant to see. A host only runs its
-    /// loop (``CoordsApp/nextWake()``, ``CoordsApp/due(now:)``, ``CoordsApp/report(id:status:body:)``).
+    /// loop (``CoordsApp/nextWake(now:)``, ``CoordsApp/due(now:only:ignoringBackoff:)``, ``CoordsApp/report(id:status:body:)``).
     /// - Throws: ``FriendsManagerError/notFound(id:)``, ``WireError/invalidPublicKeyID(_:)``, store errors.
     public func share(id: String, until: UInt64?) throws -> Friend {
         try modify(id: id) { record in
@@ -264,7 +264,7 @@ public actor FriendsManager {
     }
 
     /// Changes a friend's record; when that starts or ends sharing with them, the reseal it owes
-    /// is queued in the same transaction (``ShareChange``).
+    /// is queued in the same transaction (`FriendsManager.ShareChange`).
     private func modify(id: String, _ change: (inout FriendRecord) -> Void) throws -> Friend {
         let key = try Ed25519PublicKey(base64URL: id)
         let now = context.clock.now()

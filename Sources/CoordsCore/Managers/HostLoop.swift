@@ -1,6 +1,6 @@
 import Synchronization
 
-/// What a request from ``CoordsApp/due(now:)`` is for; ``CoordsApp/report(id:status:body:)``
+/// What a request from ``CoordsApp/due(now:only:ignoringBackoff:)`` is for; ``CoordsApp/report(id:status:body:)``
 /// routes its answer by it. A host needs none of this to carry the request: it is for logs.
 public enum HostRequestPurpose: String, Sendable, Equatable, CaseIterable {
     /// An outbox entry: an upload, a reseal, a delete, a message, a receipt, a statement, …
@@ -17,7 +17,7 @@ public enum HostRequestPurpose: String, Sendable, Equatable, CaseIterable {
     case bundle
 }
 
-/// One HTTP request the host should perform now (``CoordsApp/due(now:)``), signed at the moment
+/// One HTTP request the host should perform now (``CoordsApp/due(now:only:ignoringBackoff:)``), signed at the moment
 /// it was handed out.
 public struct HostRequest: Sendable, Equatable {
     /// The ticket to hand back with the answer (``CoordsApp/report(id:status:body:)``); unique
@@ -41,7 +41,7 @@ public enum HostAnswer: Sendable, Equatable {
     /// Friends' positions were fetched and processed.
     case locations(FetchOutcome)
     /// Our mailbox was read and processed; acks, receipts and resets it owes are queued and come
-    /// out of the next ``CoordsApp/due(now:)``.
+    /// out of the next ``CoordsApp/due(now:only:ignoringBackoff:)``.
     case messages(MessagesOutcome)
     /// Our prekeys were published; the relay's one-time prekey stock (nil: not published).
     case prekeys(stock: Int?)
@@ -174,7 +174,7 @@ extension CoordsApp {
         }
     }
 
-    /// When to call ``due(now:)`` next (ms since the epoch; `now` when something is due
+    /// When to call ``due(now:only:ignoringBackoff:)`` next (ms since the epoch; `now` when something is due
     /// already), or nil when nothing will ever be due without a call from the host (no
     /// identity yet, or nothing queued and no fetch interval). The earliest of: the outbox's next
     /// attempt and the push registration's renewal, the next share's end (its reseal), the next
@@ -296,10 +296,10 @@ extension CoordsApp {
         return requests
     }
 
-    /// Takes the answer to request `id` from ``due(now:)`` and does everything it implies: an
+    /// Takes the answer to request `id` from ``due(now:only:ignoringBackoff:)`` and does everything it implies: an
     /// outbox entry delivered, retried or dropped (``OutboxManager/report(id:status:body:)``);
     /// positions or mailbox envelopes processed (acks, receipts, resets and reseals queued for
-    /// the next ``due(now:)``; another read due at once while the mailbox has more); prekeys and
+    /// the next ``due(now:only:ignoringBackoff:)``; another read due at once while the mailbox has more); prekeys and
     /// bundles recorded. A failed fetch, read or publication is tried again after the backoff
     /// (1 s → 60 s).
     /// - Parameters:
@@ -359,7 +359,7 @@ extension CoordsApp {
         }
     }
 
-    /// The work ``due(now:)`` does on the device before handing out requests.
+    /// The work ``due(now:only:ignoringBackoff:)`` does on the device before handing out requests.
     private func doLocalWork(now: UInt64, me: String) async throws {
         // The store names a message's expiry only until it passes (then the end of its minute), so
         // the time read at the last wake is kept: the first wake after open sweeps at once.

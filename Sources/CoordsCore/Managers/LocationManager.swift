@@ -288,7 +288,7 @@ public actor LocationManager {
         try reseal { sealedFor, current in current.contains(where: { !sealedFor.contains($0) }) }
     }
 
-    /// The reseal a change of sharing owes (``ShareChange``): the last sealed fix sealed again for
+    /// The reseal a change of sharing owes (`FriendsManager.ShareChange`): the last sealed fix sealed again for
     /// the friends shared with now, with a fresh upload timestamp — or nil when the last blob's
     /// recipients are exactly those friends already, or nothing was sealed yet.
     /// - Throws: ``WalletManagerError/noIdentity``, ``WalletManagerError/noServer``, store errors.

@@ -194,7 +194,7 @@ extension OutboxManager {
 
     /// A freshly signed request for a time-signed entry (and, for a reseal, the fix it now
     /// carries), or nil when it is no longer needed. A reseal a change of sharing owed
-    /// (``ShareChange``) is sealed here for the first time, for the friends shared with now.
+    /// (`FriendsManager.ShareChange`) is sealed here for the first time, for the friends shared with now.
     private func signAgain(_ item: OutboxItem) async throws -> (PreparedRequest, reference: String?)? {
         switch item.kind {
         case .upload:

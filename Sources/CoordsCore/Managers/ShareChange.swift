@@ -5,7 +5,7 @@ extension FriendsManager {
     /// or a friend who could not starts being shared with (an add, a resumed share), an outbox entry of
     /// kind ``OutboxKind/reseal`` is queued in the same write transaction. It carries no request yet:
     /// the last sealed fix is sealed again and signed when a host takes the entry
-    /// (``OutboxManager/due(now:ignoringBackoff:)``, ``CoordsApp/due(now:)``), for the friends shared
+    /// (``OutboxManager/due(now:ignoringBackoff:)``, ``CoordsApp/due(now:only:ignoringBackoff:)``), for the friends shared
     /// with at that moment — so a friend whose share ended cannot open the newest blob, and a new one
     /// can. At most one such entry waits at a time; one that is no longer needed when taken (a newer
     /// upload was sealed for the same friends) leaves the outbox unsent.
