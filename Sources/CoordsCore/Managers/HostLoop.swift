@@ -134,9 +134,9 @@ final class HostLoop: Sendable {
         }
 
         mutating func take(_ ticket: Ticket, now: UInt64) -> UInt64 {
-            // A request handed out again replaces the one given up on (several live ones may share
-            // a ticket: two batches of one relay's fetch, many acks).
-            inFlight = inFlight.filter { $0.value.ticket != ticket || Self.isLive($0.value.at, now: now) }
+            // Requests given up on are forgotten (an answer that comes later is `unknown`; the
+            // request went out again), so a host that never reports cannot grow this without bound.
+            inFlight = inFlight.filter { Self.isLive($0.value.at, now: now) }
             let id = nextTicket
             nextTicket = nextTicket.addingSaturating(1)
             inFlight[id] = (ticket, now)
@@ -348,14 +348,28 @@ extension CoordsApp {
             _ = try await messages.sweepExpired()
             return .messages(outcome)
         case .prekeys:
-            let stock = try sessions.processPrekeyUpload(status: status, body: body)
+            let stock: Int?
+            do {
+                stock = try sessions.processPrekeyUpload(status: status, body: body)
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                return failed(\.prekeys, "\(error)")
+            }
             if stock == nil, status == 0 || OutboxManager.isTransient(status) {
                 return failed(\.prekeys, OutboxManager.reason(status: status, body: body))
             }
             loop.state.withLock { $0.prekeys.succeeded(now: now, every: HostLoop.prekeyCheckInterval) }
             return .prekeys(stock: stock)
         case .bundle(let friend):
-            return .bundle(friend: friend, try sessions.processBundle(for: friend, status: status, body: body))
+            do {
+                return .bundle(friend: friend, try sessions.processBundle(for: friend, status: status, body: body))
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                // The friend went away meanwhile: their bundle is nobody's; the next turn asks whoever is due.
+                return .failed(retryAt: loop.state.withLock { $0.bundles.dueAt }, reason: "\(error)")
+            }
         }
     }
 

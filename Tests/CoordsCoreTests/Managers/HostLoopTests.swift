@@ -141,6 +141,27 @@ import Testing
         #expect(try stranger.app.nextWake() == nil)
     }
 
+    /// A hostile or broken answer never makes the loop spin or throw: garbage to every request is
+    /// a failure with a backoff (or a refusal), and the next wake is in the future.
+    @Test func garbageAnswersBackOffInsteadOfSpinning() async throws {
+        let t = try await Trio()
+        try await t.befriend(t.alice, t.bob)
+        let alice = t.alice.app
+        let now = t.alice.clock.milliseconds
+        _ = try await alice.outbox.queueUpload(try fix(1, 2, at: now))
+        let garbage: [[UInt8]] = [Array("{\"packets\":7}".utf8), Array(repeating: 0xFF, count: 4096), [], Array("null".utf8)]
+        for (index, request) in try await alice.due().enumerated() {
+            let answer = try await alice.report(id: request.id, status: 200, body: garbage[index % garbage.count])
+            switch answer {
+            case .failed(let at, _): #expect(at > now, "\(request.purpose)")
+            case .outbox, .prekeys, .bundle, .locations, .acknowledged: break
+            case .messages, .unknown: Issue.record("\(request.purpose): \(answer)")
+            }
+        }
+        #expect(try alice.nextWake().map { $0 > now } == true)
+        #expect(try await alice.due().isEmpty)  // nothing handed out again at once
+    }
+
     /// Without a fetch interval nothing is fetched until the host says so (a push, a live notice).
     @Test func withoutAnIntervalFetchNowDecides() async throws {
         let t = try await Trio()
