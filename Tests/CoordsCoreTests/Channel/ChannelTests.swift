@@ -163,14 +163,19 @@ func elapsed(_ body: () throws -> Void) rethrows -> Duration {
         for i in 0..<5 {
             let clone = tx.clone()
             let blocked = Atomic<Int64>(0)
+            let sending = Atomic<Bool>(false)
             let thread = TestThread {
                 let refused = (try? clone.trySend(i)) == nil  // nobody is receiving yet
                 #expect(refused)
                 let start = ContinuousClock.now
+                sending.store(true, ordering: .releasing)
                 try? clone.send(i)
                 let took = ContinuousClock.now - start
                 blocked.store(took.components.seconds * 1000 + took.components.attoseconds / 1_000_000_000_000_000, ordering: .relaxed)
             }
+            // The 100 ms count from the moment the sender is about to block: a loaded machine may
+            // start its thread late (the receiver slept 100 ms while it had not begun, issue 61's CI).
+            for _ in 0..<2000 where !sending.load(ordering: .acquiring) { Thread.sleep(forTimeInterval: 0.005) }
             Thread.sleep(forTimeInterval: 0.1)
             #expect(try rx.recv() == i)
             thread.join()
