@@ -1110,16 +1110,14 @@ public actor GroupsManager {
             try tx.open(Tables.groupChains).put(Self.chainKey(group, identity.publicKey, chainID), chain)
             try Self.store(message, group: group, tx)
             // The copies wrap the one chain-signed message; each copy's envelope is signed on
-            // this thread (the core starts no thread of its own), all of them back to back before
-            // any row is built: the signatures then run on libsodium's tables while they are still
-            // in the cache, which the sealed rows and LMDB's pages would otherwise push out.
+            // this thread, in turn (the core starts no thread of its own).
             let batch = try GroupEnvelopeBatch(
                 unsigned.signed(by: chainSigner).bytes, from: identity.signing, createdAt: now / 1000,
                 expiresAt: now / 1000 + SessionsManager.envelopeLifetimeSeconds)
-            let bodies = copies.map { batch.body(id: $0.envelopeID, recipientID: $0.mailbox.recipientID) }
             let headers = [PreparedRequest.Header(name: "Content-Type", value: "application/json")]
             queued = try OutboxQueue.enqueue(tx, count: copies.count) { add in
-                for (copy, body) in zip(copies, bodies) {
+                for copy in copies {
+                    let body = batch.body(id: copy.envelopeID, recipientID: copy.mailbox.recipientID)
                     let request = PreparedRequest(url: copy.mailbox.url, method: "POST", headers: headers, body: body)
                     try add(OutboxItem(kind: .groupMessage, request: request, nextAttemptAt: now, createdAt: now, reference: id))
                 }
