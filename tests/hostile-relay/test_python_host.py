@@ -185,3 +185,34 @@ def test_a_file_from_a_hostile_relay_is_refused_and_a_busy_one_is_waited_out(rel
             transport.save_file(bob, sent.message.id, str(tmp_path / "never.bin"))
         # The core's transfer rule: 13 waits of the relay's second, then it gives up.
         assert waits == [1] * 13 and not list(tmp_path.glob(".coords-*.part"))
+
+
+def test_the_host_loop_survives_a_relay_that_answers_everything_with_garbage(relay, app):
+    # Issue 61: a host that only runs the one wake (transport.run_once) against a relay that
+    # answers every request with garbage, a wrong status or an endless body: each answer becomes
+    # a failure with a backoff (or a refusal), nothing is stored, no request is handed out again at
+    # once, and the loop never raises. Then the relay turns silent: still bounded.
+    before = state(app)
+    app.queue_upload(cc.Location(47.37, 8.54, timestamp_ms=int(time.time() * 1000)))
+    for body in [b"not json", b"{" * 100000, b'{"packets": 7}', json.dumps({"A" * 43: {"blob": "!!"}}).encode()]:
+        relay.attack("*", "/*", answer(200, body))
+        app.fetch_now()
+        started = time.time()
+        answers = transport.run_once(app)
+        assert answers and time.time() - started < 30
+        for request, decided in answers:
+            assert decided.result in ("failed", "outbox", "prekeys", "bundle", "acknowledged", "locations"), (request.purpose, decided)
+            if decided.result == "locations":  # an object of ids nobody asked for: ignored, nothing updated
+                assert decided.detail["locations"]["updated"] == []
+            if decided.result == "failed":
+                assert decided.detail["retry_at"] > time.time() * 1000 - 1000
+        wake = app.next_wake()
+        assert wake is not None and transport.run_once(app) == [] or wake <= time.time() * 1000
+    relay.attack("*", "/*", endless_body())
+    app.fetch_now()
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    answers = transport.run_once(app)
+    assert all(decided.result in ("failed", "outbox", "prekeys", "bundle") for _, decided in answers)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before < 64 * 1024  # KiB: never more than a cap held
+    friends, locations = state(app)
+    assert friends == before[0] and [loc["location"] for loc in locations] == [None]  # nothing of the garbage stored
