@@ -1694,8 +1694,12 @@ class App(_NativeHandle):
                 except Exception:
                     _logger.exception("an update callback's on_error raised")
 
-        self._update_callback = UPDATE_CALLBACK(trampoline)
-        _call(lib.coords_app_set_update_callback, self.handle, self._update_callback, None)
+        # The previous callback's thunk stays referenced until the library has stopped (joined)
+        # the thread that calls it: freed any earlier, a call still under way would jump into
+        # freed memory (a crash seen on a loaded CI machine).
+        replacement = UPDATE_CALLBACK(trampoline)
+        _call(lib.coords_app_set_update_callback, self.handle, replacement, None)
+        self._update_callback = replacement
 
     # Wallet
     def create_identity(self, name: str, server: str) -> str:
