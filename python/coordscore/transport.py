@@ -303,15 +303,17 @@ def deliver_outbox(app: "App", *, ignore_backoff: bool = False) -> list[OutboxRe
         wake = app.outbox_next_wake()   # sleep until then (None: until something is queued)
 
     Raises StoreError from the core; never a TransportError (those are answers too)."""
-    reports = []
-    for entry in app.outbox_due(ignore_backoff):
-        try:
-            answer = send(entry.request)
-            status, body = answer.status, answer.body
-        except TransportError as error:
-            status, body = 0, str(error).encode()
-        reports.append(app.outbox_report(entry.id, status, body))
-    return reports
+    return [app.outbox_report(entry.id, *_perform(entry.request)) for entry in app.outbox_due(ignore_backoff)]
+
+
+def _perform(request: Request) -> tuple[int, bytes]:
+    """The status and body of `request`, or status 0 and the transport failure's description
+    (what the core's report calls take for a request that got no answer)."""
+    try:
+        answer = send(request)
+    except TransportError as error:
+        return 0, str(error).encode()
+    return answer.status, answer.body
 
 
 def run_once(app: "App", now_ms: Optional[int] = None) -> list[tuple[HostRequest, HostAnswer]]:
@@ -325,15 +327,7 @@ def run_once(app: "App", now_ms: Optional[int] = None) -> list[tuple[HostRequest
                                      # (then app.fetch_now()); None: until the user acts
 
     Raises StoreError from the core; never a TransportError (those are answers too)."""
-    answers = []
-    for item in app.due(now_ms):
-        try:
-            answer = send(item.request)
-            status, body = answer.status, answer.body
-        except TransportError as error:
-            status, body = 0, str(error).encode()
-        answers.append((item, app.report(item.id, status, body)))
-    return answers
+    return [(item, app.report(item.id, *_perform(item.request))) for item in app.due(now_ms)]
 
 
 def run(app: "App", *, until: Callable[[], bool], longest_sleep: float = 60.0) -> None:
