@@ -115,6 +115,7 @@ test-format:
 	$(SWIFT) format lint --strict --configuration .swift-format -r $(SWIFT_FORMAT_PATHS)
 	python3 scripts/check-sources.py
 	python3 scripts/check-citations.py
+	python3 scripts/surface.py --check
 	python3 -m pytest -q -p no:cacheprovider tests/ci
 
 # Coverage-guided fuzzing (Fuzz/, libFuzzer + ASan): every parser and route, $(FUZZ_TIME) s each.

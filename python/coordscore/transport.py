@@ -31,7 +31,8 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
-from . import App, HostAnswer, HostRequest, OutboxReport, Request, Sent
+from .app import App
+from .records import HostAnswer, HostRequest, OutboxReport, Request, Sent
 
 CONNECT_TIMEOUT = 5.0
 """Seconds to establish the TCP (and TLS) connection (ClientLimits.connectTimeout)."""
