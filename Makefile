@@ -31,7 +31,7 @@ FUZZ_TIME ?= 600
 FUZZ_TEST_TIME ?= 5
 FUZZ_TEST_JOBS ?= 2
 
-.PHONY: host-loop bench-one-core test-e2e-1 test-e2e-2 test-hostile-1 test-hostile-2 deps-build test-steps test-core test-apps bench-check format test-format man docs wheel test-wheel test-docs install install-lib install-tools uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
+.PHONY: test-jvm host-loop bench-one-core test-e2e-1 test-e2e-2 test-hostile-1 test-hostile-2 deps-build test-steps test-core test-apps bench-check format test-format man docs wheel test-wheel test-docs install install-lib install-tools uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
 
 all: build
 
@@ -51,6 +51,7 @@ help:
 	@echo "make bench-check  instruction counts of the hot paths vs the same C calls, under callgrind (in make test)"
 	@echo "make bench-one-core  the manager paths pinned to one core vs their C floors (wall clock)"
 	@echo "make host-loop  examples/host-loop.c, a whole host in C (libcurl)"
+	@echo "make test-jvm  the JVM binding (bindings/jvm: Java over JNA, a Kotlin usage check) and its JUnit 5 suite against a live relay"
 	@echo "make docs    the DocC site of CoordsCore in .build-docs/site (no warnings allowed)"
 	@echo "make wheel   the Python package (dist/coordscore-*.whl, carrying the portable library)"
 	@echo "make man     man pages and bash/zsh/fish completions of coords and coords-relay, into $(GENERATED)"
@@ -205,6 +206,11 @@ example-c: lib
 	@mkdir -p .build/c
 	$(CC) $(CFLAGS_STRICT) bindings-c/example.c -L$(LIB_DIR) -lcoordscore -Wl,-rpath,$(CURDIR)/$(LIB_DIR) -o .build/c/example
 	.build/c/example
+
+# The JVM binding (bindings/jvm): javac, kotlinc and JUnit 5 from Debian, against a live relay
+# (tests/e2e/test_jvm.py starts one; in make test it runs in the e2e shards).
+test-jvm: deps tools lib
+	COORDSCORE_LIB=$(CURDIR)/$(LIB_DIR)/libcoordscore.so python3 -m pytest -q tests/e2e/test_jvm.py
 
 test-python: deps lib
 	COORDSCORE_LIB=$(CURDIR)/$(LIB_DIR)/libcoordscore.so python3 -m pytest -q tests/python

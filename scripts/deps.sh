@@ -44,6 +44,13 @@ packages_for_missing() {
     command -v zbarimg >/dev/null 2>&1 || missing+=(zbar-tools)  # an independent QR decoder reads our QR codes back
     # examples/host-loop.c (the one-wake host in C) performs its requests with libcurl.
     { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists libcurl; } || missing+=(libcurl4-openssl-dev)
+    # The JVM binding (bindings/jvm, scripts/jvm.sh): Java 17, JNA, JUnit 5, the JetBrains
+    # nullability annotations Kotlin reads, and Kotlin's compiler for the usage check.
+    command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
+    [ -f /usr/share/java/jna.jar ] || missing+=(libjna-java)
+    [ -f /usr/share/java/junit-platform-console-standalone.jar ] || missing+=(junit5)
+    [ -f /usr/share/java/org.jetbrains.annotations-java8.jar ] || missing+=(libjetbrains-annotations-java)
+    command -v kotlinc >/dev/null 2>&1 || missing+=(kotlin)
     echo "${missing[@]:-}"
 }
 

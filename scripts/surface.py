@@ -65,7 +65,11 @@ def parse_header(text: str) -> dict:
         functions.append((name, returns.replace(" *", "*"), params))
     if not functions:
         raise SurfaceError("include/coordscore.h: no functions found")
-    return {"abi": int(abi.group(1)), "errors": errors, "functions": functions}
+    docs = {}
+    for match in re.finditer(r"/\*((?:[^*]|\*(?!/))*)\*/\s*(?=[A-Za-z_][\w \*]*?\b(coords_\w+)\s*\()", text):
+        lines = [re.sub(r"^\s*\*?\s?", "", line).rstrip() for line in match.group(1).strip().splitlines()]
+        docs[match.group(2)] = "\n".join(lines).strip()
+    return {"abi": int(abi.group(1)), "errors": errors, "functions": functions, "docs": docs}
 
 
 # ---- Python ------------------------------------------------------------------------------------
@@ -163,8 +167,213 @@ def camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
+# C type → (JNA type of the raw interface).
+JAVA_TYPES = {
+    "void": "void", "int32_t": "int", "uint32_t": "int", "int64_t": "long", "uint64_t": "long", "uint8_t": "byte",
+    "size_t": "Structs.SizeT", "double": "double", "bool": "boolean", "const char*": "byte[]", "void*": "Pointer",
+    "uint8_t*": "byte[]", "const uint8_t*": "byte[]", "CoordsError*": "Structs.Error", "CoordsBuffer*": "Structs.Buffer",
+    "CoordsLocation*": "Structs.Location", "const CoordsLocation*": "Structs.Location", "bool*": "ByteByReference",
+    "int32_t*": "IntByReference", "int64_t*": "LongByReference", "uint32_t*": "IntByReference",
+    "uint64_t*": "LongByReference", "CoordsApp*": "Pointer", "CoordsApp**": "PointerByReference",
+    "CoordsPlaces*": "Pointer", "CoordsPlaces**": "PointerByReference", "CoordsUpload*": "Pointer",
+    "CoordsUpload**": "PointerByReference", "CoordsDownload*": "Pointer", "CoordsDownload**": "PointerByReference",
+    "CoordsHostRequest*": "Structs.HostRequest", "const CoordsKeychainCallbacks*": "Structs.KeychainCallbacks",
+    "CoordsUpdateCallback": "Structs.UpdateCallback",
+}
+JAVA_RETURNS = dict(JAVA_TYPES, **{"const char*": "Pointer"})
+
+
+def java_type(ctype: str, where: str, returns: bool = False) -> str:
+    table = JAVA_RETURNS if returns else JAVA_TYPES
+    if ctype not in table:
+        raise SurfaceError(f"{where}: no Java mapping for C type {ctype!r} (add it to JAVA_TYPES in scripts/surface.py)")
+    return table[ctype]
+
+
+def javadoc(text: str, indent: str = "", tags: tuple[str, ...] = ()) -> list[str]:
+    """`text` as a Javadoc comment (HTML-escaped, Python's None/True/False in Java's words; blank
+    lines become paragraphs), then the block `tags` (@param, @return, @throws) as given."""
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("@", "&#64;").replace("*/", "*&#47;")
+    escaped = re.sub(r"\bNone\b", "null", re.sub(r"\bTrue\b", "true", re.sub(r"\bFalse\b", "false", escaped)))
+    lines = [f"{indent}/**"]
+    for line in escaped.splitlines() or [""]:
+        lines.append(f"{indent} *{(' ' + line) if line.strip() else ' <p>'}".rstrip())
+    if tags:
+        lines.append(f"{indent} *")
+        lines += [f"{indent} * {tag}" for tag in tags]
+    lines.append(f"{indent} */")
+    return lines
+
+
+def java_native(header: dict) -> str:
+    out = [f"// {GENERATED}", "package org.coordscore;", "",
+           "import com.sun.jna.Library;", "import com.sun.jna.Pointer;", "import com.sun.jna.ptr.ByteByReference;",
+           "import com.sun.jna.ptr.IntByReference;", "import com.sun.jna.ptr.LongByReference;",
+           "import com.sun.jna.ptr.PointerByReference;", ""]
+    out += javadoc("The raw C functions of libcoordscore (include/coordscore.h), one method per function, as JNA maps\n"
+                   "them. Prefer Coords and CoordsApp, which check arguments, free what the library returns and\n"
+                   "turn a failed status into a CoordsException. Strings are NUL-terminated UTF-8 byte arrays\n"
+                   "(Structs.cstr); the comment on each method is the header's.")
+    out += ["public interface Native extends Library {"]
+    for name, returns, params in header["functions"]:
+        doc = header["docs"].get(name, "")
+        if not doc:
+            raise SurfaceError(f"include/coordscore.h: {name} has no comment")
+        tags = [f"@param {camel(n)} {t.replace('*', ' *')} {n} (see above)" for t, n in params]
+        if returns != "void":
+            tags.append("@return " + ("COORDS_OK (0) or a COORDS_ERR_* code" if returns == "int32_t" else f"{returns.replace('*', ' *')} (see above)"))
+        out += javadoc(doc, "    ", tuple(tags))
+        args = ", ".join(f"{java_type(t, name)} {camel(n)}" for t, n in params)
+        out.append(f"    {java_type(returns, name, returns=True)} {name}({args});")
+        out.append("")
+    out[-1] = "}"
+    return "\n".join(out) + "\n"
+
+
+def java_error_codes(header: dict) -> str:
+    out = [f"// {GENERATED}", "package org.coordscore;", ""]
+    out += javadoc("The stable error codes of include/coordscore.h (COORDS_OK and every COORDS_ERR_*), as\n"
+                   "CoordsException.code() carries them. 100-199 arguments, 200-299 crypto, 300-399 wire\n"
+                   "format, 400-499 store, 500-599 channels, 600-699 managers and keychains, 700-799 geocoding.")
+    out += ["public final class ErrorCode {", "    private ErrorCode() {}", ""]
+    for name, value, comment in header["errors"]:
+        short = name[len("ERR_"):] if name.startswith("ERR_") else name
+        out += javadoc(f"COORDS_{name} ({value}){': ' + comment if comment else '.'}", "    ")
+        out.append(f"    public static final int {short} = {value};")
+    out += ["", "    /**", "     * The header's name of {@code code} without its COORDS_ERR_ prefix (\"OK\" for 0), or null for a",
+            "     * code this version does not know.", "     *", "     * @param code a status or CoordsException.code()",
+            "     * @return the name, or null", "     */", "    public static String name(int code) {", "        switch (code) {"]
+    for name, value, _ in header["errors"]:
+        short = name[len("ERR_"):] if name.startswith("ERR_") else name
+        out.append(f"            case {value}: return \"{short}\";")
+    out += ["            default: return null;", "        }", "    }", "}"]
+    return "\n".join(out) + "\n"
+
+
+def java_field_type(kind: str, boxed: bool = False) -> str:
+    optional = kind.endswith("?")
+    base = kind.rstrip("?")
+    if base.startswith("list<"):
+        inner = base[5:-1]
+        return f"List<{java_field_type(inner, boxed=True)}>"
+    primitive = {"int": ("long", "Long"), "float": ("double", "Double"), "bool": ("boolean", "Boolean")}
+    if base in primitive:
+        return primitive[base][1 if (optional or boxed) else 0]
+    return {"string": "String", "json": "Object", "map": "Map<String, Object>"}.get(base, base)
+
+
+def java_reader(item: dict, record: dict) -> str:
+    """The expression that reads `item` from the JSON object `o`."""
+    kind, key = item["type"], item.get("json", item["name"])
+    if key == "*":
+        known = ", ".join(f'"{f.get("json", f["name"])}"' for f in record["fields"] if f is not item)
+        return f"Json.others(o, {known})"
+    optional = kind.endswith("?")
+    base = kind.rstrip("?")
+    has_default = "default" in item
+    default = item.get("default")
+    if base.startswith("list<"):
+        inner = base[5:-1]
+        element = {"string": "Json::asString", "json": "Json::any", "int": "Json::asLong", "float": "Json::asDouble",
+                   "bool": "Json::asBoolean", "map": "Json::asObject"}.get(inner, f"{inner}::fromJson")
+        mode = "Json.OPTIONAL" if optional or has_default else "Json.REQUIRED"
+        fallback = "null" if optional else "List.of()"
+        return f'Json.list(o, "{key}", {mode}, {element}, {fallback})'
+    if base in ("string", "int", "float", "bool", "map", "json"):
+        method = {"string": "string", "int": "longValue", "float": "doubleValue", "bool": "booleanValue", "map": "object",
+                  "json": "value"}[base]
+        if optional or (has_default and default is None):
+            return f'Json.opt{method[0].upper() + method[1:]}(o, "{key}")'
+        if has_default:
+            literal = json.dumps(default) if base == "string" else (
+                ("true" if default else "false") if base == "bool" else (f"{default}L" if base == "int" else repr(float(default))))
+            return f'Json.{method}(o, "{key}", {literal})'
+        return f'Json.{method}(o, "{key}")'
+    # a record
+    if optional or has_default:
+        return f'Json.optRecord(o, "{key}", {base}::fromJson)'
+    return f'{base}.fromJson(Json.member(o, "{key}"))'
+
+
+def java_record(record: dict) -> str:
+    name = record["name"]
+    fields = record["fields"]
+    imports = ["import java.util.Map;", "import java.util.Objects;"]
+    if any("list<" in f["type"] for f in fields):
+        imports.insert(0, "import java.util.List;")
+    out = [f"// {GENERATED}", "package org.coordscore;", "", *imports, "import org.jetbrains.annotations.NotNull;",
+           "import org.jetbrains.annotations.Nullable;", ""]
+    out += javadoc(record["doc"] or f"The {name} record of the C ABI's JSON.")
+    out += [f"public final class {name} {{"]
+    for item in fields:
+        out.append(f"    private final {java_field_type(item['type'])} {camel(item['name'])};")
+    out.append("")
+    params = []
+    for item in fields:
+        jtype = java_field_type(item["type"])
+        nullable = item["type"].endswith("?") or (item.get("default", 0) is None)
+        annotation = "" if jtype in ("long", "double", "boolean") else ("@Nullable " if nullable else "@NotNull ")
+        params.append(f"{annotation}{jtype} {camel(item['name'])}")
+    out += javadoc_params(name, fields)
+    out.append(f"    public {name}({', '.join(params)}) {{")
+    for item in fields:
+        field_name = camel(item["name"])
+        jtype = java_field_type(item["type"])
+        nullable = item["type"].endswith("?") or (item.get("default", 0) is None)
+        if jtype.startswith("List<"):
+            value = f"{field_name} == null ? null : Json.frozen({field_name})" if nullable else f"Json.frozen({field_name})"
+        elif jtype.startswith("Map<"):
+            value = f"{field_name} == null ? null : Json.frozen({field_name})" if nullable else f"Json.frozen({field_name})"
+        else:
+            value = field_name
+        if not nullable and jtype not in ("long", "double", "boolean"):
+            out.append(f'        Objects.requireNonNull({field_name}, "{field_name}");')
+        out.append(f"        this.{field_name} = {value};")
+    out += ["    }", ""]
+    for item in fields:
+        field_name = camel(item["name"])
+        jtype = java_field_type(item["type"])
+        nullable = item["type"].endswith("?") or (item.get("default", 0) is None)
+        doc = item.get("doc") or f"The {item['name'].replace('_', ' ')}."
+        out += javadoc(doc, "    ", (f"@return {'the value, or null when absent' if nullable else 'the value'}",))
+        annotation = "" if jtype in ("long", "double", "boolean") else ("@Nullable " if nullable else "@NotNull ")
+        out += [f"    public {annotation}{jtype} get{field_name[0].upper() + field_name[1:]}() {{", f"        return {field_name};", "    }", ""]
+    out += javadoc(f"A {name} from the library's JSON.", "    ", (
+        "@param value a parsed JSON object (Json.parse)", "@return the record",
+        "@throws CoordsException.WireException UNEXPECTED_JSON when a field is missing or of another type"))
+    out.append(f"    public static @NotNull {name} fromJson(@Nullable Object value) {{")
+    out.append(f'        Map<String, Object> o = Json.asObject(value, "{name}");')
+    readers = [java_reader(item, record) for item in fields]
+    out.append(f"        return new {name}(")
+    out += [f"            {reader}{',' if i < len(readers) - 1 else ');'}" for i, reader in enumerate(readers)]
+    out += ["    }", ""]
+    names = [camel(item["name"]) for item in fields]
+    out += ["    @Override", "    public boolean equals(Object other) {", "        if (this == other) return true;",
+            f"        if (!(other instanceof {name})) return false;", f"        {name} that = ({name}) other;",
+            "        return " + " && ".join(f"Objects.equals({n}, that.{n})" for n in names) + ";", "    }", "",
+            "    @Override", "    public int hashCode() {", f"        return Objects.hash({', '.join(names)});", "    }", "",
+            "    @Override", "    public String toString() {",
+            f'        return "{name}[" + ' + ' + ", " + '.join(f'"{n}=" + {n}' for n in names) + ' + "]";', "    }", "}"]
+    return "\n".join(out) + "\n"
+
+
+def javadoc_params(name: str, fields: list) -> list[str]:
+    tags = []
+    for item in fields:
+        doc = item.get("doc")
+        text = " ".join(doc.split()) if doc else f"the {item['name'].replace('_', ' ')}"
+        text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("@", "&#64;")
+        text = re.sub(r"\bNone\b", "null", re.sub(r"\bTrue\b", "true", re.sub(r"\bFalse\b", "false", text)))
+        tags.append(f"@param {camel(item['name'])} {text}")
+    return javadoc(f"A {name} with every field given (the bindings build them from the library's JSON).", "    ", tuple(tags))
+
+
 def java_surface(header: dict) -> dict[str, str]:
-    return {}
+    files = {"Native.java": java_native(header), "ErrorCode.java": java_error_codes(header)}
+    for record in load_records():
+        if record.get("java") != "handwritten":
+            files[f"{record['name']}.java"] = java_record(record)
+    return files
 
 
 # ---- Main --------------------------------------------------------------------------------------
