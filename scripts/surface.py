@@ -376,6 +376,36 @@ def java_surface(header: dict) -> dict[str, str]:
     return files
 
 
+# ---- Both faces call every function -------------------------------------------------------------
+
+def faces_problems(header: dict) -> list[str]:
+    """Functions one binding's code calls and the other's does not (the generated tables name
+    them all; this is about the hand-written surfaces above them)."""
+    import glob
+    python, java = set(), set()
+    for path in glob.glob(os.path.join(ROOT, "python", "coordscore", "*.py")):
+        if not path.endswith("_surface.py"):
+            python |= set(re.findall(r"\blib\.(coords_\w+)", open(path, encoding="utf-8").read()))
+    for path in glob.glob(os.path.join(JAVA_DIR, "*.java")):
+        if not path.endswith("Native.java"):
+            java |= set(re.findall(r"\bLIB(?:\.|::)(coords_\w+)", open(path, encoding="utf-8").read()))
+    # Python releases handles by name (_release = "coords_app_close"); read those too.
+    for path in glob.glob(os.path.join(ROOT, "python", "coordscore", "*.py")):
+        python |= set(re.findall(r'_release\b[^\n]*?"(coords_\w+)"', open(path, encoding="utf-8").read()))
+    declared = {name for name, _, _ in header["functions"]}
+    problems = [f"python calls {name}, which the header does not declare" for name in sorted(python - declared)]
+    problems += [f"java calls {name}, which the header does not declare" for name in sorted(java - declared)]
+    problems += [f"{name} is called by the Python package but not by the JVM binding" for name in sorted(python - java)]
+    problems += [f"{name} is called by the JVM binding but not by the Python package" for name in sorted(java - python)]
+    unused = sorted(declared - python - java - FREE_FUNCTIONS)
+    problems += [f"{name} is declared in the header but neither binding calls it" for name in unused]
+    return problems
+
+
+# Called by the bindings' plumbing (error and buffer release), not by a method of either face.
+FREE_FUNCTIONS = {"coords_error_free", "coords_buffer_free", "coords_host_request_free", "coords_app_due_next"}
+
+
 # ---- Main --------------------------------------------------------------------------------------
 
 def outputs() -> dict[str, str]:
@@ -392,6 +422,8 @@ def main() -> int:
     try:
         files = outputs()
         problems = python_records_problems(load_records()) if os.path.exists(RECORDS) else []
+        with open(HEADER, encoding="utf-8") as handle:
+            problems += faces_problems(parse_header(handle.read()))
     except (SurfaceError, OSError, ValueError, KeyError) as error:
         print(f"surface: {error}", file=sys.stderr)
         return 1

@@ -254,8 +254,7 @@ def save_file(app: "App", message_id: str, path: str, *, overwrite: bool = False
                     if wait:
                         raise _Busy(status, wait)  # the core's decision: this body is not read
 
-                # Handed on in pieces of 1 MiB: the core hashes a piece that large on a second
-                # thread while it opens the chunks.
+                # Handed on in pieces of 1 MiB: one call per piece, not per socket read.
                 pending = bytearray()
 
                 def flush() -> None:

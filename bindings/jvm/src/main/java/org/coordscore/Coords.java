@@ -285,4 +285,76 @@ public final class Coords {
     public static @NotNull Place nearestPlace(double latitude, double longitude, double accuracyMeters) {
         return Place.fromJson(Ffi.json((b, e) -> Ffi.LIB.coords_geocode_nearest(latitude, longitude, accuracyMeters, b, e)));
     }
+
+    /**
+     * A signed upload request for {@code server} without any stored state, sealed for the
+     * identity of {@code seed} and {@code friendIds}.
+     *
+     * @param seed 32 bytes
+     * @param location the fix
+     * @param friendIds base64url ids
+     * @param server the relay's URL
+     * @return the request
+     * @throws CoordsException.WireException INVALID_LOCATION, INVALID_PUBLIC_KEY_ID, INVALID_SERVER_URL
+     */
+    public static @NotNull Request prepareUpload(byte @NotNull [] seed, @NotNull Location location, @NotNull List<String> friendIds,
+        @NotNull String server) {
+        Structs.Location c = location.toC();
+        return Request.fromJson(Ffi.json((b, e) -> Ffi.LIB.coords_prepare_upload(Ffi.bytes(seed, "seed", 32), c,
+            Ffi.cstr(Json.write(friendIds), "friendIds"), Ffi.cstr(server, "server"), b, e)));
+    }
+
+    /**
+     * Fetch requests for friends ({"pubkey", "server"} objects), grouped by relay, at most 50 ids each.
+     *
+     * @param friends the friends
+     * @return the requests
+     * @throws CoordsException.WireException INVALID_PUBLIC_KEY_ID, INVALID_SERVER_URL
+     */
+    public static @NotNull List<Request> prepareFetch(@NotNull List<Map<String, Object>> friends) {
+        Object value = Ffi.json((b, e) -> Ffi.LIB.coords_prepare_fetch(Ffi.cstr(Json.write(friends), "friends"), b, e));
+        List<Request> out = new ArrayList<>();
+        for (Object item : (List<?>) value) out.add(Request.fromJson(item));
+        return out;
+    }
+
+    /**
+     * Verifies and opens every entry of a fetch response: one result per id, in order.
+     *
+     * @param seed the reader's 32-byte seed
+     * @param body the relay's answer
+     * @return the results
+     * @throws CoordsException.WireException INVALID_JSON, UNEXPECTED_JSON
+     */
+    public static @NotNull List<FetchResult> processFetchResponse(byte @NotNull [] seed, byte @NotNull [] body) {
+        byte[] data = Ffi.bytes(body, "body", -1);
+        Object value = Ffi.json((b, e) -> Ffi.LIB.coords_process_fetch_response(Ffi.bytes(seed, "seed", 32), data, Ffi.size(data.length), b, e));
+        List<FetchResult> out = new ArrayList<>();
+        for (Object item : (List<?>) value) out.add(FetchResult.fromJson(item));
+        return out;
+    }
+
+    /**
+     * The age rule of {@link #mayReuseLocation} alone (it cannot check the accuracy: prefer that).
+     *
+     * @param fixTimestampMs when the fix was taken
+     * @param nowMs the time now
+     * @param reason "launch", "background" or "explicit"
+     * @return whether to reuse it
+     * @throws CoordsException.ArgumentException INVALID_ARGUMENT for an unknown reason
+     */
+    public static boolean mayReuseFix(long fixTimestampMs, long nowMs, @NotNull String reason) {
+        ByteByReference out = new ByteByReference();
+        Ffi.call(e -> Ffi.LIB.coords_may_reuse_fix(fixTimestampMs, nowMs, Ffi.cstr(reason, "reason"), out, e));
+        return out.getValue() != 0;
+    }
+
+    /**
+     * The ABI version of the loaded library (this binding checks it on load).
+     *
+     * @return COORDS_ABI_VERSION of the library
+     */
+    public static int abiVersion() {
+        return Ffi.LIB.coords_abi_version();
+    }
 }

@@ -2,11 +2,11 @@ package org.coordscore;
 
 import com.sun.jna.CallbackThreadInitializer;
 import com.sun.jna.Pointer;
+import com.sun.jna.ptr.IntByReference;
 import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
 import java.io.Closeable;
 import java.lang.ref.Cleaner;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.LinkedHashMap;
@@ -800,13 +800,613 @@ public final class CoordsApp implements Closeable {
         return list(json((b, e) -> Ffi.LIB.coords_groups_history(app, Ffi.cstr(group, "group"), limit, b, e)), Message::fromJson);
     }
 
+    // ---- More of the wallet, location and outbox --------------------------------------------------
+
     /**
-     * The raw JSON of a text the caller built (for debugging and tests).
+     * Rotates the identity (PROTOCOL.md §9.1); {@code revoke} declares the old key compromised (§9.2).
      *
-     * @param utf8 bytes
-     * @return the text
+     * @param server the relay for the new key, or null for the same
+     * @param revoke whether the old key is compromised
+     * @return the new id, the statements queued, the upload under the new key and the old blob's delete
+     * @throws CoordsException.ManagerException NO_IDENTITY, NO_SERVER
+     * @throws CoordsException.WireException INVALID_SERVER_URL
      */
-    static String text(byte[] utf8) {
-        return new String(utf8, StandardCharsets.UTF_8);
+    public @NotNull Rotation rotate(@Nullable String server, boolean revoke) {
+        Pointer app = handle();
+        return Rotation.fromJson(json((b, e) -> Ffi.LIB.coords_wallet_rotate(app, Structs.cstr(server, "server"), revoke, b, e)));
+    }
+
+    /**
+     * The ids this identity had before its rotations, newest first.
+     *
+     * @return the ids
+     */
+    public @NotNull List<String> previousIdentities() {
+        Pointer app = handle();
+        return list(json((b, e) -> Ffi.LIB.coords_wallet_previous_identities(app, b, e)), Json::asString);
+    }
+
+    /**
+     * Re-queues the pending rotation statement for friends still waiting for it.
+     *
+     * @return the entries queued
+     */
+    public @NotNull List<OutboxEntry> queueRotationStatements() {
+        Pointer app = handle();
+        return list(json((b, e) -> Ffi.LIB.coords_messages_queue_rotation_statements(app, b, e)), OutboxEntry::fromJson);
+    }
+
+    /**
+     * The reseal the last upload owes after a share changed (the host loop does this by itself).
+     *
+     * @param force reseal even when nothing changed
+     * @return the upload, or null when none is owed
+     */
+    public @Nullable Upload prepareReseal(boolean force) {
+        Pointer app = handle();
+        Object value = json((b, e) -> Ffi.LIB.coords_location_prepare_reseal(app, force, b, e));
+        return value == null ? null : Upload.fromJson(value);
+    }
+
+    /**
+     * When the next share ends, ms since the epoch ({@link #nextWake()} includes it).
+     *
+     * @return the time, or null
+     */
+    public @Nullable Long nextShareExpiry() {
+        Pointer app = handle();
+        LongByReference out = new LongByReference();
+        Ffi.call(e -> Ffi.LIB.coords_location_next_share_expiry(app, out, e));
+        return out.getValue() == 0 ? null : out.getValue();
+    }
+
+    /**
+     * The signed request deleting our blob from the relay.
+     *
+     * @return the request
+     * @throws CoordsException.ManagerException NO_IDENTITY
+     */
+    public @NotNull Request prepareDelete() {
+        Pointer app = handle();
+        return Request.fromJson(json((b, e) -> Ffi.LIB.coords_location_prepare_delete(app, b, e)));
+    }
+
+    /**
+     * Records that an upload failed.
+     *
+     * @param fixTimestampMs the fix's time
+     * @param reason why
+     * @throws CoordsException.ManagerException UNKNOWN_UPLOAD
+     */
+    public void markUploadFailed(long fixTimestampMs, @NotNull String reason) {
+        Pointer app = handle();
+        Ffi.call(e -> Ffi.LIB.coords_location_mark_upload_failed(app, fixTimestampMs, Ffi.cstr(reason, "reason"), e));
+    }
+
+    /**
+     * Queues a prepared request in the outbox.
+     *
+     * @param kind "upload", "reseal", "delete", "message", "receipt", "rotation" or "request"
+     * @param request the request
+     * @param reference an upload's fix timestamp, a message's id or a rotation's friend id, or null
+     * @return its id (ids are never reused)
+     * @throws CoordsException.ArgumentException INVALID_ARGUMENT for an unknown kind
+     */
+    public long enqueue(@NotNull String kind, @NotNull Request request, @Nullable String reference) {
+        Pointer app = handle();
+        Map<String, Object> record = new LinkedHashMap<>();
+        record.put("url", request.getUrl());
+        record.put("method", request.getMethod());
+        record.put("headers", request.getHeaders());
+        record.put("body_base64", request.getBodyBase64());
+        if (request.getMaxResponseBytes() != null) record.put("max_response_bytes", request.getMaxResponseBytes());
+        LongByReference out = new LongByReference();
+        Ffi.call(e -> Ffi.LIB.coords_outbox_enqueue(app, Ffi.cstr(kind, "kind"), Ffi.cstr(Json.write(record), "request"),
+            Structs.cstr(reference, "reference"), out, e));
+        return out.getValue();
+    }
+
+    /**
+     * The outbox's requests to send now (the host loop's {@link #due} includes them).
+     *
+     * @param ignoreBackoff hand out entries still waiting after a failure too (a person asked now)
+     * @return the entries
+     */
+    public @NotNull List<OutboxEntry> outboxDue(boolean ignoreBackoff) {
+        Pointer app = handle();
+        return list(json((b, e) -> Ffi.LIB.coords_outbox_due(app, ignoreBackoff, b, e)), OutboxEntry::fromJson);
+    }
+
+    /**
+     * Hands the answer to an outbox entry's request to the core.
+     *
+     * @param id the entry
+     * @param status the HTTP status, or 0 for no answer
+     * @param body the answer's body
+     * @return the entry's fate
+     */
+    public @NotNull OutboxReport outboxReport(long id, int status, byte @NotNull [] body) {
+        Pointer app = handle();
+        byte[] data = body(body);
+        return OutboxReport.fromJson(json((b, e) -> Ffi.LIB.coords_outbox_report(app, id, status, data, Ffi.size(data.length), b, e)));
+    }
+
+    /**
+     * When to call {@link #outboxDue} next, or null when the outbox is empty.
+     *
+     * @return the time, ms since the epoch, or null
+     */
+    public @Nullable Long outboxNextWake() {
+        Pointer app = handle();
+        LongByReference out = new LongByReference();
+        Ffi.call(e -> Ffi.LIB.coords_outbox_next_wake(app, out, e));
+        return out.getValue() == 0 ? null : out.getValue();
+    }
+
+    /**
+     * Marks an outbox entry delivered (it leaves the outbox).
+     *
+     * @param id the entry
+     */
+    public void markDelivered(long id) {
+        Pointer app = handle();
+        Ffi.call(e -> Ffi.LIB.coords_outbox_mark_delivered(app, id, e));
+    }
+
+    /**
+     * Marks an outbox entry failed (it backs off).
+     *
+     * @param id the entry
+     * @param reason why
+     */
+    public void markFailed(long id, @NotNull String reason) {
+        Pointer app = handle();
+        Ffi.call(e -> Ffi.LIB.coords_outbox_mark_failed(app, id, Ffi.cstr(reason, "reason"), e));
+    }
+
+    /**
+     * Removes an outbox entry unsent.
+     *
+     * @param id the entry
+     */
+    public void removeQueued(long id) {
+        Pointer app = handle();
+        Ffi.call(e -> Ffi.LIB.coords_outbox_remove(app, id, e));
+    }
+
+    /**
+     * Rotates the store's key (everything sealed again under a new one).
+     *
+     * @throws CoordsException.StoreException when the store fails
+     */
+    public void rekey() {
+        Pointer app = handle();
+        Ffi.call(e -> Ffi.LIB.coords_app_rekey(app, e));
+    }
+
+    // ---- More of the messages -------------------------------------------------------------------
+
+    /**
+     * Begins sending a file read through the descriptor {@code fd} (Android:
+     * {@code ParcelFileDescriptor.getFd()}); the descriptor stays the caller's.
+     *
+     * @param fd an open, readable file descriptor
+     * @return the upload
+     * @throws CoordsException.ArgumentException FILE_IO
+     */
+    public @NotNull FileUpload beginUpload(int fd) {
+        Pointer app = handle();
+        PointerByReference out = new PointerByReference();
+        Ffi.call(e -> Ffi.LIB.coords_upload_begin(app, fd, out, e));
+        return new FileUpload(out.getValue());
+    }
+
+    /**
+     * Begins receiving a file message's attachment into the descriptor {@code fd}.
+     *
+     * @param messageId the file message
+     * @param fd an open, writable file descriptor
+     * @return the download
+     * @throws CoordsException.ManagerException UNKNOWN_MESSAGE, NO_ATTACHMENT
+     */
+    public @NotNull FileDownload beginDownload(@NotNull String messageId, int fd) {
+        Pointer app = handle();
+        PointerByReference out = new PointerByReference();
+        Ffi.call(e -> Ffi.LIB.coords_download_begin(app, Ffi.cstr(messageId, "messageId"), fd, out, e));
+        return new FileDownload(out.getValue());
+    }
+
+    /**
+     * Marks a queued message sent (a host that delivered it itself).
+     *
+     * @param messageId the message
+     * @throws CoordsException.ManagerException UNKNOWN_MESSAGE
+     */
+    public void markMessageSent(@NotNull String messageId) {
+        Pointer app = handle();
+        Ffi.call(e -> Ffi.LIB.coords_messages_mark_sent(app, Ffi.cstr(messageId, "messageId"), e));
+    }
+
+    /**
+     * The signed request listing our mailbox (the host loop's {@link #due} includes it).
+     *
+     * @return the request
+     */
+    public @NotNull Request prepareMessageFetch() {
+        Pointer app = handle();
+        return Request.fromJson(json((b, e) -> Ffi.LIB.coords_messages_prepare_fetch(app, b, e)));
+    }
+
+    /**
+     * Processes a mailbox answer: messages, receipts, rotations, group traffic.
+     *
+     * @param body the relay's answer
+     * @return what arrived and what was refused
+     * @throws CoordsException.ManagerException INVALID_MAILBOX_RESPONSE
+     */
+    public @NotNull MessagesOutcome processMessages(byte @NotNull [] body) {
+        Pointer app = handle();
+        byte[] data = body(body);
+        return MessagesOutcome.fromJson(json((b, e) -> Ffi.LIB.coords_messages_process_fetch_response(app, data, Ffi.size(data.length), b, e)));
+    }
+
+    /**
+     * A signed registration of a push endpoint at our relay (PROTOCOL.md §8.7); the core renews it.
+     *
+     * @param endpoint an https:// push URL (http:// only for a loopback host)
+     * @param ttlSeconds the registration's lifetime, or null for the relay's default (7 days)
+     * @return the request
+     * @throws CoordsException.ManagerException INVALID_PUSH_ENDPOINT, NO_IDENTITY, NO_SERVER
+     */
+    public @NotNull Request preparePushRegister(@NotNull String endpoint, @Nullable Long ttlSeconds) {
+        Pointer app = handle();
+        long ttl = ttlSeconds == null ? 0 : ttlSeconds;
+        return Request.fromJson(json((b, e) -> Ffi.LIB.coords_messages_prepare_push_register(app, Ffi.cstr(endpoint, "endpoint"), ttl, b, e)));
+    }
+
+    /**
+     * A signed removal of our push registration.
+     *
+     * @return the request
+     */
+    public @NotNull Request preparePushUnregister() {
+        Pointer app = handle();
+        return Request.fromJson(json((b, e) -> Ffi.LIB.coords_messages_prepare_push_unregister(app, b, e)));
+    }
+
+    /**
+     * Deletes local copies of a conversation's messages after {@code seconds}.
+     *
+     * @param friendId the friend
+     * @param seconds the lifetime, or null to keep messages
+     */
+    public void setDisappearing(@NotNull String friendId, @Nullable Long seconds) {
+        Pointer app = handle();
+        long after = seconds == null ? 0 : seconds;
+        Ffi.call(e -> Ffi.LIB.coords_messages_set_disappearing(app, Ffi.cstr(friendId, "friendId"), after, e));
+    }
+
+    /**
+     * Mutes a conversation (a friend's id or a group's) until {@code untilMs}; messages still
+     * arrive, they do not notify.
+     *
+     * @param conversation a friend's or group's id
+     * @param untilMs until when, ms since the epoch, or null for until unmuted
+     * @throws CoordsException.ManagerException UNKNOWN_CONVERSATION
+     */
+    public void mute(@NotNull String conversation, @Nullable Long untilMs) {
+        if (untilMs != null && untilMs <= 0) throw CoordsException.of(ErrorCode.INVALID_ARGUMENT, "untilMs must be positive (unmute() ends a mute)");
+        Pointer app = handle();
+        long until = untilMs == null ? -1L : untilMs;  // -1: UINT64_MAX, until unmuted
+        Ffi.call(e -> Ffi.LIB.coords_messages_mute(app, Ffi.cstr(conversation, "conversation"), until, e));
+    }
+
+    /**
+     * Ends a mute.
+     *
+     * @param conversation a friend's or group's id
+     * @throws CoordsException.ManagerException UNKNOWN_CONVERSATION
+     */
+    public void unmute(@NotNull String conversation) {
+        Pointer app = handle();
+        Ffi.call(e -> Ffi.LIB.coords_messages_mute(app, Ffi.cstr(conversation, "conversation"), 0, e));
+    }
+
+    /**
+     * Until when a conversation is muted.
+     *
+     * @param conversation a friend's or group's id
+     * @return ms since the epoch (-1, i.e. UINT64_MAX: until unmuted), or null when not muted
+     * @throws CoordsException.ManagerException UNKNOWN_CONVERSATION
+     */
+    public @Nullable Long mutedUntil(@NotNull String conversation) {
+        Pointer app = handle();
+        LongByReference out = new LongByReference();
+        Ffi.call(e -> Ffi.LIB.coords_messages_muted_until(app, Ffi.cstr(conversation, "conversation"), out, e));
+        return out.getValue() == 0 ? null : out.getValue();
+    }
+
+    /**
+     * Quiet hours "HH:MM-HH:MM" in local time {@code utcOffsetMinutes} from UTC: no message
+     * received inside the window notifies.
+     *
+     * @param window the window, or null for off
+     * @param utcOffsetMinutes the local offset (at most 14 hours either way)
+     * @throws CoordsException.ManagerException INVALID_QUIET_HOURS
+     */
+    public void setQuietHours(@Nullable String window, int utcOffsetMinutes) {
+        Pointer app = handle();
+        if (window == null) {
+            Ffi.call(e -> Ffi.LIB.coords_messages_set_quiet_hours(app, -1, 0, 0, e));
+            return;
+        }
+        IntByReference start = new IntByReference();
+        IntByReference end = new IntByReference();
+        Ffi.call(e -> Ffi.LIB.coords_quiet_hours_parse(Ffi.cstr(window, "window"), start, end, e));
+        if (utcOffsetMinutes < -840 || utcOffsetMinutes > 840) {
+            throw CoordsException.of(ErrorCode.INVALID_QUIET_HOURS, "invalid quiet hours: the offset from UTC is at most 14 hours either way");
+        }
+        Ffi.call(e -> Ffi.LIB.coords_messages_set_quiet_hours(app, start.getValue(), end.getValue(), utcOffsetMinutes, e));
+    }
+
+    /**
+     * Whether to send delivery receipts.
+     *
+     * @param on on or off
+     */
+    public void setDeliveryReceipts(boolean on) {
+        Pointer app = handle();
+        Ffi.call(e -> Ffi.LIB.coords_messages_set_receipts(app, on ? 1 : 0, e));
+    }
+
+    /**
+     * The notification settings (quiet hours, receipts, mutes).
+     *
+     * @return the policy's JSON object
+     */
+    public @NotNull Map<String, Object> notificationPolicy() {
+        Pointer app = handle();
+        return Json.asObject(json((b, e) -> Ffi.LIB.coords_messages_notification_policy(app, b, e)), "policy");
+    }
+
+    /**
+     * Deletes messages past their disappearing time (the host loop does this by itself).
+     *
+     * @return their ids
+     */
+    public @NotNull List<String> sweepExpiredMessages() {
+        Pointer app = handle();
+        return list(json((b, e) -> Ffi.LIB.coords_messages_sweep_expired(app, b, e)), Json::asString);
+    }
+
+    /**
+     * When {@link #sweepExpiredMessages} should run next.
+     *
+     * @return ms since the epoch, or null when no stored message disappears
+     */
+    public @Nullable Long nextMessageExpiry() {
+        Pointer app = handle();
+        LongByReference out = new LongByReference();
+        Ffi.call(e -> Ffi.LIB.coords_messages_next_expiry(app, out, e));
+        return out.getValue() == 0 ? null : out.getValue();
+    }
+
+    // ---- Forward secrecy (the host loop does all of this by itself) -------------------------------
+
+    /**
+     * The prekey upload, when one is due.
+     *
+     * @param force upload even when the stock is fine
+     * @return the request, or null
+     */
+    public @Nullable Request preparePrekeyUpload(boolean force) {
+        Pointer app = handle();
+        Object value = json((b, e) -> Ffi.LIB.coords_prekeys_prepare_upload(app, force ? 1 : 0, b, e));
+        return value == null ? null : Request.fromJson(value);
+    }
+
+    /**
+     * Records the relay's answer to the prekey upload.
+     *
+     * @param status the HTTP status
+     * @param body the body
+     * @return the stock the relay now holds, or null when it refused
+     */
+    public @Nullable Long processPrekeyUpload(int status, byte @NotNull [] body) {
+        Pointer app = handle();
+        byte[] data = body(body);
+        LongByReference out = new LongByReference();
+        Ffi.call(e -> Ffi.LIB.coords_prekeys_process_upload(app, status, data, Ffi.size(data.length), out, e));
+        return out.getValue() < 0 ? null : out.getValue();
+    }
+
+    /**
+     * The request asking the relay for our prekey stock.
+     *
+     * @return the request
+     */
+    public @NotNull Request preparePrekeyStock() {
+        Pointer app = handle();
+        return Request.fromJson(json((b, e) -> Ffi.LIB.coords_prekeys_prepare_stock(app, b, e)));
+    }
+
+    /**
+     * Records the stock the relay reports.
+     *
+     * @param status the HTTP status
+     * @param body the body
+     * @return the stock, or null for any other answer
+     */
+    public @Nullable Long processPrekeyStock(int status, byte @NotNull [] body) {
+        Pointer app = handle();
+        byte[] data = body(body);
+        LongByReference out = new LongByReference();
+        Ffi.call(e -> Ffi.LIB.coords_prekeys_process_stock(app, status, data, Ffi.size(data.length), out, e));
+        return out.getValue() < 0 ? null : out.getValue();
+    }
+
+    /**
+     * Friends whose prekey bundle should be fetched now.
+     *
+     * @return their ids
+     */
+    public @NotNull List<String> bundlesDue() {
+        Pointer app = handle();
+        return list(json((b, e) -> Ffi.LIB.coords_prekeys_bundles_due(app, b, e)), Json::asString);
+    }
+
+    /**
+     * The request for a friend's prekey bundle.
+     *
+     * @param friendId the friend
+     * @return the request
+     */
+    public @NotNull Request prepareBundleRequest(@NotNull String friendId) {
+        Pointer app = handle();
+        return Request.fromJson(json((b, e) -> Ffi.LIB.coords_prekeys_prepare_bundle(app, Ffi.cstr(friendId, "friendId"), b, e)));
+    }
+
+    /**
+     * Checks and stores a friend's bundle answer.
+     *
+     * @param friendId the friend
+     * @param status the HTTP status
+     * @param body the body
+     * @return {"result": "accepted", "one_time": …}, {"result": "not_offered"} or {"result": "refused", "error": …}
+     */
+    public @NotNull Map<String, Object> processBundle(@NotNull String friendId, int status, byte @NotNull [] body) {
+        Pointer app = handle();
+        byte[] data = body(body);
+        return Json.asObject(json((b, e) -> Ffi.LIB.coords_prekeys_process_bundle(app, Ffi.cstr(friendId, "friendId"), status, data,
+            Ffi.size(data.length), b, e)), "bundle");
+    }
+
+    /**
+     * Erases replaced signed prekeys past their keep time, idle sessions and old skipped keys.
+     *
+     * @return how many went
+     */
+    public long sweepSessions() {
+        Pointer app = handle();
+        LongByReference out = new LongByReference();
+        Ffi.call(e -> Ffi.LIB.coords_sessions_sweep(app, out, e));
+        return out.getValue();
+    }
+
+    // ---- More of the groups ---------------------------------------------------------------------
+
+    /**
+     * Renames a group (admins only).
+     *
+     * @param group the group's id
+     * @param name the new name
+     * @return the group and the statements queued
+     */
+    public @NotNull GroupChange renameGroup(@NotNull String group, @NotNull String name) {
+        Pointer app = handle();
+        return GroupChange.fromJson(json((b, e) -> Ffi.LIB.coords_groups_rename(app, Ffi.cstr(group, "group"), Ffi.cstr(name, "name"), b, e)));
+    }
+
+    /**
+     * Makes a member an admin or not (admins only).
+     *
+     * @param group the group's id
+     * @param member the member's id
+     * @param isAdmin admin or not
+     * @return the group and the statements queued
+     */
+    public @NotNull GroupChange setGroupAdmin(@NotNull String group, @NotNull String member, boolean isAdmin) {
+        Pointer app = handle();
+        return GroupChange.fromJson(json((b, e) -> Ffi.LIB.coords_groups_set_admin(app, Ffi.cstr(group, "group"), Ffi.cstr(member, "member"),
+            isAdmin ? 1 : 0, b, e)));
+    }
+
+    /**
+     * Deletes a group we left (its messages and keys).
+     *
+     * @param group the group's id
+     * @throws CoordsException.ManagerException STILL_A_GROUP_MEMBER, GROUP_NOT_FOUND
+     */
+    public void deleteGroup(@NotNull String group) {
+        Pointer app = handle();
+        Ffi.call(e -> Ffi.LIB.coords_groups_delete(app, Ffi.cstr(group, "group"), e));
+    }
+
+    /**
+     * Shares our position with a group's members or stops.
+     *
+     * @param group the group's id
+     * @param sharing on or off
+     * @return the reseal queued, or null
+     */
+    public @Nullable OutboxEntry setGroupSharing(@NotNull String group, boolean sharing) {
+        Pointer app = handle();
+        Object value = json((b, e) -> Ffi.LIB.coords_groups_set_sharing(app, Ffi.cstr(group, "group"), sharing ? 1 : 0, b, e));
+        return value == null ? null : OutboxEntry.fromJson(value);
+    }
+
+    // ---- Live channel (PROTOCOL.md §8): this prepares and processes; the host owns the WebSockets --
+
+    /**
+     * The relays to hold a live WebSocket to.
+     *
+     * @return one per relay
+     */
+    public @NotNull List<LiveConnection> liveConnections() {
+        Pointer app = handle();
+        return list(json((b, e) -> Ffi.LIB.coords_live_connections(app, b, e)), LiveConnection::fromJson);
+    }
+
+    /**
+     * The connection to {@code server} opened.
+     *
+     * @param server the relay
+     * @return the frames to send, the catch-up fetches, the mailbox fetch
+     */
+    public @NotNull LiveOpened liveOpened(@NotNull String server) {
+        Pointer app = handle();
+        return LiveOpened.fromJson(json((b, e) -> Ffi.LIB.coords_live_opened(app, Ffi.cstr(server, "server"), b, e)));
+    }
+
+    /**
+     * One text frame received from {@code server}.
+     *
+     * @param server the relay
+     * @param frame the frame's UTF-8 bytes
+     * @return what it meant
+     * @throws CoordsException for a malformed frame (close with 4400 and reconnect)
+     */
+    public @NotNull LiveEvent liveProcess(@NotNull String server, byte @NotNull [] frame) {
+        Pointer app = handle();
+        byte[] data = Ffi.bytes(frame, "frame", -1);
+        return LiveEvent.fromJson(json((b, e) -> Ffi.LIB.coords_live_process(app, Ffi.cstr(server, "server"), data, Ffi.size(data.length), b, e)));
+    }
+
+    /**
+     * The mailbox fetch a live notice asked for is done; another may be owed.
+     *
+     * @param server the relay
+     * @return the next mailbox fetch, or null
+     */
+    public @Nullable Request liveMailboxFetched(@NotNull String server) {
+        Pointer app = handle();
+        Object value = json((b, e) -> Ffi.LIB.coords_live_mailbox_fetched(app, Ffi.cstr(server, "server"), b, e));
+        return value == null ? null : Request.fromJson(value);
+    }
+
+    /**
+     * The connection to {@code server} closed or could not be opened.
+     *
+     * @param server the relay
+     * @param closeCode the close code the relay sent, or null
+     * @param upgradeStatus the upgrade's HTTP status when it failed, or null
+     * @return the milliseconds to wait before reconnecting, or null when the relay has no live channel (poll it)
+     */
+    public @Nullable Long liveClosed(@NotNull String server, @Nullable Integer closeCode, @Nullable Integer upgradeStatus) {
+        Pointer app = handle();
+        int code = closeCode == null ? 0 : closeCode;
+        int upgrade = upgradeStatus == null ? 0 : upgradeStatus;
+        Map<String, Object> next = Json.asObject(json((b, e) -> Ffi.LIB.coords_live_closed(app, Ffi.cstr(server, "server"), code, upgrade, b, e)), "live");
+        return "reconnect".equals(next.get("action")) ? Json.longValue(next, "after_ms") : null;
     }
 }

@@ -1,10 +1,18 @@
 package org.coordscore;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.sun.jna.Library;
+import java.io.InputStream;
+import java.net.HttpURLConnection;
+import java.net.URI;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Random;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -136,6 +144,76 @@ class RelayTest {
             loopUntilQuiet(carol);
             woken(alice);
             assertTrue(alice.groupHistory(group, 0).stream().anyMatch(m -> m.getText().equals("bringing water")));
+        }
+    }
+
+    /** POSIX open/close, for the descriptors a file transfer reads and writes (Android: ParcelFileDescriptor). */
+    interface Libc extends Library {
+        Libc C = com.sun.jna.Native.load("c", Libc.class);
+
+        int open(String path, int flags, int mode);
+
+        int close(int fd);
+    }
+
+    @Test
+    void aFileSentToAFriendArrivesWhole() throws Exception {
+        try (CoordsApp alice = open("alice"); CoordsApp bob = open("bob")) {
+            befriend(alice, bob);
+            loopUntilQuiet(alice);
+            loopUntilQuiet(bob);
+            byte[] content = new byte[300_000];
+            new Random(7).nextBytes(content);
+            Path source = dir.resolve("route.gpx");
+            Files.write(source, content);
+            int in = Libc.C.open(source.toString(), 0, 0);
+            assertTrue(in >= 0);
+            Sent sent;
+            try (FileUpload upload = alice.beginUpload(in)) {
+                for (Request part = upload.next(); part != null; part = upload.next()) {
+                    HostLoop.Answer answer = HostLoop.perform(part);
+                    assertEquals(0, upload.process(answer.getStatus(), answer.getBody(), null), new String(answer.getBody()));
+                }
+                assertEquals(content.length, upload.progress().getDone());
+                sent = upload.send(bob.info().getId(), "application/gpx+xml", "route.gpx", "tomorrow");
+            } finally {
+                Libc.C.close(in);
+            }
+            loopUntilQuiet(alice);
+            woken(bob);
+            Message received = bob.history(alice.info().getId(), 0).stream().filter(m -> m.getId().equals(sent.getMessage().getId()))
+                .findFirst().orElseThrow();
+            assertNotNull(received.getFile());
+            assertEquals(content.length, received.getFile().getSize());
+
+            Path target = dir.resolve("copy.gpx");
+            int out = Libc.C.open(target.toString(), 0x241, 0600);  // O_WRONLY | O_CREAT | O_TRUNC
+            assertTrue(out >= 0);
+            try (FileDownload download = bob.beginDownload(received.getId(), out)) {
+                boolean complete = false;
+                for (int attempt = 0; attempt < 5 && !complete; attempt++) {
+                    Transfer.Ranged next = download.request();
+                    HttpURLConnection connection = (HttpURLConnection) URI.create(next.getRequest().getUrl()).toURL().openConnection();
+                    for (Map.Entry<String, Object> header : next.getRequest().getHeaders().entrySet()) {
+                        connection.setRequestProperty(header.getKey(), String.valueOf(header.getValue()));
+                    }
+                    int status = connection.getResponseCode();
+                    assertEquals(0, download.check(status, connection.getHeaderField("Retry-After"), connection.getHeaderField("Content-Length")));
+                    try (InputStream body = connection.getInputStream()) {
+                        byte[] chunk = new byte[65_536];
+                        for (int n = body.read(chunk); n > 0; n = body.read(chunk)) {
+                            assertTrue(download.pace(n));
+                            download.take(Arrays.copyOf(chunk, n));
+                        }
+                    }
+                    complete = download.finish();
+                }
+                assertTrue(complete);
+                assertEquals(content.length, download.progress().getDone());
+            } finally {
+                Libc.C.close(out);
+            }
+            assertArrayEquals(content, Files.readAllBytes(target));
         }
     }
 }
