@@ -117,6 +117,8 @@ test-format:
 	python3 scripts/check-sources.py
 	python3 scripts/check-citations.py
 	python3 scripts/surface.py --check
+	python3 scripts/check-platform-calls.py
+	scripts/check-portable.sh
 	python3 -m pytest -q -p no:cacheprovider tests/ci
 
 # Coverage-guided fuzzing (Fuzz/, libFuzzer + ASan): every parser and route, $(FUZZ_TIME) s each.

@@ -35,7 +35,9 @@ let targets: [Target] = [
         pkgConfig: "lmdb",
         providers: [.apt(["liblmdb-dev"])]
     ),
-    // Offline geocoding data, assembled into the library (see Sources/CGeoData/places.S).
+    // Offline geocoding data, compiled into the library with #embed (see Sources/CGeoData/CGeoData.c).
+    // The one place the C library is reached: POSIX headers and the calls that differ by platform.
+    .target(name: "CPlatform"),
     .target(
         name: "CGeoData",
         exclude: ["places15000.cgeo"],
@@ -43,13 +45,13 @@ let targets: [Target] = [
     ),
     .target(
         name: "CoordsCore",
-        dependencies: ["CSodium", "CLMDB", "CGeoData", .product(name: "Logging", package: "swift-log")],
+        dependencies: ["CSodium", "CLMDB", "CGeoData", "CPlatform", .product(name: "Logging", package: "swift-log")],
         swiftSettings: fuzzed
     ),
     .systemLibrary(name: "CCoordsABI", path: "Sources/CCoordsABI"),
     .target(
         name: "CoordsFFI",
-        dependencies: ["CoordsCore", "CCoordsABI"]
+        dependencies: ["CoordsCore", "CCoordsABI", "CPlatform"]
     ),
     .executableTarget(
         name: "StoreCrashChild",
@@ -79,6 +81,10 @@ let channelTargets: [Target] = [
 
 let package = Package(
     name: "CoordsCore",
+    // The minimum platforms (docs/MOBILE.md): Synchronization's Mutex and Atomic need iOS 18 and
+    // macOS 15; Android needs API level 28 (the Swift SDK for Android's floor); Linux any glibc
+    // ≥ 2.35 (the wheel's manylinux tag).
+    platforms: [.iOS(.v18), .macOS(.v15)],
     products: channelOnly ? [] : products,
     // Declared in both forms, so the channel build resolves the same pins as the full one.
     dependencies: [

@@ -4,7 +4,7 @@
 The "## Layers" table names each layer of CoordsCore, its folder and what it may depend on. This
 script reads the table, finds the types each folder of Sources/CoordsCore declares, and fails
 when a file uses a type of a layer its own layer may not depend on, or imports a C module
-(CSodium, CLMDB) its layer does not list. A layer that is not in the table, or a folder of
+(CSodium, CLMDB, CPlatform) its layer does not list. A layer that is not in the table, or a folder of
 Sources/CoordsCore that no row names, fails too: the table and the code cannot drift apart.
 
 It also reads the "## Managers" table: each manager's row must list every case of its
@@ -20,7 +20,7 @@ import os
 import re
 import sys
 
-C_MODULES = ("CSodium", "CLMDB")
+C_MODULES = ("CSodium", "CLMDB", "CPlatform")
 DECLARATION = re.compile(
     r"^(?:@[\w()]+\s+)*(?:(?:public|internal|package|private|fileprivate|final|nonisolated|indirect)\s+)*"
     r"(?:struct|enum|class|actor|protocol|typealias)\s+(\w+)", re.M)

@@ -1,13 +1,8 @@
 // Exports for CoordsApp handles (see include/coordscore.h for each contract).
 import CCoordsABI
+import CPlatform
 import CoordsCore
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// An open app as the C ABI holds it, with its optional update-callback thread.
 final class AppHandle: Sendable {

@@ -1,15 +1,10 @@
 // The C ABI's plumbing: one entry helper every export goes through, argument validation and
 // output marshalling. No CoordsCore logic lives in this target.
 import CCoordsABI
+import CPlatform
 import CoordsCore
 import Dispatch
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// `CoordsError *out_error`: where a fallible export reports its code and message (may be NULL).
 public typealias ErrorOut = UnsafeMutablePointer<CoordsError>?

@@ -2,14 +2,9 @@
 // library reads one upload part at a time with pread and writes opened plaintext as it arrives,
 // so no whole file is ever in memory on either side of the ABI.
 import CCoordsABI
+import CPlatform
 import CoordsCore
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// An upload under way: the app, the host's file descriptor (borrowed), the core's state and the
 /// transfer's pace (``TransferPace``, on the system clock).
@@ -54,7 +49,7 @@ let downloads = HandleTable<DownloadHandle>(kind: 0xD)
 
 extension FFIError {
     /// Reading or writing the host's file descriptor failed.
-    static func file(_ what: String, _ code: Int32 = errno) -> FFIError {
+    static func file(_ what: String, _ code: Int32 = coords_errno()) -> FFIError {
         FFIError(code: COORDS_ERR_FILE_IO, message: "\(what): \(String(cString: strerror(code)))")
     }
 }
@@ -63,7 +58,7 @@ extension FFIError {
 private func regularFileSize(_ fd: Int32) throws -> UInt64 {
     var info = stat()
     guard fd >= 0, fstat(fd, &info) == 0 else { throw FFIError.file("fd is not an open file descriptor") }
-    guard (info.st_mode & S_IFMT) == S_IFREG, info.st_size >= 0 else { throw FFIError.invalid("fd must be a regular file") }
+    guard coords_mode_is_regular(info.st_mode) != 0, info.st_size >= 0 else { throw FFIError.invalid("fd must be a regular file") }
     return UInt64(info.st_size)
 }
 
@@ -93,7 +88,7 @@ public func ffiUploadNext(_ handle: Handle, _ moreOut: UnsafeMutablePointer<Int3
                 guard let offset = off_t(exactly: need.offset.addingSaturating(UInt64(done))) else { throw FFIError.invalid("the file is too large") }
                 // done < need.count (the loop condition): no underflow
                 let n = plaintext.withUnsafeMutableBytes { pread(state.fd, $0.baseAddress?.advanced(by: done), need.count - done, offset) }
-                if n < 0, errno == EINTR { continue }
+                if n < 0, coords_errno() == EINTR { continue }
                 guard n >= 0 else { throw FFIError.file("reading the file failed") }
                 guard n > 0 else { throw FFIError(code: COORDS_ERR_FILE_IO, message: "the file became shorter while it was being sent") }
                 done += n
@@ -325,7 +320,7 @@ public func ffiDownloadTake(_ handle: Handle, _ bytes: UnsafePointer<UInt8>?, _ 
         while done < plaintext.count {
             // done < plaintext.count: no underflow
             let n = plaintext.withUnsafeBytes { write(state.fd, $0.baseAddress?.advanced(by: done), plaintext.count - done) }
-            if n < 0, errno == EINTR { continue }
+            if n < 0, coords_errno() == EINTR { continue }
             guard n > 0 else { throw FFIError.file("writing the file failed") }
             done += n
         }
@@ -354,7 +349,7 @@ public func ffiDownloadFinish(_ handle: Handle, _ completeOut: UnsafeMutablePoin
         let download = state.download.withLock { $0 }
         guard download.received >= download.storedSize else { return }  // cut off: the next request resumes it
         try state.download.withLock { try $0.finish() }
-        guard fsync(state.fd) == 0 || errno == EINVAL else { throw FFIError.file("writing the file to disk failed") }
+        guard coords_sync_file(state.fd) == 0 || coords_errno() == EINVAL else { throw FFIError.file("writing the file to disk failed") }
         complete.pointee = 1
     }
 }

@@ -1,14 +1,9 @@
 // The two places where the library calls into the host: keychain callbacks and the update
 // callback thread. Both only marshal; the logic stays in CoordsCore.
 import CCoordsABI
+import CPlatform
 import CoordsCore
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// A ``Keychain`` backed by the host's C callbacks.
 final class HostKeychain: Keychain, @unchecked Sendable {

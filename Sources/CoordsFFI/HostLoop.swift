@@ -1,11 +1,6 @@
 import CCoordsABI
+import CPlatform
 import CoordsCore
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 // MARK: The one wake: coords_app_next_wake / coords_app_due / coords_app_report
 

@@ -1,12 +1,7 @@
 // Stateless exports (see include/coordscore.h for each contract).
 import CCoordsABI
+import CPlatform
 import CoordsCore
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// The library version reported by coords_version() (static storage, never freed).
 nonisolated(unsafe) let libraryVersion: UnsafeMutablePointer<CChar>? = strdup(CoordsVersion.string)

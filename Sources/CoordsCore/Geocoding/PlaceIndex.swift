@@ -1,10 +1,5 @@
 import CGeoData
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import CPlatform
 
 /// Offline reverse geocoding: the nearest named place to a position, from data bundled in the
 /// library (GeoNames `cities15000`, about 34,000 places) or loaded from a file (the larger

@@ -1,10 +1,5 @@
+import CPlatform
 import Logging
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Any manager's reconcile message, as ``CoordsApp/nextUpdate(timeout:)`` delivers them.
 public enum AppUpdate: Sendable, Equatable {
@@ -125,8 +120,8 @@ public final class CoordsApp: Sendable {
     ///   hold this store's key),
     ///   ``KeychainError``, ``CryptoError``.
     public static func open(directory: String, options: Options) throws -> CoordsApp {
-        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
-            throw StoreError.openFailed(path: directory, .system(errno))
+        if mkdir(directory, 0o700) != 0 && coords_errno() != EEXIST {
+            throw StoreError.openFailed(path: directory, .system(coords_errno()))
         }
         let keychain: any Keychain
         switch options.keychain {

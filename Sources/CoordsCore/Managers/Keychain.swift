@@ -1,10 +1,5 @@
+import CPlatform
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// Where the identity's private key lives. Hosts plug in their platform store (iOS Keychain,
 /// Android Keystore through the C ABI callbacks); CoordsCore ships ``FileKeychain`` (sealed
@@ -271,28 +266,28 @@ public final class FileKeychain: Keychain {
     /// the directory.
     static func writeFileAtomically(_ path: String, _ bytes: [UInt8]) throws {
         let temporary = path + ".tmp"
-        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeychainError.io(operation: "create \(temporary)", errno: errno) }
+        let fd = coords_open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw KeychainError.io(operation: "create \(temporary)", errno: coords_errno()) }
         var written = 0
         while written < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress?.advanced(by: written), bytes.count - written) }
+            let n = bytes.withUnsafeBytes { coords_write(fd, $0.baseAddress?.advanced(by: written), bytes.count - written) }
             if n < 0 {
-                if errno == EINTR { continue }
-                let e = errno
+                if coords_errno() == EINTR { continue }
+                let e = coords_errno()
                 close(fd)
                 throw KeychainError.io(operation: "write \(temporary)", errno: e)
             }
             written += n
         }
-        guard fsync(fd) == 0 else {
-            let e = errno
+        guard coords_sync_file(fd) == 0 else {
+            let e = coords_errno()
             close(fd)
             throw KeychainError.io(operation: "fsync \(temporary)", errno: e)
         }
         close(fd)
-        guard rename(temporary, path) == 0 else { throw KeychainError.io(operation: "rename to \(path)", errno: errno) }
+        guard rename(temporary, path) == 0 else { throw KeychainError.io(operation: "rename to \(path)", errno: coords_errno()) }
         let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-        let dirfd = Glibc.open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let dirfd = coords_open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)
         if dirfd >= 0 {
             _ = fsync(dirfd)
             close(dirfd)

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import CPlatform
 
 /// The keychain names of the store's keys (docs/STORE.md, "Key management").
 public enum StoreKeyNames {
@@ -45,11 +41,11 @@ enum SealedStore {
         let path = directory + "/store"
         // One process at a time finishes a migration (others wait here, then find it done): an
         // advisory lock on the data directory itself, so no lock file is left beside the store.
-        let lock = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard lock >= 0 else { throw StoreError.openFailed(path: directory, .system(errno)) }
+        let lock = coords_open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)
+        guard lock >= 0 else { throw StoreError.openFailed(path: directory, .system(coords_errno())) }
         defer { close(lock) }
         while flock(lock, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw StoreError.openFailed(path: directory, .system(errno)) }
+            guard coords_errno() == EINTR else { throw StoreError.openFailed(path: directory, .system(coords_errno())) }
         }
         try recover(path: path)
         let shredKeys = KeychainShredKeys(keychain: keychain)
@@ -129,7 +125,7 @@ enum SealedStore {
             try sealed.sync()
         }
         try syncDirectory(temporary)
-        guard rename(temporary, path + ".new") == 0 else { throw StoreError.openFailed(path: path + ".new", .system(errno)) }
+        guard rename(temporary, path + ".new") == 0 else { throw StoreError.openFailed(path: path + ".new", .system(coords_errno())) }
         try syncDirectory(parent(of: path))
         try recover(path: path)
     }
@@ -186,9 +182,9 @@ enum SealedStore {
         try removeStore(path + ".tmp", wipe: false)
         if exists(path + ".new") {
             if exists(path) {
-                guard rename(path, path + ".old") == 0 else { throw StoreError.openFailed(path: path, .system(errno)) }
+                guard rename(path, path + ".old") == 0 else { throw StoreError.openFailed(path: path, .system(coords_errno())) }
             }
-            guard rename(path + ".new", path) == 0 else { throw StoreError.openFailed(path: path, .system(errno)) }
+            guard rename(path + ".new", path) == 0 else { throw StoreError.openFailed(path: path, .system(coords_errno())) }
             try syncDirectory(parent(of: path))
         }
         try removeStore(path + ".old", wipe: true)
@@ -202,10 +198,10 @@ enum SealedStore {
     }
 
     private static func syncDirectory(_ path: String) throws {
-        let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw StoreError.openFailed(path: path, .system(errno)) }
+        let fd = coords_open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)
+        guard fd >= 0 else { throw StoreError.openFailed(path: path, .system(coords_errno())) }
         defer { close(fd) }
-        guard fsync(fd) == 0 else { throw StoreError.openFailed(path: path, .system(errno)) }
+        guard fsync(fd) == 0 else { throw StoreError.openFailed(path: path, .system(coords_errno())) }
     }
 
     /// Removes a store directory (its `data.mdb` and `lock.mdb`), first overwriting the data file
@@ -215,33 +211,33 @@ enum SealedStore {
         for name in ["data.mdb", "lock.mdb"] {
             let file = directory + "/" + name
             if wipe && name == "data.mdb" { try overwriteWithZeros(file) }
-            if unlink(file) != 0 && errno != ENOENT { throw StoreError.openFailed(path: file, .system(errno)) }
+            if unlink(file) != 0 && coords_errno() != ENOENT { throw StoreError.openFailed(path: file, .system(coords_errno())) }
         }
-        if rmdir(directory) != 0 && errno != ENOENT { throw StoreError.openFailed(path: directory, .system(errno)) }
+        if rmdir(directory) != 0 && coords_errno() != ENOENT { throw StoreError.openFailed(path: directory, .system(coords_errno())) }
     }
 
     /// Overwrites a file's bytes with zeros and syncs it (best effort against the file being
     /// read later through another name; on flash storage the old blocks may survive).
     private static func overwriteWithZeros(_ file: String) throws {
-        let fd = Glibc.open(file, O_WRONLY | O_CLOEXEC)
+        let fd = coords_open(file, O_WRONLY | O_CLOEXEC, 0)
         if fd < 0 {
-            if errno == ENOENT { return }
-            throw StoreError.openFailed(path: file, .system(errno))
+            if coords_errno() == ENOENT { return }
+            throw StoreError.openFailed(path: file, .system(coords_errno()))
         }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0 else { throw StoreError.openFailed(path: file, .system(errno)) }
+        guard fstat(fd, &info) == 0 else { throw StoreError.openFailed(path: file, .system(coords_errno())) }
         let zeros = [UInt8](repeating: 0, count: 1 << 20)
         var offset: off_t = 0
         while offset < info.st_size {
             let count = Int(min(off_t(zeros.count), info.st_size - offset))
             let n = zeros.withUnsafeBytes { pwrite(fd, $0.baseAddress, count, offset) }
             if n < 0 {
-                if errno == EINTR { continue }
-                throw StoreError.openFailed(path: file, .system(errno))
+                if coords_errno() == EINTR { continue }
+                throw StoreError.openFailed(path: file, .system(coords_errno()))
             }
             offset += off_t(n)
         }
-        guard fsync(fd) == 0 else { throw StoreError.openFailed(path: file, .system(errno)) }
+        guard coords_sync_file(fd) == 0 else { throw StoreError.openFailed(path: file, .system(coords_errno())) }
     }
 }

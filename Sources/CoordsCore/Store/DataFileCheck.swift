@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import CPlatform
 
 /// Checks an existing `data.mdb` before LMDB maps it. LMDB trusts its file: a file cut short
 /// (a full disk during a copy, a half-restored backup, a damaged disk) makes it read pages past
@@ -30,12 +24,12 @@ enum DataFileCheck {
     /// FIFO to read it would wait for a writer forever.
     static func problem(directory: String) -> LMDBCode? {
         var kind = stat()
-        if stat(directory + "/data.mdb", &kind) == 0, kind.st_mode & S_IFMT != S_IFREG { return .invalid }
-        let fd = open(directory + "/data.mdb", O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        if stat(directory + "/data.mdb", &kind) == 0, coords_mode_is_regular(kind.st_mode) == 0 { return .invalid }
+        let fd = coords_open(directory + "/data.mdb", O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0)
         guard fd >= 0 else { return nil }  // absent (LMDB creates it) or unreadable (LMDB reports it)
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0 else { return .system(errno) }
+        guard fstat(fd, &info) == 0 else { return .system(coords_errno()) }
         let size = UInt64(clamping: info.st_size)
         if size == 0 { return nil }  // created but never written: LMDB initialises it
         guard let first = meta(fd, at: 0) else { return .invalid }

@@ -1,13 +1,6 @@
 internal import CLMDB
+import CPlatform
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A typed key-value store on one LMDB environment (a directory holding `data.mdb` and
 /// `lock.mdb`).
@@ -99,7 +92,7 @@ public final class Database: @unchecked Sendable {
     ///   ``StoreError/tooManyTables(_:)``.
     public static func open(path: String, options: Options = Options(), schema: Schema) throws -> Database {
         guard schema.tables.count + 1 <= options.maximumTables else { throw StoreError.tooManyTables(schema.tables.count) }
-        if mkdir(path, 0o700) != 0 && errno != EEXIST { throw StoreError.openFailed(path: path, .system(errno)) }
+        if mkdir(path, 0o700) != 0 && coords_errno() != EEXIST { throw StoreError.openFailed(path: path, .system(coords_errno())) }
         let canonical =
             realpath(path, nil).map { p -> String in
                 defer { free(p) }
@@ -282,10 +275,10 @@ public final class Database: @unchecked Sendable {
         defer { resizeLock.unlock() }
         guard !isClosed else { throw StoreError.closed }
         let fd = createExclusive(file, mode: mode_t(options.fileMode))
-        guard fd >= 0 else { throw StoreError.openFailed(path: file, .system(errno)) }
+        guard fd >= 0 else { throw StoreError.openFailed(path: file, .system(coords_errno())) }
         var failure: LMDBCode?
         let rc = mdb_env_copyfd2(env, fd, UInt32(MDB_CP_COMPACT))
-        if rc != 0 { failure = LMDBCode(rc) } else if fsync(fd) != 0 { failure = .system(errno) }
+        if rc != 0 { failure = LMDBCode(rc) } else if coords_sync_file(fd) != 0 { failure = .system(coords_errno()) }
         closeDescriptor(fd)
         if let failure {
             unlink(file)
@@ -464,9 +457,9 @@ extension UInt32 {
     }
 }
 
-/// `open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)` (outside ``Database``, whose
+/// `coords_open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)` (outside ``Database``, whose
 /// `open`/`close` members would shadow the C functions).
-private func createExclusive(_ path: String, mode: mode_t) -> Int32 { open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode) }
+private func createExclusive(_ path: String, mode: mode_t) -> Int32 { coords_open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode) }
 
 /// `close(fd)`.
 private func closeDescriptor(_ fd: Int32) { close(fd) }

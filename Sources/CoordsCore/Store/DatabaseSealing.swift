@@ -1,14 +1,7 @@
 internal import CLMDB
+import CPlatform
 internal import CSodium
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 // Rekeying and crypto-shredding of a sealed store (docs/STORE.md, "Sealed at rest").
 

@@ -1,11 +1,6 @@
 internal import CLMDB
+import CPlatform
 internal import CSodium
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// The live state behind a transaction value: the LMDB handle until the transaction ends.
 /// Every table operation checks it, so a table used after its closure returned throws

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import CPlatform
 
 /// Reading past the end of a ``ByteReader``'s input.
 public struct ByteReaderError: Error, CustomStringConvertible, Sendable, Equatable {

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import CPlatform
 
 /// Small POSIX file helpers shared by the keychain and the geocoding loader (the core avoids
 /// Foundation's file APIs so the library stays lean when loaded by C or Python hosts).
@@ -18,19 +14,19 @@ enum Files {
     /// Reads the whole file at `path`, or returns nil when it does not exist.
     /// - Throws: ``ReadFailure`` (never traps, whatever the file).
     static func read(_ path: String, limit: Int) throws(ReadFailure) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = coords_open(path, O_RDONLY | O_CLOEXEC, 0)
         if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw .system(operation: "open \(path)", errno: errno)
+            if coords_errno() == ENOENT { return nil }
+            throw .system(operation: "open \(path)", errno: coords_errno())
         }
         defer { close(fd) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65_536)
         while true {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            let n = chunk.withUnsafeMutableBytes { coords_read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
-                if errno == EINTR { continue }
-                throw .system(operation: "read \(path)", errno: errno)
+                if coords_errno() == EINTR { continue }
+                throw .system(operation: "read \(path)", errno: coords_errno())
             }
             if n == 0 { return bytes }
             guard bytes.count + n <= limit else { throw .tooLarge(limit: limit) }

@@ -1,12 +1,5 @@
+import CPlatform
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A `pthread_mutex_t` that can be held across a closure (Swift's `Mutex` only lends itself to
 /// one) and waited on with ``Condition``.

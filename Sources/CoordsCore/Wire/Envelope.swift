@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import CPlatform
 
 /// A peer id (PROTOCOL.md §7.1): lowercase hex of SHA-256 of an Ed25519 public key.
 public struct PeerID: Sendable, Hashable, CustomStringConvertible {

@@ -70,6 +70,22 @@ class AppTest {
     }
 
     @Test
+    void theDataDirectoryAndEverythingInItIsTheOwnersAlone() throws Exception {
+        try (CoordsApp app = open("private")) {
+            app.createIdentity("Private", RELAY);
+            app.exportBackup("words");
+        }
+        Path where = dir.resolve("private");
+        assertEquals("rwx------", java.nio.file.attribute.PosixFilePermissions.toString(java.nio.file.Files.getPosixFilePermissions(where)));
+        try (java.util.stream.Stream<Path> files = java.nio.file.Files.walk(where)) {
+            for (Path file : files.toList()) {
+                String permissions = java.nio.file.attribute.PosixFilePermissions.toString(java.nio.file.Files.getPosixFilePermissions(file));
+                assertTrue(permissions.endsWith("------"), file + " is " + permissions);
+            }
+        }
+    }
+
+    @Test
     void aClosedAppRefusesEveryCallAndClosesOnce() {
         CoordsApp app = open("closing");
         app.createIdentity("Closing", RELAY);
