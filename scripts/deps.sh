@@ -51,6 +51,8 @@ packages_for_missing() {
     [ -f /usr/share/java/junit-platform-console-standalone.jar ] || missing+=(junit5)
     [ -f /usr/share/java/org.jetbrains.annotations-java8.jar ] || missing+=(libjetbrains-annotations-java)
     command -v kotlinc >/dev/null 2>&1 || missing+=(kotlin)
+    # tests/e2e/test_lifecycle.py runs a host an hour behind with libfaketime.
+    [ -f /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || [ -f /usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1 ] || missing+=(faketime)
     echo "${missing[@]:-}"
 }
 
