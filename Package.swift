@@ -70,7 +70,10 @@ let targets: [Target] = [
 ]
 
 let channelTargets: [Target] = [
-    .target(name: "CoordsCore", path: "Sources/CoordsCore", sources: ["Channel", "CoordsCoreError.swift", "Support/Locks.swift"]),
+    .target(name: "CPlatform"),
+    .target(
+        name: "CoordsCore", dependencies: ["CPlatform"], path: "Sources/CoordsCore",
+        sources: ["Channel", "CoordsCoreError.swift", "Support/Locks.swift"]),
     .testTarget(
         name: "CoordsCoreTests",
         dependencies: ["CoordsCore"],

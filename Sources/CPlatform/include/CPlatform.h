@@ -21,6 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
+// Hidden: these are the core's own, never exports of libcoordscore.so (whose C ABI is
+// include/coordscore.h alone; scripts/check-abi.sh holds the two together).
+#pragma GCC visibility push(hidden)
+
 /// The calling thread's errno (a macro C cannot hand to Swift).
 int coords_errno(void);
 
@@ -65,5 +69,7 @@ void coords_thread_detach(coords_thread thread);
 
 /// Whether the calling thread is `thread`.
 int coords_thread_is_current(coords_thread thread);
+
+#pragma GCC visibility pop
 
 #endif
