@@ -103,7 +103,9 @@ def check() -> None:
         command = ["swiftc", "-typecheck", "-parse-as-library", "-swift-version", "6", "-I", str(modules),
                    "-I", str(ROOT / "Sources" / "CSodium"), "-I", str(ROOT / "Sources" / "CLMDB"),
                    "-Xcc", f"-fmodule-map-file={ROOT / '.build' / 'debug' / 'CGeoData.build' / 'module.modulemap'}",
-                   "-I", str(ROOT / "Sources" / "CGeoData" / "include")] + [str(path) for _, path in swift_files]
+                   "-I", str(ROOT / "Sources" / "CGeoData" / "include"),
+                   "-Xcc", f"-fmodule-map-file={ROOT / '.build' / 'debug' / 'CPlatform.build' / 'module.modulemap'}",
+                   "-I", str(ROOT / "Sources" / "CPlatform" / "include")] + [str(path) for _, path in swift_files]
         checked = subprocess.run(command, capture_output=True, text=True)
         if checked.returncode != 0:
             fail("Swift snippets do not compile:\n" + checked.stderr)

@@ -14,6 +14,7 @@ rm -rf .build-docs/coords-graphs .build-docs/site
 mkdir -p .build-docs/coords-graphs
 swift symbolgraph-extract -module-name CoordsCore -target "$(uname -m)-unknown-linux-gnu" -minimum-access-level public \
     -I "$build/Modules" -I Sources/CSodium -I Sources/CLMDB -Xcc "-fmodule-map-file=$build/CGeoData.build/module.modulemap" \
+    -Xcc "-fmodule-map-file=$build/CPlatform.build/module.modulemap" \
     -output-dir .build-docs/coords-graphs
 log=.build-docs/docc.log
 docc convert Sources/CoordsCore/CoordsCore.docc \
