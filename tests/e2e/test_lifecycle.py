@@ -238,3 +238,24 @@ def test_a_push_wake_reads_the_mailbox_and_owes_nothing_in_two_turns(relay, tmp_
         answers = transport.run_once(bob)
         mailbox = [a for r, a in answers if r.purpose == "mailbox"]
         assert mailbox and mailbox[0].detail["messages"]["received"] == [], mailbox
+
+
+def test_two_processes_running_the_loop_settle_one_upload_without_an_error(relay, tmp_path):
+    """An app and its extension (or two CLI commands) both run the loop on one directory: each
+    hands out the same queued upload (a process knows only its own requests in flight). The
+    second to answer finds the entry gone; the core sees the upload acknowledged in the store and
+    reports it delivered, not unknown."""
+    dirs, ids = pair(tmp_path, relay)
+    with cc.App(dirs["alice"], passphrase="alice", **FAST) as alice:
+        alice.queue_upload(cc.Location(47.3769, 8.5417, accuracy=5, timestamp_ms=int(time.time() * 1000)))
+        mine = [r for r in alice.due() if r.outbox_kind == "upload"]
+        assert len(mine) == 1
+        other = host("answers = transport.run_once(app)\n"
+                     "print(json.dumps([[r.outbox_kind, a.outbox.decision if a.outbox else None] for r, a in answers]))",
+                     dirs["alice"], "alice", stdout=subprocess.PIPE)
+        out, _ = other.communicate(timeout=60)
+        assert other.returncode == 0 and ["upload", "delivered"] in json.loads(out.strip().splitlines()[-1]), out
+        status, body = transport._perform(mine[0].request)
+        answer = alice.report(mine[0].id, status, body)
+        assert answer.result == "outbox" and answer.outbox.decision == "delivered", (status, body, answer)
+        assert alice.outbox() == []

@@ -106,6 +106,9 @@ final class HostLoop: Sendable {
         /// When disappearing messages are due to be deleted (ms; 0: at once, after open).
         var messageSweepAt: UInt64 = 0
         var acks: [PreparedRequest] = []
+        /// The kind and reference of each outbox entry out (by entry id), for an answer that
+        /// finds its entry gone: another process on the same directory settled it meanwhile.
+        var handedOutbox: [UInt64: (kind: OutboxKind, reference: String?)] = [:]
 
         /// Whether a request for `ticket` is out and not yet given up on.
         func isInFlight(_ ticket: Ticket, now: UInt64) -> Bool {
@@ -137,6 +140,8 @@ final class HostLoop: Sendable {
             // Requests given up on are forgotten (an answer that comes later is `unknown`; the
             // request went out again), so a host that never reports cannot grow this without bound.
             inFlight = inFlight.filter { Self.isLive($0.value.at, now: now) }
+            let out = busyOutboxEntries(now: now)
+            handedOutbox = handedOutbox.filter { out.contains($0.key) }
             let id = nextTicket
             nextTicket = nextTicket.addingSaturating(1)
             inFlight[id] = (ticket, now)
@@ -227,7 +232,11 @@ extension CoordsApp {
         try await doLocalWork(now: now, me: identity.id)
         var requests: [HostRequest] = []
         func hand(_ ticket: HostLoop.Ticket, _ purpose: HostRequestPurpose, _ request: PreparedRequest, entry: OutboxEntry? = nil) {
-            let id = loop.state.withLock { $0.take(ticket, now: now) }
+            let id = loop.state.withLock { state in
+                let id = state.take(ticket, now: now)
+                if let entry { state.handedOutbox[entry.id] = (entry.item.kind, entry.item.reference) }
+                return id
+            }
             requests.append(HostRequest(id: id, purpose: purpose, request: request, outboxID: entry?.id, outboxKind: entry?.item.kind))
         }
         if wanted.contains(.outbox) {
@@ -318,7 +327,17 @@ extension CoordsApp {
         }
         switch ticket {
         case .outbox(let entry):
-            return .outbox(try await outboxReport(id: entry, status: status, body: body))
+            let handed = loop.state.withLock { $0.handedOutbox.removeValue(forKey: entry) }
+            let report = try await outboxReport(id: entry, status: status, body: body)
+            // The entry is gone: a second process running the loop on this directory (an app and
+            // its extension, two CLI commands) took and settled it meanwhile. An upload the store
+            // shows acknowledged was delivered (by that process); anything else stays unknown.
+            if report.decision == .unknown, let handed, handed.kind.isUploadOfFix,
+                let fix = handed.reference.flatMap(UInt64.init), try await location.isAcknowledged(fixTimestamp: fix)
+            {
+                return .outbox(OutboxReport(id: entry, kind: handed.kind, decision: .delivered))
+            }
+            return .outbox(report)
         case .ack:
             return .acknowledged
         case .fetch:

@@ -343,6 +343,14 @@ public actor LocationManager {
         }
     }
 
+    /// Whether the relay acknowledged an upload of the fix from `fixTimestamp` or a newer one
+    /// (recorded by this process or another on the same directory).
+    /// - Throws: store errors.
+    func isAcknowledged(fixTimestamp: UInt64) throws -> Bool {
+        let state = try context.database.read { tx in try tx.open(Tables.uploadState).get(UploadState.key) }
+        return state?.lastUploadedFix.map { fixTimestamp <= $0 } ?? false
+    }
+
     /// ``markUploadSucceeded(fixTimestamp:)`` inside `tx` (the outbox records a delivered upload
     /// in the transaction that removes its entry). Returns false, writing nothing, for a fix that
     /// was never prepared.
