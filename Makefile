@@ -31,7 +31,7 @@ FUZZ_TIME ?= 600
 FUZZ_TEST_TIME ?= 5
 FUZZ_TEST_JOBS ?= 2
 
-.PHONY: test-jvm host-loop bench-one-core test-e2e-1 test-e2e-2 test-hostile-1 test-hostile-2 deps-build test-steps test-core test-apps bench-check format test-format man docs wheel test-wheel test-docs install install-lib install-tools uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
+.PHONY: test-jvm bench-battery host-loop bench-one-core test-e2e-1 test-e2e-2 test-hostile-1 test-hostile-2 deps-build test-steps test-core test-apps bench-check format test-format man docs wheel test-wheel test-docs install install-lib install-tools uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
 
 all: build
 
@@ -50,6 +50,7 @@ help:
 	@echo "make bench-quick  the same with short samples (under two minutes after the build)"
 	@echo "make bench-check  instruction counts of the hot paths vs the same C calls, under callgrind (in make test)"
 	@echo "make bench-one-core  the manager paths pinned to one core vs their C floors (wall clock)"
+	@echo "make bench-battery  CPU time and wake-ups: a share vs its C floor, a background wake, idle coords watch"
 	@echo "make host-loop  examples/host-loop.c, a whole host in C (libcurl)"
 	@echo "make test-jvm  the JVM binding (bindings/jvm: Java over JNA, a Kotlin usage check) and its JUnit 5 suite against a live relay"
 	@echo "make docs    the DocC site of CoordsCore in .build-docs/site (no warnings allowed)"
@@ -351,11 +352,16 @@ bench-check: deps lib-portable
 	cd Benchmarks && $(SWIFT) build $(PORTABLE_BUILD) --product InstructionGate
 	COORDS_GATE_BIN=$(CURDIR)/.build-static/release/InstructionGate python3 scripts/bench-check.py
 
+# What the core costs a phone's battery: CPU per share against its C floor, a background wake,
+# and an idle `coords watch` with the live channel (docs/PERFORMANCE.md, "Battery").
+bench-battery: deps lib-portable tools
+	COORDSCORE_LIB=$(CURDIR)/$(PORTABLE_DIR)/libcoordscore.so python3 scripts/bench-battery.py .build/battery.json
+
 # The manager paths pinned to one core against their C floors (docs/PERFORMANCE.md, "One core").
 bench-one-core: bench-check
 	python3 scripts/bench-one-core.py 5
 
-bench: bench-deps
+bench: bench-deps lib-portable tools
 	@# The previous full run stays next to this one: the report says whether the two agree.
 	rm -rf Benchmarks/.build/results-previous
 	if [ -f Benchmarks/.build/results/Current_run.jmh.json ]; then mv Benchmarks/.build/results Benchmarks/.build/results-previous; fi
@@ -366,6 +372,7 @@ bench: bench-deps
 	cd Benchmarks && $(SWIFT) build -c release --product InstructionGate && $(SWIFT) build -c release --product MigrationBench
 	python3 scripts/bench-check.py --json Benchmarks/.build/results/instructions.json
 	scripts/bench-migration.sh Benchmarks/.build/results/migration.json
+	COORDSCORE_LIB=$(CURDIR)/$(PORTABLE_DIR)/libcoordscore.so python3 scripts/bench-battery.py Benchmarks/.build/results/battery.json
 	python3 scripts/bench-report.py Benchmarks/.build/results/Current_run.jmh.json Benchmarks/.build/results/relay.json docs/PERFORMANCE.md
 
 bench-quick: bench-deps
