@@ -1162,6 +1162,14 @@ int32_t coords_live_mailbox_fetched(CoordsApp *app, const char *server, CoordsBu
 int32_t coords_live_closed(CoordsApp *app, const char *server, int32_t close_code, int32_t upgrade_status,
                            CoordsBuffer *next_json_out, CoordsError *out_error);
 
+/* The host closed its connection to `server` itself (the app went to the background, the user
+ * stopped watching; for closes it did not ask for, call coords_live_closed). While a relay's
+ * connection is confirmed ("subscribed"), coords_app_due leaves the friends watched there and
+ * the mailbox out of its periodic fetches; after this they are fetched again, so call
+ * coords_app_next_wake again. The reconnect backoff is unchanged; a relay without a connection
+ * is ignored. Errors: INVALID_HANDLE, INVALID_ARGUMENT (server NULL or not UTF-8). */
+int32_t coords_live_stopped(CoordsApp *app, const char *server, CoordsError *out_error);
+
 /* ---- Offline geocoding (never touches the network) ------------------------------------ */
 
 /* The nearest named place to (latitude, longitude) in the bundled GeoNames cities15000 set

@@ -5,6 +5,9 @@
   saying why ignoring the error is right (on the same line, or a comment line right above it),
   or it is part of a `guard` whose `else` throws — the error is replaced by a more precise one,
   not swallowed. A bare `try?` fails the check with its place.
+- The CLI (Apps/Sources/CoordsCLI) never waits with `Task.sleep`: on Linux that runs on
+  libdispatch's timers and pool, whose monitor then wakes the process every second for good
+  (docs/PERFORMANCE.md, "Battery"); it waits with `Waiting.sleep`, a timer on NIO's event loop.
 
 Usage: scripts/check-sources.py [ROOT]   (exit 1 and one line per finding when a rule is broken)
 """
@@ -14,6 +17,8 @@ import sys
 
 ROOTS = ("Sources", "Apps/Sources")
 TRY_OPTIONAL = re.compile(r"\btry\?")
+TASK_SLEEP = re.compile(r"\bTask\.sleep\b")
+CLI = os.path.join("Apps", "Sources", "CoordsCLI")
 
 
 def code_part(line):
@@ -79,7 +84,10 @@ def findings(root):
                 path = os.path.join(directory, name)
                 with open(path, encoding="utf-8") as f:
                     lines = f.read().split("\n")
+                in_cli = os.path.relpath(path, root).startswith(CLI + os.sep)
                 for number, line in enumerate(lines):
+                    if in_cli and TASK_SLEEP.search(code_part(line)):
+                        yield f"{os.path.relpath(path, root)}:{number + 1}: Task.sleep in the CLI — wait with Waiting.sleep (a timer on NIO's event loop)"
                     if not TRY_OPTIONAL.search(code_part(line)):
                         continue
                     if has_comment(line) or commented_above(lines, number):
@@ -95,9 +103,9 @@ def main():
     for line in found:
         print(line)
     if found:
-        print(f"check-sources: {len(found)} bare try? (see scripts/check-sources.py)", file=sys.stderr)
+        print(f"check-sources: {len(found)} findings (see scripts/check-sources.py)", file=sys.stderr)
         return 1
-    print("check-sources: every try? in Sources/ and Apps/Sources/ says why or converts the error")
+    print("check-sources: every try? in Sources/ and Apps/Sources/ says why or converts the error; the CLI never waits with Task.sleep")
     return 0
 
 

@@ -43,6 +43,11 @@ public func ffiLiveClosed(_ handle: Handle, _ server: CString, _ closeCode: Int3
     }
 }
 
+@_cdecl("coords_live_stopped")
+public func ffiLiveStopped(_ handle: Handle, _ server: CString, _ error: ErrorOut) -> Int32 {
+    withApp(handle, error) { app in app.live.stopped(server: try Argument.string(server, "server")) }
+}
+
 @_cdecl("coords_live_mailbox_fetched")
 public func ffiLiveMailboxFetched(_ handle: Handle, _ server: CString, _ jsonOut: BufferOut, _ error: ErrorOut) -> Int32 {
     returning(jsonOut, "json_out", app: handle, error) { app in

@@ -283,6 +283,7 @@ SIGNATURES: list[tuple[str, str, list[str]]] = [
     ("coords_live_process", "c_int32", ["APP", "c_char_p", "U8", "c_size_t", "BUF", "ERR"]),
     ("coords_live_mailbox_fetched", "c_int32", ["APP", "c_char_p", "BUF", "ERR"]),
     ("coords_live_closed", "c_int32", ["APP", "c_char_p", "c_int32", "c_int32", "BUF", "ERR"]),
+    ("coords_live_stopped", "c_int32", ["APP", "c_char_p", "ERR"]),
     ("coords_geocode_nearest", "c_int32", ["c_double", "c_double", "c_double", "BUF", "ERR"]),
     ("coords_places_open", "c_int32", ["c_char_p", "POINTER(c_void_p)", "ERR"]),
     ("coords_places_nearest", "c_int32", ["c_void_p", "c_double", "c_double", "c_double", "BUF", "ERR"]),

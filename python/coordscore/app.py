@@ -992,3 +992,11 @@ class App(_NativeHandle):
         nxt = _json_call(lib.coords_live_closed, self.handle, _utf8(server, "server"), close_code or 0, upgrade_status or 0)
         return nxt["after_ms"] if nxt["action"] == "reconnect" else None
 
+    def live_stopped(self, server: str) -> None:
+        """The host closed its connection to `server` itself (background, stop watching); for a
+        close it did not ask for, call live_closed. While a connection is confirmed, due() leaves
+        the friends watched there and the mailbox out of its periodic fetches; after this they are
+        fetched again, so ask next_wake() again. A relay without a connection is ignored.
+        Raises CoordsError (INVALID_ARGUMENT for a server that is not a str)."""
+        _call(lib.coords_live_stopped, self.handle, _utf8(server, "server"))
+

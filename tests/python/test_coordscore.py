@@ -969,6 +969,16 @@ def test_live_channel_prepares_subscribes_and_processes_notices_like_fetch_entri
             bob.live_process("https://relay.example", b" " * 20_000)
         assert caught.value.code == cc.ERR_TOO_LARGE
 
+        # While the relay confirms the subscriptions, the loop leaves the watched friend and the
+        # mailbox to the connection; a connection the host stops brings both back.
+        later = int(time.time() * 1000) + 3_600_000
+        assert not {r.purpose for r in bob.due(later)} & {"fetch", "mailbox"}
+        bob.live_stopped("https://relay.example")
+        assert {"fetch", "mailbox"} <= {r.purpose for r in bob.due(later + 61_000)}
+        bob.live_stopped("https://nowhere.example")  # no connection there: nothing to do
+        with pytest.raises(TypeError):
+            bob.live_stopped(7)  # type: ignore[arg-type]
+
         delay = bob.live_closed("https://relay.example", close_code=1006)
         assert 500 <= delay <= 1000
         assert bob.live_closed("https://relay.example", upgrade_status=404) is None

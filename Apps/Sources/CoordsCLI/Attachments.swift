@@ -132,7 +132,7 @@ struct Save: SessionCommand {
                 case .giveUp(let reason): throw CLIFailure("the download failed: \(failure.description) (\(reason))")
                 case .wait(let seconds):
                     progress.note("connection lost (\(failure.description)); resuming in \(seconds) s")
-                    try await Task.sleep(for: .seconds(seconds))
+                    try await Waiting.sleep(seconds: Int64(clamping: seconds))
                 }
                 continue
             } catch let error as WireError {
@@ -147,7 +147,7 @@ struct Save: SessionCommand {
                     throw CLIFailure(RelayHTTP.refusal(result, action: "hand out the file"))
                 }
                 progress.note("the relay is busy (\(result.status)); trying again in \(seconds) s")
-                try await Task.sleep(for: .seconds(seconds))
+                try await Waiting.sleep(seconds: Int64(clamping: seconds))
                 continue
             }
             do { try download.finish() } catch let error as WireError {
@@ -155,7 +155,7 @@ struct Save: SessionCommand {
                     // The answer ended early (a relay cut off or restarting): resume from what arrived.
                     switch pace.failed(progressed: download.received > before, now: nowMilliseconds()) {
                     case .giveUp(let reason): throw CLIFailure("the download kept breaking off: \(error.description) (\(reason))")
-                    case .wait(let seconds): try await Task.sleep(for: .seconds(seconds))
+                    case .wait(let seconds): try await Waiting.sleep(seconds: Int64(clamping: seconds))
                     }
                     continue
                 }
@@ -209,7 +209,7 @@ enum Transfer {
                 case .giveUp(let reason): throw CLIFailure("the upload failed: \(failure.description) (\(reason))")
                 case .wait(let seconds):
                     progress.note("connection lost (\(failure.description)); resuming in \(seconds) s")
-                    try await Task.sleep(for: .seconds(seconds))
+                    try await Waiting.sleep(seconds: Int64(clamping: seconds))
                 }
                 probe = true  // the part may or may not have been stored: ask the relay where its bytes end
                 continue
@@ -231,7 +231,7 @@ enum Transfer {
                 case .giveUp(let reason): throw CLIFailure("your relay kept refusing the upload for now (\(reason)); try again later")
                 case .wait(let seconds):
                     progress.note("the relay asked to wait; resuming in \(seconds) s")
-                    try await Task.sleep(for: .seconds(seconds))
+                    try await Waiting.sleep(seconds: Int64(clamping: seconds))
                 }
             }
         }

@@ -1,6 +1,9 @@
 import ArgumentParser
 import CoordsBuildInfo
 import CoordsCore
+import Dispatch
+import NIOCore
+import NIOPosix
 
 #if canImport(Glibc)
 import Glibc
@@ -34,6 +37,20 @@ public struct CoordsCommand: AsyncParsableCommand {
         ])
 
     public init() {}
+
+    /// The `coords` executable's entry, from a synchronous `main` before any task ran: makes
+    /// NIO's two event-loop threads Swift concurrency's global executor, runs
+    /// ``main(arguments:)`` there and parks the main thread. On Linux, the first job on
+    /// libdispatch's global queues starts its thread-pool monitor, a timer that wakes the process
+    /// every second for as long as it runs (swift-corelibs-libdispatch, src/event/workqueue.c,
+    /// `_dispatch_workq_init_once`): 3,600 wake-ups an hour an idle `coords watch` never asked
+    /// for (docs/PERFORMANCE.md, "Battery"). The CLI never blocks a thread waiting for another
+    /// task, so sharing the event loops is safe.
+    public static func start(arguments: [String]) -> Never {
+        _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        Task { await main(arguments: arguments) }
+        dispatchMain()
+    }
 
     /// Parses `arguments` (without the program name), runs the command and exits with the
     /// documented status: 0 done, 1 usage or input error (ArgumentParser's own 64 included),

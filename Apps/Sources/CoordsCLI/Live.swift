@@ -50,6 +50,7 @@ struct LiveWatcher: Sendable {
                 upgradeStatus = await Self.probe(connection.server)
                 if upgradeStatus != 404 { onStatus("Live channel of \(connection.server) refused the upgrade (HTTP \(upgradeStatus ?? 0)).") }
             } catch is CancellationError {
+                live.stopped(server: connection.server)  // the one wake fetches from this relay again
                 return
             } catch {
                 onStatus("Live connection to \(connection.server) failed: \(describe(error)).")
@@ -59,7 +60,7 @@ struct LiveWatcher: Sendable {
                 onStatus("\(connection.server) has no live channel; polling it.")
                 return
             case .reconnect(let milliseconds):
-                do { try await Task.sleep(for: .milliseconds(Int64(clamping: milliseconds))) } catch { return }
+                do { try await Waiting.sleep(milliseconds: Int64(clamping: milliseconds)) } catch { return }
             }
         }
     }

@@ -252,7 +252,7 @@ struct Chat: SessionCommand {
             group.addTask { try await watcher.run() }
             group.addTask {
                 while true {
-                    try await Task.sleep(for: .seconds(60))
+                    try await Waiting.sleep(seconds: 60)
                     // A failed poll is tried again in 60 s; the live channel carries on meanwhile.
                     if let outcome = try? await MessageDelivery.sync(session) { printLive(outcome, session: session, only: friendID, group: groupID) }
                 }

@@ -80,7 +80,7 @@ enum RelayHTTP {
                         status: Int(response.status.code), body: Array(body.readableBytesView), retryAfter: response.headers.first(name: "Retry-After"))
                 }
                 group.addTask {
-                    try await Task.sleep(for: .seconds(timeout))
+                    try await Waiting.sleep(seconds: timeout)
                     throw DeadlineExceeded()
                 }
                 defer { group.cancelAll() }

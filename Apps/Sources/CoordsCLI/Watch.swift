@@ -71,7 +71,8 @@ struct Watch: AsyncParsableCommand {
             }
             try show(try await HostTurn.run(session), session: session)
             if count != 0 && round >= count { break }
-            try await sleepUntilNextWake(session, notAfter: nextRound)
+            // Without a position to share or rounds to count, only the core's wakes matter.
+            try await sleepUntilNextWake(session, notAfter: lat != nil || count != 0 ? nextRound : nil)
         }
     }
 
@@ -122,13 +123,15 @@ struct Watch: AsyncParsableCommand {
     }
 
     /// Sleeps until the core's next wake (``CoordsApp/nextWake(now:)``: a retry, a share's end,
-    /// a disappearing message, the next fetch, …), or `notAfter` (the next round), at
-    /// most a minute at a time.
+    /// a disappearing message, the next fetch, …), or `notAfter` (the next round); with
+    /// neither, a minute; at most an hour. A friend watched over the live channel is not fetched periodically,
+    /// so an idle watch wakes only for what the core asks.
     private static func sleepUntilNextWake(_ session: Session, notAfter: UInt64?) async throws {
         let now = nowMilliseconds()
         let wake = [try session.app.nextWake(), notAfter].compactMap { $0 }.min() ?? now.addingSaturating(60_000)
-        let delay = min(wake.subtractingSaturating(now), 60_000)
-        try await Task.sleep(for: .milliseconds(Int64(clamping: max(delay, 10))))
+        // At most an hour, so a wall clock set forward meanwhile delays nothing for long.
+        let delay = min(wake.subtractingSaturating(now), 3_600_000)
+        try await Waiting.sleep(milliseconds: Int64(clamping: max(delay, 10)))
     }
 }
 

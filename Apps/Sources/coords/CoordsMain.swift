@@ -4,7 +4,7 @@ import CoordsCLI
 /// maps usage errors to exit status 1 (docs/CLI.md, "Exit status").
 @main
 enum CoordsMain {
-    static func main() async {
-        await CoordsCommand.main(arguments: Array(CommandLine.arguments.dropFirst()))
+    static func main() {
+        CoordsCommand.start(arguments: Array(CommandLine.arguments.dropFirst()))
     }
 }

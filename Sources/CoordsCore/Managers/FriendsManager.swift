@@ -465,7 +465,6 @@ public actor FriendsManager {
 
     let context: AppContext
     let reconciler: Reconciler<FriendsManagerReconcileMessage>
-    /// Where an add queues the share it starts (set by ``CoordsApp`` after both exist).
 
     init(context: AppContext, spine: UpdateSpine) {
         self.context = context

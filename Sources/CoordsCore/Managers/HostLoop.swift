@@ -100,6 +100,14 @@ final class HostLoop: Sendable {
         var fetchInterval: UInt64? = HostLoop.defaultFetchInterval
         var fetch = Periodic()
         var mailbox = Periodic()
+        /// A fetch of every position, or a mailbox read, was asked for (``CoordsApp/fetchNow()``,
+        /// a mailbox with more waiting): the live channel's watch does not excuse it.
+        var fetchUrgent = false
+        var mailboxUrgent = false
+        /// The last periodic fetch found every friend watched by a live connection: the live
+        /// channel's generation and the friends table's change stamp it saw. While both hold, the
+        /// next wake leaves the periodic fetch out.
+        var fetchWatched: (generation: UInt64, friendsStamp: UInt64)?
         var prekeys = Periodic()
         var bundles = Periodic()
         var sessionSweepAt: UInt64 = 0
@@ -176,6 +184,8 @@ extension CoordsApp {
         loop.state.withLock { state in
             state.fetch.dueAt = 0
             state.mailbox.dueAt = 0
+            state.fetchUrgent = true
+            state.mailboxUrgent = true
         }
     }
 
@@ -199,8 +209,15 @@ extension CoordsApp {
             state.acks.isEmpty ? nil : now,
             state.inFlight.values.map { $0.at.addingSaturating(HostLoop.inFlightLimit) }.min()
         ]
-        times.append(state.isInFlight(.mailbox, now: now) ? nil : state.mailbox.dueAt)
-        times.append(state.isFetching(now: now) ? nil : state.fetch.dueAt)
+        // What a confirmed live connection watches is not fetched periodically (``LiveSession``).
+        let coverage = live.coverage()
+        let mailboxWatched = coverage.mailbox && !state.mailboxUrgent
+        var fetchWatched = false
+        if let watched = state.fetchWatched, !state.fetchUrgent, watched.generation == coverage.generation {
+            fetchWatched = watched.friendsStamp == (try context.database.read { tx in try tx.changeStamp(of: Tables.friends) })
+        }
+        times.append(state.isInFlight(.mailbox, now: now) || mailboxWatched ? nil : state.mailbox.dueAt)
+        times.append(state.isFetching(now: now) || fetchWatched ? nil : state.fetch.dueAt)
         // Something due already reads as now (never 0, which the C ABI uses for "nothing").
         return times.compactMap { $0 }.filter { $0 != .max }.min().map { max($0, now) }
     }
@@ -275,9 +292,17 @@ extension CoordsApp {
         let fetching = state.isFetching(now: now)
         if wanted.contains(.fetch), state.fetch.dueAt <= now, !fetching {
             do {
-                let fetches = try await location.prepareFetches()
-                loop.state.withLock { $0.fetch.succeeded(now: now, every: $0.fetchInterval) }
-                for fetch in fetches { hand(.fetch(server: fetch.server), .fetch, fetch.request) }
+                // Friends a confirmed live connection watches are left out, unless asked for now.
+                let coverage = state.fetchUrgent ? nil : live.coverage()
+                let prepared = try await location.prepareFetches(skipping: { coverage?.watches($0) == true })
+                loop.state.withLock { state in
+                    state.fetch.succeeded(now: now, every: state.fetchInterval)
+                    state.fetchUrgent = false
+                    state.fetchWatched =
+                        prepared.fetches.isEmpty && prepared.skipped > 0
+                        ? coverage.map { ($0.generation, prepared.friendsStamp) } : nil
+                }
+                for fetch in prepared.fetches { hand(.fetch(server: fetch.server), .fetch, fetch.request) }
             } catch let error as StoreError {
                 throw error
             } catch {
@@ -285,7 +310,13 @@ extension CoordsApp {
                 context.logger.notice("friends' positions cannot be fetched now", metadata: ["error": "\(error)"])
             }
         }
-        if wanted.contains(.mailbox), state.mailbox.dueAt <= now, !state.isInFlight(.mailbox, now: now) {
+        if wanted.contains(.mailbox), state.mailbox.dueAt <= now, !state.isInFlight(.mailbox, now: now),
+            !state.mailboxUrgent, live.coverage().mailbox
+        {
+            // The live channel tells of every envelope (and the reconnect reads what it missed).
+            loop.state.withLock { $0.mailbox.succeeded(now: now, every: $0.fetchInterval) }
+        } else if wanted.contains(.mailbox), state.mailbox.dueAt <= now, !state.isInFlight(.mailbox, now: now) {
+            loop.state.withLock { $0.mailboxUrgent = false }
             do {
                 hand(.mailbox, .mailbox, try messages.prepareFetch())
             } catch let error as StoreError {
@@ -363,6 +394,7 @@ extension CoordsApp {
                 state.acks += outcome.acks
                 // While the mailbox has more, the next read is due at once; else after the interval.
                 state.mailbox.succeeded(now: now, every: outcome.more ? 0 : state.fetchInterval)
+                state.mailboxUrgent = state.mailboxUrgent || outcome.more
             }
             _ = try await messages.sweepExpired()
             return .messages(outcome)

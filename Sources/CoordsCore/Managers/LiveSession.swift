@@ -14,8 +14,14 @@ import Synchronization
 ///     let event = try await live.process(server: connection.server, frame: bytes)
 ///     // when the socket closes or fails to open:
 ///     switch live.closed(server: connection.server, code: closeCode, upgradeStatus: status) { … }
+///     // when the host closes it itself (background, stop):
+///     live.stopped(server: connection.server)
 /// }
 /// ```
+/// While a relay's connection is confirmed (its `subscribed` frame arrived), the one wake
+/// (``CoordsApp/due(now:only:ignoringBackoff:)``) leaves the friends watched there, and the
+/// mailbox, out of its periodic fetches: the connection tells of every change, and reopening it
+/// catches up. ``CoordsApp/fetchNow()`` still fetches everything.
 /// Notices go through the same verification, rollback refusal and cache as a fetch, and the
 /// location manager sends its reconcile messages (``LocationManagerReconcileMessage/locationsUpdated(_:)``)
 /// exactly as for a fetch.
@@ -89,11 +95,46 @@ public final class LiveSession: Sendable {
     let messages: MessagesManager
     let context: AppContext
     private let servers = Mutex<[String: ServerState]>([:])
+    /// Counts every change of which relays confirmed their subscriptions (``coverage()``).
+    private let coverageChanges = Atomic<UInt64>(0)
+
+    /// What the open live connections watch right now: per relay whose subscriptions the relay
+    /// confirmed, the friends' keys subscribed there, and whether the mailbox is watched. The
+    /// one wake leaves these out of its periodic fetches (the connection tells of every change,
+    /// and reconnecting fetches what was missed), until ``generation`` moves.
+    struct Coverage: Sendable {
+        /// Moves whenever a connection opens or closes.
+        var generation: UInt64
+        /// Relay (exact server string) → keys watched there.
+        var ids: [String: Set<String>]
+        /// Whether the user's own relay watches the mailbox.
+        var mailbox: Bool
+
+        /// Whether `target`'s position arrives over a confirmed live connection.
+        func watches(_ target: RelayAPI.FetchTarget) -> Bool { ids[target.server]?.contains(target.id) == true }
+    }
+
+    /// What the live connections watch now (``Coverage``).
+    func coverage() -> Coverage {
+        servers.withLock { state in
+            var coverage = Coverage(generation: coverageChanges.load(ordering: .acquiring), ids: [:], mailbox: false)
+            for (server, entry) in state where entry.confirmed {
+                coverage.ids[server] = entry.subscribed
+                coverage.mailbox = coverage.mailbox || entry.mailbox
+            }
+            return coverage
+        }
+    }
+
+    /// The current ``Coverage/generation``.
+    var coverageGeneration: UInt64 { coverageChanges.load(ordering: .acquiring) }
 
     /// What the session remembers per relay.
     private struct ServerState {
         var subscribed = Set<String>()
         var mailbox = false
+        /// The relay confirmed the subscriptions of the connection now open (§8.2 `subscribed`).
+        var confirmed = false
         var failures = 0
         var polling = false
         /// When (ms) the mailbox fetch now running was handed out; nil when none is.
@@ -149,7 +190,11 @@ public final class LiveSession: Sendable {
     public func opened(server: String) throws -> Opened {
         let identity = try context.identity.get()
         guard let connection = try connections().first(where: { $0.server == server }) else {
-            servers.withLock { $0[server, default: ServerState()].subscribed = [] }
+            servers.withLock { state in
+                state[server, default: ServerState()].subscribed = []
+                state[server, default: ServerState()].confirmed = false
+                coverageChanges.add(1, ordering: .acquiringAndReleasing)
+            }
             return Opened(frames: [], catchUp: [], mailboxFetch: nil)
         }
         var frames: [String] = []
@@ -166,6 +211,8 @@ public final class LiveSession: Sendable {
         servers.withLock { state in
             state[server, default: ServerState()].subscribed = Set(connection.ids)
             state[server, default: ServerState()].mailbox = connection.mailbox
+            state[server, default: ServerState()].confirmed = false
+            coverageChanges.add(1, ordering: .acquiringAndReleasing)
         }
         let targets = connection.ids.map { RelayAPI.FetchTarget(id: $0, server: server) }
         return Opened(
@@ -182,7 +229,16 @@ public final class LiveSession: Sendable {
         let state = servers.withLock { $0[server] } ?? ServerState()
         switch frame {
         case .subscribed(let ids, let mailbox):
-            servers.withLock { $0[server, default: ServerState()].failures = 0 }
+            servers.withLock { state in
+                state[server, default: ServerState()].failures = 0
+                // Only a connection this session opened is confirmed (a stray frame after a close is not).
+                if var entry = state[server], !entry.subscribed.isEmpty || entry.mailbox {
+                    entry.confirmed = true
+                    entry.mailbox = entry.mailbox && mailbox
+                    state[server] = entry
+                    coverageChanges.add(1, ordering: .acquiringAndReleasing)
+                }
+            }
             return .subscribed(ids: ids, mailbox: mailbox)
         case .location(let notice):
             guard state.subscribed.contains(notice.id) else { return .ignored(id: notice.id) }
@@ -248,19 +304,41 @@ public final class LiveSession: Sendable {
         }
     }
 
+    /// The host closed its connection to `server` itself (the app went to the background, the
+    /// user stopped watching): that relay's friends and the mailbox are fetched by the one wake
+    /// again, so ``CoordsApp/nextWake(now:)`` may move earlier. The reconnect backoff is left as
+    /// it was. Calling it for a relay with no connection does nothing.
+    public func stopped(server: String) {
+        servers.withLock { state in
+            guard state[server] != nil else { return }
+            state[server]?.confirmed = false
+            state[server]?.subscribed = []
+            state[server]?.mailbox = false
+            state[server]?.mailboxFetchSince = nil
+            state[server]?.mailboxNoticedAgain = false
+            coverageChanges.add(1, ordering: .acquiringAndReleasing)
+        }
+    }
+
     /// The connection to `server` closed with WebSocket `code` (whatever the relay sent, or nil
     /// when the connection dropped without a close frame), or could not be opened
     /// (`upgradeStatus`: the HTTP status the upgrade request got, if any). Call it only for closes
-    /// the host did not ask for: a host that closes a connection itself simply stops.
+    /// the host did not ask for: a host that closes a connection itself calls ``stopped(server:)``.
     /// - Returns: ``Next/poll`` for a 404 (the relay has no live channel; it is then left out of
     ///   ``connections()``), otherwise a reconnect delay: 1 s doubled per consecutive failure up
     ///   to 60 s, drawn between half and all of it.
     public func closed(server: String, code: Int?, upgradeStatus: Int?) -> Next {
         if upgradeStatus == 404 {
-            servers.withLock { $0[server, default: ServerState()].polling = true }
+            servers.withLock { state in
+                state[server, default: ServerState()].polling = true
+                state[server, default: ServerState()].confirmed = false
+                coverageChanges.add(1, ordering: .acquiringAndReleasing)
+            }
             return .poll
         }
         let failures = servers.withLock { state in
+            state[server, default: ServerState()].confirmed = false
+            coverageChanges.add(1, ordering: .acquiringAndReleasing)
             state[server, default: ServerState()].subscribed = []
             state[server, default: ServerState()].mailbox = false
             state[server, default: ServerState()].mailboxFetchSince = nil

@@ -411,10 +411,23 @@ public actor LocationManager {
     /// One `POST …/api/location` per server of the friends we fetch from, at most 50 ids each.
     /// - Throws: ``WireError/invalidServerURL(_:)`` for a friend with a bad server, store errors.
     public func prepareFetches() throws -> [RelayAPI.PreparedFetch] {
-        let targets = try context.database.read { tx in try FriendsManager.fetchTargets(in: tx) }
-        let fetches = try RelayAPI.prepareFetches(targets)
-        reconciler.send(.fetchesPrepared(requestCount: fetches.count))
-        return fetches
+        try prepareFetches(skipping: { _ in false }).fetches
+    }
+
+    /// The fetches of friends' positions (``prepareFetches()``) without the friends `skip` names
+    /// (those watched over a live connection), with how many were skipped and the friends
+    /// table's change stamp they were read at (a later change may add a friend to fetch).
+    func prepareFetches(skipping skip: (RelayAPI.FetchTarget) -> Bool) throws
+        -> (fetches: [RelayAPI.PreparedFetch], skipped: Int, friendsStamp: UInt64)
+    {
+        let (targets, stamp) = try context.database.read { tx in
+            (try FriendsManager.fetchTargets(in: tx), try tx.changeStamp(of: Tables.friends))
+        }
+        let wanted = targets.filter { !skip($0) }
+        let fetches = try RelayAPI.prepareFetches(wanted)
+        // Nothing prepared because the live channel watches everyone: nothing to tell.
+        if !fetches.isEmpty || wanted.count == targets.count { reconciler.send(.fetchesPrepared(requestCount: fetches.count)) }
+        return (fetches, targets.count - wanted.count, stamp)
     }
 
     /// Processes one fetch response body: verifies the relay's signature stamps (refusing

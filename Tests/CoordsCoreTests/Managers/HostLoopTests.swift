@@ -177,4 +177,74 @@ import Testing
         alice.fetchNow()
         #expect(try await alice.due().contains { $0.purpose == .fetch })
     }
+
+    /// While a relay's live connection is confirmed, the friends watched there and the mailbox
+    /// are not fetched periodically and the next wake leaves them out (an idle host sleeps);
+    /// a friend not watched (added since, or on another relay) is still fetched; a connection
+    /// the host stops or loses, and fetchNow, bring the periodic fetch back at once.
+    @Test func whatALiveConnectionWatchesIsNotFetchedPeriodically() async throws {
+        let t = try await Trio()
+        try await t.befriend(t.alice, t.bob)
+        let alice = t.alice.app
+        try await Self.runLoop(t.alice, via: t.relay)
+        let connection = try #require(try alice.live.connections().first { $0.mailbox })
+        #expect(connection.ids == [try t.bob.app.wallet.id()])
+        _ = try alice.live.opened(server: connection.server)
+        // Opened but not yet confirmed: still fetched.
+        t.alice.clock.advance(byMilliseconds: 60_000)
+        let unconfirmed = try await alice.due()
+        #expect(unconfirmed.contains { $0.purpose == .fetch })
+        for request in unconfirmed { _ = try await alice.report(id: request.id, status: 0) }
+        let confirmed = try await alice.live.process(server: connection.server, frame: Array(LiveFrame.subscribed(ids: 1, mailbox: true).text.utf8))
+        #expect(confirmed == .subscribed(ids: 1, mailbox: true))
+        for _ in 0..<3 {
+            t.alice.clock.advance(byMilliseconds: 61_000)
+            let due = try await alice.due()
+            #expect(!due.contains { $0.purpose == .fetch || $0.purpose == .mailbox }, "\(due.map(\.purpose))")
+            for request in due {
+                let (status, body) = t.relay.handle(request.request)
+                _ = try await alice.report(id: request.id, status: status, body: body)
+            }
+        }
+        let now = t.alice.clock.milliseconds
+        #expect(try alice.nextWake().map { $0 > now + 60_000 } == true)  // no periodic wake
+
+        // A friend on a relay without a connection is fetched, the watched one is not.
+        let carol = try Ed25519SigningKey.generate().publicKey.base64URL
+        _ = try await alice.friends.add(id: carol, server: "https://other.test", name: "Carol")
+        #expect(try alice.nextWake().map { $0 <= now + 60_000 } == true)
+        t.alice.clock.advance(byMilliseconds: 61_000)
+        let fetches = try await alice.due().filter { $0.purpose == .fetch }
+        #expect(fetches.map(\.request.url) == ["https://other.test/api/location"])
+        for request in fetches { _ = try await alice.report(id: request.id, status: 0) }
+
+        // fetchNow fetches everything, watched or not.
+        alice.fetchNow()
+        let asked = try await alice.due()
+        #expect(Set(asked.filter { $0.purpose == .fetch }.map(\.request.url)) == ["https://relay.test/api/location", "https://other.test/api/location"])
+        #expect(asked.contains { $0.purpose == .mailbox })
+        for request in asked { _ = try await alice.report(id: request.id, status: 0) }
+
+        // The host stops the connection: the periodic fetch of Bob and the mailbox come back.
+        alice.live.stopped(server: connection.server)
+        t.alice.clock.advance(byMilliseconds: 61_000)
+        let after = try await alice.due()
+        #expect(after.contains { $0.purpose == .fetch && $0.request.url == "https://relay.test/api/location" })
+        #expect(after.contains { $0.purpose == .mailbox })
+        for request in after { _ = try await alice.report(id: request.id, status: 0) }
+
+        // A connection lost (closed) does the same.
+        _ = try alice.live.opened(server: connection.server)
+        _ = try await alice.live.process(server: connection.server, frame: Array(LiveFrame.subscribed(ids: 1, mailbox: false).text.utf8))
+        t.alice.clock.advance(byMilliseconds: 120_000)
+        let watched = try await alice.due()
+        #expect(!watched.contains { $0.purpose == .fetch && $0.request.url == "https://relay.test/api/location" })
+        #expect(watched.contains { $0.purpose == .mailbox })  // the relay did not confirm the mailbox
+        for request in watched { _ = try await alice.report(id: request.id, status: 0) }
+        _ = alice.live.closed(server: connection.server, code: 1006, upgradeStatus: nil)
+        let lost = t.alice.clock.milliseconds
+        #expect(try alice.nextWake().map { $0 <= lost + 60_000 } == true)
+        t.alice.clock.advance(byMilliseconds: 61_000)
+        #expect(try await alice.due().contains { $0.purpose == .fetch && $0.request.url == "https://relay.test/api/location" })
+    }
 }

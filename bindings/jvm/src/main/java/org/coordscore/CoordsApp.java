@@ -1409,4 +1409,19 @@ public final class CoordsApp implements Closeable {
         Map<String, Object> next = Json.asObject(json((b, e) -> Ffi.LIB.coords_live_closed(app, Ffi.cstr(server, "server"), code, upgrade, b, e)), "live");
         return "reconnect".equals(next.get("action")) ? Json.longValue(next, "after_ms") : null;
     }
+
+    /**
+     * The host closed its connection to {@code server} itself (the app went to the background,
+     * the user stopped watching); for a close it did not ask for, call {@link #liveClosed}. While a
+     * connection is confirmed, {@link #due} leaves the friends watched there and the mailbox out of
+     * its periodic fetches; after this they are fetched again, so ask {@link #nextWake} again. A
+     * relay without a connection is ignored.
+     *
+     * @param server the relay
+     * @throws CoordsException on a closed app
+     */
+    public void liveStopped(@NotNull String server) {
+        Pointer app = handle();
+        Ffi.call(e -> Ffi.LIB.coords_live_stopped(app, Ffi.cstr(server, "server"), e));
+    }
 }

@@ -1842,6 +1842,21 @@ public interface Native extends Library {
     int coords_live_closed(Pointer app, byte[] server, int closeCode, int upgradeStatus, Structs.Buffer nextJsonOut, Structs.Error outError);
 
     /**
+     * The host closed its connection to `server` itself (the app went to the background, the user
+     * stopped watching; for closes it did not ask for, call coords_live_closed). While a relay's
+     * connection is confirmed ("subscribed"), coords_app_due leaves the friends watched there and
+     * the mailbox out of its periodic fetches; after this they are fetched again, so call
+     * coords_app_next_wake again. The reconnect backoff is unchanged; a relay without a connection
+     * is ignored. Errors: INVALID_HANDLE, INVALID_ARGUMENT (server NULL or not UTF-8).
+     *
+     * @param app CoordsApp * app (see above)
+     * @param server const char * server (see above)
+     * @param outError CoordsError * out_error (see above)
+     * @return COORDS_OK (0) or a COORDS_ERR_* code
+     */
+    int coords_live_stopped(Pointer app, byte[] server, Structs.Error outError);
+
+    /**
      * The nearest named place to (latitude, longitude) in the bundled GeoNames cities15000 set
      * (about 34,000 places; loaded on first use, a few ms), by the reference rule: lowest haversine
      * distance (km, R = 6371) minus 0.5 × ln(max(population, 1)). Writes a JSON object

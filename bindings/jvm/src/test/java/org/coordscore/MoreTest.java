@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -88,6 +89,17 @@ class MoreTest {
             assertNotNull(app.preparePushRegister("https://push.example/up/abc", null));
             assertThrows(CoordsException.class, () -> app.preparePushRegister("ftp://push.example", null));
             assertFalse(app.liveConnections().isEmpty());
+            // A confirmed live connection: the loop leaves what it watches to it until stopped.
+            app.liveOpened(AppTest.RELAY);
+            LiveEvent confirmed = app.liveProcess(AppTest.RELAY, "{\"type\":\"subscribed\",\"ids\":1,\"mailbox\":true}".getBytes(StandardCharsets.UTF_8));
+            assertEquals("subscribed", confirmed.getType());
+            long later = System.currentTimeMillis() + 3_600_000L;
+            assertTrue(app.due(later).stream().noneMatch(r -> r.getPurpose().equals("fetch") || r.getPurpose().equals("mailbox")));
+            app.liveStopped(AppTest.RELAY);
+            List<HostRequest> after = app.due(later + 61_000L);
+            assertTrue(after.stream().anyMatch(r -> r.getPurpose().equals("fetch")));
+            assertTrue(after.stream().anyMatch(r -> r.getPurpose().equals("mailbox")));
+            app.liveStopped("https://nowhere.example");  // no connection there: nothing to do
 
             Rotation rotation = app.rotate(null, false);
             assertFalse(rotation.getId().equals(first));
