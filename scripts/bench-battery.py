@@ -4,7 +4,8 @@
 Three rows, against a live relay on loopback, the library from COORDSCORE_LIB (a release build:
 `make bench-battery` uses the portable one):
 
-  share   Sharing once a minute with 10 friends: the CPU time the core spends on one share on the
+  share   Sharing once a minute with 10 friends (shares a second apart here, 5 rounds of 12, so no
+          upload is refused as not newer): the CPU time the core spends on one share on the
           calling thread (queue_upload, due, report: sealing for 11 recipients, signing, the outbox
           and the upload state), against the crypto floor of a share in C (scripts/battery_floor.c:
           the benchmark suite's cb_blob_seal for 11 X25519 keys and cb_sign), in alternating
@@ -12,7 +13,7 @@ Three rows, against a live relay on loopback, the library from COORDSCORE_LIB (a
           floor's shape); the transport's CPU is the host's and is not counted.
   wake    A background wake (a push): fetch_now and the loop until nothing is due, with 10 friends'
           positions and 5 messages waiting: the core's CPU time on the calling thread and the
-          requests it made.
+          requests it made; three wakes of fresh apps, the median and the first.
   idle    `coords watch --interval 60` with 10 friends and the live channel connected, for
           120 s after it settled: the process's CPU time (each thread's schedstat), context
           switches and wake-ups (runs of 0.1 s readings in which any thread switched), per hour,
@@ -26,6 +27,7 @@ Wall clock and scheduler counts: `make bench`, never `make test`.
 """
 import ctypes
 import json
+import re
 import os
 import statistics
 import subprocess
@@ -76,8 +78,9 @@ def timed(function, *args):
     return spent, data
 
 
-def loop_until_quiet(app):
-    """Turns of the loop until nothing is due; returns (core CPU seconds on this thread, requests)."""
+def loop_until_quiet(app, answers=None):
+    """Turns of the loop until nothing is due; returns (core CPU seconds on this thread, requests).
+    Each answer's JSON (HostAnswer) is appended to `answers` when given."""
     cpu, requests = 0.0, 0
     for _ in range(20):
         spent, data = timed(cc.lib.coords_app_due, app.handle, 0)
@@ -88,8 +91,10 @@ def loop_until_quiet(app):
         for item in due:
             status, body = transport._perform(item.request)  # the host's work: not counted
             array = (ctypes.c_uint8 * max(len(body), 1)).from_buffer_copy(body or b"\0")
-            spent, _ = timed(cc.lib.coords_app_report, app.handle, item.id, status, ctypes.cast(array, ctypes.POINTER(ctypes.c_uint8)), len(body))
+            spent, answer = timed(cc.lib.coords_app_report, app.handle, item.id, status, ctypes.cast(array, ctypes.POINTER(ctypes.c_uint8)), len(body))
             cpu += spent
+            if answers is not None:
+                answers.append(json.loads(answer))
             requests += 1
     raise RuntimeError("the loop never ran out of requests")
 
@@ -108,12 +113,19 @@ def share_row(relay, work, floor, rounds, shares):
             fix = cc.Location(47.3769, 8.5417, accuracy=8, timestamp_ms=now_ms()).to_c()
             spent, _ = timed(cc.lib.coords_outbox_queue_upload, alice.handle, ctypes.byref(fix))
             cpu += spent
-            spent, _ = loop_until_quiet(alice)
+            answers = []
+            spent, _ = loop_until_quiet(alice, answers)
             cpu += spent
+            # Every share measured is one the relay stored.
+            if not any(a.get("result") == "outbox" and a["outbox"].get("decision") == "delivered" for a in answers):
+                raise RuntimeError(f"a share was not delivered: {answers}")
             alice.updates()  # a host drains its updates (not timed)
-            time.sleep(0.002)  # fix timestamps must grow
+            # One share a second at most: uploads are signed in whole seconds, strictly
+            # increasing, at most 120 s ahead of the clock (SignedTime); a faster burst ends in
+            # uploads the relay refuses as not newer, and would measure that path instead.
+            time.sleep(1.0)
         ours.append(cpu / shares * 1e6)
-        theirs.append(float(subprocess.run([floor, str(shares * 4), str(FRIENDS + 1)], capture_output=True, text=True,
+        theirs.append(float(subprocess.run([floor, str(shares), str(FRIENDS + 1), "1000"], capture_output=True, text=True,
                                            check=True).stdout))
     alice.close()
     ratios = sorted(o / f for o, f in zip(ours, theirs))
@@ -121,6 +133,61 @@ def share_row(relay, work, floor, rounds, shares):
     return {"ours_us": statistics.median(ours), "floor_us": statistics.median(theirs), "ratio": ratio,
             "range": [ratios[0], ratios[-1]], "target": TARGET_SHARE, "result": "pass" if ratio <= TARGET_SHARE else "MISS",
             "per_hour_cpu_s": statistics.median(ours) * 60 / 1e6}
+
+
+def shares_only(relay_url, count):
+    """`--shares-only URL N` (run under callgrind by instructions_row): N shares of the share row's
+    app, a second apart in signed time (the relay's clock is not waited for: under callgrind a
+    share takes longer than that)."""
+    with tempfile.TemporaryDirectory() as work:
+        alice = cc.App(os.path.join(work, "alice"), passphrase="a", **FAST)
+        alice.create_identity("Alice", relay_url)
+        for i in range(FRIENDS):
+            _, public = cc.generate_identity()
+            alice.add_friend(cc.b64url(public), relay_url, f"Friend {i}")
+        loop_until_quiet(alice)
+        for _ in range(count):
+            fix = cc.Location(47.3769, 8.5417, accuracy=8, timestamp_ms=now_ms()).to_c()
+            timed(cc.lib.coords_outbox_queue_upload, alice.handle, ctypes.byref(fix))
+            loop_until_quiet(alice)
+            time.sleep(1.0)
+        alice.close()
+
+
+CORE_CALLS = ("ffiOutboxQueueUpload", "ffiAppDue", "ffiAppReport")
+
+
+def callgrind(command, out):
+    """Runs `command` under callgrind; returns {function name: inclusive instructions}."""
+    subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *command], check=True,
+                   capture_output=True, env=dict(os.environ))
+    listing = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", out], check=True,
+                             capture_output=True, text=True).stdout
+    counts = {}
+    for line in listing.splitlines():
+        match = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+(\S.*)$", line)
+        if not match or match.group(2).startswith("=>"):
+            continue
+        name = match.group(2).split(" [")[0]
+        counts[name] = max(counts.get(name, 0), int(match.group(1).replace(",", "")))
+    return counts
+
+
+def instructions_row(relay, work, floor):
+    """A share's instructions on the calling thread against the floor's, under callgrind: runs of
+    5 and 15 shares (and floor iterations), the difference over 10, so setup cancels out. The
+    core's part is the inclusive count of the three C calls a share makes (queue, due, report)."""
+    def core(counts):
+        # The C function's own entry is the largest that names it (closures and thunks are inside it).
+        return sum(max((v for k, v in counts.items() if call in k), default=0) for call in CORE_CALLS)
+    ours, theirs = [], []
+    for count in (5, 15):
+        ours.append(core(callgrind([sys.executable, os.path.abspath(__file__), "--shares-only", relay.url, str(count)],
+                                   os.path.join(work, f"share-{count}.callgrind"))))
+        theirs.append(callgrind([floor, str(count), str(FRIENDS + 1)], os.path.join(work, f"floor-{count}.callgrind")).get("PROGRAM TOTALS", 0))
+    per_share, floor_per_share = (ours[1] - ours[0]) / 10, (theirs[1] - theirs[0]) / 10
+    ratio = per_share / floor_per_share if floor_per_share else float("inf")
+    return {"ours_instructions": per_share, "floor_instructions": floor_per_share, "ratio": ratio}
 
 
 def wake_row(relay, work):
@@ -218,17 +285,29 @@ def idle_row(relay, work, seconds):
 
 
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--shares-only":
+        return shares_only(sys.argv[2], int(sys.argv[3]))
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     out_path, quick = sys.argv[1], "--quick" in sys.argv
     with tempfile.TemporaryDirectory() as work, Relay(os.path.join(work, "relay"), args=["--memory", "--rate", "0", "--key-rate", "0", "--message-rate", "0", "--mailbox-per-address", "0"]) as relay:
         floor = floor_binary(work)
-        share = share_row(relay, work, floor, rounds=3 if quick else 5, shares=10 if quick else 30)
+        share = share_row(relay, work, floor, rounds=3 if quick else 5, shares=4 if quick else 12)
         print(f"battery: share to {FRIENDS}: {share['ours_us']:.0f} µs of core CPU against {share['floor_us']:.0f} µs floor: "
               f"{share['ratio']:.2f}× ({share['range'][0]:.2f}–{share['range'][1]:.2f}×, target ≤ {TARGET_SHARE}×) {share['result']}")
-        wake = wake_row(relay, work)
-        print(f"battery: a background wake: {wake['cpu_ms']:.1f} ms of core CPU, {wake['requests']} requests, "
-              f"{wake['positions']} positions and {wake['messages']} messages")
+        share["instructions"] = instructions_row(relay, work, floor)
+        print(f"battery: the same share in instructions (callgrind): {share['instructions']['ours_instructions']:,.0f} against "
+              f"{share['instructions']['floor_instructions']:,.0f}: {share['instructions']['ratio']:.2f}×")
+        # Three wakes, each of a fresh app: the first in the process also pays the library's
+        # first use (type metadata, lazy tables), as a phone's first wake after a launch does.
+        wakes = []
+        for index in range(3):
+            os.makedirs(os.path.join(work, f"wake{index}"))
+            wakes.append(wake_row(relay, os.path.join(work, f"wake{index}")))
+        wake = dict(wakes[-1], cpu_ms=statistics.median(w["cpu_ms"] for w in wakes), first_cpu_ms=wakes[0]["cpu_ms"],
+                    each_cpu_ms=[w["cpu_ms"] for w in wakes])
+        print(f"battery: a background wake: {wake['cpu_ms']:.1f} ms of core CPU (median of 3; the process's first "
+              f"{wake['first_cpu_ms']:.1f} ms), {wake['requests']} requests, {wake['positions']} positions and {wake['messages']} messages")
         idle = idle_row(relay, work, seconds=30 if quick else 120)
         print(f"battery: coords watch idle with {FRIENDS} friends (live {'connected' if idle['live'] else 'NOT connected'}): "
               f"{idle['cpu_s_per_hour']:.2f} CPU s/h, {idle['wake_events_per_hour']:.0f} wake-ups/h "

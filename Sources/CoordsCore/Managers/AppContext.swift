@@ -12,6 +12,11 @@ final class AppContext: Sendable {
     let logger: Logger
     let backupParameters: Argon2id.Parameters
     let places: PlaceSource
+    /// The upload state row, decoded once per change (every share and every wake read it).
+    let uploadStates = UploadStateCache()
+    /// The public halves of the own signed prekeys, read once per change (every share seals to
+    /// the current one). No private key is kept: an erased prekey's secret goes with its row.
+    let signedPrekeyPublics = StampedCache<[(publicKey: X25519PublicKey, replaced: Bool, expires: UInt64)]>()
 
     init(
         database: Database, keychain: any Keychain, identity: IdentityHolder, clock: TimeSource,
@@ -186,5 +191,65 @@ extension UInt64 {
         var n = self
         while n >= 10, n % 10 == 0 { n /= 10 }
         return n == 1
+    }
+}
+
+/// The upload state row (``Tables/uploadState``) decoded once per change: a decoded copy kept with
+/// the table's change stamp it belongs to. A stamp names one committed content (every write
+/// transaction that changes the table advances it, an abort takes it back), so a copy is used
+/// only for the stamp it was read or written at, by any transaction of any process.
+final class UploadStateCache: Sendable {
+    private let kept = Mutex<(stamp: UInt64, state: UploadState)?>(nil)
+
+    /// The row as committed, from the copy when the stamp matches (a row absent reads as a fresh state).
+    /// - Throws: store errors, ``StoreError/decodingFailed(table:type:reason:)`` for a damaged row.
+    func read(_ tx: borrowing ReadTransaction) throws -> UploadState {
+        let stamp = try tx.changeStamp(of: Tables.uploadState)
+        if let copy = kept.withLock({ $0 }), copy.stamp == stamp { return copy.state }
+        let state = try tx.open(Tables.uploadState).get(UploadState.key) ?? UploadState()
+        committed(state, stamp: stamp)
+        return state
+    }
+
+    /// The row as `tx` sees it; the copy is used when `tx` has not changed the table yet, and
+    /// never replaced from here (the transaction may still abort).
+    /// - Throws: as ``read(_:)-(ReadTransaction)``.
+    func read(_ tx: borrowing WriteTransaction) throws -> UploadState {
+        let stamp = try tx.changeStamp(of: Tables.uploadState)
+        if let copy = kept.withLock({ $0 }), copy.stamp == stamp { return copy.state }
+        return try tx.open(Tables.uploadState).get(UploadState.key) ?? UploadState()
+    }
+
+    /// Writes `state` in `tx`; returns the stamp it will have once committed (hand both to
+    /// ``committed(_:stamp:)`` after the commit).
+    /// - Throws: store errors.
+    func write(_ state: UploadState, _ tx: borrowing WriteTransaction) throws -> UInt64 {
+        try tx.open(Tables.uploadState).put(UploadState.key, state)
+        return try tx.changeStamp(of: Tables.uploadState)
+    }
+
+    /// `state` was committed at `stamp`.
+    func committed(_ state: UploadState, stamp: UInt64) {
+        kept.withLock { copy in
+            if copy.map({ $0.stamp < stamp }) ?? true { copy = (stamp, state) }
+        }
+    }
+}
+
+/// A value derived from one table, kept with the table's change stamp it was read at (the table
+/// must be stamped): reused while the stamp is the same, read again when it moved.
+final class StampedCache<Value: Sendable>: Sendable {
+    private let kept = Mutex<(stamp: UInt64, value: Value)?>(nil)
+
+    /// The value at `stamp`: the copy when it was read at that stamp, else `read()` (kept
+    /// unless a copy from a later stamp is there already).
+    /// - Throws: what `read` throws.
+    func value(at stamp: UInt64, _ read: () throws -> Value) rethrows -> Value {
+        if let copy = kept.withLock({ $0 }), copy.stamp == stamp { return copy.value }
+        let value = try read()
+        kept.withLock { copy in
+            if copy.map({ $0.stamp <= stamp }) ?? true { copy = (stamp, value) }
+        }
+        return value
     }
 }

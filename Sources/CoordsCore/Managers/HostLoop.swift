@@ -108,6 +108,8 @@ final class HostLoop: Sendable {
         /// channel's generation and the friends table's change stamp it saw. While both hold, the
         /// next wake leaves the periodic fetch out.
         var fetchWatched: (generation: UInt64, friendsStamp: UInt64)?
+        /// Who was shared with at the last wake (``FriendsManager/ShareChange/SharingView``).
+        var sharingView: FriendsManager.ShareChange.SharingView?
         var prekeys = Periodic()
         var bundles = Periodic()
         var sessionSweepAt: UInt64 = 0
@@ -437,8 +439,13 @@ extension CoordsApp {
             loop.state.withLock { $0.sessionSweepAt = now.addingSaturating(HostLoop.sessionSweepInterval) }
         }
         // A share whose end passed (or any change of who is shared with that nothing queued for):
-        // read first, so a wake with nothing owed writes nothing.
-        if let owed = try context.database.read({ tx in try FriendsManager.ShareChange.owed(tx, now: now, me: me) }) {
+        // read first, so a wake with nothing owed writes nothing. Who is shared with is worked out
+        // again (reading and decoding every friend) only when friends or groups changed or a
+        // share ended since the last wake.
+        var view = loop.state.withLock { $0.sharingView }
+        let owed = try context.database.read { tx in try FriendsManager.ShareChange.owed(tx, now: now, me: me, view: &view, uploads: context.uploadStates) }
+        loop.state.withLock { $0.sharingView = view }
+        if let owed {
             _ = try context.database.write { tx in try FriendsManager.ShareChange.queueReseal(tx, owed, now: now) }
         }
     }

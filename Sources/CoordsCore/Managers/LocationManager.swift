@@ -166,6 +166,14 @@ public actor LocationManager {
     ///   ``WalletManagerError/noIdentity``, ``WalletManagerError/noServer``,
     ///   ``WireError/tooManyRecipients(count:maximum:)``, store errors.
     public func prepareUpload(_ fix: Location) throws -> PreparedUpload {
+        try prepareUpload(fix, queueing: false).upload
+    }
+
+    /// ``prepareUpload(_:)``, and with `queueing` the outbox entry that sends it (kind `upload`,
+    /// referring to the fix) written in the same transaction as the upload state: the outbox id,
+    /// or nil without `queueing`. The caller announces the entry (``OutboxManagerReconcileMessage/queued(id:kind:)``).
+    /// - Throws: as ``prepareUpload(_:)``.
+    func prepareUpload(_ fix: Location, queueing: Bool) throws -> (upload: PreparedUpload, id: UInt64?) {
         try fix.validate()
         let identity = try context.identity.get()
         let now = context.clock.now()
@@ -178,7 +186,9 @@ public actor LocationManager {
         guard let server, !server.isEmpty else { throw WalletManagerError.noServer }
         // The upload state is read once, in the write transaction that records the upload, which
         // also refuses a fix not newer than the last acknowledged one (nothing is written then).
-        return try seal(wire: fix.wire, fixTimestamp: fix.timestamp, for: friends, identity: identity, server: server, now: now, refusingStale: true)
+        return try seal(
+            wire: fix.wire, fixTimestamp: fix.timestamp, for: friends, identity: identity, server: server, now: now, refusingStale: true,
+            queueing: queueing ? fix : nil)
     }
 
     /// The friends shared with at `now`. The friends table reduced to what sealing needs is kept
@@ -204,6 +214,18 @@ public actor LocationManager {
         wire: WireLocation, fixTimestamp: UInt64, for friends: [(id: String, key: X25519PublicKey)], identity: Identity, server: String, now: UInt64,
         refusingStale: Bool = false
     ) throws -> PreparedUpload {
+        try seal(
+            wire: wire, fixTimestamp: fixTimestamp, for: friends, identity: identity, server: server, now: now, refusingStale: refusingStale, queueing: nil
+        )
+        .upload
+    }
+
+    /// ``seal(wire:fixTimestamp:for:identity:server:now:refusingStale:)``; with `queueing`, the
+    /// upload is signed inside the transaction and queued in the outbox there (one commit).
+    private func seal(
+        wire: WireLocation, fixTimestamp: UInt64, for friends: [(id: String, key: X25519PublicKey)], identity: Identity, server: String, now: UInt64,
+        refusingStale: Bool, queueing fix: Location?
+    ) throws -> (upload: PreparedUpload, id: UInt64?) {
         var recipients = try blobRecipients(identity: identity, friends: friends, now: now)
         var blob: [UInt8]?
         // A friend's stored prekey of small order (accepted by a version that did not refuse such
@@ -218,9 +240,10 @@ public actor LocationManager {
             }
         }
         guard let blob else { throw WireError.invalidRecipientKey(index: 0) }
-        let uploadTimestamp = try reconciler.write(context.database) { tx, messages -> UInt64 in
-            let table = try tx.open(Tables.uploadState)
-            var state = try table.get(UploadState.key) ?? UploadState()
+        let uploads = context.uploadStates
+        let (uploadTimestamp, written, stamp, queued) = try reconciler.write(context.database) {
+            tx, messages -> (UInt64, UploadState, UInt64, (request: PreparedRequest, id: UInt64)?) in
+            var state = try uploads.read(tx)
             if refusingStale, let last = state.lastUploadedFix, fixTimestamp <= last {
                 throw WireError.staleLocation(timestamp: fixTimestamp, lastUploaded: last)
             }
@@ -231,21 +254,33 @@ public actor LocationManager {
             state.lastSealedWire = Base64.encode(wire.bytes)
             state.lastSealedFix = fixTimestamp
             state.lastSealedFor = friends.map(\.id)
-            try table.put(UploadState.key, state)
+            let stamp = try uploads.write(state, tx)
             messages.append(.uploadPrepared(fixTimestamp: fixTimestamp, recipientCount: recipients.count))
-            return signed
+            var queued: (request: PreparedRequest, id: UInt64)?
+            if let fix {
+                let request = try RelayAPI.prepareUpload(blob: blob, timestamp: signed, signer: identity.signing, server: server)
+                let id = try OutboxQueue.enqueue(tx, kind: .upload, request: request, reference: String(fixTimestamp), location: fix, now: now)
+                queued = (request, id)
+            }
+            return (signed, state, stamp, queued)
         }
-        let request = try RelayAPI.prepareUpload(blob: blob, timestamp: uploadTimestamp, signer: identity.signing, server: server)
-        return PreparedUpload(
+        uploads.committed(written, stamp: stamp)
+        let request = try queued?.request ?? RelayAPI.prepareUpload(blob: blob, timestamp: uploadTimestamp, signer: identity.signing, server: server)
+        let upload = PreparedUpload(
             request: request, fixTimestamp: fixTimestamp, uploadTimestamp: uploadTimestamp,
             recipientCount: recipients.count, blobByteCount: blob.count)
+        return (upload, queued?.id)
     }
 
     /// The keys a blob is sealed to (PROTOCOL.md §10.9): our own current signed prekey (or our
     /// identity), then each friend's accepted, unexpired signed prekey (or their identity).
     private func blobRecipients(identity: Identity, friends: [(id: String, key: X25519PublicKey)], now: UInt64) throws -> [X25519PublicKey] {
-        try context.database.read { tx in
-            let own = try SessionsManager.ownSignedPrekeys(tx).first { !$0.replaced && now < $0.expires }
+        let cache = context.signedPrekeyPublics
+        return try context.database.read { tx in
+            let publics = try cache.value(at: try tx.changeStamp(of: Tables.ownSignedPrekeys)) {
+                try SessionsManager.ownSignedPrekeys(tx).map { ($0.publicKey, $0.replaced, $0.expires) }
+            }
+            let own = publics.first { !$0.replaced && now < $0.expires }
             var keys = [own?.publicKey ?? identity.x25519.publicKey]
             keys.reserveCapacity(friends.count + 1)
             // Most uploads have no friend with prekeys: one count instead of a lookup per friend.
@@ -335,37 +370,42 @@ public actor LocationManager {
     ///   prepared (marking the same upload twice is fine), store errors.
     public func markUploadSucceeded(fixTimestamp: UInt64) throws {
         let now = context.clock.now()
-        try reconciler.write(context.database) { tx, messages in
-            guard try Self.recordUploadSucceeded(fixTimestamp: fixTimestamp, now: now, tx) else {
+        let uploads = context.uploadStates
+        let written = try reconciler.write(context.database) { tx, messages in
+            guard let written = try Self.recordUploadSucceeded(fixTimestamp: fixTimestamp, now: now, tx, uploads: uploads) else {
                 throw LocationManagerError.unknownUpload(fixTimestamp: fixTimestamp)
             }
             messages.append(.uploadSucceeded(fixTimestamp: fixTimestamp))
+            return written
         }
+        uploads.committed(written.state, stamp: written.stamp)
     }
 
     /// Whether the relay acknowledged an upload of the fix from `fixTimestamp` or a newer one
     /// (recorded by this process or another on the same directory).
     /// - Throws: store errors.
     func isAcknowledged(fixTimestamp: UInt64) throws -> Bool {
-        let state = try context.database.read { tx in try tx.open(Tables.uploadState).get(UploadState.key) }
-        return state?.lastUploadedFix.map { fixTimestamp <= $0 } ?? false
+        let state = try context.database.read { tx in try context.uploadStates.read(tx) }
+        return state.lastUploadedFix.map { fixTimestamp <= $0 } ?? false
     }
 
     /// ``markUploadSucceeded(fixTimestamp:)`` inside `tx` (the outbox records a delivered upload
     /// in the transaction that removes its entry). Returns false, writing nothing, for a fix that
     /// was never prepared.
-    static func recordUploadSucceeded(fixTimestamp: UInt64, now: UInt64, _ tx: borrowing WriteTransaction) throws -> Bool {
-        let table = try tx.open(Tables.uploadState)
-        var state = try table.get(UploadState.key) ?? UploadState()
+    /// - Returns: the state written and its stamp (hand them to ``UploadStateCache/committed(_:stamp:)``
+    ///   after the commit), or nil when nothing was written.
+    static func recordUploadSucceeded(
+        fixTimestamp: UInt64, now: UInt64, _ tx: borrowing WriteTransaction, uploads: UploadStateCache
+    ) throws -> (state: UploadState, stamp: UInt64)? {
+        var state = try uploads.read(tx)
         let alreadyRecorded = state.lastUploadedFix.map { fixTimestamp <= $0 } ?? false
-        guard state.pendingFixes.contains(fixTimestamp) || alreadyRecorded else { return false }
+        guard state.pendingFixes.contains(fixTimestamp) || alreadyRecorded else { return nil }
         state.pendingFixes.removeAll { $0 <= fixTimestamp }
         if !alreadyRecorded {
             state.lastUploadedFix = fixTimestamp
             state.lastUploadAt = now
         }
-        try table.put(UploadState.key, state)
-        return true
+        return (state, try uploads.write(state, tx))
     }
 
     /// A signed `DELETE <server>/api/location` that removes the user's blob from their relay

@@ -126,9 +126,12 @@ extension OutboxManager {
     ///   at once, then ``report(id:status:body:)``.
     /// - Throws: the errors of ``LocationManager/prepareUpload(_:)``, store errors.
     public func queueUpload(_ fix: Location) async throws -> (upload: PreparedUpload, id: UInt64) {
-        let upload = try await location.prepareUpload(fix)
-        let id = try enqueue(kind: .upload, request: upload.request, reference: String(fix.timestamp), location: fix)
-        return (upload, id)
+        // Sealed, recorded and queued in one transaction.
+        let prepared = try await location.prepareUpload(fix, queueing: true)
+        // Queueing always names the entry; were it ever missing, that is the core's fault, not the host's.
+        guard let id = prepared.id else { throw InternalError(OutboxError.entryNotQueued) }
+        reconciler.send(.queued(id: id, kind: .upload))
+        return (prepared.upload, id)
     }
 
     /// After a friend was added (``FriendsManager/add(id:server:name:shareWith:fetchFrom:)`` calls
@@ -217,15 +220,19 @@ extension OutboxManager {
     /// Removes entry `id` as delivered and records its follow-up in the same transaction.
     func deliver(id: UInt64) throws {
         let now = context.clock.now()
-        try reconciler.write(context.database, keychain: context.keychain) { tx, effects in
-            guard let item = try tx.open(Tables.outbox).remove(id) else { return }
+        let uploads = context.uploadStates
+        let written = try reconciler.write(context.database, keychain: context.keychain) { tx, effects -> (state: UploadState, stamp: UInt64)? in
+            guard let item = try tx.open(Tables.outbox).remove(id) else { return nil }
             effects.updates.append(.outbox(.delivered(id: id, kind: item.kind)))
             switch item.kind {
             case .upload, .reseal:
                 // A fix the store no longer lists as pending (an older upload acknowledged after a
                 // newer one) has nothing to record.
-                if let fix = item.reference.flatMap(UInt64.init), try LocationManager.recordUploadSucceeded(fixTimestamp: fix, now: now, tx) {
+                if let fix = item.reference.flatMap(UInt64.init),
+                    let written = try LocationManager.recordUploadSucceeded(fixTimestamp: fix, now: now, tx, uploads: uploads)
+                {
                     effects.updates.append(.location(.uploadSucceeded(fixTimestamp: fix)))
+                    return written
                 }
             case .message, .groupMessage:
                 if let message = item.reference, try MessageStore.markSent(message, tx) {
@@ -236,7 +243,9 @@ extension OutboxManager {
             case .delete, .receipt, .request:
                 break
             }
+            return nil
         }
+        if let written { uploads.committed(written.state, stamp: written.stamp) }
     }
 
     /// Removes entry `id` undelivered, telling the host why.
@@ -255,4 +264,12 @@ struct OutboxUnsignable: Error {}
 extension OutboxKind {
     /// Whether the entry's reference is the timestamp of the fix it uploads.
     var isUploadOfFix: Bool { self == .upload || self == .reseal }
+}
+
+/// Failures of the outbox's own bookkeeping (reported as ``InternalError``).
+enum OutboxError: Error, CustomStringConvertible {
+    /// An upload queued in the transaction that sealed it came back without its entry.
+    case entryNotQueued
+
+    var description: String { "the upload was sealed but its outbox entry is missing" }
 }

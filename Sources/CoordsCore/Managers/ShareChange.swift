@@ -46,8 +46,34 @@ extension FriendsManager {
         /// host's every wake writes nothing when nothing is owed; the change to queue, or nil.
         /// - Throws: store errors.
         static func owed(_ tx: borrowing ReadTransaction, now: UInt64, me: String) throws -> Change? {
-            let state = try tx.open(Tables.uploadState).get(UploadState.key) ?? UploadState()
-            let current = Change.recipients(Set(FriendsManager.sharing(try FriendsManager.shareCandidates(in: tx, me: me), at: now).map(\.id)))
+            var view: SharingView?
+            return try owed(tx, now: now, me: me, view: &view, uploads: UploadStateCache())
+        }
+
+        /// Who is shared with, as of the change stamps of the friends and groups tables: the same
+        /// until one of them moves or `until` (the next end of a share) passes.
+        struct SharingView: Sendable {
+            var stamps: [UInt64]
+            var recipients: Set<String>
+            var until: UInt64
+        }
+
+        /// ``owed(_:now:me:)`` reusing `view` when the friends and groups are unchanged and no share
+        /// ended since (so a wake does not read and decode every friend); `view` is renewed when not.
+        static func owed(
+            _ tx: borrowing ReadTransaction, now: UInt64, me: String, view: inout SharingView?, uploads: UploadStateCache
+        ) throws -> Change? {
+            let state = try uploads.read(tx)
+            guard state.lastSealedWire != nil else { return nil }  // nothing sealed: nothing to reseal
+            let stamps = [try tx.changeStamp(of: Tables.friends), try tx.changeStamp(of: Tables.groups)]
+            if let known = view, known.stamps == stamps, now < known.until {
+                let current = Change.recipients(known.recipients)
+                return owes(current, state) ? current : nil
+            }
+            let candidates = try FriendsManager.shareCandidates(in: tx, me: me)
+            let recipients = Set(FriendsManager.sharing(candidates, at: now).map(\.id))
+            view = SharingView(stamps: stamps, recipients: recipients, until: candidates.compactMap(\.until).filter { $0 > now }.min() ?? .max)
+            let current = Change.recipients(recipients)
             return owes(current, state) ? current : nil
         }
 

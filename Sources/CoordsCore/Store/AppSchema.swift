@@ -5,7 +5,7 @@ public enum Tables {
     /// The last location opened for each friend.
     public static let locations = TableDefinition<Ed25519PublicKey, CachedLocation>("location_cache")
     /// Upload bookkeeping, one row per identity (key ``UploadState/key``).
-    public static let uploadState = TableDefinition<String, UploadState>("upload_state")
+    public static let uploadState = TableDefinition<String, UploadState>("upload_state", stamped: true)
     /// Settings by name (``SettingKey``); values are strings.
     public static let settings = TableDefinition<String, String>("settings")
     /// Prepared requests waiting to be sent, by increasing id (ids are visible when sealed: they

@@ -59,7 +59,9 @@ public final class Database: @unchecked Sendable {
     let options: Options
     let env: OpaquePointer
     let maximumKeySize: Int
-    private(set) var tables: [String: (dbi: MDB_dbi, signature: String)] = [:]  // fixed after open
+    /// Every open table: its handle and the key and value type names recorded for it (compared
+    /// by name on every open, without building the signature string).
+    private(set) var tables: [String: (dbi: MDB_dbi, keyType: String, valueType: String)] = [:]  // fixed after open
     /// How each declared table shows its keys when sealed (fixed after open).
     private(set) var visibilities: [String: KeyVisibility] = [:]
     let lifecycle = Mutex<(closed: Bool, writer: pthread_t?)>((false, nil))
@@ -349,8 +351,9 @@ public final class Database: @unchecked Sendable {
     /// The handle of a declared table, checking its types.
     func handle(for definition: AnyTableDefinition, in state: TransactionState) throws -> MDB_dbi {
         if let table = tables[definition.name] {
-            guard table.signature == definition.typeSignature else {
-                throw StoreError.tableTypeMismatch(table: definition.name, stored: table.signature, requested: definition.typeSignature)
+            guard table.keyType == definition.keyTypeName, table.valueType == definition.valueTypeName else {
+                throw StoreError.tableTypeMismatch(
+                    table: definition.name, stored: "\(table.keyType) -> \(table.valueType)", requested: definition.typeSignature)
             }
             return table.dbi
         }
@@ -377,7 +380,7 @@ public final class Database: @unchecked Sendable {
         let state = TransactionState(txn: txn, writable: true, database: self, sealer: currentSealer)
         do {
             let meta = try openDBI(Self.metadataTable, txn: txn)
-            tables[Self.metadataTable] = (meta, AnyTableDefinition.metadata.typeSignature)
+            tables[Self.metadataTable] = (meta, AnyTableDefinition.metadata.keyTypeName, AnyTableDefinition.metadata.valueTypeName)
             let stored = try state.get(dbi: meta, table: Self.metadataTable, key: Self.schemaVersionKey, as: UInt32.self)
             let check = try Self.sealCheckKey.withStoreBytes { k in try state.rawGet(dbi: meta, key: k, table: Self.metadataTable).map { Array($0) } }
             switch (options.sealer, check) {
@@ -411,7 +414,7 @@ public final class Database: @unchecked Sendable {
                     throw StoreError.tableTypeMismatch(table: definition.name, stored: signature, requested: definition.typeSignature)
                 }
                 try state.put(dbi: meta, key: key, value: definition.typeSignature)
-                tables[definition.name] = (dbi, definition.typeSignature)
+                tables[definition.name] = (dbi, definition.keyTypeName, definition.valueTypeName)
                 visibilities[definition.name] = definition.visibility
             }
             try state.put(dbi: meta, key: Self.schemaVersionKey, value: schema.version)

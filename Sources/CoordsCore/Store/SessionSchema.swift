@@ -3,7 +3,7 @@
 /// and none is in a backup.
 extension Tables {
     /// Own signed prekeys still kept, by id (private halves).
-    public static let ownSignedPrekeys = TableDefinition<UInt32, OwnPrekey>("own_signed_prekeys")
+    public static let ownSignedPrekeys = TableDefinition<UInt32, OwnPrekey>("own_signed_prekeys", stamped: true)
     /// Own one-time prekeys not used yet, by id (private halves). A separate table, so reading the
     /// few signed prekeys (every upload and fetch) never walks the hundreds of one-time ones.
     public static let ownOneTimePrekeys = TableDefinition<UInt32, OwnPrekey>("own_one_time_prekeys")
