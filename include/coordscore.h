@@ -97,6 +97,7 @@ extern "C" {
 #define COORDS_ERR_RELAY_ERROR 345
 #define COORDS_ERR_STALE_LOCATION 346
 #define COORDS_ERR_INVALID_FRIEND_LINK 350
+#define COORDS_ERR_INVALID_PUSH_TOKEN 351 /* a push gateway token (PROTOCOL.md section 8.8) */
 #define COORDS_ERR_INVALID_ENVELOPE 360
 #define COORDS_ERR_ENVELOPE_SIGNATURE 361  /* forged or altered message envelope */
 #define COORDS_ERR_ENVELOPE_NOT_FOR_ME 362
@@ -363,6 +364,20 @@ int32_t coords_qr_encode(const char *text, CoordsBuffer *modules_out, uint32_t *
  * module module_pixels (1..64) pixels wide. Errors: NULL_ARGUMENT, INVALID_UTF8, INVALID_ARGUMENT,
  * QR_UNENCODABLE. */
 int32_t coords_qr_svg(const char *text, uint32_t module_pixels, CoordsBuffer *svg_out, CoordsError *out_error);
+
+/* The endpoint that wakes this device through a push gateway (PROTOCOL.md section 8.8), to
+ * register with coords_messages_prepare_push_register: gateway_url (https://, at most 273 bytes) +
+ * "/up/" + the device token sealed to the gateway's X25519 public key gateway_key_b64u (32 bytes,
+ * base64url). platform "apns" (device: the APNs token in lowercase hexadecimal; environment
+ * "production", "development" or NULL for production) or "fcm" (device: the registration token;
+ * environment NULL). A fresh sealed box each call; the relay never sees the device token. Writes
+ * the endpoint (UTF-8 text) to endpoint_out; the caller frees it with coords_buffer_free.
+ * Errors: NULL_ARGUMENT, INVALID_UTF8, INVALID_ARGUMENT (an unknown platform or environment, a key
+ * that is not 32 bytes of base64url), INVALID_PUSH_TOKEN (a device token or gateway URL section
+ * 8.8 does not allow), WEAK_PUBLIC_KEY (a key libsodium refuses). */
+int32_t coords_push_gateway_endpoint(const char *gateway_url, const char *gateway_key_b64u, const char *platform,
+                                     const char *device, const char *environment, CoordsBuffer *endpoint_out,
+                                     CoordsError *out_error);
 
 /* Builds a coord:// friend link (UTF-8 text). Errors: NULL_ARGUMENT, INVALID_UTF8, INVALID_PUBLIC_KEY. */
 int32_t coords_friend_link_generate(const uint8_t public_key[32], const char *server, const char *name,
@@ -1150,8 +1165,9 @@ int32_t coords_live_process(CoordsApp *app, const char *server, const uint8_t *f
 
 /* The host performed (or gave up on) the mailbox fetch of a "message_waiting" event from
  * `server`. Writes a fresh signed mailbox fetch (Request) when message notices arrived while it
- * ran (perform it, then call this again), or null when the burst is done: however many notices
- * a relay sends, each burst costs one signed request. Errors: NO_IDENTITY, NO_SERVER. */
+ * ran (perform it no sooner than 1 s after the previous fetch began, then call this again), or
+ * null when the burst is done: however many notices a relay sends, each burst costs one signed
+ * request, and a flood at most one a second. Errors: NO_IDENTITY, NO_SERVER. */
 int32_t coords_live_mailbox_fetched(CoordsApp *app, const char *server, CoordsBuffer *json_out, CoordsError *out_error);
 
 /* The connection to `server` closed without the host asking for it (close_code: what the relay

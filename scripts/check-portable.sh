@@ -6,11 +6,12 @@
 #     x86_64-linux-android28, freestanding (it needs no C library): each object must define
 #     cgeo_bundled_bytes/cgeo_bundled_size and carry the whole data file in its read-only data;
 #   - Sources/CPlatform/CPlatform.c, the platform shim, which needs each platform's C library
-#     headers: compiled for every target whose sysroot is named (COORDS_IOS_SDK: an iPhoneOS.sdk,
-#     COORDS_MACOS_SDK: a MacOSX.sdk, COORDS_ANDROID_SYSROOT: the NDK's
-#     toolchains/llvm/prebuilt/*/sysroot), and for this machine always. Without those SDKs (none
-#     can be installed here) the script says which sections went uncompiled; it never passes
-#     silently.
+#     headers: for this machine always; for iOS and macOS against the SDK named by COORDS_IOS_SDK
+#     (an iPhoneOS.sdk) or COORDS_MACOS_SDK (a MacOSX.sdk), else against Darwin's libc headers
+#     as the Zig toolchain ships them (scripts/darwin-headers.sh, pinned from PyPI); for Android
+#     against COORDS_ANDROID_SYSROOT (the NDK's toolchains/llvm/prebuilt/*/sysroot). Bionic's
+#     headers come with the NDK alone (not in Debian, not on PyPI): without one the script says
+#     the Android section went uncompiled; it never passes silently.
 set -eu
 cd "$(dirname "$0")/.."
 TOOLS=$(dirname "$(command -v swift)")
@@ -52,13 +53,17 @@ shim() {  # target, sysroot flags…
 }
 shim "$("$CLANG" -print-target-triple)"
 uncompiled=""
-if [ -n "${COORDS_IOS_SDK:-}" ]; then shim arm64-apple-ios18.0 -isysroot "$COORDS_IOS_SDK"; else uncompiled="$uncompiled iOS"; fi
-if [ -n "${COORDS_MACOS_SDK:-}" ]; then shim arm64-apple-macos15.0 -isysroot "$COORDS_MACOS_SDK"; else uncompiled="$uncompiled macOS"; fi
+darwin=""
+if [ -z "${COORDS_IOS_SDK:-}" ] || [ -z "${COORDS_MACOS_SDK:-}" ]; then darwin=$(scripts/darwin-headers.sh); fi
+if [ -n "${COORDS_IOS_SDK:-}" ]; then shim arm64-apple-ios18.0 -isysroot "$COORDS_IOS_SDK"; else shim arm64-apple-ios18.0 -nostdlibinc -isystem "$darwin"; fi
+if [ -n "${COORDS_MACOS_SDK:-}" ]; then shim arm64-apple-macos15.0 -isysroot "$COORDS_MACOS_SDK"; else shim arm64-apple-macos15.0 -nostdlibinc -isystem "$darwin"; fi
+# The Apple section (F_FULLFSYNC for a durable file) must be what was compiled.
+"$NM" "$OUT/CPlatform-arm64-apple-ios18.0.o" | grep -q " U _fcntl\$" || { echo "check-portable: the iOS object does not call fcntl (F_FULLFSYNC)" >&2; exit 1; }
 if [ -n "${COORDS_ANDROID_SYSROOT:-}" ]; then
     shim aarch64-linux-android28 --sysroot="$COORDS_ANDROID_SYSROOT"
 else
     uncompiled="$uncompiled Android"
 fi
 if [ -n "$uncompiled" ]; then
-    echo "check-portable: CPlatform's sections for$uncompiled not compiled: no SDK or NDK sysroot on this machine (COORDS_IOS_SDK, COORDS_MACOS_SDK, COORDS_ANDROID_SYSROOT)"
+    echo "check-portable: CPlatform's sections for$uncompiled not compiled: no NDK sysroot on this machine (COORDS_ANDROID_SYSROOT)"
 fi

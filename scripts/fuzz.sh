@@ -42,7 +42,7 @@ case "$seconds$jobs" in *[!0-9]*) echo "fuzz: error: --time and --jobs take whol
 targets=(blob-open friend-link fetch-response json relay-upload relay-fetch relay-delete relay-message-post
          envelope mailbox-auth relay-router cgeo backup keychain store-codecs live-frame push-endpoint rotation
          app-responses postgres-url client-address data-file response-limit sealed-value server-url outbox-answer
-         prekey-bundle session-message ratchet-state relay-prekeys group-statement group-message group-rules attachment relay-objects object-transfer qr-code)
+         prekey-bundle session-message ratchet-state relay-prekeys group-statement group-message group-rules attachment relay-objects object-transfer qr-code gateway-token)
 if [ "${list:-0}" = 1 ]; then printf '%s\n' "${targets[@]}"; exit 0; fi
 [ ${#only[@]} -gt 0 ] && targets=("${only[@]}")
 

@@ -179,6 +179,33 @@ public func ffiFriendLinkGenerate(_ publicKey: UnsafePointer<UInt8>?, _ server: 
     }
 }
 
+@_cdecl("coords_push_gateway_endpoint")
+public func ffiPushGatewayEndpoint(
+    _ gatewayURL: CString, _ gatewayKey: CString, _ platform: CString, _ device: CString, _ environment: CString, _ endpointOut: BufferOut,
+    _ error: ErrorOut
+) -> Int32 {
+    exported(error) {
+        let out = try Argument.buffer(endpointOut, "endpoint_out")
+        let url = try Argument.string(gatewayURL, "gateway_url")
+        let keyText = try Argument.string(gatewayKey, "gateway_key_b64u")
+        guard let keyBytes = try? Base64.decode(keyText, field: "gateway_key_b64u"), keyBytes.count == X25519PublicKey.byteCount,  // any bad key is one error
+            let key = try? X25519PublicKey(rawRepresentation: keyBytes)
+        else {
+            throw FFIError.invalid("gateway_key_b64u is not 32 bytes of base64url")
+        }
+        let platformName = try Argument.string(platform, "platform")
+        guard let kind = PushGatewayToken.Platform(rawValue: platformName) else { throw FFIError.invalid("platform must be \"apns\" or \"fcm\"") }
+        let environment = try Argument.optionalString(environment, "environment").map { name -> PushGatewayToken.Environment in
+            guard let known = PushGatewayToken.Environment(rawValue: name) else {
+                throw FFIError.invalid("environment must be \"production\", \"development\" or NULL")
+            }
+            return known
+        }
+        let token = try PushGatewayToken(platform: kind, device: try Argument.string(device, "device"), environment: environment)
+        try Output.write(try token.endpoint(gateway: url, key: key), to: out)
+    }
+}
+
 @_cdecl("coords_public_key_b64url")
 public func ffiPublicKeyB64URL(_ publicKey: UnsafePointer<UInt8>?, _ textOut: BufferOut, _ error: ErrorOut) -> Int32 {
     exported(error) {

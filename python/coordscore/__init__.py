@@ -41,7 +41,7 @@ from .records import (  # noqa: E402
     Message, MessagesOutcome, OutboxEntry, OutboxReport, Place, Rejection, Request, Sent, Upload, WalletInfo)
 from .functions import (  # noqa: E402
     b64url, friend_link, generate_identity, may_reuse_fix, may_reuse_location, nearest_place, open_blob,
-    open_envelope, parse_friend_link, prepare_fetch, prepare_upload, process_fetch_response, public_from_seed,
+    open_envelope, parse_friend_link, prepare_fetch, push_gateway_endpoint, prepare_upload, process_fetch_response, public_from_seed,
     public_key_b64url, qr_code, qr_svg, safety_number, seal, seal_envelope, sign, verify, version)
 from .app import MUTED_FOREVER, App, FileDownload, FileUpload, Keychain, Places, request_body  # noqa: E402
 
@@ -88,6 +88,6 @@ __all__ = [
     "OutboxEntry", "OutboxReport", "Place", "Places", "Rejection", "Request", "Sent", "StoreError",
     "UPDATE_CALLBACK", "Upload", "WalletInfo", "WireError", "b64url", "friend_link", "generate_identity", "lib",
     "may_reuse_fix", "may_reuse_location", "nearest_place", "open_blob", "open_envelope", "parse_friend_link",
-    "prepare_fetch", "prepare_upload", "process_fetch_response", "public_from_seed", "public_key_b64url", "qr_code",
+    "prepare_fetch", "prepare_upload", "process_fetch_response", "public_from_seed", "push_gateway_endpoint", "public_key_b64url", "qr_code",
     "qr_svg", "request_body", "safety_number", "seal", "seal_envelope", "sign", "verify", "version"
 ]

@@ -146,6 +146,20 @@ def friend_link(public_key: bytes, server: str, name: str) -> str:
                         _utf8(name, "name")).decode()
 
 
+def push_gateway_endpoint(gateway_url: str, gateway_key: str, platform: str, device: str,
+                          environment: str | None = None) -> str:
+    """The endpoint that wakes this device through a push gateway (PROTOCOL.md §8.8), to register
+    with App.prepare_push_register: `gateway_url` + "/up/" + the device token sealed to the
+    gateway's X25519 key `gateway_key` (base64url). `platform` "apns" (`device` in lowercase hex,
+    `environment` "production", "development" or None) or "fcm" (`environment` None). A fresh
+    sealed box each call. Raises WireError (ERR_INVALID_PUSH_TOKEN) for a device token or URL
+    §8.8 does not allow, ArgumentError (ERR_INVALID_ARGUMENT) for an unknown platform or
+    environment or a key that is not 32 bytes of base64url, TypeError for a non-str argument."""
+    env = None if environment is None else _utf8(environment, "environment")
+    return _buffer_call(lib.coords_push_gateway_endpoint, _utf8(gateway_url, "gateway_url"), _utf8(gateway_key, "gateway_key"),
+                        _utf8(platform, "platform"), _utf8(device, "device"), env).decode()
+
+
 def parse_friend_link(link: str) -> FriendLink:
     """Parses a `coord://` link. Raises WireError (ERR_INVALID_FRIEND_LINK) naming what is wrong."""
     record = _json_call(lib.coords_friend_link_parse, _utf8(link, "link"))

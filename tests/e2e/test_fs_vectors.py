@@ -1,10 +1,12 @@
-"""The §7, §10, §11 and §12 known answers are what the independent implementations compute
-(scripts/make-fs-vectors.py, scripts/make-group-vectors.py, scripts/make-object-vectors.py).
+"""The §7, §8.8, §10, §11 and §12 known answers are what the independent implementations compute
+(scripts/make-fs-vectors.py, scripts/make-gateway-vectors.py, scripts/make-group-vectors.py,
+scripts/make-object-vectors.py).
 
 Here, not in tests/python: that suite also runs against the wheel in an environment without the
 system's libsodium, which the second implementations load through ctypes.
 
-The Swift suite reproduces every byte of the files (ForwardSecrecyVectorTests, GroupVectorTests, ObjectVectorTests);
+The Swift suite reproduces every byte of the files (ForwardSecrecyVectorTests, GroupVectorTests, ObjectVectorTests)
+and opens every gateway token (PushGatewayTests);
 this test keeps each file and its second implementation in step, so neither can drift alone.
 """
 import os
@@ -19,6 +21,7 @@ PAIRS = [
     ("make-group-vectors.py", "groups-v1.json"),
     ("make-object-vectors.py", "objects-v1.json"),
     ("make-envelope-vectors.py", "envelope-v2-payloads.json"),
+    ("make-gateway-vectors.py", "gateway-v1.json"),
 ]
 
 

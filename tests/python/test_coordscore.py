@@ -90,6 +90,33 @@ def test_vector_blob_rejects(vectors):
         assert 300 <= error.value.code < 400, reject["why"]
 
 
+def test_push_gateway_endpoints_seal_the_device_to_the_gateway():
+    """PROTOCOL.md §8.8: every endpoint is the gateway's URL and a token of one length, fresh
+    each time; the device token never shows; bad arguments are clear errors."""
+    key = cc.b64url(bytes(range(1, 33)))  # any 32 bytes are an X25519 public key
+    apns = cc.push_gateway_endpoint("https://push.example.com", key, "apns", "ab" * 32, "development")
+    fcm = cc.push_gateway_endpoint("https://push.example.com/", key, "fcm", "abc:DEF-1_2")
+    for endpoint in (apns, fcm):
+        assert endpoint.startswith("https://push.example.com/up/") and len(endpoint) == 28 + 747
+    assert "ab" * 32 not in apns and "abc:DEF" not in fcm
+    assert cc.push_gateway_endpoint("https://push.example.com", key, "fcm", "x") != cc.push_gateway_endpoint(
+        "https://push.example.com", key, "fcm", "x")
+    with pytest.raises(cc.CoordsException) as caught:
+        cc.push_gateway_endpoint("https://push.example.com", key, "apns", "AB" * 32)
+    assert caught.value.code == cc.ERR_INVALID_PUSH_TOKEN
+    with pytest.raises(cc.CoordsException) as caught:
+        cc.push_gateway_endpoint("http://push.example.com", key, "fcm", "x")
+    assert caught.value.code == cc.ERR_INVALID_PUSH_TOKEN
+    for platform, environment, gateway_key in (("wns", None, key), ("fcm", "production", key), ("apns", "staging", key),
+                                               ("fcm", None, "short")):
+        with pytest.raises(cc.CoordsException) as caught:
+            cc.push_gateway_endpoint("https://push.example.com", gateway_key, platform, "ab" * 32 if platform == "apns" else "x",
+                                     environment)
+        assert caught.value.code in (cc.ERR_INVALID_ARGUMENT, cc.ERR_INVALID_PUSH_TOKEN), (platform, environment)
+    with pytest.raises(TypeError):
+        cc.push_gateway_endpoint("https://push.example.com", key, "fcm", 7)  # type: ignore[arg-type]
+
+
 def test_vector_keys_and_links(vectors):
     for key in vectors["keys"][:10]:
         assert cc.public_from_seed(bytes.fromhex(key["seed"])).hex() == key["ed25519_public"]

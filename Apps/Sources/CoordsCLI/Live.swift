@@ -70,7 +70,14 @@ struct LiveWatcher: Sendable {
     /// A failure is reported and ends the burst; the next notice (or the reconnect's catch-up) fetches again.
     private func syncMailbox(_ first: PreparedRequest, _ connection: LiveSession.Connection) async {
         var fetch: PreparedRequest? = first
+        var started: UInt64 = 0
         while let next = fetch, !Task.isCancelled {
+            // §8.5: a burst's next fetch starts at least a second after the one before it began.
+            let wait = started.addingSaturating(LiveSession.burstFetchGap).subtractingSaturating(nowMilliseconds())
+            if started != 0, wait > 0 {
+                do { try await Waiting.sleep(milliseconds: Int64(clamping: wait)) } catch { return }
+            }
+            started = nowMilliseconds()
             do {
                 await onMessages(try await MessageDelivery.sync(session, fetch: next))
             } catch {

@@ -57,7 +57,8 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "attachment": attachment,
     "relay-objects": relayObjects,
     "object-transfer": objectTransfer,
-    "qr-code": qrCode
+    "qr-code": qrCode,
+    "gateway-token": gatewayToken
 ]
 
 /// A failed property: crash loudly so libFuzzer keeps the input.
@@ -89,6 +90,13 @@ enum Fixture {
     /// A fixed identity, so a saved crash input replays the same way.
     static let reader: Ed25519SigningKey = {
         guard let key = try? Ed25519SigningKey(seed: [UInt8](repeating: 7, count: 32)) else { fatalError("libsodium did not start") }
+        return key
+    }()
+    /// A fixed push gateway key (PROTOCOL.md §8.8).
+    static let gateway: X25519PrivateKey = {
+        guard let key = try? X25519PrivateKey(rawRepresentation: SecretBytes(copying: [UInt8](repeating: 9, count: 32))) else {
+            fatalError("libsodium did not start")
+        }
         return key
     }()
     static let readerX: X25519PrivateKey = {
@@ -147,6 +155,18 @@ public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> In
     if let location = try? LocationBlob.open(bytes, with: Fixture.readerX) {
         check((try? WireLocation(bytes: location.bytes)) == location, "wire location round trip")
     }
+}
+
+/// Push gateway tokens (PROTOCOL.md §8.8): the input as a token, and sealed to the fixture gateway
+/// as the plaintext a token carries, so the rules behind the sealed box are reached; whatever
+/// opens is 512 bytes and names a platform and a device that pass §8.8's rules.
+@Sendable func gatewayToken(_ bytes: [UInt8]) {
+    _ = try? PushGatewayToken.open(String(decoding: bytes, as: UTF8.self), with: [Fixture.gateway])
+    guard let sealed = try? SealedBox.seal(bytes, to: Fixture.gateway.publicKey) else { return }
+    guard let token = try? PushGatewayToken.open(Base64.encode(sealed), with: [Fixture.gateway]) else { return }
+    check(bytes.count == PushGatewayToken.plaintextByteCount, "gateway plaintext length")
+    let again = try? PushGatewayToken(platform: token.platform, device: token.device, environment: token.environment)
+    check(again == token, "gateway token rules")
 }
 
 @Sendable func friendLink(_ bytes: [UInt8]) {

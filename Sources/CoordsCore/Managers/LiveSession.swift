@@ -90,6 +90,10 @@ public final class LiveSession: Sendable {
     /// How long (ms) a mailbox fetch handed out by ``Event/messageWaiting(id:fetch:)`` counts as
     /// running when the host never reports it with ``mailboxFetched(server:)``.
     public static let mailboxFetchTimeout: UInt64 = 60_000
+    /// The least time (ms) from the start of one mailbox fetch of a burst to the start of the next
+    /// (§8.5): a relay flooding notices costs at most one fetch a second. The host waits out what
+    /// is left of it before performing the fetch ``mailboxFetched(server:)`` returns.
+    public static let burstFetchGap: UInt64 = 1_000
 
     let location: LocationManager
     let messages: MessagesManager
@@ -284,7 +288,8 @@ public final class LiveSession: Sendable {
     /// from `server`. However many message notices arrived meanwhile, they are covered by one
     /// more fetch.
     /// - Returns: a fresh signed mailbox fetch when notices arrived while the last one ran
-    ///   (perform it, process the answer, and call this again), nil when the burst is done.
+    ///   (perform it no sooner than ``burstFetchGap`` after the previous one began, process the
+    ///   answer, and call this again), nil when the burst is done.
     /// - Throws: ``WalletManagerError/noIdentity``, ``WalletManagerError/noServer``, store errors.
     public func mailboxFetched(server: String) throws -> PreparedRequest? {
         let now = context.clock.now()

@@ -54,9 +54,12 @@ public enum WireError: CoordsCoreError, Equatable {
     /// A fix timestamp is not newer than the last successful upload.
     case staleLocation(timestamp: UInt64, lastUploaded: UInt64)
 
-    // 350–359: friend links
+    // 350–359: friend links and push gateway tokens
     /// The friend link is malformed; the text names the part that is wrong.
     case invalidFriendLink(String)
+    /// A push gateway token (PROTOCOL.md §8.8) that does not open with the gateway's keys, or whose
+    /// contents break a rule; or a device token that cannot be sealed into one.
+    case invalidPushToken(String)
     /// A sealed message envelope (§7) is malformed: the reason names the field.
     case invalidEnvelope(String)
     /// The envelope's signature does not verify with the sender's key.
@@ -138,6 +141,7 @@ public enum WireError: CoordsCoreError, Equatable {
         case .relayError: 345
         case .staleLocation: 346
         case .invalidFriendLink: 350
+        case .invalidPushToken: 351
         case .invalidEnvelope: 360
         case .envelopeSignatureInvalid: 361
         case .envelopeNotForMe: 362
@@ -196,6 +200,7 @@ public enum WireError: CoordsCoreError, Equatable {
         case .staleLocation(let timestamp, let last):
             "location fix from \(timestamp) ms is not newer than the last uploaded fix (\(last) ms); take a new fix"
         case .invalidFriendLink(let why): "invalid friend link: \(why)"
+        case .invalidPushToken(let why): "invalid push gateway token: \(why)"
         case .invalidEnvelope(let why): "invalid message envelope: \(why)"
         case .envelopeSignatureInvalid: "the message envelope's signature does not verify with the sender's key (forged or altered)"
         case .envelopeNotForMe: "this message envelope is addressed to someone else"

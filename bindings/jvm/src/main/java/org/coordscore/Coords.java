@@ -7,6 +7,7 @@ import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 import org.jetbrains.annotations.NotNull;
+import org.jetbrains.annotations.Nullable;
 
 /**
  * The stateless functions of libcoordscore: identities, signatures, location blobs, friend
@@ -148,6 +149,28 @@ public final class Coords {
      */
     public static @NotNull String publicKeyB64url(byte @NotNull [] publicKey) {
         return Ffi.text((b, e) -> Ffi.LIB.coords_public_key_b64url(Ffi.bytes(publicKey, "publicKey", 32), b, e));
+    }
+
+    /**
+     * The endpoint that wakes this device through a push gateway (PROTOCOL.md §8.8), to register
+     * with {@link CoordsApp#preparePushRegister}: the gateway's URL, "/up/" and the device token
+     * sealed to the gateway's X25519 key. A fresh sealed box each call; the relay never sees the
+     * device token.
+     *
+     * @param gatewayUrl the gateway's https URL
+     * @param gatewayKey the gateway's X25519 public key, base64url
+     * @param platform "apns" or "fcm"
+     * @param device the APNs token in lowercase hexadecimal, or the FCM registration token
+     * @param environment APNs: "production", "development" or null (production); FCM: null
+     * @return the endpoint URL
+     * @throws CoordsException.WireException INVALID_PUSH_TOKEN (a device token or URL §8.8 does not allow)
+     * @throws CoordsException.ArgumentException INVALID_ARGUMENT (platform, environment or key)
+     */
+    public static @NotNull String pushGatewayEndpoint(@NotNull String gatewayUrl, @NotNull String gatewayKey, @NotNull String platform,
+        @NotNull String device, @Nullable String environment) {
+        byte[] env = environment == null ? null : Ffi.cstr(environment, "environment");
+        return Ffi.text((b, e) -> Ffi.LIB.coords_push_gateway_endpoint(Ffi.cstr(gatewayUrl, "gatewayUrl"), Ffi.cstr(gatewayKey, "gatewayKey"),
+            Ffi.cstr(platform, "platform"), Ffi.cstr(device, "device"), env, b, e));
     }
 
     /**

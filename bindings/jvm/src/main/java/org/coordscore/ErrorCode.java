@@ -190,6 +190,10 @@ public final class ErrorCode {
      */
     public static final int INVALID_FRIEND_LINK = 350;
     /**
+     * COORDS_ERR_INVALID_PUSH_TOKEN (351): a push gateway token (PROTOCOL.md section 8.8)
+     */
+    public static final int INVALID_PUSH_TOKEN = 351;
+    /**
      * COORDS_ERR_INVALID_ENVELOPE (360).
      */
     public static final int INVALID_ENVELOPE = 360;
@@ -616,6 +620,7 @@ public final class ErrorCode {
             case 345: return "RELAY_ERROR";
             case 346: return "STALE_LOCATION";
             case 350: return "INVALID_FRIEND_LINK";
+            case 351: return "INVALID_PUSH_TOKEN";
             case 360: return "INVALID_ENVELOPE";
             case 361: return "ENVELOPE_SIGNATURE";
             case 362: return "ENVELOPE_NOT_FOR_ME";

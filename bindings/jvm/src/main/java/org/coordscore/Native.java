@@ -209,6 +209,29 @@ public interface Native extends Library {
     int coords_qr_svg(byte[] text, int modulePixels, Structs.Buffer svgOut, Structs.Error outError);
 
     /**
+     * The endpoint that wakes this device through a push gateway (PROTOCOL.md section 8.8), to
+     * register with coords_messages_prepare_push_register: gateway_url (https://, at most 273 bytes) +
+     * "/up/" + the device token sealed to the gateway's X25519 public key gateway_key_b64u (32 bytes,
+     * base64url). platform "apns" (device: the APNs token in lowercase hexadecimal; environment
+     * "production", "development" or NULL for production) or "fcm" (device: the registration token;
+     * environment NULL). A fresh sealed box each call; the relay never sees the device token. Writes
+     * the endpoint (UTF-8 text) to endpoint_out; the caller frees it with coords_buffer_free.
+     * Errors: NULL_ARGUMENT, INVALID_UTF8, INVALID_ARGUMENT (an unknown platform or environment, a key
+     * that is not 32 bytes of base64url), INVALID_PUSH_TOKEN (a device token or gateway URL section
+     * 8.8 does not allow), WEAK_PUBLIC_KEY (a key libsodium refuses).
+     *
+     * @param gatewayUrl const char * gateway_url (see above)
+     * @param gatewayKeyB64u const char * gateway_key_b64u (see above)
+     * @param platform const char * platform (see above)
+     * @param device const char * device (see above)
+     * @param environment const char * environment (see above)
+     * @param endpointOut CoordsBuffer * endpoint_out (see above)
+     * @param outError CoordsError * out_error (see above)
+     * @return COORDS_OK (0) or a COORDS_ERR_* code
+     */
+    int coords_push_gateway_endpoint(byte[] gatewayUrl, byte[] gatewayKeyB64u, byte[] platform, byte[] device, byte[] environment, Structs.Buffer endpointOut, Structs.Error outError);
+
+    /**
      * Builds a coord:// friend link (UTF-8 text). Errors: NULL_ARGUMENT, INVALID_UTF8, INVALID_PUBLIC_KEY.
      *
      * @param publicKey const uint8_t * public_key (see above)
@@ -1813,8 +1836,9 @@ public interface Native extends Library {
     /**
      * The host performed (or gave up on) the mailbox fetch of a "message_waiting" event from
      * `server`. Writes a fresh signed mailbox fetch (Request) when message notices arrived while it
-     * ran (perform it, then call this again), or null when the burst is done: however many notices
-     * a relay sends, each burst costs one signed request. Errors: NO_IDENTITY, NO_SERVER.
+     * ran (perform it no sooner than 1 s after the previous fetch began, then call this again), or
+     * null when the burst is done: however many notices a relay sends, each burst costs one signed
+     * request, and a flood at most one a second. Errors: NO_IDENTITY, NO_SERVER.
      *
      * @param app CoordsApp * app (see above)
      * @param server const char * server (see above)

@@ -41,6 +41,25 @@ class MoreTest {
     }
 
     @Test
+    void pushGatewayEndpointsSealTheDeviceToTheGateway() {
+        byte[] raw = new byte[32];
+        for (int i = 0; i < raw.length; i++) raw[i] = (byte) (i + 1);
+        String key = Coords.b64url(raw);  // any 32 bytes are an X25519 public key
+        String device = "ab".repeat(32);
+        String apns = Coords.pushGatewayEndpoint("https://push.example.com", key, "apns", device, "development");
+        String fcm = Coords.pushGatewayEndpoint("https://push.example.com/", key, "fcm", "abc:DEF-1_2", null);
+        for (String endpoint : List.of(apns, fcm)) {
+            assertTrue(endpoint.startsWith("https://push.example.com/up/"));
+            assertEquals(28 + 747, endpoint.length());
+        }
+        assertFalse(apns.contains(device));
+        CoordsException bad = assertThrows(CoordsException.class, () -> Coords.pushGatewayEndpoint("https://push.example.com", key, "apns", "AB".repeat(32), null));
+        assertEquals(ErrorCode.INVALID_PUSH_TOKEN, bad.code());
+        assertThrows(CoordsException.ArgumentException.class, () -> Coords.pushGatewayEndpoint("https://push.example.com", key, "wns", "x", null));
+        assertThrows(CoordsException.ArgumentException.class, () -> Coords.pushGatewayEndpoint("https://push.example.com", "short", "fcm", "x", null));
+    }
+
+    @Test
     void statelessUploadsFetchesAndReuse() {
         Identity alice = Coords.generateIdentity();
         Identity bob = Coords.generateIdentity();
