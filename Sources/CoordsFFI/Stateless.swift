@@ -188,7 +188,8 @@ public func ffiPushGatewayEndpoint(
         let out = try Argument.buffer(endpointOut, "endpoint_out")
         let url = try Argument.string(gatewayURL, "gateway_url")
         let keyText = try Argument.string(gatewayKey, "gateway_key_b64u")
-        guard let keyBytes = try? Base64.decode(keyText, field: "gateway_key_b64u"), keyBytes.count == X25519PublicKey.byteCount,  // any bad key is one error
+        // Any bad key (not base64url, not 32 bytes) is one INVALID_ARGUMENT, thrown below.
+        guard let keyBytes = try? Base64.decode(keyText, field: "gateway_key_b64u"), keyBytes.count == X25519PublicKey.byteCount,
             let key = try? X25519PublicKey(rawRepresentation: keyBytes)
         else {
             throw FFIError.invalid("gateway_key_b64u is not 32 bytes of base64url")

@@ -81,6 +81,8 @@ public struct PushGatewayToken: Sendable, Equatable {
     /// - Throws: ``CryptoError/weakPublicKey`` for a gateway key libsodium refuses.
     public func sealed(to gateway: X25519PublicKey) throws -> String {
         var plaintext = Array(json.utf8)
+        // The initializer's limits keep the JSON under 512 bytes (at most about 440); compared, not assumed.
+        guard plaintext.count <= Self.plaintextByteCount else { throw WireError.invalidPushToken("the token's JSON is over 512 bytes") }
         plaintext += [UInt8](repeating: 0x20, count: Self.plaintextByteCount - plaintext.count)
         return Base64.encode(try SealedBox.seal(plaintext, to: gateway))
     }
