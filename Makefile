@@ -55,8 +55,8 @@ help:
 	@echo "make test-jvm  the JVM binding (bindings/jvm: Java over JNA, a Kotlin usage check) and its JUnit 5 suite against a live relay"
 	@echo "make docs    the DocC site of CoordsCore in .build-docs/site (no warnings allowed)"
 	@echo "make wheel   the Python package (dist/coordscore-*.whl, carrying the portable library)"
-	@echo "make man     man pages and bash/zsh/fish completions of coords and coords-relay, into $(GENERATED)"
-	@echo "make install install libcoordscore.so, coordscore.h, coordscore.pc, coords, coords-relay, man pages, completions (PREFIX=/usr/local DESTDIR=)"
+	@echo "make man     man pages and bash/zsh/fish completions of coords, coords-relay and coords-push-gateway, into $(GENERATED)"
+	@echo "make install install libcoordscore.so, coordscore.h, coordscore.pc, coords, coords-relay, coords-push-gateway, man pages, completions (PREFIX=/usr/local DESTDIR=)"
 	@echo "make install-lib / install-tools  only the library (header, .pc) / only coords and coords-relay"
 	@echo "make uninstall remove what make install installed (same PREFIX and DESTDIR)"
 	@echo "make clean   remove build output"
@@ -163,9 +163,9 @@ demo: tools
 tools: deps-build
 	$(SWIFT) build $(APPS)
 
-# The operator's kit: the systemd unit verifies (systemd-analyze) against the relay built here.
+# The operator's kit: the systemd units verify (systemd-analyze) against the relay and gateway built here.
 test-deploy: deps tools
-	scripts/check-systemd.sh $(CURDIR)/Apps/.build/debug/coords-relay
+	scripts/check-systemd.sh $(CURDIR)/Apps/.build/debug/coords-relay $(CURDIR)/Apps/.build/debug/coords-push-gateway
 
 # The CLI and the Python host against a live relay on loopback (two homes, share, fetch, outage,
 # backups, errors; the Python host's outbox through coords_outbox_due/report alone).
@@ -278,18 +278,18 @@ install-lib: lib-portable
 install-tools: deps-build
 	$(SWIFT) build $(APPS) -c $(APPS_CONFIG) --product coords
 	$(SWIFT) build $(APPS) -c $(APPS_CONFIG) --product coords-relay
+	$(SWIFT) build $(APPS) -c $(APPS_CONFIG) --product coords-push-gateway
 	scripts/gen-cli-files.sh Apps/.build/$(APPS_CONFIG) $(GENERATED)/$(APPS_CONFIG)
 	scripts/install-tools.sh Apps/.build/$(APPS_CONFIG) "$(DESTDIR)" $(BINDIR) $(LIBDIR)
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATAROOTDIR)/bash-completion/completions \
 		$(DESTDIR)$(DATAROOTDIR)/zsh/site-functions $(DESTDIR)$(DATAROOTDIR)/fish/vendor_completions.d
-	install -m 0644 $(GENERATED)/$(APPS_CONFIG)/man/coords.1 $(GENERATED)/$(APPS_CONFIG)/man/coords-relay.1 $(DESTDIR)$(MANDIR)/man1/
-	install -m 0644 $(GENERATED)/$(APPS_CONFIG)/completions/bash/coords $(GENERATED)/$(APPS_CONFIG)/completions/bash/coords-relay \
-		$(DESTDIR)$(DATAROOTDIR)/bash-completion/completions/
-	install -m 0644 $(GENERATED)/$(APPS_CONFIG)/completions/zsh/_coords $(GENERATED)/$(APPS_CONFIG)/completions/zsh/_coords-relay \
-		$(DESTDIR)$(DATAROOTDIR)/zsh/site-functions/
-	install -m 0644 $(GENERATED)/$(APPS_CONFIG)/completions/fish/coords.fish $(GENERATED)/$(APPS_CONFIG)/completions/fish/coords-relay.fish \
-		$(DESTDIR)$(DATAROOTDIR)/fish/vendor_completions.d/
-	@echo "install: coords and coords-relay $(VERSION) into $(DESTDIR)$(BINDIR)"
+	for tool in coords coords-relay coords-push-gateway; do \
+		install -m 0644 $(GENERATED)/$(APPS_CONFIG)/man/$$tool.1 $(DESTDIR)$(MANDIR)/man1/ && \
+		install -m 0644 $(GENERATED)/$(APPS_CONFIG)/completions/bash/$$tool $(DESTDIR)$(DATAROOTDIR)/bash-completion/completions/ && \
+		install -m 0644 $(GENERATED)/$(APPS_CONFIG)/completions/zsh/_$$tool $(DESTDIR)$(DATAROOTDIR)/zsh/site-functions/ && \
+		install -m 0644 $(GENERATED)/$(APPS_CONFIG)/completions/fish/$$tool.fish $(DESTDIR)$(DATAROOTDIR)/fish/vendor_completions.d/ || exit 1; \
+	done
+	@echo "install: coords, coords-relay and coords-push-gateway $(VERSION) into $(DESTDIR)$(BINDIR)"
 
 # Into the live system (no DESTDIR), the dynamic loader's cache is refreshed so programs find
 # libcoordscore.so.$(ABI_MAJOR) at once; a package build (DESTDIR set) leaves that to the package.
@@ -302,16 +302,15 @@ endef
 
 # Removes what `make install` put under $(DESTDIR)$(PREFIX) (same PREFIX and DESTDIR as the install).
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/coords $(DESTDIR)$(BINDIR)/coords-relay
+	for tool in coords coords-relay coords-push-gateway; do \
+		rm -f $(DESTDIR)$(BINDIR)/$$tool $(DESTDIR)$(MANDIR)/man1/$$tool.1 $(DESTDIR)$(DATAROOTDIR)/bash-completion/completions/$$tool \
+			$(DESTDIR)$(DATAROOTDIR)/zsh/site-functions/_$$tool $(DESTDIR)$(DATAROOTDIR)/fish/vendor_completions.d/$$tool.fish; \
+	done
 	rm -rf $(DESTDIR)$(LIBDIR)/coords
-	rm -f $(DESTDIR)$(MANDIR)/man1/coords.1 $(DESTDIR)$(MANDIR)/man1/coords-relay.1
-	rm -f $(DESTDIR)$(DATAROOTDIR)/bash-completion/completions/coords $(DESTDIR)$(DATAROOTDIR)/bash-completion/completions/coords-relay
-	rm -f $(DESTDIR)$(DATAROOTDIR)/zsh/site-functions/_coords $(DESTDIR)$(DATAROOTDIR)/zsh/site-functions/_coords-relay
-	rm -f $(DESTDIR)$(DATAROOTDIR)/fish/vendor_completions.d/coords.fish $(DESTDIR)$(DATAROOTDIR)/fish/vendor_completions.d/coords-relay.fish
 	rm -f $(DESTDIR)$(LIBDIR)/libcoordscore.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libcoordscore.so.$(ABI_MAJOR) $(DESTDIR)$(LIBDIR)/libcoordscore.so
 	rm -f $(DESTDIR)$(LIBDIR)/pkgconfig/coordscore.pc $(DESTDIR)$(INCLUDEDIR)/coordscore.h
 	$(call refresh-ldconfig)
-	@echo "uninstall: removed libcoordscore $(VERSION), coords and coords-relay from $(DESTDIR)$(PREFIX)"
+	@echo "uninstall: removed libcoordscore $(VERSION), coords, coords-relay and coords-push-gateway from $(DESTDIR)$(PREFIX)"
 
 # `make install` into a staging directory, then the README's C program built with pkg-config
 # alone, run, and the versions compared everywhere (scripts/check-install.sh).

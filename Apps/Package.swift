@@ -30,8 +30,10 @@ let package = Package(
     name: "CoordsApps",
     products: [
         .library(name: "CoordsRelay", targets: ["CoordsRelay"]),
+        .library(name: "CoordsPushGateway", targets: ["CoordsPushGateway"]),
         .executable(name: "coords-relay", targets: ["coords-relay"]),
-        .executable(name: "coords", targets: ["coords"])
+        .executable(name: "coords", targets: ["coords"]),
+        .executable(name: "coords-push-gateway", targets: ["coords-push-gateway"])
     ],
     dependencies: [
         .package(name: "CoordsCore", path: ".."),
@@ -46,7 +48,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1")
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        // The push gateway only: the P-256 (APNs) and RSA (FCM) signatures libsodium does not have.
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2")
     ],
     targets: [
         // The git commit the tools are built from (generated before each build).
@@ -69,6 +73,23 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl")
             ]),
         .executableTarget(name: "coords", dependencies: ["CoordsCLI", argumentParser]),
+        // The push gateway (PROTOCOL.md §8.8): a relay's wake to APNs or FCM.
+        .target(
+            name: "CoordsPushGateway",
+            dependencies: [
+                core, log, "CoordsBuildInfo", "CoordsTLS", "CoordsRelay", hummingbird, .product(name: "HummingbirdCore", package: "hummingbird"),
+                httpClient, nio, nioHTTP1, .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Prometheus", package: "swift-prometheus"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")
+            ], swiftSettings: fuzzed),
+        .executableTarget(
+            name: "coords-push-gateway", dependencies: ["CoordsPushGateway", "CoordsRelay", "CoordsBuildInfo", core, argumentParser, hummingbird, log]),
+        .testTarget(
+            name: "CoordsPushGatewayTests",
+            dependencies: [
+                "CoordsPushGateway", "CoordsRelay", core, log, .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")
+            ]),
         .testTarget(name: "CoordsCLITests", dependencies: ["CoordsCLI", "CoordsTLS", core]),
         .testTarget(
             name: "CoordsRelayTests",

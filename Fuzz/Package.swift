@@ -19,6 +19,7 @@ let package = Package(
             name: "CoordsFuzz",
             dependencies: [
                 .product(name: "CoordsCore", package: "CoordsCore"), .product(name: "CoordsRelay", package: "CoordsApps"),
+                .product(name: "CoordsPushGateway", package: "CoordsApps"),
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "HTTPTypes", package: "swift-http-types")
             ],

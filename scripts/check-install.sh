@@ -71,7 +71,7 @@ echo "check-install: the README's C quick start, as printed, into /usr/local (ov
 # toolchain hidden (a private mount namespace with an empty tmpfs over it) and an empty
 # environment they start, and `coords init` works.
 toolchain=$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")
-for tool in coords coords-relay; do
+for tool in coords coords-relay coords-push-gateway; do
     runpath=$(readelf -d "$stage/usr/bin/$tool" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
     [ "$runpath" = '$ORIGIN/../lib/coords' ] || fail "$tool's RUNPATH is '$runpath', not \$ORIGIN/../lib/coords"
     ! readelf -d "$stage/usr/bin/$tool" | grep "(RPATH)" > /dev/null || fail "$tool has an RPATH"
@@ -81,7 +81,7 @@ hidden=$("${hide[@]}" sh -c '
     set -e
     mount -t tmpfs none "$1"
     [ ! -e "$1/bin/swift" ] || { echo "the toolchain is still visible"; exit 1; }
-    for tool in coords coords-relay; do
+    for tool in coords coords-relay coords-push-gateway; do
         ! ldd "$2/usr/bin/$tool" | grep -E "not found|$1" || { echo "$tool still needs the toolchain"; exit 1; }
         env -i "$2/usr/bin/$tool" --version
     done
@@ -91,11 +91,11 @@ hidden=$("${hide[@]}" sh -c '
     rm -rf "$home"
     echo initialised' _ "$toolchain" "$stage") || fail "the installed tools do not run without the toolchain ($toolchain hidden): $hidden"
 case "$hidden" in "$version (commit "*$'\n'"$version (commit "*$'\n'initialised) ;; *) fail "without the toolchain: $hidden" ;; esac
-sizes=$(stat -c '%n %s' "$stage/usr/bin/coords" "$stage/usr/bin/coords-relay" | awk '{ sub(".*/", "", $1); printf "%s %d MiB, ", $1, $2 / 1048576 }')
-echo "check-install: coords and coords-relay run with $toolchain hidden under env -i (${sizes%, }, stripped)"
+sizes=$(stat -c '%n %s' "$stage/usr/bin/coords" "$stage/usr/bin/coords-relay" "$stage/usr/bin/coords-push-gateway" | awk '{ sub(".*/", "", $1); printf "%s %d MiB, ", $1, $2 / 1048576 }')
+echo "check-install: coords, coords-relay and coords-push-gateway run with $toolchain hidden under env -i (${sizes%, }, stripped)"
 
 # The tools, their man pages and completions.
-for tool in coords coords-relay; do
+for tool in coords coords-relay coords-push-gateway; do
     case "$("$stage/usr/bin/$tool" --version)" in "$version (commit "*) ;; *) fail "$stage/usr/bin/$tool --version does not start with '$version (commit '" ;; esac
     page="$stage/usr/share/man/man1/$tool.1"
     [ -f "$page" ] || fail "$tool.1 was not installed"
@@ -129,7 +129,7 @@ completed=$(PATH="$stage/usr/bin:$PATH" bash -c '
     complete_words coords outbox ""' _ "$stage/usr/share/bash-completion/completions/coords")
 grep -q "fetch" <<<"$(sed -n 1p <<<"$completed")" || fail "bash did not complete 'coords fe' to fetch: $completed"
 grep -q "flush" <<<"$(sed -n 2p <<<"$completed")" || fail "bash did not complete 'coords outbox ' with flush: $completed"
-echo "check-install: coords and coords-relay $version with man pages (every command) and bash/zsh/fish completions"
+echo "check-install: coords, coords-relay and coords-push-gateway $version with man pages (every command) and bash/zsh/fish completions"
 
 # One version everywhere.
 grep -q "public static let string = \"$version\"" Sources/CoordsCore/Version.swift || fail "CoordsVersion.string is not $version"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs coords and coords-relay so they run on a machine without the Swift toolchain:
+# Installs coords, coords-relay and coords-push-gateway so they run on a machine without the Swift toolchain:
 # each is stripped (its debug info kept next to the build as <tool>.debug, linked with
 # .gnu_debuglink), the Swift runtime libraries it loads are copied into a private directory,
 # $LIBDIR/coords, and its RUNPATH is set to that directory relative to $ORIGIN (nothing points
@@ -35,7 +35,7 @@ bundle_runtime_of() {
     done < <(ldd "$1" | awk -v dir="$runtime/" 'index($3, dir) == 1 { print $3 }')
 }
 
-for tool in coords coords-relay; do
+for tool in coords coords-relay coords-push-gateway; do
     built="$build/$tool"
     [ -x "$built" ] || fail "$built was not built"
     # Debug info stays with the build (gdb finds it through the debuglink).

@@ -88,16 +88,8 @@ class Nginx:
         nginx = shutil.which("nginx") or "/usr/sbin/nginx"
         assert os.access(nginx, os.X_OK), "nginx is not installed (make deps installs Debian's nginx)"
         self.dir = tempfile.mkdtemp(prefix="coords-e2e-nginx-")
-        site = open(self.SITE).read()
-        assert site.count(self.SERVERS) == 2 and "listen 127.0.0.1:8080;" in site, "the shipped nginx file changed shape"
-        servers = "".join(f"    server 127.0.0.1:{p} max_fails=3 fail_timeout=5s;\n" for p in self.relay_ports)
-        site = site.replace(self.SERVERS, servers).replace("127.0.0.1:8080", f"127.0.0.1:{self.port}")
-        if self.tls:
-            certificate, key = self.tls
-            site = site.replace(f"listen 127.0.0.1:{self.port};",
-                                f"listen 127.0.0.1:{self.port} ssl;\n    ssl_certificate {certificate};\n    ssl_certificate_key {key};")
         with open(os.path.join(self.dir, "site.conf"), "w") as f:
-            f.write(site)
+            f.write(self.site())
         temp = "".join(f"    {k}_temp_path {self.dir}/{k};\n" for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
         with open(os.path.join(self.dir, "nginx.conf"), "w") as f:
             f.write(f"daemon off;\nworker_processes 1;\npid {self.dir}/nginx.pid;\nerror_log {self.dir}/error.log warn;\n"
@@ -115,6 +107,23 @@ class Nginx:
             except OSError:
                 time.sleep(0.05)
         raise RuntimeError("nginx did not start: " + self.error_log())
+
+    def site(self):
+        """The server configuration: the shipped file with the test's ports (and TLS)."""
+        site = open(self.SITE).read()
+        assert site.count(self.SERVERS) == 2 and "listen 127.0.0.1:8080;" in site, "the shipped nginx file changed shape"
+        servers = "".join(f"    server 127.0.0.1:{p} max_fails=3 fail_timeout=5s;\n" for p in self.relay_ports)
+        site = site.replace(self.SERVERS, servers).replace("127.0.0.1:8080", f"127.0.0.1:{self.port}")
+        return self.with_tls(site)
+
+    def with_tls(self, site, http2=False):
+        """`site` listening with TLS (and HTTP/2) on the test's port when `tls` was given."""
+        if not self.tls:
+            return site
+        certificate, key = self.tls
+        return site.replace(f"listen 127.0.0.1:{self.port};",
+                            f"listen 127.0.0.1:{self.port} ssl{' http2' if http2 else ''};\n"
+                            f"    ssl_certificate {certificate};\n    ssl_certificate_key {key};")
 
     def __exit__(self, *exc):
         if self.process.poll() is None:

@@ -13,6 +13,7 @@ import Synchronization
 // target's corpus under Fuzz/corpus/<target>/). A trap, an ASan report or a failed property
 // check (`check`) is a crash that libFuzzer saves as `crash-…`; turn it into a regression test.
 @testable import CoordsCore
+@testable import CoordsPushGateway
 @testable import CoordsRelay
 
 #if canImport(Glibc)
@@ -58,7 +59,9 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "relay-objects": relayObjects,
     "object-transfer": objectTransfer,
     "qr-code": qrCode,
-    "gateway-token": gatewayToken
+    "gateway-token": gatewayToken,
+    "gateway-router": gatewayRouter,
+    "provider-answer": providerAnswer
 ]
 
 /// A failed property: crash loudly so libFuzzer keeps the input.
@@ -113,6 +116,17 @@ enum Fixture {
         return RelayService(configuration: configuration, store: MemoryRelayStore(), logger: logger)
     }()
     static let responder = buildRouter(service: service).buildResponder()
+    /// The push gateway on the fixed key, without providers (a token that opens answers 404
+    /// `platform_not_served`) and without rate limits (they would hide the parsers).
+    static let gatewayResponder: some HTTPResponder<GatewayRequestContext> = {
+        var limits = GatewayLimits()
+        limits.perTokenPerMinute = 0
+        limits.perAddressPerMinute = 0
+        var logger = Logger(label: "fuzz")
+        logger.logLevel = .critical
+        let gateway = PushGateway(keys: [gateway], providers: [], limits: limits, logger: logger, clock: { 0 })
+        return buildGatewayRouter(gateway: gateway, addresses: AddressPolicy()).buildResponder()
+    }()
     static let keychainPath = "/tmp/coords-fuzz-keychain-\(getpid())"
     /// Where the data-file target writes its `data.mdb`.
     static let dataFileDirectory = "/tmp/coords-fuzz-datafile-\(getpid())"
@@ -383,7 +397,8 @@ func relayBody(_ body: [UInt8], _ route: @escaping @Sendable (RelayService) -> @
 
 /// The whole router in process: `METHOD TARGET\n`, header lines `Name: value\n`, a blank line,
 /// then the body.
-@Sendable func relayRouter(_ bytes: [UInt8]) {
+/// An HTTP request from fuzz bytes: a request line, header lines, an empty line, the body.
+func fuzzedRequest(_ bytes: [UInt8], authority: String) -> (HTTPRequest, [UInt8]) {
     var lines: [String] = []
     var index = 0
     var body: [UInt8] = []
@@ -411,7 +426,13 @@ func relayBody(_ body: [UInt8], _ route: @escaping @Sendable (RelayService) -> @
         let value = parts[1].drop { $0 == " " }
         fields.append(HTTPField(name: name, value: String(value)))
     }
-    let head = HTTPRequest(method: method, scheme: "http", authority: "relay", path: path, headerFields: fields)
+    return (HTTPRequest(method: method, scheme: "http", authority: authority, path: path, headerFields: fields), body)
+}
+
+@Sendable func relayRouter(_ bytes: [UInt8]) {
+    let (head, body) = fuzzedRequest(bytes, authority: "relay")
+    let method = head.method
+    let path = head.path ?? "/"
     let requestBody = body
     blocking {
         let body = requestBody
@@ -1029,4 +1050,46 @@ enum AttachmentFixture {
             check(false, "an opened object seals again: \(error)")
         }
     }
+}
+
+/// The push gateway's routes (docs/PUSH.md): any request is answered, never with 500, and no
+/// answer to a wake is 200 (there is no provider to deliver it).
+@Sendable func gatewayRouter(_ bytes: [UInt8]) {
+    let (head, body) = fuzzedRequest(bytes, authority: "gateway")
+    blocking {
+        let request = Request(head: head, body: .init(buffer: ByteBuffer(bytes: body)))
+        var logger = Logger(label: "fuzz")
+        logger.logLevel = .critical
+        let context = GatewayRequestContext(source: .init(channel: NIOAsyncTestingChannel(), logger: logger))
+        do {
+            let response = try await Fixture.gatewayResponder.respond(to: request, context: context)
+            check(response.status.code != 500, "gateway answered 500 to \(head.method) \((head.path ?? "").prefix(80))")
+            if head.method == .post, head.path?.hasPrefix("/up/") == true { check(response.status.code != 200, "a wake delivered without a provider") }
+        } catch {
+            check(false, "gateway router threw instead of answering: \(error)")
+        }
+    }
+}
+
+/// What a provider (or something posing as one) answers: the first two bytes pick the status,
+/// the next up to 12 are `Retry-After`, the rest is the body. Classifying never traps; every
+/// reason is a short label of letters, digits and `_`; a Retry-After is at most an hour.
+@Sendable func providerAnswer(_ bytes: [UInt8]) {
+    guard bytes.count >= 2 else { return }
+    let status = 100 + Int(UInt16(bytes[0]) << 8 | UInt16(bytes[1])) % 500
+    let retryText = String(decoding: bytes.dropFirst(2).prefix(12), as: UTF8.self)
+    let retryAfter = ProviderAnswer.parseRetryAfter(retryText)
+    if let retryAfter { check(retryAfter <= ProviderAnswer.longestRetryAfter && retryAfter >= .zero, "Retry-After out of bounds") }
+    let body = Array(bytes.dropFirst(14))
+    let answer = ProviderAnswer(status: status, retryAfter: retryAfter, body: try? JSONValue.parse(body, maximumDepth: 16))
+    for outcome in [APNsProvider.classify(answer), FCMProvider.classify(answer)] {
+        let reason = outcome.reason
+        check(
+            !reason.isEmpty && reason.utf8.count <= 40
+                && reason.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x5F },
+            "an unsanitised reason \(reason.prefix(60))")
+        if status == 200 { check(outcome == .delivered, "200 is delivered") }
+    }
+    // The service account file is a publisher's, but its parser must not trap on anything.
+    _ = try? FCMServiceAccount(json: body)
 }

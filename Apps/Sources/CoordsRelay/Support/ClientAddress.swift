@@ -25,7 +25,7 @@ public struct AddressPolicy: Sendable, Equatable {
     /// The key the limits count a request under: the client address (from `X-Forwarded-For`,
     /// walked from the right past trusted proxies, when the peer is trusted), normalised.
     /// An unparseable peer counts as "unknown"; an unparseable forwarded entry ends the walk.
-    func key(forwardedFor: String?, remoteAddress: String?) -> String {
+    public func key(forwardedFor: String?, remoteAddress: String?) -> String {
         guard let peer = remoteAddress.flatMap({ IPAddress(parsing: Substring($0)) }) else { return "unknown" }
         var client = peer
         if let forwardedFor, trusts(peer) {

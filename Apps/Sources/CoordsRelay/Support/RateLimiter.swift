@@ -2,28 +2,31 @@ import Synchronization
 
 /// Token buckets by name (client address or key): `rate` tokens per second up to `burst`.
 /// A rate of 0 disables the limiter. Idle buckets are pruned so memory stays bounded.
-final class RateLimiter: Sendable {
+public final class RateLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
         var last: UInt64  // ms
     }
 
-    let rate: Double
-    let burst: Double
+    /// Tokens per second (0: the limiter is off).
+    public let rate: Double
+    /// The most tokens a bucket holds.
+    public let burst: Double
     private let buckets = Mutex<[String: Bucket]>([:])
     /// Buckets kept at most; beyond it, full (idle) buckets are dropped.
     static let maximumBuckets = 100_000
     /// The longest `Retry-After` (seconds) it answers, whatever the rate.
     static let longestWait = 86_400
 
-    init(rate: Double, burst: Double) {
+    /// A limiter of `rate` tokens per second (negative: 0, off) and buckets of `burst` (at least 1).
+    public init(rate: Double, burst: Double) {
         self.rate = max(rate, 0)
         self.burst = max(burst, 1)
     }
 
     /// Takes one token for `name` at `now` (ms). Returns nil when allowed, or the whole seconds
     /// after which a token will be available.
-    func take(_ name: String, now: UInt64) -> Int? {
+    public func take(_ name: String, now: UInt64) -> Int? {
         guard rate > 0 else { return nil }
         return buckets.withLock { buckets in
             var bucket = buckets[name] ?? Bucket(tokens: burst, last: now)
@@ -55,7 +58,7 @@ final class RateLimiter: Sendable {
     }
 
     /// Drops buckets that have refilled completely (they behave like new ones).
-    func prune(now: UInt64) {
+    public func prune(now: UInt64) {
         buckets.withLock { Self.prune(&$0, now: now, rate: rate, burst: burst) }
     }
 
