@@ -42,14 +42,18 @@ case "$seconds$jobs" in *[!0-9]*) echo "fuzz: error: --time and --jobs take whol
 targets=(blob-open friend-link fetch-response json relay-upload relay-fetch relay-delete relay-message-post
          envelope mailbox-auth relay-router cgeo backup keychain store-codecs live-frame push-endpoint rotation
          app-responses postgres-url client-address data-file response-limit sealed-value server-url outbox-answer
-         prekey-bundle session-message ratchet-state relay-prekeys group-statement group-message group-rules attachment relay-objects object-transfer qr-code gateway-token)
+         prekey-bundle session-message ratchet-state relay-prekeys group-statement group-message group-rules attachment relay-objects object-transfer qr-code gateway-token gateway-router provider-answer)
 if [ "${list:-0}" = 1 ]; then printf '%s\n' "${targets[@]}"; exit 0; fi
 [ ${#only[@]} -gt 0 ] && targets=("${only[@]}")
 
 if [ "${nobuild:-0}" != 1 ]; then
 echo "fuzz: building Fuzz/ (our modules with -sanitize=fuzzer,address) in Apps/.build"
-COORDS_PACKAGE=fuzz swift build --package-path Fuzz --scratch-path Apps/.build --product CoordsFuzz 2>&1 \
-    | grep -E "error|warning: .*Fuzz/Sources|Compiling CoordsFuzz|Build of product" || true
+mkdir -p Fuzz/.build
+built=0
+COORDS_PACKAGE=fuzz swift build --package-path Fuzz --scratch-path Apps/.build --product CoordsFuzz > Fuzz/.build/build.log 2>&1 || built=$?
+grep -E "error|warning: .*Fuzz/Sources|Compiling CoordsFuzz|Build of product" Fuzz/.build/build.log || true
+# A failed build must not fall back on an earlier binary (its targets are not these).
+[ "$built" = 0 ] || { echo "fuzz: error: the fuzz build failed (exit $built; Fuzz/.build/build.log)" >&2; exit 1; }
 fi
 binary=Apps/.build/debug/CoordsFuzz
 [ -x "$binary" ] || { echo "fuzz: error: the fuzz build failed (run the swift build command above by hand)" >&2; exit 1; }

@@ -45,6 +45,7 @@ public struct APNsCredentials: Sendable {
 /// responses from APNs"): `POST /3/device/<token>` with a provider authentication token, a
 /// background push with no content, folded by `apns-collapse-id`.
 public final class APNsProvider: PushProvider {
+    /// APNs tokens.
     public var platform: PushGatewayToken.Platform { .apns }
 
     /// The body of every wake: a background notification, nothing else.
@@ -87,6 +88,7 @@ public final class APNsProvider: PushProvider {
         self.clock = clock
     }
 
+    /// Provider tokens signed so far (metrics).
     public var refreshes: Int { refreshCount.withLock { $0 } }
 
     /// The provider token to send: the cached one while younger than ``tokenLifetime``, else a
@@ -111,6 +113,8 @@ public final class APNsProvider: PushProvider {
         }
     }
 
+    /// Sends the background wake to `token`'s device at the APNs service that issued it (see
+    /// ``PushProvider/wake(_:client:refreshing:)``).
     public func wake(_ token: PushGatewayToken, client: HTTPClient, refreshing: Bool) async -> ProviderOutcome {
         let bearer: String
         do {
@@ -158,6 +162,7 @@ public final class APNsProvider: PushProvider {
 
 /// A gateway setting that cannot be used: what is wrong, in one sentence.
 public struct GatewaySetupError: Error, CustomStringConvertible {
+    /// What is wrong, in one sentence.
     public let description: String
     /// An error saying `description`.
     public init(_ description: String) { self.description = description }

@@ -55,6 +55,7 @@ public struct FCMServiceAccount: Sendable {
 /// Applications"), cached until shortly before it expires. A data-only, high-priority message
 /// with a collapse key: no notification, no content.
 public final class FCMProvider: PushProvider {
+    /// FCM tokens.
     public var platform: PushGatewayToken.Platform { .fcm }
 
     /// The OAuth2 scope FCM's send API needs.
@@ -106,6 +107,8 @@ public final class FCMProvider: PushProvider {
         return JSONValue.object(["message": message]).serializedString
     }
 
+    /// Sends the data-only wake to `token`'s device (see ``PushProvider/wake(_:client:refreshing:)``);
+    /// obtains an access token first when none is cached.
     public func wake(_ token: PushGatewayToken, client: HTTPClient, refreshing: Bool) async -> ProviderOutcome {
         let bearer: String
         switch await accessToken(client: client, refreshing: refreshing) {

@@ -12,6 +12,7 @@ public struct GatewayRequestContext: RequestContext {
     /// The peer's IP address (nil in router tests).
     public let remoteAddress: String?
 
+    /// The context of a request on `source`'s channel.
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress?.ipAddress

@@ -55,6 +55,7 @@ public final class PushGateway: Service, Sendable {
     let providers: [PushGatewayToken.Platform: any PushProvider]
     let limits: GatewayLimits
     let logger: Logger
+    /// Its metrics (`GET /metrics`).
     public let metrics: GatewayMetrics
     private let perToken: RateLimiter
     private let perAddress: RateLimiter

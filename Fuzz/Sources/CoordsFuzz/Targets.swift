@@ -124,8 +124,8 @@ enum Fixture {
         limits.perAddressPerMinute = 0
         var logger = Logger(label: "fuzz")
         logger.logLevel = .critical
-        let gateway = PushGateway(keys: [gateway], providers: [], limits: limits, logger: logger, clock: { 0 })
-        return buildGatewayRouter(gateway: gateway, addresses: AddressPolicy()).buildResponder()
+        let pushGateway = PushGateway(keys: [gateway], providers: [], limits: limits, logger: logger, clock: { 0 })
+        return buildGatewayRouter(gateway: pushGateway, addresses: AddressPolicy()).buildResponder()
     }()
     static let keychainPath = "/tmp/coords-fuzz-keychain-\(getpid())"
     /// Where the data-file target writes its `data.mdb`.
