@@ -6,27 +6,14 @@ import HummingbirdCore
 import Logging
 import NIOCore
 
-/// The request context: Hummingbird's storage and the peer's address.
-public struct GatewayRequestContext: RequestContext {
-    public var coreContext: CoreRequestContextStorage
-    /// The peer's IP address (nil in router tests).
-    public let remoteAddress: String?
-
-    /// The context of a request on `source`'s channel.
-    public init(source: ApplicationRequestContextSource) {
-        coreContext = .init(source: source)
-        remoteAddress = source.channel.remoteAddress?.ipAddress
-    }
-}
-
 /// The largest wake body read (PROTOCOL.md §8.8: over 1,024 bytes is 413).
 let maximumWakeBody = 1024
 
 /// The gateway's routes on `gateway`: `POST /up/<token>` (a wake; any other method 405),
 /// `GET /v1/gateway/key`, `GET /healthz`, `GET /metrics`. `addresses` decides who a request
 /// counts as (`X-Forwarded-For` from a trusted proxy).
-public func buildGatewayRouter(gateway: PushGateway, addresses: AddressPolicy) -> Router<GatewayRequestContext> {
-    let router = Router(context: GatewayRequestContext.self)
+public func buildGatewayRouter(gateway: PushGateway, addresses: AddressPolicy) -> Router<RelayRequestContext> {
+    let router = Router(context: RelayRequestContext.self)
     router.post("up/:token") { request, context in
         if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > maximumWakeBody {
             return refusal(gateway, GatewayAnswer(status: 413, retryAfter: nil, code: "body_too_large"))

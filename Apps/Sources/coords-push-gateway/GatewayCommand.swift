@@ -11,12 +11,6 @@ import Logging
 import Glibc
 #endif
 
-/// Writes one line to standard error.
-func printError(_ text: String) {
-    let line = Array((text + "\n").utf8)
-    _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-}
-
 @main
 struct GatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CoordsBuildInfo
 import CoordsRelay
 
 #if canImport(Glibc)

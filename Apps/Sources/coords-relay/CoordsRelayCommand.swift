@@ -12,12 +12,6 @@ import Glibc
 /// Reads an environment variable.
 func environment(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
 
-/// Writes one line to standard error (unbuffered, so it is there even if the process dies next).
-func printError(_ text: String) {
-    let line = Array((text + "\n").utf8)
-    _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-}
-
 @main
 struct CoordsRelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

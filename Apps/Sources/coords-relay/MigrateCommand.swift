@@ -1,4 +1,5 @@
 import ArgumentParser
+import CoordsBuildInfo
 import CoordsCore
 import CoordsRelay
 import Foundation

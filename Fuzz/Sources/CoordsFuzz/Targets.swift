@@ -118,7 +118,7 @@ enum Fixture {
     static let responder = buildRouter(service: service).buildResponder()
     /// The push gateway on the fixed key, without providers (a token that opens answers 404
     /// `platform_not_served`) and without rate limits (they would hide the parsers).
-    static let gatewayResponder: some HTTPResponder<GatewayRequestContext> = {
+    static let gatewayResponder: some HTTPResponder<RelayRequestContext> = {
         var limits = GatewayLimits()
         limits.perTokenPerMinute = 0
         limits.perAddressPerMinute = 0
@@ -1060,7 +1060,7 @@ enum AttachmentFixture {
         let request = Request(head: head, body: .init(buffer: ByteBuffer(bytes: body)))
         var logger = Logger(label: "fuzz")
         logger.logLevel = .critical
-        let context = GatewayRequestContext(source: .init(channel: NIOAsyncTestingChannel(), logger: logger))
+        let context = RelayRequestContext(source: .init(channel: NIOAsyncTestingChannel(), logger: logger))
         do {
             let response = try await Fixture.gatewayResponder.respond(to: request, context: context)
             check(response.status.code != 500, "gateway answered 500 to \(head.method) \((head.path ?? "").prefix(80))")
