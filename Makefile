@@ -31,7 +31,7 @@ FUZZ_TIME ?= 600
 FUZZ_TEST_TIME ?= 5
 FUZZ_TEST_JOBS ?= 2
 
-.PHONY: test-jvm bench-battery host-loop bench-one-core test-e2e-1 test-e2e-2 test-hostile-1 test-hostile-2 deps-build test-steps test-core test-apps bench-check format test-format man docs wheel test-wheel test-docs install install-lib install-tools uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
+.PHONY: test-ha test-jvm bench-battery host-loop bench-one-core test-e2e-1 test-e2e-2 test-hostile-1 test-hostile-2 deps-build test-steps test-core test-apps bench-check format test-format man docs wheel test-wheel test-docs install install-lib install-tools uninstall test-install fuzz test-fuzz all deps geodata geodata-large bench bench-quick bench-deps build lib lib-portable tools test test-swift test-tsan test-release test-abi test-c test-python test-portable test-e2e test-hostile test-deploy example-c demo clean help
 
 all: build
 
@@ -52,6 +52,7 @@ help:
 	@echo "make bench-one-core  the manager paths pinned to one core vs their C floors (wall clock)"
 	@echo "make bench-battery  CPU time and wake-ups: a share vs its C floor, a background wake, idle coords watch"
 	@echo "make host-loop  examples/host-loop.c, a whole host in C (libcurl)"
+	@echo "make test-ha   the relay on a failing PostgreSQL cluster (Patroni, etcd, HAProxy; needs root): no acknowledged write lost"
 	@echo "make test-jvm  the JVM binding (bindings/jvm: Java over JNA, a Kotlin usage check) and its JUnit 5 suite against a live relay"
 	@echo "make docs    the DocC site of CoordsCore in .build-docs/site (no warnings allowed)"
 	@echo "make wheel   the Python package (dist/coordscore-*.whl, carrying the portable library)"
@@ -98,7 +99,7 @@ lib-portable: deps-build
 # use (test-core .build, lib-portable .build-static, test-apps Apps/.build), and test-fuzz comes
 # last (it recompiles our modules in Apps/.build). docs/TESTING.md says what each step proves.
 TEST_STEPS := test-format test-core+lib-portable test-apps+bench-check tools+lib+test-tsan+test-release+test-python+test-abi+test-c \
-	test-portable test-install+test-wheel+test-docs+test-e2e-1+test-e2e-2+test-hostile-1+test-hostile-2+test-deploy test-fuzz
+	test-portable test-install+test-wheel+test-docs+test-e2e-1+test-e2e-2+test-hostile-1+test-hostile-2+test-deploy test-ha test-fuzz
 
 test:
 	@command -v python3 >/dev/null 2>&1 || scripts/deps.sh
@@ -185,6 +186,13 @@ test-e2e-1 test-e2e-2: deps tools lib host-loop
 	$(SHARD) python3 -m pytest -q -p pytest_shard tests/e2e
 test-hostile-1 test-hostile-2: deps tools lib
 	$(SHARD) python3 -m pytest -q -p pytest_shard tests/hostile-relay
+
+# The relay on a PostgreSQL cluster that fails (tests/ha): three etcd members, three Patroni nodes
+# (each in its own network namespace) in synchronous mode, HAProxy, two relays under load;
+# switchover, kill -9 of the primary, the etcd leader killed, the primary cut off for 10 s, the
+# read standby killed. Alone in its group: it times outages. Needs root (namespaces).
+test-ha: deps tools
+	python3 -m pytest -q -s tests/ha
 
 test-abi: deps lib
 	scripts/check-abi.sh $(LIB_DIR)/libcoordscore.so

@@ -51,6 +51,13 @@ packages_for_missing() {
     [ -f /usr/share/java/junit-platform-console-standalone.jar ] || missing+=(junit5)
     [ -f /usr/share/java/org.jetbrains.annotations-java8.jar ] || missing+=(libjetbrains-annotations-java)
     command -v kotlinc >/dev/null 2>&1 || missing+=(kotlin)
+    # The failover suite (tests/ha): a Patroni cluster on etcd behind HAProxy, nodes in network namespaces.
+    command -v patroni >/dev/null 2>&1 || missing+=(patroni)
+    command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+    command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
+    command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
+    command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+    command -v setpriv >/dev/null 2>&1 || missing+=(util-linux)
     # tests/e2e/test_lifecycle.py runs a host an hour behind with libfaketime.
     [ -f /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || [ -f /usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1 ] || missing+=(faketime)
     echo "${missing[@]:-}"

@@ -14,6 +14,10 @@ public struct RelayConfiguration: Sendable {
     public var postgresURL: String?
     /// Most connections this relay keeps open to PostgreSQL.
     public var postgresPoolSize = 16
+    /// Where fetches read, when set: a libpq-style URL of the cluster's synchronous standby
+    /// (HAProxy's port that checks Patroni's `GET /sync`); fetches fall back to `postgresURL`
+    /// while it does not answer (docs/RELAY.md, "Read replicas").
+    public var postgresReadURL: String?
     /// Commit durability of the LMDB store.
     public var durability: Database.Durability = .durable
     /// Blobs not refreshed within this many seconds are forgotten (default 7 days).

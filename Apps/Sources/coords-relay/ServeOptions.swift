@@ -133,6 +133,15 @@ struct StorageOptions: ServeOptionGroup {
     /// `--postgres`, else `COORDS_POSTGRES_URL` (an optional option takes no default value).
     var postgresURL: String? { postgresOption ?? environment("COORDS_POSTGRES_URL") }
 
+    @Option(
+        name: .customLong("postgres-read"),
+        help:
+            "With --postgres: read fetches from this URL (the cluster's synchronous standby, e.g. HAProxy checking Patroni's /sync), falling back to --postgres while it does not answer [COORDS_POSTGRES_READ_URL]."
+    )
+    var postgresReadOption: String?
+    /// `--postgres-read`, else `COORDS_POSTGRES_READ_URL`.
+    var postgresReadURL: String? { postgresReadOption ?? environment("COORDS_POSTGRES_READ_URL") }
+
     @Option(name: .customLong("postgres-pool-size"), help: "Most PostgreSQL connections this relay keeps open [COORDS_POSTGRES_POOL_SIZE].")
     var postgresPoolSize: Int = Env.int("COORDS_POSTGRES_POOL_SIZE", defaults.postgresPoolSize)
 
@@ -156,6 +165,7 @@ struct StorageOptions: ServeOptionGroup {
     func validate() throws {
         try OptionRange.check("--postgres-pool-size", postgresPoolSize)
         guard !(memory && postgresURL != nil) else { throw ValidationError("--memory and --postgres exclude each other") }
+        guard postgresReadURL == nil || postgresURL != nil else { throw ValidationError("--postgres-read needs --postgres (where writes go)") }
         try OptionRange.check("--ttl", ttl)
         try OptionRange.check("--sweep-interval", sweepInterval)
         try OptionRange.check("--signature-window", signatureWindow)
@@ -165,6 +175,7 @@ struct StorageOptions: ServeOptionGroup {
         configuration.dataDirectory = memory ? nil : dataDirectory
         configuration.postgresURL = postgresURL
         configuration.postgresPoolSize = postgresPoolSize
+        configuration.postgresReadURL = postgresReadURL
         configuration.durability = noSync ? .noSync : .durable
         configuration.ttlSeconds = ttl
         configuration.sweepIntervalSeconds = sweepInterval

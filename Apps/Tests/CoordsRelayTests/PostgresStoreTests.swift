@@ -167,6 +167,26 @@ import Testing
         await postgres.close()
     }
 
+    /// `--postgres-read`: fetches read the read pool first; one that does not answer (here a
+    /// closed port) costs a fetch at most a second before the primary answers, and the next
+    /// fetches go to the primary at once while the pool is paused.
+    @Test func fetchesFallBackToThePrimaryWhenTheReadPoolDoesNotAnswer() async throws {
+        let server = try await PostgresTestServer.shared()
+        let database = try await server.freshDatabase().database
+        let location = try PostgresLocation(url: server.url(database: database))
+        let nowhere = try PostgresLocation(url: "postgres://coords:x@127.0.0.1:9/\(database)?sslmode=disable")
+        let store = try await PostgresRelayStore(location: location, readLocation: nowhere, poolSize: 2, logger: StoreUnderTest.quietLogger)
+        #expect(store.readLocation == nowhere)
+        #expect(try await store.put(key: try Self.key(9), record: Self.record(5)) == .stored)
+        let started = ContinuousClock.now
+        #expect(try await store.get(keys: [try Self.key(9)], updatedSince: 0)[try Self.key(9)] == Self.record(5))
+        #expect(ContinuousClock.now - started < .seconds(4))
+        let again = ContinuousClock.now
+        #expect(try await store.get(keys: [try Self.key(9)], updatedSince: 0)[try Self.key(9)] == Self.record(5))
+        #expect(ContinuousClock.now - again < .milliseconds(900))  // paused: straight to the primary
+        await store.close()
+    }
+
     /// TLS when the URL asks for it: with `sslmode=require` the server reports the relay's
     /// connections as encrypted; `verify-full` refuses the test server's self-signed certificate
     /// with an error that names the server, never a crash.

@@ -38,8 +38,9 @@ public func buildApplication(configuration: RelayConfiguration, postgresPassword
     let described: String
     if let url = configuration.postgresURL {
         let location = try PostgresLocation(url: url, environmentPassword: postgresPassword)
-        store = try await PostgresRelayStore(location: location, poolSize: configuration.postgresPoolSize, logger: logger)
-        described = "postgres at \(location.redacted)"
+        let reads = try configuration.postgresReadURL.map { try PostgresLocation(url: $0, environmentPassword: postgresPassword) }
+        store = try await PostgresRelayStore(location: location, readLocation: reads, poolSize: configuration.postgresPoolSize, logger: logger)
+        described = "postgres at \(location.redacted)" + (reads.map { ", fetches from \($0.redacted)" } ?? "")
     } else if let directory = configuration.dataDirectory {
         store = try LMDBRelayStore(directory: directory, durability: configuration.durability, logger: logger)
         described = "lmdb at \(directory)"

@@ -56,6 +56,12 @@ public struct PostgresLocation: Sendable, Equatable {
         }
         var host = rest
         var port = 5432
+        guard !host.contains(",") else {
+            throw RelayStoreError(
+                description:
+                    "the PostgreSQL URL names several hosts; the relay connects to one address: put HAProxy with Patroni's health checks in front of the cluster and give its address (docs/RELAY.md, \"High availability\")"
+            )
+        }
         if host.hasPrefix("["), host.firstIndex(of: "]") == nil {
             throw RelayStoreError(description: "the PostgreSQL URL has an unclosed [ in its host")
         }

@@ -23,6 +23,17 @@ public final class PostgresRelayStore: RelayStore, Sendable {
 
     private let client: PostgresClient
     private let runner: Task<Void, Never>
+    /// Where fetches read first (``readLocation``), and its connection pool's task.
+    private let reads: (client: PostgresClient, runner: Task<Void, Never>)?
+    /// Whether fetches try the read pool: not for ``readPause`` after it failed (a standby that
+    /// does not answer costs one ``readTimeout``, not one per fetch).
+    private let readPause = ReadPause()
+    /// How long a fetch waits for the read pool before it asks the primary.
+    static let readTimeout = Duration.seconds(1)
+    /// How long fetches go to the primary after the read pool failed.
+    static let readPause = Duration.seconds(5)
+    /// Where fetches read first, if not the primary.
+    public let readLocation: PostgresLocation?
     /// Concurrent uploads, grouped into one statement and one commit (``Batcher``).
     private let uploads: Batcher<(Bytes32, RelayRecord), PutResult>
     /// Concurrent fetches, grouped into one query.
@@ -51,22 +62,20 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     ///     advisory lock), and its DDL commits are fsynced one by one on a server that may be busy.
     /// - Throws: ``RelayStoreError`` with one clear sentence: unreachable, refused credentials,
     ///   a schema newer than this relay, or a failed migration.
+    ///   - readLocation: where fetches read first (a synchronous standby); nil: the primary.
+    ///     Fetches fall back to `location` while it does not answer within ``readTimeout``.
     public init(
-        location: PostgresLocation, poolSize: Int = 16, operationTimeout: Duration = .seconds(5),
+        location: PostgresLocation, readLocation: PostgresLocation? = nil, poolSize: Int = 16, operationTimeout: Duration = .seconds(5),
         migrationTimeout: Duration = .seconds(120), logger: Logger = Logger(label: "coords.relay.postgres")
     ) async throws {
-        var configuration = PostgresClient.Configuration(
-            host: location.host, port: location.port, username: location.username,
-            password: location.password, database: location.database,
-            tls: try Self.tls(location))
-        configuration.options.maximumConnections = max(poolSize, 1)
-        configuration.options.minimumConnections = 0
-        configuration.options.connectTimeout = .seconds(5)
         self.location = location
+        self.readLocation = readLocation
         self.logger = logger
         self.operationTimeout = operationTimeout
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let client = PostgresClient(configuration: try Self.poolConfiguration(location, poolSize: poolSize), backgroundLogger: logger)
         self.client = client
+        let readClient = try readLocation.map { PostgresClient(configuration: try Self.poolConfiguration($0, poolSize: poolSize), backgroundLogger: logger) }
+        reads = readClient.map { ($0, Task { [client = $0] in await client.run() }) }
         // Half the pool for each kind, at least one: the rest serves mailbox requests and sweeps.
         let workers = max(poolSize / 2, 1)
         uploads = Batcher(maximumBatch: 256, maximumWorkers: workers) { batch in
@@ -74,8 +83,21 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         }
         // At most 8 fetches (400 ids) per query: beyond a few hundred ids PostgreSQL's planner turns
         // to a sequential scan of the whole table, which costs more than separate queries.
+        let pause = readPause
         fetches = Batcher(maximumBatch: 8, maximumWorkers: workers) { batch in
-            try await Self.withDeadline(operationTimeout, what: "fetch uploads") { try await Self.fetchBatch(batch, client, logger) }
+            if let readClient, pause.isOpen {
+                do {
+                    return try await Self.withDeadline(Self.readTimeout, what: "fetch uploads from the read pool") {
+                        try await Self.fetchBatch(batch, readClient, logger)
+                    }
+                } catch {
+                    // The standby is down, lagging behind a failover or refusing: the primary answers, and
+                    // fetches keep to it for a while (one warning per pause, not one per fetch).
+                    pause.close(for: Self.readPause)
+                    logger.warning("read pool unavailable; fetching from the primary", metadata: ["error": "\(error)"])
+                }
+            }
+            return try await Self.withDeadline(operationTimeout, what: "fetch uploads") { try await Self.fetchBatch(batch, client, logger) }
         }
         announcer = Batcher(maximumBatch: 256, maximumWorkers: 1) { batch in
             try await Self.withDeadline(operationTimeout, what: "announce live notices") {
@@ -91,13 +113,28 @@ public final class PostgresRelayStore: RelayStore, Sendable {
             try await migrate(within: max(migrationTimeout, operationTimeout))
         } catch {
             runner.cancel()
+            reads?.runner.cancel()
             throw error
         }
     }
 
+    /// The connection pool's settings for `location`.
+    private static func poolConfiguration(_ location: PostgresLocation, poolSize: Int) throws -> PostgresClient.Configuration {
+        var configuration = PostgresClient.Configuration(
+            host: location.host, port: location.port, username: location.username,
+            password: location.password, database: location.database,
+            tls: try Self.tls(location))
+        configuration.options.maximumConnections = max(poolSize, 1)
+        configuration.options.minimumConnections = 0
+        configuration.options.connectTimeout = .seconds(5)
+        return configuration
+    }
+
     public func close() async {
         runner.cancel()
+        reads?.runner.cancel()
         _ = await runner.value
+        _ = await reads?.runner.value
     }
 
     // MARK: Live fan-out across nodes (PROTOCOL.md §8.6)
@@ -485,4 +522,15 @@ public final class PostgresRelayStore: RelayStore, Sendable {
         }
     }
 
+}
+
+/// Whether fetches may try the read pool now, or not until a pause after a failure ends.
+final class ReadPause: Sendable {
+    private let until = Mutex<ContinuousClock.Instant?>(nil)
+
+    /// True unless a pause is running.
+    var isOpen: Bool { until.withLock { $0.map { ContinuousClock.now >= $0 } ?? true } }
+
+    /// Keeps fetches off the read pool for `duration`.
+    func close(for duration: Duration) { until.withLock { $0 = ContinuousClock.now + duration } }
 }
