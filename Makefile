@@ -191,8 +191,8 @@ test-hostile-1 test-hostile-2: deps tools lib
 # (each in its own network namespace) in synchronous mode, HAProxy, two relays under load;
 # switchover, kill -9 of the primary, the etcd leader killed, the primary cut off for 10 s, the
 # read standby killed. Alone in its group: it times outages. Needs root (namespaces).
-test-ha: deps tools
-	python3 -m pytest -q -s tests/ha
+test-ha: deps tools lib
+	COORDSCORE_LIB=$(CURDIR)/$(LIB_DIR)/libcoordscore.so python3 -m pytest -q -s tests/ha
 
 test-abi: deps lib
 	scripts/check-abi.sh $(LIB_DIR)/libcoordscore.so

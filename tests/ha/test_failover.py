@@ -1,10 +1,13 @@
 """The relay on a PostgreSQL cluster that fails (issue 64; docs/RELAY.md, "High availability"):
-two coords-relay nodes reach the primary through HAProxy, which follows Patroni's health checks
-(tests/ha/cluster.py: three etcd members, three Patroni-managed PostgreSQL servers in synchronous
-mode, HAProxy — Debian's packages, on loopback). Under a steady load of signed uploads and deletes
-through both relays, each scenario fails a part of the cluster; then every upload and delete a
-relay acknowledged must still be there (none lost), no request may get anything but 204 or 503
-with Retry-After, and the relays must serve again by themselves. The outage clients saw — the
+two coords-relay nodes reach the primary through HAProxy, which follows Patroni's health checks,
+and read fetches from the synchronous standby (tests/ha/cluster.py: three etcd members, three
+Patroni-managed PostgreSQL servers in synchronous mode, HAProxy — Debian's packages). Under a
+steady load through both relays — signed uploads and deletes (tests/ha/load.py), sealed messages
+and one-time prekey claims through the Python package (tests/ha/traffic.py) — each scenario fails
+a part of the cluster; then every upload and delete a relay acknowledged must still be there,
+every accepted message must arrive, no one-time prekey may have been handed out twice nor an
+answered request be accepted again, no request may get anything but 204 or 503 with Retry-After,
+and the relays must serve again by themselves. The outage clients saw — the
 longest time without an acknowledged write — is measured and written to
 .build/ha-results.json (docs/RELAY.md reports it).
 
@@ -27,6 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
 from cluster import Cluster, wait_for  # noqa: E402
 from e2e_support import ROOT, Relay  # noqa: E402
 from load import Load  # noqa: E402
+from traffic import Messages, Prekeys  # noqa: E402
 
 RESULTS = {}
 LOADS = []  # every scenario's load: its acknowledged writes must survive the later scenarios too
@@ -60,7 +64,8 @@ def cluster():
 def relays(cluster, tmp_path_factory):
     directory = tmp_path_factory.mktemp("relays")
     nodes = [Relay(str(directory / f"relay{i}"), log_path=str(directory / f"relay{i}.log"),
-                   args=["--postgres", cluster.url, "--postgres-read", cluster.read_url, "--rate", "0", "--key-rate", "0"])
+                   args=["--postgres", cluster.url, "--postgres-read", cluster.read_url, "--rate", "0", "--key-rate", "0",
+                         "--message-rate", "0", "--mailbox-per-address", "0"])
              for i in range(2)]
     for node in nodes:
         node.start()
@@ -70,8 +75,20 @@ def relays(cluster, tmp_path_factory):
 
 
 def scenario(name, cluster, relays, fail, settle=4.0):
-    """Runs `fail(cluster)` under load, then checks every acknowledged write and records the outage."""
-    with Load([r.port for r in relays]) as load:
+    """Runs `fail(cluster)` under load — uploads and deletes, messages, one-time prekey claims —
+    then checks every acknowledged write and records the outage."""
+    work = tempfile.mkdtemp(prefix="coords-ha-hosts-")
+    messages = Messages([r.url for r in relays], work)
+    prekeys = Prekeys([r.url for r in relays], [r.port for r in relays], work)
+    try:
+        return _scenario(name, cluster, relays, fail, settle, messages, prekeys)
+    finally:
+        messages.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _scenario(name, cluster, relays, fail, settle, messages, prekeys):
+    with Load([r.port for r in relays]) as load, messages, prekeys:
         wait_for("the first acknowledged writes", lambda: load.count() >= 50, timeout=30)
         before = load.count()
         started = time.time()
@@ -96,6 +113,13 @@ def scenario(name, cluster, relays, fail, settle=4.0):
         for earlier in LOADS:
             missing, resurrected = earlier.lost(relay.port)
             assert (missing, resurrected) == ([], []), f"{name}: {len(missing)} acknowledged uploads lost, {len(resurrected)} deletes undone"
+    undelivered = messages.undelivered()
+    RESULTS[name].update({"messages_accepted": len(messages.accepted), "message_answers": {str(k): v for k, v in messages.statuses.items()},
+                          "one_time_prekeys_handed_out": len(prekeys.handed)})
+    assert messages.errors == [], messages.errors[:3]
+    assert undelivered == set(), f"{name}: {len(undelivered)} of {len(messages.accepted)} accepted messages never arrived"
+    assert prekeys.handed and prekeys.twice() == [], f"{name}: one-time prekeys handed out twice: {prekeys.twice()[:3]}"
+    assert prekeys.replays_accepted() == 0, f"{name}: a claim request was accepted twice"
     assert longest < LONGEST_OUTAGE, RESULTS[name]
     return load
 
