@@ -56,7 +56,29 @@ def request(port, method, path, body=None, timeout=5):
         connection.close()
 
 
-class Load:
+class Background:
+    """Work on threads while a `with` block runs: `targets()` names the functions, each of which
+    loops while `self.running`; leaving the block stops and joins them."""
+
+    running = False
+
+    def targets(self):
+        raise NotImplementedError
+
+    def __enter__(self):
+        self.running = True
+        self.threads = [threading.Thread(target=target, daemon=True) for target in self.targets()]
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.running = False
+        for thread in self.threads:
+            thread.join(timeout=30)
+
+
+class Load(Background):
     """Writers uploading to `ports` in turn until stopped; every fourth upload acknowledged is
     deleted again at once. `acknowledged` maps each key whose upload a relay answered 204 (and
     that was not deleted) to its blob; `deleted` holds the keys whose delete was answered 204.
@@ -70,7 +92,7 @@ class Load:
         # Every acknowledged upload is fetched at once through the other relay: (time, key) of
         # those the fetch did not return (a stale read), and how many were checked.
         self.stale, self.reads = [], 0
-        self.lock, self.running, self.threads = threading.Lock(), False, []
+        self.lock = threading.Lock()
 
     def _read_back(self, port, key, blob):
         try:
@@ -117,17 +139,8 @@ class Load:
             else:
                 time.sleep(0.05)
 
-    def __enter__(self):
-        self.running = True
-        self.threads = [threading.Thread(target=self._write, args=(i,), daemon=True) for i in range(self.writers)]
-        for thread in self.threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.running = False
-        for thread in self.threads:
-            thread.join(timeout=30)
+    def targets(self):
+        return [lambda index=index: self._write(index) for index in range(self.writers)]
 
     def count(self):
         with self.lock:

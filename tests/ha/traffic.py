@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"
 import coordscore as cc  # noqa: E402
 from coordscore import transport  # noqa: E402
 
-from load import _sodium, b64u  # noqa: E402
+from load import Background, _sodium, b64u  # noqa: E402
 
 FAST = {"keychain_cost": "minimum", "backup_cost": "minimum", "durability": "no_sync"}
 
@@ -33,7 +33,7 @@ def _answer(req):
         return 0, b""
 
 
-class Messages:
+class Messages(Background):
     """Alice (home: the first relay) sends Bob (home: the second) one message after another."""
 
     def __init__(self, urls, directory):
@@ -45,7 +45,7 @@ class Messages:
         # By id and server (a friend link names a host, which a client reaches over https).
         self.alice.add_friend(self.bob_id, urls[1], "Bob")
         self.bob.add_friend(self.alice_id, urls[0], "Alice")
-        self.accepted, self.received, self.running, self.threads = set(), set(), False, []
+        self.accepted, self.received = set(), set()
         self.statuses, self.errors = {}, []
         self.lock = threading.Lock()
 
@@ -88,17 +88,8 @@ class Messages:
         except Exception as error:  # noqa: BLE001 — reported by the test
             self.errors.append(repr(error))
 
-    def __enter__(self):
-        self.running = True
-        self.threads = [threading.Thread(target=self._send, daemon=True), threading.Thread(target=self._read, daemon=True)]
-        for thread in self.threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.running = False
-        for thread in self.threads:
-            thread.join(timeout=30)
+    def targets(self):
+        return [self._send, self._read]
 
     def undelivered(self):
         """The accepted messages Bob has not received after reading his mailbox to the end."""
@@ -140,7 +131,7 @@ def _request_with(port, method, path, headers):
         connection.close()
 
 
-class Prekeys:
+class Prekeys(Background):
     """`owners` fresh identities (home: the first relay) publish 100 one-time prekeys each; a
     claimer asks for their bundles, one every `pace` s, alternating relays and owners."""
 
@@ -156,7 +147,7 @@ class Prekeys:
                 self.owners.append(owner)  # the id is the b64u public key the bundle route takes
         self.handed = {}  # (owner, one-time prekey id) -> how many times it was handed out
         self.answered = []  # (port, path, headers) of claims answered 200
-        self.running, self.thread, self.lock = False, None, threading.Lock()
+        self.lock = threading.Lock()
 
     def _claim(self):
         import json
@@ -176,15 +167,8 @@ class Prekeys:
                         self.handed[key] = self.handed.get(key, 0) + 1
             time.sleep(self.pace)
 
-    def __enter__(self):
-        self.running = True
-        self.thread = threading.Thread(target=self._claim, daemon=True)
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.running = False
-        self.thread.join(timeout=30)
+    def targets(self):
+        return [self._claim]
 
     def twice(self):
         with self.lock:
