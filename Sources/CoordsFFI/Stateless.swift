@@ -189,6 +189,7 @@ public func ffiPushGatewayEndpoint(
         let url = try Argument.string(gatewayURL, "gateway_url")
         let keyText = try Argument.string(gatewayKey, "gateway_key_b64u")
         // Any bad key (not base64url, not 32 bytes) is one INVALID_ARGUMENT, thrown below.
+        // Not base64url, not 32 bytes, or not a usable key: the one INVALID_ARGUMENT error below says which input.
         guard let keyBytes = try? Base64.decode(keyText, field: "gateway_key_b64u"), keyBytes.count == X25519PublicKey.byteCount,
             let key = try? X25519PublicKey(rawRepresentation: keyBytes)
         else {

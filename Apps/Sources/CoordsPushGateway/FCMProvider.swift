@@ -21,6 +21,7 @@ public struct FCMServiceAccount: Sendable {
     /// Reads a service-account key file's JSON.
     /// - Throws: ``GatewaySetupError`` naming the member that is missing or unusable.
     public init(json bytes: [UInt8]) throws {
+        // Any parse failure is the one setup error below: the file is the publisher's, the sentence says what to fix.
         guard bytes.count <= 64 * 1024, let object = (try? JSONValue.parse(bytes, maximumDepth: 4))?.objectValue else {
             throw GatewaySetupError("the FCM service account file is not a JSON object (at most 64 KiB)")
         }

@@ -19,6 +19,7 @@ public func buildGatewayRouter(gateway: PushGateway, addresses: AddressPolicy) -
             return refusal(gateway, GatewayAnswer(status: 413, retryAfter: nil, code: "body_too_large"))
         }
         // Read (and bounded) before answering, so a relay's connection stays usable.
+        // collect fails only for a body over the bound (or a connection gone mid-body): 413 either way.
         guard (try? await request.body.collect(upTo: maximumWakeBody)) != nil else {
             return refusal(gateway, GatewayAnswer(status: 413, retryAfter: nil, code: "body_too_large"))
         }

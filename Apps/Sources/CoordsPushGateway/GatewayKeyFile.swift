@@ -49,6 +49,7 @@ public enum GatewayKeyFile {
         guard count > 0, count < buffer.count else { throw GatewaySetupError("\(path) is not a gateway key (one line of 43 characters)") }
         var end = count
         while end > 0, buffer[end - 1] == 0x0A || buffer[end - 1] == 0x0D || buffer[end - 1] == 0x20 { end -= 1 }
+        // Not base64url, or not 32 bytes: one error naming the file and what a key file holds.
         guard var raw = try? buffer.withUnsafeBytes({ try Base64.decode(UnsafeRawBufferPointer(rebasing: $0[0..<end]), field: "key") }),
             raw.count == 32
         else { throw GatewaySetupError("\(path) is not a gateway key (one line of 43 characters)") }
