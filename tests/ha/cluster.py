@@ -182,7 +182,8 @@ class Node:
 
     def status(self):
         """Patroni's view of this node (`GET /patroni`): role, state, timeline."""
-        with urllib.request.urlopen(f"http://{self.address}:{self.api}/patroni", timeout=1) as response:
+        # Patroni's REST API answers from its own Python threads: on a loaded 2-core machine a second is not always enough.
+        with urllib.request.urlopen(f"http://{self.address}:{self.api}/patroni", timeout=5) as response:
             return json.load(response)
 
     def postmaster_pid(self):
@@ -364,7 +365,7 @@ class Cluster:
     def etcd_leader(self):
         run = subprocess.run(["etcdctl", "--endpoints", self.endpoints(), "endpoint", "status", "-w", "json"],
                              capture_output=True, text=True, env=dict(os.environ, ETCDCTL_API="3"))
-        statuses = json.loads(run.stdout or "[]")
+        statuses = json.loads(run.stdout or "[]") if run.returncode == 0 else []  # a member slow to answer: asked again
         for status in statuses:
             if status["Status"]["header"]["member_id"] == status["Status"]["leader"]:
                 return next(e for e in self.etcd if str(e.client) in status["Endpoint"])

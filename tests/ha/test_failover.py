@@ -155,12 +155,11 @@ def test_losing_the_etcd_leader_costs_nothing(cluster, relays):
     stopped = []
 
     def stop_leader(c):
-        leader = c.etcd_leader()
-        assert leader is not None
+        leader = wait_for("etcd's leader named by etcdctl", c.etcd_leader, timeout=30)
         leader.stop(signal.SIGKILL)
         stopped.append(leader)
         time.sleep(5)  # a new etcd leader is elected; Patroni keeps its lock through the others
-        assert c.leader() is not None
+        wait_for("a Patroni leader after etcd's re-election", c.leader, timeout=30)
     try:
         scenario("etcd leader killed", cluster, relays, stop_leader)
     finally:
