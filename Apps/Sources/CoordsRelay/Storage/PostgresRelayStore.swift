@@ -493,7 +493,8 @@ public final class PostgresRelayStore: RelayStore, Sendable {
     }
 
     /// The relay's view of a database error: ``RelayStoreUnavailable`` (503) for connection
-    /// trouble and restarts, ``RelayStoreError`` (500) for anything else. Transaction errors are
+    /// trouble, restarts and a server turned read-only by a failover, ``RelayStoreError`` (500)
+    /// for anything else. Transaction errors are
     /// unwrapped to their cause.
     func classify(_ error: any Error, _ what: String) -> any Error {
         switch error {
@@ -508,8 +509,11 @@ public final class PostgresRelayStore: RelayStore, Sendable {
             if error.code == .server {
                 let state = error.serverInfo?[.sqlState] ?? "?"
                 let message = error.serverInfo?[.message] ?? "\(error.code)"
-                // 57P: the server is shutting down or restarting; 08: connection exceptions.
-                if state.hasPrefix("57P") || state.hasPrefix("08") {
+                // 57P: the server is shutting down or restarting; 08: connection exceptions; 25006: a
+                // write reached a server that is read-only now — a primary demoted during a failover
+                // (Patroni, tests/ha), whose sessions the proxy has not closed yet: retried later, it
+                // reaches the new primary.
+                if state.hasPrefix("57P") || state.hasPrefix("08") || state == "25006" {
                     return RelayStoreUnavailable(description: "the database is unavailable (\(what)): \(message)")
                 }
                 return RelayStoreError(description: "PostgreSQL refused to \(what): \(message) (SQLSTATE \(state))")
